@@ -1,0 +1,1 @@
+"""Built-in kinrun plugins, registered through the `kinrun` entry-point group."""

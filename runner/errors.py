@@ -1,0 +1,175 @@
+"""The kinrun error tree. Every error carries the data it is about.
+
+    KinrunError
+    ├── ConfigError                 bad config file; CLI exit 2; carries file, line, column, path
+    ├── ApiError                    an API server answered with a failure (or did not answer)
+    │   ├── BadRequestError         400
+    │   ├── UnauthorizedError       401
+    │   ├── ForbiddenError          403
+    │   ├── NotFoundError           404
+    │   ├── ConflictError           409 (also AlreadyExists)
+    │   ├── ExpiredError            410 Gone / Expired: a resourceVersion or continue token too old
+    │   ├── InvalidError            422
+    │   ├── TooManyRequestsError    429, with retry_after (seconds) when the server sent one
+    │   ├── ServerError             5xx
+    │   └── ApiConnectionError      no HTTP answer: refused, reset, timed out
+    └── ReconcileError              raised by a reconcile (hook or action) to steer the retry
+        ├── PermanentError          do not retry this key (until it changes again)
+        └── TemporaryError          retry after `delay` seconds (instead of the rate limiter's)
+
+Semantics follow the Kubernetes API conventions (metav1.Status reasons) and kopf's
+permanent/temporary split.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KinrunError(Exception):
+    """Base of every error kinrun raises on purpose."""
+
+
+class ConfigError(KinrunError):
+    """A config file is invalid.
+
+    Attributes: ``file`` (path as given), ``line``/``column`` (1-based, or None when unknown),
+    ``path`` (key path such as ``controllers[0].workers``, or ""), ``message`` (what is wrong).
+    ``str()`` gives ``file:line:column: path: message``, the form the CLI prints (exit 2).
+    """
+
+    def __init__(self, message: str, *, file: str = "<config>", line: int | None = None,
+                 column: int | None = None, path: str = "") -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        prefix = f"{self.path}: " if self.path else ""
+        return f"{where}: {prefix}{self.message}"
+
+
+class ApiError(KinrunError):
+    """An API request failed.
+
+    Attributes: ``status`` (HTTP status code, 0 when there was no answer), ``reason``
+    (metav1.Status reason such as ``NotFound``/``Expired``, or ""), ``message`` (server's text),
+    ``body`` (the decoded Status dict when the server sent one, else None).
+    """
+
+    status_code: int = 0
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "",
+                 body: dict[str, Any] | None = None) -> None:
+        self.message = message
+        self.status = self.status_code if status is None else status
+        self.reason = reason
+        self.body = body
+        super().__init__(f"{self.status} {reason}: {message}".strip() if self.status else message)
+
+
+class BadRequestError(ApiError):
+    """400 Bad Request."""
+    status_code = 400
+
+
+class UnauthorizedError(ApiError):
+    """401 Unauthorized."""
+    status_code = 401
+
+
+class ForbiddenError(ApiError):
+    """403 Forbidden."""
+    status_code = 403
+
+
+class NotFoundError(ApiError):
+    """404 Not Found."""
+    status_code = 404
+
+
+class ConflictError(ApiError):
+    """409 Conflict or AlreadyExists."""
+    status_code = 409
+
+
+class ExpiredError(ApiError):
+    """410 Gone/Expired: the resourceVersion or continue token is too old (relist)."""
+    status_code = 410
+
+
+class InvalidError(ApiError):
+    """422 Invalid."""
+    status_code = 422
+
+
+class TooManyRequestsError(ApiError):
+    """429 Too Many Requests; ``retry_after`` is the server's Retry-After in seconds, or None."""
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    """5xx: the server failed."""
+    status_code = 500
+
+
+class ApiConnectionError(ApiError):
+    """No HTTP answer: connection refused, reset or timed out."""
+    status_code = 0
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequestError, 401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError,
+    409: ConflictError, 410: ExpiredError, 422: InvalidError, 429: TooManyRequestsError,
+}
+
+
+def api_error_from_status(status: int, body: dict[str, Any] | None = None,
+                          message: str = "", retry_after: float | None = None) -> ApiError:
+    """Build the ApiError subclass for an HTTP status and an optional metav1.Status body.
+
+    A Status whose ``reason`` is ``Expired`` or ``Gone`` maps to ExpiredError whatever the code
+    (the watch ERROR-event form of 410 carries ``code: 410`` in the body).
+    """
+    body = body or {}
+    code = int(body.get("code") or status or 0)
+    reason = str(body.get("reason") or "")
+    text = str(body.get("message") or message or reason or f"HTTP {code}")
+    if reason in ("Expired", "Gone"):
+        cls: type[ApiError] = ExpiredError
+    elif code >= 500:
+        cls = ServerError
+    else:
+        cls = _BY_STATUS.get(code, ApiError)
+    if cls is TooManyRequestsError:
+        return TooManyRequestsError(text, retry_after=retry_after, status=code, reason=reason,
+                                    body=body or None)
+    return cls(text, status=code, reason=reason, body=body or None)
+
+
+class ReconcileError(KinrunError):
+    """Raised by a reconcile (hook or action) to steer what the controller does next."""
+
+
+class PermanentError(ReconcileError):
+    """Do not retry: the key is forgotten and an error is logged (kopf's PermanentError)."""
+
+
+class TemporaryError(ReconcileError):
+    """Retry after ``delay`` seconds (kopf's TemporaryError); None means the rate limiter's delay."""
+
+    def __init__(self, message: str = "", *, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay
