@@ -1,0 +1,64 @@
+"""Build a core/v1 Event about an object, as client-go's ``tools/record`` recorder does.
+
+Pure data, no I/O: ``Client.create_event`` sends it. The Event lives in the involved object's
+namespace (``default`` for cluster-scoped objects), is named ``NAME.HEX`` (the object's name and
+the creation time in nanoseconds, as the recorder names them, so names do not collide), and
+counts one occurrence (no client-side aggregation).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+MAX_MESSAGE = 1024  # characters kept of a message (events.k8s.io's limit on ``note``)
+
+
+def rfc3339(epoch_seconds: float) -> str:
+    """``2026-01-02T03:04:05Z`` (second precision, UTC), the API's metav1.Time format."""
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
+    """The ObjectReference of ``obj``: apiVersion, kind, name, namespace, uid, resourceVersion
+    (whichever it has)."""
+    meta = obj.get("metadata") or {}
+    ref = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+           "name": meta.get("name"), "namespace": meta.get("namespace"),
+           "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+    return {k: v for k, v in ref.items() if v}
+
+
+def event_for(involved: dict[str, Any], *, type: str, reason: str, message: str,
+              component: str = "kinrun", host: str | None = None,
+              now_ns: int | None = None) -> dict[str, Any]:
+    """A core/v1 Event dict about ``involved`` (an object dict with metadata.name).
+
+    ``type``: ``Normal`` or ``Warning``; ``reason``: UpperCamelCase, short; ``message``: cut to
+    1024 characters. ``host`` defaults to this machine's name; ``now_ns`` (epoch nanoseconds)
+    to the current time. Raises ValueError when ``involved`` has no name.
+    """
+    ref = object_reference(involved)
+    if "name" not in ref:
+        raise ValueError("an Event needs an involved object with metadata.name")
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    stamp = rfc3339(now_ns / 1e9)
+    host = socket.gethostname() if host is None else host
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{ref['name']}.{now_ns:x}",
+                     "namespace": ref.get("namespace") or "default"},
+        "involvedObject": ref,
+        "type": type,
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+        "source": {"component": component, "host": host},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "reportingComponent": component,
+        "reportingInstance": host,
+    }

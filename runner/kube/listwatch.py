@@ -1,0 +1,263 @@
+"""Paged LIST and streamed WATCH of one collection, as raw dicts: the HTTP ListerWatcher.
+
+Implements ``kinrun.cache.listwatch.ListerWatcher`` over ``Transport``.
+
+LIST follows client-go ``tools/pager.ListPager.List``: pages of ``limit`` objects chained by
+``continue`` tokens; only the first page carries the requested resourceVersion (the server
+rejects a resourceVersion next to a continue token); when a continue token expires part-way
+(410), the partial pages are dropped and one unpaged LIST with the original resourceVersion is
+made instead. Items get ``apiVersion``/``kind`` from the list (the server omits them on items).
+
+WATCH is decoded line by line as bytes arrive: raw chunks of the urllib3 response are split on
+newlines and each line is one ``orjson.loads``. No model classes, no per-event copies. The
+socket read timeout is longer than the server's ``timeoutSeconds`` (the kubernetes client sets
+none, so a silently dead connection would otherwise block the reflector forever). ERROR events
+raise typed errors (410 -> ExpiredError with the server's message).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import urllib3
+
+from kinrun.cache.listwatch import ObjectList, WatchEvent
+from kinrun.errors import ApiError, ExpiredError
+from kinrun.kube.http_errors import error_from_exception, error_from_status
+from kinrun.kube.resources import ResourceRef
+from kinrun.kube.transport import Transport
+
+DEFAULT_WATCH_TIMEOUT = 300
+"""Server-side ``timeoutSeconds`` when the caller gives none (client-go's reflector picks 5-10
+minutes): every watch ends cleanly at some point, so its read timeout is finite too."""
+
+WATCH_READ_GRACE = 30.0
+"""Seconds the socket read timeout exceeds ``timeoutSeconds``: the server ends the stream
+itself first; only a dead connection runs into the read timeout."""
+
+_READ_SIZE = 1 << 16  # bytes per raw read of a watch stream
+
+
+def item_kind(list_kind: str, fallback: str) -> str:
+    """``Pod`` from ``PodList``; ``fallback`` when the list kind does not end in ``List``."""
+    return list_kind[:-4] if list_kind.endswith("List") and len(list_kind) > 4 else fallback
+
+
+class KubeListerWatcher:
+    """LIST and WATCH one collection: a resource in one namespace (or all), fixed selectors.
+
+    ``page_size``: objects per LIST page (0 = unpaged). ``watch_read_timeout``: socket read
+    timeout of watches in seconds; None = the watch's ``timeoutSeconds`` + 30 s.
+
+    Thread-safety: as the ListerWatcher protocol says, ``list``/``watch`` run on the
+    reflector's thread; the returned Watch's ``close`` may be called from any thread. Holds no
+    mutable state itself.
+    """
+
+    def __init__(self, transport: Transport, ref: ResourceRef, *, namespace: str | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 page_size: int = 500, watch_read_timeout: float | None = None) -> None:
+        self.transport = transport
+        self.ref = ref
+        self.namespace = namespace if ref.namespaced else None
+        self.label_selector = label_selector or None
+        self.field_selector = field_selector or None
+        self.page_size = page_size
+        self.watch_read_timeout = watch_read_timeout
+        self.path = ref.path(self.namespace)
+
+    def __repr__(self) -> str:
+        return (f"KubeListerWatcher({self.ref.id}, namespace={self.namespace!r}, "
+                f"labels={self.label_selector!r}, fields={self.field_selector!r})")
+
+    def _selectors(self) -> dict[str, Any]:
+        return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
+
+    def list(self, *, resource_version: str = "") -> ObjectList:
+        """Every object of the collection (all pages); see the module docstring for paging.
+
+        Raises ExpiredError when ``resource_version`` itself is too old (410 on the first
+        page), other ApiErrors as the transport maps them.
+        """
+        query = {**self._selectors(), "resourceVersion": resource_version or None,
+                 "limit": self.page_size or None}
+        items: list[dict[str, Any]] = []
+        pages = 0
+        while True:
+            try:
+                page = self.transport.request("GET", self.path, query=query)
+            except ExpiredError:
+                if not query.get("continue"):
+                    raise
+                return self._list_unpaged(resource_version, pages)
+            pages += 1
+            items.extend(page.get("items") or ())
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return self._object_list(page, items, {"pages": pages})
+            query = {**self._selectors(), "limit": self.page_size, "continue": token}
+
+    def _list_unpaged(self, resource_version: str, pages_dropped: int) -> ObjectList:
+        """client-go pager's fallback: a continue token expired, so LIST everything at once."""
+        query = {**self._selectors(), "resourceVersion": resource_version or None}
+        page = self.transport.request("GET", self.path, query=query)
+        extra = {"pages": 1, "pages_dropped": pages_dropped, "unpaged_after_expired": True}
+        return self._object_list(page, list(page.get("items") or ()), extra)
+
+    def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
+                     extra: dict[str, Any]) -> ObjectList:
+        api_version = page.get("apiVersion") or self.ref.api_version
+        kind = item_kind(str(page.get("kind") or ""), self.ref.kind)
+        for item in items:
+            item["apiVersion"] = api_version
+            item["kind"] = kind
+        rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return ObjectList(items=items, resource_version=rv, kind=kind, extra=extra)
+
+    def watch(self, *, resource_version: str, timeout_seconds: int | None = None,
+              allow_bookmarks: bool = True) -> StreamWatch:
+        """Open a WATCH from ``resource_version`` (after it; "" = from now).
+
+        ``timeout_seconds``: the server ends the stream cleanly after that long (default
+        300). Raises ExpiredError (HTTP 410) or another ApiError when the server refuses it;
+        an ERROR event later raises from the iteration.
+        """
+        timeout = DEFAULT_WATCH_TIMEOUT if timeout_seconds is None else int(timeout_seconds)
+        query = {**self._selectors(), "watch": "true", "resourceVersion": resource_version or None,
+                 "allowWatchBookmarks": True if allow_bookmarks else None,
+                 "timeoutSeconds": timeout}
+        read_timeout = self.watch_read_timeout
+        if read_timeout is None:
+            read_timeout = timeout + WATCH_READ_GRACE
+        resp = self.transport.open_stream(self.path, query=query, read_timeout=read_timeout)
+        return StreamWatch(resp, api_version=self.ref.api_version, kind=self.ref.kind,
+                           description=f"WATCH {self.path}", read_timeout=read_timeout)
+
+
+class StreamWatch:
+    """An open watch stream over a urllib3 response (implements ``kinrun.cache.listwatch.Watch``).
+
+    Iterate once, on one thread: yields WatchEvent(type, object) per line; ends when the server
+    ends the stream or after ``close()``; raises ExpiredError/ApiError for ERROR events, and
+    ApiConnectionError when the connection breaks or a read times out.
+
+    Thread-safety: ``close()`` may be called from any thread, any number of times: it shuts the
+    socket down for reading, which makes a read blocked in the iterating thread return, and the
+    iteration then ends quietly. ``_lock`` guards ``_closed``/``_released`` so the socket is
+    never shut down after the connection went back to the pool.
+    """
+
+    def __init__(self, response: urllib3.BaseHTTPResponse, *, api_version: str, kind: str,
+                 description: str = "WATCH", read_timeout: float | None = None) -> None:
+        self._resp = response
+        self._api_version = api_version
+        self._kind = kind
+        self._description = description
+        self._read_timeout = read_timeout
+        self._lock = threading.Lock()
+        self._closed = False      # close() was called; iteration must end quietly
+        self._released = False    # the response was closed/released; never touch it again
+        self._iterating = False   # __iter__ was called once (a stream is consumed once)
+        self._gen: Any = None     # the event generator, once iteration started
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        if self._iterating:
+            raise RuntimeError("a watch stream can be iterated only once")
+        self._iterating = True
+        self._gen = self._events()
+        return self._gen
+
+    def close(self) -> None:
+        """End the stream: interrupt a blocked read and release the connection. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._released:
+                return
+            self._shutdown_locked()
+            if not self._iterating:
+                self._release_locked(clean=False)
+                return
+        # Iteration started: if its generator is suspended (the consumer stopped pulling),
+        # finish it here so the connection is released now, not at garbage collection.
+        gen = self._gen
+        if gen is not None and not gen.gi_running:
+            try:
+                gen.close()
+            except ValueError:  # it resumed on another thread meanwhile: it will see _closed
+                pass
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called."""
+        return self._closed
+
+    def _shutdown_locked(self) -> None:
+        try:
+            self._resp.shutdown()
+        except Exception:  # noqa: BLE001 - best effort: already closed or no socket left
+            pass
+
+    def _release_locked(self, *, clean: bool) -> None:
+        """Give the connection back: reusable after a clean end, else closed first."""
+        self._released = True
+        try:
+            if not clean:
+                self._resp.close()
+            self._resp.release_conn()
+        except Exception:  # noqa: BLE001 - the connection is unusable either way
+            pass
+
+    def _events(self) -> Iterator[WatchEvent]:
+        clean = False
+        try:
+            for line in self._lines():
+                yield self._decode(line)
+            clean = True
+        finally:
+            with self._lock:
+                if not self._released:
+                    self._release_locked(clean=clean and not self._closed)
+
+    def _lines(self) -> Iterator[bytes]:
+        """Complete non-empty lines of the body, as raw bytes arrive; quiet end after close."""
+        read = self._resp.read1
+        rest = b""
+        while not self._closed:
+            try:
+                chunk = read(_READ_SIZE)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if self._closed:
+                    return
+                raise error_from_exception(exc, method="GET", url=self._description,
+                                           read_timeout=self._read_timeout) from exc
+            if not chunk:
+                break
+            if rest:
+                chunk = rest + chunk
+            lines = chunk.split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line and not self._closed:
+                    yield line
+        if rest.strip() and not self._closed:
+            yield rest
+
+    def _decode(self, line: bytes) -> WatchEvent:
+        try:
+            event = orjson.loads(line)
+            etype = event["type"]
+            obj = event["object"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            text = line[:200].decode("utf-8", errors="replace")
+            raise ApiError(f"{self._description}: undecodable watch event: {text}") from None
+        if etype == "ERROR":
+            raise error_from_status(obj)
+        if etype != "BOOKMARK" and "kind" not in obj:
+            obj["apiVersion"] = self._api_version
+            obj["kind"] = self._kind
+        return WatchEvent(etype, obj)

@@ -1,0 +1,57 @@
+"""When a failed request is sent again, and after how long.
+
+As client-go ``rest.Request`` (``checkWait``/``IsRetryableError``) with kinrun's own bounds:
+
+- 429 Too Many Requests is retried for every verb: the server did not process the request.
+- 5xx is retried only for safe requests (GET, including LIST and the opening of a WATCH); a
+  write that met a 5xx may have been applied, so it is left to the caller (the controller's
+  rate-limited requeue).
+- A watch stream that already answered 200 is never retried here: the reflector re-watches.
+- The wait is the server's Retry-After (capped at ``max_retry_after``) when it sent one, else an
+  exponential backoff ``base_delay * 2**(attempt-1)`` capped at ``max_delay``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kinrun.errors import ApiError, ServerError, TooManyRequestsError
+
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounds for retrying 429/5xx answers.
+
+    ``attempts``: total tries including the first (1 = never retry; default 4).
+    ``base_delay``: seconds before the first retry without Retry-After (default 0.25).
+    ``max_delay``: cap of the exponential backoff in seconds (default 8.0).
+    ``max_retry_after``: cap in seconds on a server's Retry-After, so a bogus header cannot park
+    a thread for hours (default 60.0).
+    """
+
+    attempts: int = 4
+    base_delay: float = 0.25
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def should_retry(self, error: ApiError, *, method: str, attempt: int) -> bool:
+        """True when ``error`` from try number ``attempt`` (1-based) of a ``method`` request
+        deserves another try."""
+        if attempt >= self.attempts:
+            return False
+        if isinstance(error, TooManyRequestsError):
+            return True
+        return isinstance(error, ServerError) and method.upper() in SAFE_METHODS
+
+    def delay(self, error: ApiError, *, attempt: int) -> float:
+        """Seconds to wait after try number ``attempt`` (1-based) failed with ``error``."""
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after is not None:
+            return min(float(retry_after), self.max_retry_after)
+        return min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+"""A policy that never retries (tests, and callers that do their own retrying)."""

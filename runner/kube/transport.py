@@ -1,0 +1,173 @@
+"""One HTTP request to the API server: rate limit, send, retry, decode.
+
+Requests go through the ``kubernetes`` client's own urllib3 pool (``ApiClient.rest_client
+.pool_manager``), so TLS, client certificates, proxies and pool size come from its
+Configuration, and bearer tokens from its auth settings (refreshed by the config loaders' hooks).
+The generated API classes and their models are bypassed: bodies are encoded and decoded with
+orjson as plain dicts and lists.
+
+Every request takes a token from the shared ``TokenBucket`` (as client-go's ``rest.Request``
+throttles every verb, watches included), then ``RetryPolicy`` decides about 429/5xx answers.
+Connection failures become ``ApiConnectionError``; urllib3 itself retries only failed connects
+(and, for GET, one broken read of a reused keep-alive connection).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+import urllib3
+
+from kinrun.errors import ApiError
+from kinrun.kube.http_errors import error_from_exception, error_from_response
+from kinrun.kube.ratelimit import TokenBucket
+from kinrun.kube.retry import RetryPolicy
+
+log = logging.getLogger("kinrun.kube")
+
+Query = Mapping[str, Any]
+
+JSON = "application/json"
+
+
+def encode_query(query: Query | None) -> str:
+    """``?a=1&b=x`` from a mapping (None values dropped, bools as ``true``/``false``), or ""."""
+    if not query:
+        return ""
+    pairs = []
+    for key, value in query.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        pairs.append((key, value))
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+def encode_body(body: Any) -> bytes | None:
+    """Request body bytes: dicts and lists as JSON (orjson), str as UTF-8, bytes as they are."""
+    if body is None:
+        return None
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return orjson.dumps(body)
+
+
+class Transport:
+    """Sends requests to one API server through an ``ApiClient``'s urllib3 pool.
+
+    ``rate_limiter``: shared TokenBucket (None = unlimited). ``retry``: the 429/5xx policy.
+    ``connect_timeout``/``read_timeout``: seconds for ordinary requests (``read_timeout`` is per
+    socket read, not the whole body). ``sleep``: injectable wait used between retries.
+
+    Thread-safe: any number of threads may call ``request`` and ``open_stream`` at once (the
+    urllib3 pool and the bucket have their own locks; nothing else here is mutated).
+    """
+
+    def __init__(self, api_client: Any, *, rate_limiter: TokenBucket | None = None,
+                 retry: RetryPolicy | None = None, connect_timeout: float = 10.0,
+                 read_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                 pool: Any = None) -> None:
+        self.api_client = api_client
+        self.host = str(api_client.configuration.host).rstrip("/")
+        self.rate_limiter = rate_limiter
+        self.retry = retry or RetryPolicy()
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._sleep = sleep
+        # ``pool``: anything with urllib3.PoolManager.request's signature (tests inject fakes).
+        self._pool = pool if pool is not None else api_client.rest_client.pool_manager
+
+    def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
+                content_type: str = JSON) -> Any:
+        """Send one request and return its decoded JSON body (None when empty).
+
+        ``path`` starts with ``/``; ``query`` values are strings, ints or bools. Raises the
+        ApiError subclass for a failure after retries, ApiConnectionError with no answer.
+        """
+        resp = self._send_with_retries(method, path, query, encode_body(body), content_type,
+                                       stream=False, read_timeout=self.read_timeout)
+        data = resp.data
+        return orjson.loads(data) if data else None
+
+    def open_stream(self, path: str, *, query: Query | None = None,
+                    read_timeout: float | None = None) -> urllib3.BaseHTTPResponse:
+        """Open a streamed GET (a WATCH) and return the urllib3 response once it answered 2xx.
+
+        The body is not read: the caller iterates it and must ``close()``/``release_conn()``.
+        ``read_timeout``: seconds a socket read may block, for the whole stream (None = none).
+        Non-2xx answers raise as ``request`` does (429/5xx before the stream are retried).
+        """
+        return self._send_with_retries("GET", path, query, None, JSON, stream=True,
+                                       read_timeout=read_timeout)
+
+    def url(self, path: str, query: Query | None = None) -> str:
+        """The absolute URL for ``path`` and ``query`` on this server."""
+        return self.host + path + encode_query(query)
+
+    def headers(self, method: str, path: str, content_type: str | None) -> dict[str, str]:
+        """Default headers (User-Agent), auth from the Configuration, Accept and Content-Type."""
+        headers = dict(self.api_client.default_headers)
+        self.api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, None)
+        headers["Accept"] = JSON
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _send_with_retries(self, method: str, path: str, query: Query | None,
+                           body: bytes | None, content_type: str, *, stream: bool,
+                           read_timeout: float | None) -> urllib3.BaseHTTPResponse:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._send_once(method, path, query, body, content_type, stream=stream,
+                                       read_timeout=read_timeout)
+            except ApiError as error:
+                if not self.retry.should_retry(error, method=method, attempt=attempt):
+                    raise
+                delay = self.retry.delay(error, attempt=attempt)
+                log.info("retrying %s %s in %.2fs after %s (try %d of %d)", method, path, delay,
+                         error.status, attempt, self.retry.attempts)
+                self._sleep(delay)
+
+    def _send_once(self, method: str, path: str, query: Query | None, body: bytes | None,
+                   content_type: str, *, stream: bool,
+                   read_timeout: float | None) -> urllib3.BaseHTTPResponse:
+        """One throttled try; returns a 2xx response, raises the mapped ApiError otherwise."""
+        if self.rate_limiter is not None:
+            self.rate_limiter.accept()
+        url = self.url(path, query)
+        headers = self.headers(method, path, content_type if body is not None else None)
+        timeout = urllib3.Timeout(connect=self.connect_timeout, read=read_timeout)
+        retries = urllib3.Retry(total=None, connect=3, read=1 if method == "GET" else 0,
+                                redirect=False, status=0, other=0, raise_on_status=False)
+        try:
+            resp = self._pool.request(method, url, body=body, headers=headers, timeout=timeout,
+                                      retries=retries, preload_content=not stream)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise error_from_exception(exc, method=method, url=url,
+                                       read_timeout=read_timeout) from exc
+        if 200 <= resp.status < 300:
+            return resp
+        raise self._error_of(resp, method, path, read_timeout)
+
+    @staticmethod
+    def _error_of(resp: urllib3.BaseHTTPResponse, method: str, path: str,
+                  read_timeout: float | None) -> ApiError:
+        """Read a failed answer's body (releasing the connection) and map it to an ApiError."""
+        try:
+            data = resp.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            resp.release_conn()
+            return error_from_exception(exc, method=method, url=path, read_timeout=read_timeout)
+        resp.release_conn()
+        return error_from_response(resp.status, data or b"", resp.headers, method=method,
+                                   path=path)
