@@ -1,0 +1,169 @@
+"""Build the frozen model (:mod:`kinrun.config.model`) from validated config data.
+
+Input is data that passed the schema and the reference checks; this module only converts
+(durations to seconds, relative paths to absolute, lists to tuples) and applies defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kinrun.config.durations import parse_duration
+from kinrun.config.loader import LoadedYaml, PathKey, format_path
+from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec, FrozenMap,
+                                 IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
+                                 MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
+                                 TransformSpec, WatchSpec, freeze)
+from kinrun.config.references import is_plugin_path, resolve_plugin_path
+
+
+class _Ctx:
+    """The loaded document and base folder, for locations and path resolution."""
+
+    def __init__(self, loaded: LoadedYaml, base_dir: Path) -> None:
+        self.loaded = loaded
+        self.base_dir = base_dir
+
+    def at(self, path: PathKey) -> Location:
+        marks = self.loaded.marks.get(path)
+        if marks is None:
+            return Location(self.loaded.file, path=format_path(path))
+        return Location(self.loaded.file, marks.line + 1, marks.column + 1, format_path(path))
+
+
+def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
+    """The Config for valid ``loaded.data``; relative paths resolved against ``base_dir``."""
+    ctx = _Ctx(loaded, base_dir)
+    data = loaded.data
+    le, metrics = data.get("leaderElection"), data.get("metrics")
+    return Config(
+        file=loaded.file, base_dir=base_dir,
+        api_version=data["apiVersion"], kind=data["kind"],
+        cluster=_cluster(ctx, data.get("cluster") or {}),
+        plugins=tuple(str(resolve_plugin_path(p, base_dir)) if is_plugin_path(p) else p
+                      for p in data.get("plugins") or []),
+        templates=TemplatesSpec(**_renamed(data.get("templates") or {},
+                                           allowEnv="allow_env", allowFiles="allow_files")),
+        informers=FrozenMap({name: _informer(ctx, name, spec)
+                             for name, spec in data["informers"].items()}),
+        controllers=tuple(_controller(ctx, i, spec) for i, spec in enumerate(data["controllers"])),
+        leader_election=_leader_election(le) if le is not None else None,
+        metrics=MetricsSpec(**metrics) if metrics is not None else None,
+    )
+
+
+def _renamed(data: dict[str, Any], **names: str) -> dict[str, Any]:
+    return {names[k]: v for k, v in data.items() if k in names}
+
+
+def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
+    kubeconfig = data.get("kubeconfig")
+    if kubeconfig is not None:
+        kubeconfig = str(resolve_plugin_path(kubeconfig, ctx.base_dir))
+    return ClusterSpec(kubeconfig=kubeconfig, context=data.get("context"),
+                       qps=float(data.get("qps", 50.0)), burst=int(data.get("burst", 100)))
+
+
+def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
+    base: PathKey = ("informers", name)
+    indexers = {}
+    for index_name, value in (data.get("indexers") or {}).items():
+        loc = ctx.at(base + ("indexers", index_name))
+        indexers[index_name] = IndexerSpec(index_name, expression=value, location=loc) \
+            if isinstance(value, str) else IndexerSpec(index_name, plugin=True, location=loc)
+    transform = data.get("transform") or {}
+    namespaces = data.get("namespaces")
+    return InformerSpec(
+        name=name, api_version=data["apiVersion"], kind=data.get("kind"),
+        resource=data.get("resource"),
+        namespaces=tuple(namespaces) if namespaces is not None else None,
+        label_selector=data.get("labelSelector"), field_selector=data.get("fieldSelector"),
+        resync_period=parse_duration(data.get("resyncPeriod", 0)),
+        transform=TransformSpec(strip_managed_fields=transform.get("stripManagedFields", True)),
+        indexers=FrozenMap(indexers), location=ctx.at(base))
+
+
+def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
+    base: PathKey = ("controllers", i)
+    return ControllerSpec(
+        name=data["name"], primary=data["for"],
+        watches=tuple(_watch(ctx, base + ("watches", j), w)
+                      for j, w in enumerate(data.get("watches") or [])),
+        predicates=tuple(data.get("predicates") or ()),
+        workers=data.get("workers", 1),
+        rate_limiter=_rate_limiter(data.get("rateLimiter") or {}),
+        max_retries=data.get("maxRetries", 15),
+        reconcile=_reconcile(ctx, base + ("reconcile",), data["reconcile"]),
+        location=ctx.at(base))
+
+
+def _watch(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> WatchSpec:
+    map_to = data.get("mapTo", "owner")
+    loc = ctx.at(path)
+    if isinstance(map_to, dict) and "template" in map_to:
+        return WatchSpec(data["informer"], "template", template=map_to["template"], location=loc)
+    if isinstance(map_to, dict):
+        return WatchSpec(data["informer"], "index", index=map_to["index"], location=loc)
+    return WatchSpec(data["informer"], "owner", location=loc)
+
+
+def _rate_limiter(data: dict[str, Any]) -> RateLimiterSpec:
+    return RateLimiterSpec(base_delay=parse_duration(data.get("baseDelay", 0.005)),
+                           max_delay=parse_duration(data.get("maxDelay", 1000)),
+                           qps=float(data.get("qps", 10.0)), burst=int(data.get("burst", 100)))
+
+
+def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
+    hooks = data.get("hooks", False)
+    return ReconcileSpec(
+        hooks=bool(hooks),
+        hook_plugins=tuple(hooks) if isinstance(hooks, list) else None,
+        actions=tuple(_action(ctx, path + ("actions", k), a)
+                      for k, a in enumerate(data.get("actions") or [])),
+        on_delete=tuple(_action(ctx, path + ("onDelete", k), a)
+                        for k, a in enumerate(data.get("onDelete") or [])))
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "log": {"level": "info"},
+    "apply": {"ownerReference": True, "force": False},
+    "patch": {"type": "merge", "subresource": None, "target": None},
+    "delete": {"propagationPolicy": None},
+    "event": {"type": "Normal"},
+}
+
+
+def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
+    plugin = "plugin" in data
+    kind = data["plugin"] if plugin else next(k for k in data if k not in ("when", "name"))
+    key = "with" if plugin else kind
+    spec = data.get("with", {}) if plugin else _action_spec(kind, data[kind])
+    value = data.get(key)
+    if isinstance(value, dict):
+        fields = {f: ctx.at(path + (key, f)) for f in value}
+    else:  # the scalar forms: log "...", requeueAfter 30s / "{{ ... }}"
+        fields = {f: ctx.at(path + (key,)) for f in spec}
+    if "when" in data:
+        fields["when"] = ctx.at(path + ("when",))
+    return ActionSpec(kind=kind, spec=freeze(spec), when=data.get("when"),
+                      name=data.get("name") or f"{path[-2]}[{path[-1]}].{kind}", plugin=plugin,
+                      location=ctx.at(path), field_locations=FrozenMap(fields))
+
+
+def _action_spec(kind: str, value: Any) -> dict[str, Any]:
+    if kind == "log" and isinstance(value, str):
+        value = {"message": value}
+    if kind == "requeueAfter":
+        if isinstance(value, str) and "{{" in value:
+            return {"template": value}
+        return {"seconds": parse_duration(value)}
+    return {**_DEFAULTS.get(kind, {}), **value}
+
+
+def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
+    return LeaderElectionSpec(
+        lease_name=data["leaseName"], namespace=data.get("namespace", "default"),
+        lease_duration=parse_duration(data.get("leaseDuration", 15)),
+        renew_deadline=parse_duration(data.get("renewDeadline", 10)),
+        retry_period=parse_duration(data.get("retryPeriod", 2)))

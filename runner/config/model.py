@@ -1,0 +1,331 @@
+"""The config model: frozen dataclasses built from a validated config file.
+
+Purely data; no I/O. Everything is immutable and hashable (mappings are :class:`FrozenMap`,
+lists are tuples) so specs can be shared by threads and used as keys. Field names are Python
+spellings of the YAML keys (``resyncPeriod`` -> ``resync_period``); durations are float seconds;
+defaults (listed per field) are applied by :mod:`kinrun.config.build`, so consumers never see a
+missing value. Each spec that errors may later be reported against carries a :class:`Location`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kinrun.errors import ConfigError
+
+
+class FrozenMap(Mapping[str, Any]):
+    """An immutable, hashable mapping (insertion-ordered). Values should be immutable too
+    (see :func:`freeze`). ``dict(m)`` or :func:`thaw` gives a plain copy."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._data: dict[str, Any] = dict(data or {})
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._data.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+
+def freeze(value: Any) -> Any:
+    """Deeply convert dicts to FrozenMap and lists to tuples; scalars unchanged."""
+    if isinstance(value, Mapping):
+        return FrozenMap({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Deeply convert FrozenMaps/mappings to dicts and tuples to lists (a fresh, mutable copy)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something is in a config file: ``file`` as given, 1-based ``line``/``column``
+    (None if unknown), key ``path`` such as ``controllers[0].reconcile.actions[1]``.
+
+    ``str()`` is ``file:line:column: path``; :meth:`error` builds the ConfigError to raise.
+    """
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+    path: str = ""
+
+    def error(self, message: str, *, line_offset: int = 0) -> ConfigError:
+        """A ConfigError at this location (``line_offset`` lines further down, e.g. inside a
+        block-scalar template)."""
+        line = None if self.line is None else self.line + line_offset
+        return ConfigError(message, file=self.file, line=line, column=self.column, path=self.path)
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "") + (
+            f":{self.column}" if self.line and self.column else "")
+        return f"{where}: {self.path}" if self.path else where
+
+
+_NOWHERE = Location("<config>")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Cluster access. ``kubeconfig``: absolute path (resolved against the config file's folder)
+    or None (in-cluster, then $KUBECONFIG, then ~/.kube/config); ``context``: None = current;
+    ``qps`` (requests/s, default 50.0) and ``burst`` (requests, default 100) of the client-side
+    rate limiter (client-go QPS/Burst)."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(frozen=True)
+class TemplatesSpec:
+    """Jinja2 sandbox relaxations, all default False: ``allow_env`` exposes the environment as
+    ``env``; ``allow_files`` lets templates read files relative to the config file."""
+
+    allow_env: bool = False
+    allow_files: bool = False
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    """Transform applied before caching (client-go SetTransform): ``strip_managed_fields``
+    (default True) drops ``metadata.managedFields``."""
+
+    strip_managed_fields: bool = True
+
+
+@dataclass(frozen=True)
+class IndexerSpec:
+    """One named index of an informer. Exactly one of: ``expression`` (a Jinja2 expression over
+    ``obj``, as written, with or without ``{{ }}``: a string result is one index value, a list
+    several, None/"" none) or ``plugin`` True (the function comes from a plugin's
+    ``kinrun_index_funcs`` hook under ``name``)."""
+
+    name: str
+    expression: str | None = None
+    plugin: bool = False
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
+class InformerSpec:
+    """One informer (LIST+WATCH of one resource, cached and indexed).
+
+    ``name`` (the key under ``informers:``); ``api_version`` (``v1``, ``apps/v1``); exactly one
+    of ``kind`` (``Pod``) or ``resource`` (``pods``) — resolved to a GVR at discovery;
+    ``namespaces``: tuple of namespaces, or None for all namespaces (also for cluster-scoped
+    resources, where any namespaces given are ignored at discovery — including the one set by
+    :meth:`Config.with_namespace`); ``label_selector``/``field_selector``: None or the string
+    sent to the server; ``resync_period`` seconds (0.0 = no resync); ``transform``;
+    ``indexers``: name -> IndexerSpec.
+    """
+
+    name: str
+    api_version: str
+    kind: str | None = None
+    resource: str | None = None
+    namespaces: tuple[str, ...] | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    resync_period: float = 0.0
+    transform: TransformSpec = field(default_factory=TransformSpec)
+    indexers: FrozenMap = field(default_factory=FrozenMap)
+    location: Location = _NOWHERE
+
+
+MapTo = Literal["owner", "template", "index"]
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """A secondary informer of a controller and how its objects map to primary keys.
+
+    ``informer``: informer name; ``map_to``: ``"owner"`` (owner references whose kind is the
+    primary's kind, in the secondary's namespace), ``"template"`` (``template`` renders the
+    primary key ``namespace/name``; "" maps to nothing) or ``"index"`` (the primaries whose
+    indexer ``index`` on the primary informer holds the secondary's key ``namespace/name``).
+    """
+
+    informer: str
+    map_to: MapTo = "owner"
+    template: str | None = None
+    index: str | None = None
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
+class RateLimiterSpec:
+    """Workqueue rate limiter (client-go DefaultControllerRateLimiter: max of per-item
+    exponential ``base_delay``..``max_delay`` seconds, defaults 0.005 and 1000.0, and a token
+    bucket of ``qps`` items/s, default 10.0, with ``burst`` items, default 100)."""
+
+    base_delay: float = 0.005
+    max_delay: float = 1000.0
+    qps: float = 10.0
+    burst: int = 100
+
+
+BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One action of a reconcile, as written, with defaults applied.
+
+    ``kind``: one of BUILTIN_ACTION_KINDS, or the plugin kind name when ``plugin`` is True.
+    ``spec``: read-only mapping with the YAML key names:
+
+    - log: ``{message, level}`` (level default ``info``; the string form becomes message)
+    - apply: ``{manifest, ownerReference (default True), force (default False)}``
+    - patch: ``{type (default merge), subresource (None), patch, target (None = the object)}``
+    - delete: ``{target, propagationPolicy (None = server default)}``
+    - event: ``{type (default Normal), reason, message}``
+    - requeueAfter: ``{seconds: float}`` or ``{template: str}`` (renders a duration)
+    - plugin kinds: the ``with`` mapping as given (empty if omitted)
+
+    ``target`` values are FrozenMaps ``{apiVersion, kind, name, namespace?}`` of templates.
+    ``when``: an expression (with or without ``{{ }}``) or None; ``name``: given, else
+    ``<list>[<i>].<kind>`` such as ``actions[1].apply``; ``location``: the list item;
+    ``field_locations``: Location of each key of the kind's mapping (``manifest``, ...), and of
+    ``when`` and the kind key itself, for errors found while rendering. Template line n of a
+    block scalar (``|``) is at ``field_locations[f].line + n``.
+    """
+
+    kind: str
+    spec: FrozenMap
+    when: str | None = None
+    name: str = ""
+    plugin: bool = False
+    location: Location = _NOWHERE
+    field_locations: FrozenMap = field(default_factory=FrozenMap)
+
+
+@dataclass(frozen=True)
+class ReconcileSpec:
+    """What a controller does per key. ``hooks``: call plugins' ``kinrun_reconcile`` (default
+    False); ``hook_plugins``: None = every plugin, else only these plugin names; ``actions``:
+    run in order while the object exists; ``on_delete``: run in order once it is gone. When both
+    are given, hooks run first."""
+
+    hooks: bool = False
+    hook_plugins: tuple[str, ...] | None = None
+    actions: tuple[ActionSpec, ...] = ()
+    on_delete: tuple[ActionSpec, ...] = ()
+
+
+Predicate = Literal["generationChanged", "labelsChanged", "annotationsChanged",
+                    "resourceVersionChanged"]
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """One controller. ``name`` (unique); ``primary``: the informer named by ``for``;
+    ``watches``; ``predicates``: update filters (an update passes if any holds; empty tuple =
+    every update passes); ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
+    (>= 0, default 15); ``reconcile``."""
+
+    name: str
+    primary: str
+    watches: tuple[WatchSpec, ...] = ()
+    predicates: tuple[str, ...] = ()
+    workers: int = 1
+    rate_limiter: RateLimiterSpec = field(default_factory=RateLimiterSpec)
+    max_retries: int = 15
+    reconcile: ReconcileSpec = field(default_factory=ReconcileSpec)
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
+class LeaderElectionSpec:
+    """Leader election through a coordination.k8s.io/v1 Lease (client-go leaderelection).
+    Seconds: ``lease_duration`` (15.0) > ``renew_deadline`` (10.0) > ``retry_period`` (2.0)."""
+
+    lease_name: str
+    namespace: str = "default"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class MetricsSpec:
+    """Prometheus endpoint: ``port`` (default 8080; 0 = pick a free port), ``address``
+    (default ``0.0.0.0``)."""
+
+    port: int = 8080
+    address: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole config file.
+
+    ``file``: the path as given (or the ``file=`` label of load_text); ``base_dir``: folder that
+    relative paths were resolved against; ``plugins``: module names as written, file paths made
+    absolute; ``informers``: name -> InformerSpec (file order); ``controllers`` in file order;
+    ``leader_election``/``metrics``: None when not configured; ``namespace_override``: the
+    namespace of :meth:`with_namespace`, else None.
+    """
+
+    file: str
+    base_dir: Path
+    api_version: str = "kinrun.dev/v1alpha1"
+    kind: str = "ControllerConfig"
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    plugins: tuple[str, ...] = ()
+    templates: TemplatesSpec = field(default_factory=TemplatesSpec)
+    informers: FrozenMap = field(default_factory=FrozenMap)
+    controllers: tuple[ControllerSpec, ...] = ()
+    leader_election: LeaderElectionSpec | None = None
+    metrics: MetricsSpec | None = None
+    namespace_override: str | None = None
+
+    def informer(self, name: str) -> InformerSpec:
+        """The informer called ``name``; KeyError if none."""
+        return self.informers[name]
+
+    def controller(self, name: str) -> ControllerSpec:
+        """The controller called ``name``; KeyError if none."""
+        for spec in self.controllers:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def with_namespace(self, namespace: str) -> Config:
+        """A copy restricted to ``namespace`` (CLI ``--namespace``): every informer's
+        ``namespaces`` becomes ``(namespace,)``, and ``namespace_override`` records it.
+
+        Whether a kind is namespaced is only known at discovery: the main job must ignore
+        ``namespaces`` for cluster-scoped resources (as for any namespaces in the file).
+        """
+        informers = FrozenMap({name: dataclasses.replace(spec, namespaces=(namespace,))
+                               for name, spec in self.informers.items()})
+        return dataclasses.replace(self, informers=informers, namespace_override=namespace)

@@ -1,0 +1,124 @@
+"""Cross-reference checks the schema cannot express.
+
+Run on schema-valid data (:func:`check_references`); each problem becomes a located
+ConfigError. Checked: a controller's ``for`` and ``watches[].informer`` name known informers;
+``mapTo: {index: NAME}`` names an indexer of the primary informer; controller names are
+unique; plugin file paths exist (resolved against the config file's folder); a reconcile does
+something (hooks or actions); rate limiter ``baseDelay <= maxDelay``; leader election
+``leaseDuration > renewDeadline > retryPeriod``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from kinrun.config.durations import parse_duration
+from kinrun.config.loader import LoadedYaml, PathKey
+from kinrun.config.schema import locate
+from kinrun.errors import ConfigError
+
+
+def is_plugin_path(spec: str) -> bool:
+    """True if a ``plugins`` entry is a file path (contains a slash or ends with ``.py``),
+    False if it is a module name."""
+    return "/" in spec or "\\" in spec or spec.endswith(".py")
+
+
+def resolve_plugin_path(spec: str, base_dir: Path) -> Path:
+    """A plugin file path made absolute against ``base_dir`` (``~`` expanded)."""
+    path = Path(spec).expanduser()
+    return path if path.is_absolute() else (base_dir / path).resolve()
+
+
+def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
+    """All cross-reference errors of schema-valid ``loaded.data``."""
+    data = loaded.data
+    errors: list[ConfigError] = []
+    errors += _check_plugins(loaded, data.get("plugins") or [], base_dir)
+    informers = data.get("informers") or {}
+    seen: dict[str, int] = {}
+    for i, controller in enumerate(data.get("controllers") or []):
+        base: PathKey = ("controllers", i)
+        name = controller["name"]
+        if name in seen:
+            errors.append(locate(loaded, base + ("name",),
+                                 f"duplicate controller name {name!r} (first at controllers[{seen[name]}])"))
+        seen.setdefault(name, i)
+        errors += _check_controller(loaded, base, controller, informers)
+    errors += _check_leader_election(loaded, data.get("leaderElection"))
+    return errors
+
+
+def _check_plugins(loaded: LoadedYaml, plugins: list[str], base_dir: Path) -> list[ConfigError]:
+    errors = []
+    for i, spec in enumerate(plugins):
+        if is_plugin_path(spec) and not resolve_plugin_path(spec, base_dir).is_file():
+            errors.append(locate(loaded, ("plugins", i), f"plugin file {spec!r} does not exist "
+                                 f"(looked for {resolve_plugin_path(spec, base_dir)})"))
+    return errors
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown {kind} {name!r} ({hint}known: {', '.join(known) or 'none'})"
+
+
+def _no_indexer(informer: str, name: str, indexers: list[str]) -> str:
+    close = difflib.get_close_matches(name, indexers, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return (f"informer {informer!r} has no indexer {name!r} "
+            f"({hint}its indexers: {', '.join(indexers) or 'none'})")
+
+
+def _check_controller(loaded: LoadedYaml, base: PathKey, controller: dict[str, Any],
+                      informers: dict[str, Any]) -> list[ConfigError]:
+    errors = []
+    known = list(informers)
+    primary = controller["for"]
+    if primary not in informers:
+        errors.append(locate(loaded, base + ("for",), _unknown("informer", primary, known)))
+    for j, watch in enumerate(controller.get("watches") or []):
+        if watch["informer"] not in informers:
+            errors.append(locate(loaded, base + ("watches", j, "informer"),
+                                 _unknown("informer", watch["informer"], known)))
+        map_to = watch.get("mapTo")
+        if isinstance(map_to, dict) and "index" in map_to and primary in informers:
+            indexers = list(informers[primary].get("indexers") or {})
+            if map_to["index"] not in indexers:
+                errors.append(locate(loaded, base + ("watches", j, "mapTo", "index"),
+                                     _no_indexer(primary, map_to["index"], indexers)))
+    errors += _check_reconcile(loaded, base, controller)
+    return errors
+
+
+def _check_reconcile(loaded: LoadedYaml, base: PathKey, controller: dict[str, Any]) -> list[ConfigError]:
+    errors = []
+    reconcile = controller["reconcile"]
+    if not reconcile.get("hooks") and not reconcile.get("actions") and not reconcile.get("onDelete"):
+        errors.append(locate(loaded, base + ("reconcile",),
+                             "reconcile does nothing: set hooks: true, or give actions or onDelete"))
+    limiter = controller.get("rateLimiter") or {}
+    if "baseDelay" in limiter and "maxDelay" in limiter and \
+            parse_duration(limiter["baseDelay"]) > parse_duration(limiter["maxDelay"]):
+        errors.append(locate(loaded, base + ("rateLimiter", "baseDelay"),
+                             "baseDelay is greater than maxDelay"))
+    return errors
+
+
+def _check_leader_election(loaded: LoadedYaml, spec: dict[str, Any] | None) -> list[ConfigError]:
+    if not spec:
+        return []
+    lease = parse_duration(spec.get("leaseDuration", 15))
+    renew = parse_duration(spec.get("renewDeadline", 10))
+    retry = parse_duration(spec.get("retryPeriod", 2))
+    base: PathKey = ("leaderElection",)
+    if renew >= lease:
+        return [locate(loaded, base + ("renewDeadline",),
+                       f"renewDeadline ({renew:g}s) must be less than leaseDuration ({lease:g}s)")]
+    if retry >= renew:
+        return [locate(loaded, base + ("retryPeriod",),
+                       f"retryPeriod ({retry:g}s) must be less than renewDeadline ({renew:g}s)")]
+    return []

@@ -1,0 +1,165 @@
+"""Validation of loaded config data against ``schemas/kinrun.schema.json``.
+
+The schema file is the single source of truth for the config format; it ships inside the
+package ``kinrun.schemas`` and is read with ``importlib.resources``. :func:`validate` runs a
+draft 2020-12 validator, collects *every* error, and turns each into a ConfigError located
+through the loader's marks (``error.absolute_path`` -> key path -> line/column). Messages are
+reworded where jsonschema's are unhelpful (unknown keys, oneOf, patterns with an
+``x-kinrun-message`` annotation in the schema).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.resources
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import jsonschema
+
+from kinrun.config.loader import LoadedYaml, PathKey, format_path
+from kinrun.errors import ConfigError
+
+SCHEMA_PACKAGE = "kinrun.schemas"
+SCHEMA_FILE = "kinrun.schema.json"
+
+
+def schema_text() -> str:
+    """The schema file's text, exactly as shipped."""
+    return importlib.resources.files(SCHEMA_PACKAGE).joinpath(SCHEMA_FILE).read_text("utf-8")
+
+
+@functools.cache
+def load_schema() -> dict[str, Any]:
+    """The schema as a dict (cached; do not modify)."""
+    return json.loads(schema_text())
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    return jsonschema.Draft202012Validator(load_schema())
+
+
+def validate(loaded: LoadedYaml) -> list[ConfigError]:
+    """All schema errors of ``loaded.data``, located, sorted by line then column."""
+    errors: list[ConfigError] = []
+    for error in _validator().iter_errors(loaded.data):
+        for path, message, at_key in _describe(error):
+            errors.append(locate(loaded, path, message, at_key=at_key))
+    return sort_errors(errors)
+
+
+def sort_errors(errors: Iterable[ConfigError]) -> list[ConfigError]:
+    """Errors in file order (line, column, path), duplicates removed."""
+    unique = {str(e): e for e in errors}
+    return sorted(unique.values(), key=lambda e: (e.line or 0, e.column or 0, e.path, e.message))
+
+
+def locate(loaded: LoadedYaml, path: PathKey, message: str, *, at_key: bool = False) -> ConfigError:
+    """A ConfigError at ``path``: the value's position (the key's when ``at_key``), or the
+    nearest recorded ancestor's when the path has no mark."""
+    probe = tuple(path)
+    while probe not in loaded.marks and probe:
+        probe = probe[:-1]
+    marks = loaded.marks.get(probe)
+    line = column = None
+    if marks is not None:
+        use_key = at_key and probe == tuple(path) and marks.key_line is not None
+        line = (marks.key_line if use_key else marks.line) + 1
+        column = (marks.key_column if use_key else marks.column) + 1
+    return ConfigError(message, file=loaded.file, line=line, column=column, path=format_path(path))
+
+
+def show(value: Any) -> str:
+    """A value as a user wrote it in YAML: strings quoted, true/false/null, short."""
+    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, bool]]:
+    """(path, message, at_key) triples for one jsonschema error."""
+    path: PathKey = tuple(error.absolute_path)
+    schema, instance, kw = error.schema, error.instance, error.validator
+    if kw == "additionalProperties" and isinstance(instance, dict) and schema.get(kw) is False:
+        return [(path + (key,), _unknown_key(key, schema), True) for key in _extra_keys(instance, schema)]
+    if kw == "oneOf" and not isinstance(instance, dict):
+        return []  # the type error for this value says it all
+    if "propertyNames" in error.relative_schema_path:
+        hint = schema.get("x-kinrun-message") or f"does not match {schema.get('pattern')!r}"
+        return [(path + (instance,), f"{show(instance)} {hint}", True)]
+    return [(path, _message(error), False)]
+
+
+def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    allowed = schema.get("properties", {})
+    return [k for k in instance if k not in allowed]
+
+
+def _unknown_key(key: str, schema: dict[str, Any]) -> str:
+    allowed = sorted(schema.get("properties", {}))
+    close = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {key!r} ({hint}allowed: {', '.join(allowed)})"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    schema, instance, kw, arg = error.schema, error.instance, error.validator, error.validator_value
+    custom = schema.get("x-kinrun-message")
+    if kw == "pattern" and custom:
+        return f"{show(instance)} {custom}"
+    if kw == "oneOf" and _is_required_choice(arg):
+        return _choice_message(instance, arg, custom)
+    if kw == "required":
+        missing = [k for k in arg if k not in instance]
+        return f"missing required key {missing[0]!r}" if len(missing) == 1 else \
+            f"missing required keys {', '.join(map(repr, missing))}"
+    if kw == "type":
+        types = arg if isinstance(arg, list) else [arg]
+        return f"{show(instance)} is not of type {' or '.join(types)} (it is {_type_name(instance)})"
+    if kw == "minimum":
+        return f"{show(instance)} is less than {arg}"
+    if kw == "maximum":
+        return f"{show(instance)} is greater than {arg}"
+    if kw == "exclusiveMinimum":
+        return f"{show(instance)} must be greater than {arg}"
+    if kw == "enum":
+        return f"{show(instance)} is not one of {', '.join(show(v) for v in arg)}"
+    if kw == "const":
+        return f"{show(instance)} is not allowed: expected {show(arg)}"
+    if kw == "minLength" and arg == 1:
+        return "must not be empty"
+    if kw in ("minItems", "minProperties") and arg == 1:
+        return "must not be empty"
+    if kw == "maxProperties" and custom:
+        return f"{show(instance)} {custom}"
+    if kw == "uniqueItems":
+        return f"{show(instance)} has duplicate items"
+    if kw == "dependentRequired":
+        return error.message.replace("is a dependency of", "is required with")
+    return error.message
+
+
+def _is_required_choice(branches: Any) -> bool:
+    return isinstance(branches, list) and all(
+        isinstance(b, dict) and set(b) == {"required"} and len(b["required"]) == 1 for b in branches)
+
+
+def _choice_message(instance: Any, branches: list[dict[str, Any]], custom: str | None) -> str:
+    keys = [b["required"][0] for b in branches]
+    found = [k for k in keys if isinstance(instance, dict) and k in instance]
+    listed = ", ".join(keys[:-1]) + f" or {keys[-1]}"
+    return f"needs exactly one of {listed} (found {', '.join(found) if found else 'none'})"
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "list" if isinstance(value, list) else "mapping"
