@@ -1,0 +1,460 @@
+"""The built-in action kinds: log, apply, patch, delete, event, requeueAfter (plus plugin kinds).
+
+Each kind is compiled once from its config value (templates parsed, literal values checked:
+ConfigError) into an object with ``render(scope) -> list[Step]``. Rendering only builds and
+checks data; a failed check raises :class:`CheckError` (the program turns it into a RenderError
+with the action's location). Nothing here sends anything.
+
+Namespace rule (no discovery at render time): a rendered manifest or target without
+``metadata.namespace`` gets the reconciled object's namespace (taken from the key in
+``onDelete``); write ``namespace: ""`` for a cluster-scoped target.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kinrun.actions.durations import parse_duration
+from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
+from kinrun.hooks import ReconcileContext
+from kinrun.kube.request import ApiRequest
+from kinrun.templating import SourceLocation, TemplateEngine
+
+Render = Callable[[Mapping[str, Any]], Any]
+
+PATCH_TYPES = ("merge", "json", "strategic")
+PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
+EVENT_TYPES = ("Normal", "Warning")
+EVENT_MESSAGE_MAX = 1024
+"""Event messages are cut to this many characters (the events API's limit)."""
+
+
+class CheckError(Exception):
+    """A rendered value failed a check (missing kind, wrong patch shape...)."""
+
+
+@dataclass
+class Scope:
+    """What one render of one program sees. ``variables`` is what templates see (obj, old, key,
+    controller, get, list, by_index); ``namespace`` is the reconciled object's namespace (from
+    the object, else from the key; None for cluster-scoped keys)."""
+
+    controller: str
+    key: str
+    obj: dict[str, Any] | None
+    old: dict[str, Any] | None
+    ctx: ReconcileContext
+    variables: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
+
+
+# --- compiling nested values -----------------------------------------------------------------
+
+
+def compile_tree(value: Any, engine: TemplateEngine, loc: SourceLocation) -> Render:
+    """Compile a value whose strings are templates: returns ``render(variables)`` building a fresh
+    copy with every templated string rendered (mapping keys are not templated)."""
+    if isinstance(value, str):
+        if "{{" in value or "{%" in value or "{#" in value:
+            template = engine.template(value, loc)
+            return template.render
+        return lambda _v: value
+    if isinstance(value, Mapping):
+        items = [(k, compile_tree(v, engine, loc.child(f".{k}"))) for k, v in value.items()]
+        return lambda v: {k: f(v) for k, f in items}
+    if isinstance(value, (list, tuple)):
+        parts = [compile_tree(item, engine, loc.child(f"[{i}]")) for i, item in enumerate(value)]
+        return lambda v: [f(v) for f in parts]
+    return lambda _v: value
+
+
+def compile_document(value: Any, engine: TemplateEngine, loc: SourceLocation) -> Render:
+    """A document given as a template string (rendered, then parsed as one YAML document) or as
+    a mapping/list (its strings rendered)."""
+    if not isinstance(value, str):
+        return compile_tree(value, engine, loc)
+    template = engine.template(value, loc)
+
+    def render(variables: Mapping[str, Any]) -> Any:
+        return parse_yaml(template.render(variables))
+    return render
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse rendered YAML; errors -> CheckError naming the rendered line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at rendered line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CheckError(f"rendered YAML is invalid{where}: {problem}") from exc
+
+
+def _options(value: Any, loc: SourceLocation, kind: str, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise loc.config_error(f"{kind}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise loc.config_error(f"{kind}: unknown field(s) {', '.join(unknown)} "
+                               f"(allowed: {', '.join(sorted(allowed))})")
+    return value
+
+
+def _choice(value: Any, choices: tuple[str, ...], loc: SourceLocation, what: str) -> str:
+    if value not in choices:
+        raise loc.config_error(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+# --- targets ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """The object an action writes to."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+def _nonempty_str(mapping: Mapping[str, Any], field_name: str, what: str) -> str:
+    value = mapping.get(field_name)
+    if not isinstance(value, str) or not value:
+        raise CheckError(f"{what}: {field_name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _namespace(mapping: Mapping[str, Any], scope: Scope, what: str) -> str | None:
+    """An explicit namespace ("" or null: cluster-scoped), else the reconciled one."""
+    if "namespace" not in mapping:
+        return scope.namespace
+    value = mapping["namespace"]
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise CheckError(f"{what}: namespace must be a string, got {value!r}")
+    return value
+
+
+def reconciled_target(scope: Scope, what: str) -> Target:
+    """The reconciled object as a target; CheckError when it is gone or lacks identity."""
+    obj = scope.obj
+    if obj is None:
+        raise CheckError(f"{what}: the reconciled object {scope.key!r} no longer exists; "
+                         "give an explicit target")
+    meta = obj.get("metadata") or {}
+    return Target(_nonempty_str(obj, "apiVersion", what), _nonempty_str(obj, "kind", what),
+                  _nonempty_str(meta, "name", what), meta.get("namespace") or None,
+                  meta.get("uid"), meta.get("resourceVersion"))
+
+
+def resolve_target(render: Render | None, scope: Scope, what: str) -> Target:
+    """The rendered ``target:`` mapping, or the reconciled object when none is configured."""
+    if render is None:
+        return reconciled_target(scope, what)
+    target = render(scope.variables)
+    if not isinstance(target, Mapping):
+        raise CheckError(f"{what}: target must be a mapping, got {type(target).__name__}")
+    return Target(_nonempty_str(target, "apiVersion", what), _nonempty_str(target, "kind", what),
+                  _nonempty_str(target, "name", what), _namespace(target, scope, what),
+                  target.get("uid") or None)
+
+
+# --- log -------------------------------------------------------------------------------------
+
+
+class LogAction:
+    """``log: TEMPLATE`` or ``log: {message: TEMPLATE, level: info}`` -> a LogLine."""
+
+    kind = "log"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        if isinstance(value, str):
+            value = {"message": value}
+        value = _options(value, loc, "log", {"message", "level"})
+        if not isinstance(value.get("message"), str):
+            raise loc.config_error("log: message must be a string")
+        self._level = _choice(value.get("level", "info"), tuple(LOG_LEVELS), loc, "log.level")
+        self._message = engine.template(value["message"], loc.child(".message"))
+
+    def render(self, scope: Scope) -> list[Step]:
+        return [LogLine(self._level, self._message.render(scope.variables))]
+
+
+# --- apply -----------------------------------------------------------------------------------
+
+
+class ApplyAction:
+    """``apply: {manifest, ownerReference: true, force: false, fieldManager}`` -> server-side apply.
+
+    The manifest must render to one mapping with string ``apiVersion``, ``kind`` and
+    ``metadata.name``. With ``ownerReference`` (default) the reconciled object becomes the
+    child's controller owner (``controller: true``, ``blockOwnerDeletion: true``) so the garbage
+    collector deletes the child with it; skipped in ``onDelete`` (no owner left). A namespaced
+    owner cannot own an object in another namespace or a cluster-scoped one (CheckError).
+    """
+
+    kind = "apply"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
+                 field_manager: str) -> None:
+        value = _options(value, loc, "apply", {"manifest", "ownerReference", "force",
+                                               "fieldManager"})
+        if "manifest" not in value:
+            raise loc.config_error("apply: manifest is required")
+        self._manifest = compile_document(value["manifest"], engine, loc.child(".manifest"))
+        self._owner = _bool(value.get("ownerReference", True), loc, "apply.ownerReference")
+        self._force = _bool(value.get("force", False), loc, "apply.force")
+        self._field_manager = str(value.get("fieldManager") or field_manager)
+
+    def render(self, scope: Scope) -> list[Step]:
+        manifest = check_manifest(self._manifest(scope.variables), "apply")
+        meta = manifest["metadata"]
+        namespace = _namespace(meta, scope, "apply")
+        meta.pop("namespace", None)
+        if namespace is not None:
+            meta["namespace"] = namespace
+        if self._owner and scope.obj is not None:
+            add_owner_reference(manifest, reconciled_target(scope, "apply.ownerReference"),
+                                namespace)
+        params: dict[str, Any] = {"fieldManager": self._field_manager}
+        if self._force:
+            params["force"] = True
+        return [ApiRequest("apply", manifest["apiVersion"], manifest["kind"], meta["name"],
+                           namespace, body=manifest, params=params)]
+
+
+def _bool(value: Any, loc: SourceLocation, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise loc.config_error(f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def check_manifest(manifest: Any, what: str) -> dict[str, Any]:
+    """Check a rendered manifest: a mapping with string apiVersion, kind, metadata.name."""
+    if not isinstance(manifest, dict):
+        raise CheckError(f"{what}: the manifest must render to a mapping, got "
+                         f"{type(manifest).__name__}")
+    _nonempty_str(manifest, "apiVersion", f"{what}: manifest")
+    _nonempty_str(manifest, "kind", f"{what}: manifest")
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict):
+        raise CheckError(f"{what}: manifest: metadata must be a mapping, got {meta!r}")
+    _nonempty_str(meta, "name", f"{what}: manifest: metadata")
+    return manifest
+
+
+def add_owner_reference(manifest: dict[str, Any], owner: Target, namespace: str | None) -> None:
+    """Make ``owner`` the controller owner of ``manifest`` (replacing a reference with the same
+    uid); CheckError for a cross-namespace owner, a missing uid, or another controller owner."""
+    if not owner.uid:
+        raise CheckError("apply: the reconciled object has no metadata.uid; "
+                         "set ownerReference: false")
+    if owner.namespace is not None and namespace != owner.namespace:
+        raise CheckError(f"apply: an owner in namespace {owner.namespace!r} cannot own an object "
+                         f"in {'no namespace' if namespace is None else repr(namespace)}; "
+                         "set ownerReference: false")
+    refs = [r for r in manifest["metadata"].get("ownerReferences") or []
+            if isinstance(r, dict) and r.get("uid") != owner.uid]
+    if any(r.get("controller") for r in refs):
+        raise CheckError("apply: the manifest already names another controller owner; "
+                         "set ownerReference: false")
+    refs.append({"apiVersion": owner.api_version, "kind": owner.kind, "name": owner.name,
+                 "uid": owner.uid, "controller": True, "blockOwnerDeletion": True})
+    manifest["metadata"]["ownerReferences"] = refs
+
+
+# --- patch -----------------------------------------------------------------------------------
+
+
+class PatchAction:
+    """``patch: {type: merge|json|strategic, subresource: status, patch, target}``.
+
+    ``patch`` renders to a mapping (merge, strategic) or a list of operations each with ``op``
+    and ``path`` (json). ``target`` defaults to the reconciled object.
+    """
+
+    kind = "patch"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        value = _options(value, loc, "patch", {"type", "subresource", "patch", "target"})
+        if "patch" not in value:
+            raise loc.config_error("patch: patch is required")
+        self._type = _choice(value.get("type", "merge"), PATCH_TYPES, loc, "patch.type")
+        sub = value.get("subresource")
+        self._subresource = None if sub is None else _choice(sub, ("status",), loc,
+                                                             "patch.subresource")
+        self._patch = compile_document(value["patch"], engine, loc.child(".patch"))
+        self._target = (compile_tree(value["target"], engine, loc.child(".target"))
+                        if value.get("target") is not None else None)
+
+    def render(self, scope: Scope) -> list[Step]:
+        target = resolve_target(self._target, scope, "patch")
+        body = check_patch(self._patch(scope.variables), self._type)
+        return [ApiRequest("patch", target.api_version, target.kind, target.name,
+                           target.namespace, body=body, patch_type=self._type,
+                           subresource=self._subresource)]
+
+
+def check_patch(body: Any, patch_type: str) -> Any:
+    """Check a rendered patch document's shape for its type."""
+    if patch_type != "json":
+        if not isinstance(body, dict) or not body:
+            raise CheckError(f"patch: a {patch_type} patch must render to a non-empty mapping, "
+                             f"got {body!r}")
+        return body
+    if not isinstance(body, list) or not body:
+        raise CheckError(f"patch: a json patch must render to a non-empty list, got {body!r}")
+    for i, op in enumerate(body):
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str) \
+                or not isinstance(op.get("path"), str):
+            raise CheckError(f"patch: json patch operation [{i}] needs string op and path, "
+                             f"got {op!r}")
+    return body
+
+
+# --- delete ----------------------------------------------------------------------------------
+
+
+class DeleteAction:
+    """``delete: {target, propagationPolicy}``; target defaults to the reconciled object."""
+
+    kind = "delete"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        value = _options(value or {}, loc, "delete", {"target", "propagationPolicy"})
+        policy = value.get("propagationPolicy")
+        self._policy = None if policy is None else _choice(policy, PROPAGATION_POLICIES, loc,
+                                                           "delete.propagationPolicy")
+        self._target = (compile_tree(value["target"], engine, loc.child(".target"))
+                        if value.get("target") is not None else None)
+
+    def render(self, scope: Scope) -> list[Step]:
+        target = resolve_target(self._target, scope, "delete")
+        params = {"propagationPolicy": self._policy} if self._policy else {}
+        return [ApiRequest("delete", target.api_version, target.kind, target.name,
+                           target.namespace, params=params)]
+
+
+# --- event -----------------------------------------------------------------------------------
+
+
+class EventAction:
+    """``event: {type: Normal|Warning, reason, message, target}`` -> create a core/v1 Event.
+
+    The Event is named ``<object name>.<unix nanoseconds in hex>`` as client-go's recorder does,
+    lives in the object's namespace (``default`` for cluster-scoped objects) and refers to the
+    object (``involvedObject`` with uid and resourceVersion when known).
+    """
+
+    kind = "event"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
+                 clock: Callable[[], float]) -> None:
+        value = _options(value, loc, "event", {"type", "reason", "message", "target"})
+        for required in ("reason", "message"):
+            if not isinstance(value.get(required), str):
+                raise loc.config_error(f"event: {required} must be a string")
+        self._type = _choice(value.get("type", "Normal"), EVENT_TYPES, loc, "event.type")
+        self._reason = engine.template(value["reason"], loc.child(".reason"))
+        self._message = engine.template(value["message"], loc.child(".message"))
+        self._target = (compile_tree(value["target"], engine, loc.child(".target"))
+                        if value.get("target") is not None else None)
+        self._clock = clock
+
+    def render(self, scope: Scope) -> list[Step]:
+        target = resolve_target(self._target, scope, "event")
+        reason = self._reason.render(scope.variables).strip()
+        if not reason:
+            raise CheckError("event: reason rendered empty")
+        now = self._clock()
+        namespace = target.namespace or "default"
+        name = f"{target.name}.{int(now * 1e9):x}"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": _involved(target),
+            "type": self._type, "reason": reason,
+            "message": self._message.render(scope.variables)[:EVENT_MESSAGE_MAX],
+            "source": {"component": "kinrun"},
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        return [ApiRequest("create", "v1", "Event", name, namespace, body=body)]
+
+
+def _involved(target: Target) -> dict[str, Any]:
+    ref: dict[str, Any] = {"apiVersion": target.api_version, "kind": target.kind,
+                           "name": target.name}
+    if target.namespace:
+        ref["namespace"] = target.namespace
+    if target.uid:
+        ref["uid"] = target.uid
+    if target.resource_version:
+        ref["resourceVersion"] = target.resource_version
+    return ref
+
+
+# --- requeueAfter ----------------------------------------------------------------------------
+
+
+class RequeueAfterAction:
+    """``requeueAfter: 30s`` (a duration, a number of seconds, or a template rendering one)."""
+
+    kind = "requeueAfter"
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        self._template = None
+        self._seconds = 0.0
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
+            self._template = engine.template(value, loc)
+            return
+        try:
+            self._seconds = parse_duration(value)
+        except ValueError as exc:
+            raise loc.config_error(f"requeueAfter: {exc}") from exc
+
+    def render(self, scope: Scope) -> list[Step]:
+        if self._template is None:
+            return [RequeueAfter(self._seconds)]
+        text = self._template.render(scope.variables).strip()
+        try:
+            return [RequeueAfter(parse_duration(text))]
+        except ValueError as exc:
+            raise CheckError(f"requeueAfter: {exc}") from exc
+
+
+# --- plugin kinds ----------------------------------------------------------------------------
+
+
+class PluginAction:
+    """``NAME: ARGS`` for a kind a plugin registered: ARGS rendered, then the kind called."""
+
+    def __init__(self, kind: str, func: ActionKind, value: Any, engine: TemplateEngine,
+                 loc: SourceLocation) -> None:
+        self.kind = kind
+        self._func = func
+        self._args = compile_tree(value, engine, loc)
+
+    def render(self, scope: Scope) -> list[Step]:
+        args = self._args(scope.variables)
+        steps = list(self._func(args, obj=scope.obj, ctx=scope.ctx) or ())
+        for step in steps:
+            if not isinstance(step, STEP_TYPES):
+                raise CheckError(f"{self.kind}: the plugin returned {type(step).__name__}, "
+                                 "expected ApiRequest, LogLine or RequeueAfter")
+        return steps
+
+
+BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter")
+"""The action kinds kinrun defines; plugin kinds may not reuse these names."""

@@ -1,0 +1,286 @@
+"""ActionProgram: a controller's compiled action list, rendered per reconcile, then executed.
+
+Two phases per reconcile, so nothing is half-applied because of a template:
+
+1. ``render``: every action's ``when:`` is evaluated and every template rendered and checked,
+   in order. The first failure raises :class:`RenderError` (controller, action index and name,
+   config file:line, template line) and nothing of that reconcile is sent.
+2. ``execute``: the steps are carried out in order: ApiRequests through ``client.execute``, log
+   lines logged, the smallest requeue delay returned. An API failure propagates (the kube
+   layer's ApiError) and the remaining steps are not sent; the controller retries the key.
+
+Programs are immutable after compiling and thread-safe: workers of one controller render
+concurrently (for different keys).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kinrun.actions.errors import RenderError
+from kinrun.actions.kinds import (
+    BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, LogAction, PatchAction,
+    PluginAction, RequeueAfterAction, Scope,
+)
+from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
+from kinrun.errors import ConfigError
+from kinrun.hooks import ReconcileContext
+from kinrun.kube.request import ApiRequest
+from kinrun.templating import (
+    SourceLocation, TemplateEngine, TemplateRenderError, as_location,
+)
+
+DEFAULT_FIELD_MANAGER = "kinrun"
+"""The server-side apply field manager of ``apply`` actions (overridable per action)."""
+
+_RESERVED_KEYS = ("when", "name")
+_FALSE_TEXT = ("", "false", "no", "0", "none", "off")
+
+
+@dataclass(frozen=True)
+class CompiledAction:
+    """One action: its place (``index``, ``label``, ``location``), its condition, its kind."""
+
+    index: int
+    label: str
+    location: SourceLocation
+    when: Any          # an Expression/_TemplateValue, a bool, or None (always)
+    impl: Any          # a kinds.*Action with render(scope) -> list[Step]
+
+    def render(self, scope: Scope, controller: str) -> list[Any]:
+        """The action's steps for ``scope`` ([] when ``when`` is false); RenderError on failure."""
+        try:
+            if not self._wanted(scope):
+                return []
+            return self.impl.render(scope)
+        except TemplateRenderError as exc:
+            raise self._error(controller, exc.detail, exc.template_line) from exc
+        except RenderError:
+            raise
+        except CheckError as exc:
+            raise self._error(controller, str(exc), None) from exc
+        except Exception as exc:  # noqa: BLE001 - a plugin kind or lookup failed
+            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
+
+    def _wanted(self, scope: Scope) -> bool:
+        if self.when is None or isinstance(self.when, bool):
+            return self.when is not False
+        value = self.when.evaluate(scope.variables)
+        if isinstance(value, str):
+            return value.strip().lower() not in _FALSE_TEXT
+        return bool(value)
+
+    def _error(self, controller: str, detail: str, line: int | None) -> RenderError:
+        return RenderError(detail, controller=controller, index=self.index, label=self.label,
+                           location=self.location, template_line=line)
+
+
+class ActionProgram:
+    """A controller's compiled actions (``reconcile.actions`` or ``onDelete``).
+
+    ``render(key=, obj=, old=, ctx=) -> RenderResult``; ``run(...)`` renders then executes.
+    Immutable; thread-safe.
+    """
+
+    def __init__(self, controller: str, actions: Sequence[CompiledAction]) -> None:
+        self.controller = controller
+        self.actions: tuple[CompiledAction, ...] = tuple(actions)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def render(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
+               ctx: ReconcileContext | None = None) -> RenderResult:
+        """Render and check every action for one reconcile of ``key``.
+
+        ``obj`` is the object (None in ``onDelete``), ``old`` its previous version if known,
+        ``ctx`` the reconcile context (its listers back ``get``/``list``/``by_index``; None gives
+        an empty context). Raises RenderError for the first action that fails.
+        """
+        scope = self._scope(key, obj, old, ctx)
+        steps: list[Any] = []
+        for action in self.actions:
+            steps.extend(action.render(scope, self.controller))
+        return RenderResult(tuple(steps))
+
+    def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
+            ctx: ReconcileContext | None = None, client: Any = None,
+            logger: logging.Logger | None = None) -> float | None:
+        """Render, then execute: returns the requeue delay in seconds or None. ``client`` and
+        ``logger`` default to the context's. Raises RenderError (nothing sent) or ApiError."""
+        result = self.render(key=key, obj=obj, old=old, ctx=ctx)
+        client = client if client is not None else (ctx.client if ctx else None)
+        logger = logger or (ctx.logger if ctx else None) or _logger(self.controller)
+        return execute(result, client, logger)
+
+    def _scope(self, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+               ctx: ReconcileContext | None) -> Scope:
+        ctx = ctx or ReconcileContext(controller=self.controller, key=key, old=old,
+                                      logger=_logger(self.controller))
+        old = old if old is not None else ctx.old
+        namespace = ((obj.get("metadata") or {}).get("namespace") if obj is not None
+                     else (key.split("/", 1)[0] if "/" in key else None)) or None
+        variables = {"obj": obj, "old": old, "key": key, "controller": self.controller,
+                     **lookup_functions(ctx.listers)}
+        return Scope(self.controller, key, obj, old, ctx, variables, namespace)
+
+
+def _logger(controller: str) -> logging.Logger:
+    return logging.getLogger(f"kinrun.controller.{controller}")
+
+
+def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The template functions ``get(informer, key)``, ``list(informer)`` and
+    ``by_index(informer, index, value)`` over ``listers`` (unknown informer: LookupError)."""
+    def lister(informer: str) -> Any:
+        try:
+            return listers[informer]
+        except KeyError:
+            known = ", ".join(sorted(listers)) or "none"
+            raise LookupError(f"unknown informer {informer!r} (known: {known})") from None
+
+    return {
+        "get": lambda informer, key: lister(informer).get(key),
+        "list": lambda informer: lister(informer).list(),
+        "by_index": lambda informer, index, value: lister(informer).by_index(index, value),
+    }
+
+
+def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float | None:
+    """Carry out a render's steps in order; return the smallest requeue delay (seconds) or None.
+
+    ApiRequests go through ``client.execute(req)``; with ``client=None`` (dry-run) each is logged
+    at INFO as ``dry-run: <request as JSON>`` instead. An ApiError from the client propagates and
+    the later steps are not carried out.
+    """
+    delay: float | None = None
+    for step in result.steps:
+        if isinstance(step, ApiRequest):
+            if client is None:
+                logger.info("dry-run: %s", json.dumps(step.describe(), sort_keys=True))
+            else:
+                client.execute(step)
+        elif isinstance(step, LogLine):
+            logger.log(LOG_LEVELS[step.level], "%s", step.message)
+        elif isinstance(step, RequeueAfter):
+            delay = step.seconds if delay is None else min(delay, step.seconds)
+    return delay
+
+
+# --- compiling -------------------------------------------------------------------------------
+
+
+def compile_actions(specs: Sequence[Any], *, controller: str, templates_options: Any = None,
+                    plugin_manager: Any = None, source: Any = None,
+                    locations: Sequence[Any] | None = None, engine: TemplateEngine | None = None,
+                    clock: Callable[[], float] = time.time,
+                    field_manager: str = DEFAULT_FIELD_MANAGER) -> ActionProgram:
+    """Compile a controller's action list once, at start-up.
+
+    ``specs``: the actions as plain mappings (``{"log": "...", "when": "..."}``), each with exactly
+    one kind key (built-in or a plugin's ``kinrun_action_kinds``) plus optional ``when:`` (an
+    expression) and ``name:`` (used in messages); objects with a mapping in ``.raw``/``.data``
+    and a ``.location`` are accepted too. ``templates_options``: the config's ``templates:``
+    (mapping or object; see TemplateOptions). ``plugin_manager``: supplies extra filters and action
+    kinds. ``source``: the location of the list itself (file, line, path such as
+    ``controllers[0].reconcile.actions``); ``locations``: per-action locations, if known.
+    ``engine``: share one TemplateEngine (then ``templates_options`` is ignored). ``clock``: wall
+    time in seconds (Event names/timestamps).
+
+    Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values and
+    template syntax errors.
+    """
+    kinds = plugin_action_kinds(plugin_manager)
+    engine = engine or TemplateEngine(templates_options,
+                                      extra_filters=plugin_template_filters(plugin_manager))
+    base = as_location(source)
+    actions = []
+    for index, spec in enumerate(specs):
+        data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
+        actions.append(_compile_one(index, data, loc, engine, kinds, clock, field_manager))
+    return ActionProgram(controller, actions)
+
+
+def _unwrap(spec: Any, given: Any, base: SourceLocation, index: int
+            ) -> tuple[Mapping[str, Any], SourceLocation]:
+    loc = given if given is not None else getattr(spec, "location", None)
+    data = spec
+    if not isinstance(spec, Mapping):
+        data = next((getattr(spec, a) for a in ("raw", "data", "spec")
+                     if isinstance(getattr(spec, a, None), Mapping)), spec)
+    default = base.child(f"[{index}]")
+    return data, (as_location(loc, default.path) if loc is not None else default)
+
+
+def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEngine,
+                 kinds: Mapping[str, ActionKind], clock: Callable[[], float],
+                 field_manager: str) -> CompiledAction:
+    if not isinstance(data, Mapping):
+        raise loc.config_error(f"an action must be a mapping, got {type(data).__name__}")
+    kind_keys = [k for k in data if k not in _RESERVED_KEYS]
+    if len(kind_keys) != 1:
+        known = ", ".join([*BUILTIN_KINDS, *sorted(kinds)])
+        raise loc.config_error(f"an action needs exactly one kind ({known}), got "
+                               f"{', '.join(map(str, kind_keys)) or 'none'}")
+    kind = kind_keys[0]
+    if kind not in BUILTIN_KINDS and kind not in kinds:
+        known = ", ".join([*BUILTIN_KINDS, *sorted(kinds)])
+        raise loc.config_error(f"unknown action kind {kind!r} (known: {known})")
+    impl = _builtin(kind, data[kind], engine, loc.child(f".{kind}"), clock, field_manager) \
+        if kind in BUILTIN_KINDS else PluginAction(kind, kinds[kind], data[kind], engine,
+                                                   loc.child(f".{kind}"))
+    label = str(data.get("name") or kind)
+    return CompiledAction(index, label, loc, _compile_when(data.get("when"), engine, loc), impl)
+
+
+def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
+             clock: Callable[[], float], field_manager: str) -> Any:
+    if kind == "apply":
+        return ApplyAction(value, engine, loc, field_manager)
+    if kind == "event":
+        return EventAction(value, engine, loc, clock)
+    return {"log": LogAction, "patch": PatchAction, "delete": DeleteAction,
+            "requeueAfter": RequeueAfterAction}[kind](value, engine, loc)
+
+
+def _compile_when(when: Any, engine: TemplateEngine, loc: SourceLocation) -> Any:
+    if when is None or isinstance(when, bool):
+        return when
+    if not isinstance(when, str):
+        raise loc.child(".when").config_error(f"when must be an expression string, got {when!r}")
+    return engine.value(when, loc.child(".when"))
+
+
+def plugin_action_kinds(plugin_manager: Any) -> dict[str, ActionKind]:
+    """Merge every plugin's ``kinrun_action_kinds``; a clash is a ConfigError."""
+    merged: dict[str, ActionKind] = {}
+    for name, func in _merged_hook(plugin_manager, "kinrun_action_kinds", "action kind").items():
+        if name in BUILTIN_KINDS or name in _RESERVED_KEYS:
+            raise ConfigError(f"plugin action kind {name!r} clashes with a built-in name")
+        if not callable(func):
+            raise ConfigError(f"plugin action kind {name!r} is not callable")
+        merged[name] = func
+    return merged
+
+
+def plugin_template_filters(plugin_manager: Any) -> dict[str, Callable[..., Any]]:
+    """Merge every plugin's ``kinrun_template_filters``; a clash is a ConfigError."""
+    return _merged_hook(plugin_manager, "kinrun_template_filters", "template filter")
+
+
+def _merged_hook(plugin_manager: Any, hook: str, what: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    if plugin_manager is None:
+        return merged
+    for answer in getattr(plugin_manager.hook, hook)():
+        for name, value in (answer or {}).items():
+            if name in merged:
+                raise ConfigError(f"two plugins define the {what} {name!r}")
+            merged[name] = value
+    return merged
+

@@ -1,0 +1,93 @@
+"""What rendering a reconcile's actions produces: steps, described as data before anything runs.
+
+A render gives a :class:`RenderResult`: an ordered list of steps, each an
+:class:`~kinrun.kube.request.ApiRequest` (sent through ``client.execute``), a :class:`LogLine`
+(logged) or a :class:`RequeueAfter` (the reconcile asks to run again). Plugins extend the action
+vocabulary with an :class:`ActionKind`, which returns the same steps. Pure data; no I/O here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, Union
+
+from kinrun.kube.request import ApiRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kinrun.hooks import ReconcileContext
+
+LOG_LEVELS: Mapping[str, int] = {
+    "debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+"""Level names a ``log`` action accepts, and their ``logging`` numbers."""
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """Log ``message`` at ``level`` (one of :data:`LOG_LEVELS`' names) on the controller's logger."""
+
+    level: str
+    message: str
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready dict, as ``kinrun render`` prints it."""
+        return {"log": self.message, "level": self.level}
+
+
+@dataclass(frozen=True)
+class RequeueAfter:
+    """Reconcile the key again after ``seconds`` (>= 0); the smallest of a render wins."""
+
+    seconds: float
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready dict, as ``kinrun render`` prints it."""
+        return {"requeueAfter": self.seconds}
+
+
+Step = Union[ApiRequest, LogLine, RequeueAfter]
+STEP_TYPES = (ApiRequest, LogLine, RequeueAfter)
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """The steps of one reconcile, in action order; nothing has been sent yet."""
+
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def requests(self) -> list[ApiRequest]:
+        """The API requests, in order."""
+        return [s for s in self.steps if isinstance(s, ApiRequest)]
+
+    @property
+    def log_lines(self) -> list[LogLine]:
+        """The log lines, in order."""
+        return [s for s in self.steps if isinstance(s, LogLine)]
+
+    @property
+    def requeue_after(self) -> float | None:
+        """The smallest requested requeue delay in seconds, or None."""
+        delays = [s.seconds for s in self.steps if isinstance(s, RequeueAfter)]
+        return min(delays) if delays else None
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every step as a JSON-ready dict (``kinrun render``)."""
+        return [s.describe() for s in self.steps]
+
+
+class ActionKind(Protocol):
+    """An action kind contributed by a plugin (``kinrun_action_kinds`` hook).
+
+    Called once per action per reconcile while rendering, before anything is sent:
+    ``args`` is the action's value (mapping, list or scalar) with every string rendered as a
+    template; ``obj`` the reconciled object (None in ``onDelete``); ``ctx`` the
+    :class:`kinrun.hooks.ReconcileContext`. It returns the steps to run (may be empty) and must
+    not do I/O itself. Any exception fails the render of that reconcile (retried with backoff).
+    """
+
+    def __call__(self, args: Any, *, obj: dict[str, Any] | None,
+                 ctx: ReconcileContext) -> Iterable[Step]: ...

@@ -1,0 +1,330 @@
+"""Finding, loading and calling kinrun plugins (pluggy).
+
+Where plugins come from, in registration order:
+
+1. the config's ``plugins:`` list: module names (``kinrun.plugins.pod_logger``) or file paths
+   (``./hooks.py``, relative to the config file's folder). A file is imported under a stable,
+   unique module name derived from its resolved path (``kinrun_plugin_<stem>_<hash>``), so two
+   ``hooks.py`` in different folders never clash and loading the same file twice reuses it.
+   Each is registered under its spec exactly as written: that is the name a controller's
+   ``reconcile: {hooks: [...]}`` uses.
+2. installed distributions' entry points in the group ``kinrun`` (third-party plugins, like
+   pytest's ``pytest11``), registered under the entry point's name. Built-in modules
+   (``kinrun.plugins.*``) are never activated this way, even if an entry point names them: a
+   built-in such as ``pod_logger`` acts on every key it sees, so it runs only when the config
+   lists it.
+
+Every hook implementation is validated against :mod:`kinrun.hooks` at registration (pluggy
+compares parameter names); any problem is a :class:`kinrun.errors.ConfigError` naming the plugin.
+
+Also here: small callers the runtime needs around ``pm.hook`` (the reconcile subset of a
+controller, merged index functions, an informer event-handler adapter, a shutdown that logs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from kinrun import hooks
+from kinrun.errors import ConfigError
+
+ENTRY_POINT_GROUP = "kinrun"
+BUILTIN_PACKAGE = "kinrun.plugins"
+
+_log = logging.getLogger("kinrun.plugin_manager")
+
+
+class KinrunPluginManager(pluggy.PluginManager):
+    """A pluggy PluginManager for project ``kinrun`` with the kinrun hookspecs added, which also
+    remembers where each plugin came from (``sources``: plugin name -> description).
+
+    Registration is not thread-safe (do it at start-up); calling hooks is as thread-safe as the
+    plugins are.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(hooks.PROJECT_NAME)
+        self.add_hookspecs(hooks)
+        self.sources: dict[str, str] = {}   # plugin name -> "module m", "file /p", "entry point e"
+
+
+def new_plugin_manager() -> KinrunPluginManager:
+    """An empty manager with the kinrun hookspecs (for tests and embedding)."""
+    return KinrunPluginManager()
+
+
+def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bool = True,
+                 config_file: str = "<config>") -> KinrunPluginManager:
+    """Build the plugin manager for a config.
+
+    ``specs``: the config's ``plugins:`` entries: a dotted module name, or a file path (contains
+    ``/`` or ends in ``.py``) relative to ``base_dir`` (the config file's folder).
+    ``entry_points``: also load the ``kinrun`` entry-point group (third-party plugins; built-ins
+    excluded, see the module docstring). ``config_file`` only labels errors.
+
+    Raises ConfigError (path ``plugins[i]``) for a missing module or file, a module that fails to
+    import (with the exception and the file:line it was raised at), a plugin listed twice, and
+    hook implementations that do not match a hookspec (unknown ``kinrun_*`` name, unknown
+    parameter).
+    """
+    pm = KinrunPluginManager()
+    base = Path(base_dir)
+    for index, spec in enumerate(specs):
+        where = {"file": config_file, "path": f"plugins[{index}]"}
+        module, source = _import_spec(str(spec), base, where)
+        _register(pm, module, str(spec), source, where)
+    if entry_points:
+        _load_entry_points(pm, config_file)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        name = pm.get_name(exc.plugin) or repr(exc.plugin)
+        raise ConfigError(f"plugin {name!r}: {exc}", file=config_file, path="plugins") from exc
+    return pm
+
+
+def _is_file_spec(spec: str) -> bool:
+    return "/" in spec or "\\" in spec or spec.endswith(".py")
+
+
+def _import_spec(spec: str, base: Path, where: Mapping[str, str]) -> tuple[ModuleType, str]:
+    if _is_file_spec(spec):
+        path = (base / spec).resolve()
+        return _import_file(spec, path, where), f"file {path}"
+    return _import_module(spec, where), f"module {spec}"
+
+
+def _import_module(spec: str, where: Mapping[str, str]) -> ModuleType:
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if exc.name and (spec == exc.name or spec.startswith(exc.name + ".")):
+            raise ConfigError(f"plugin module {spec!r} not found", **where) from exc
+        raise ConfigError(f"plugin {spec!r} failed to import: {_describe_exc(exc)}",
+                          **where) from exc
+    except Exception as exc:  # noqa: BLE001 - any import-time failure of user code
+        raise ConfigError(f"plugin {spec!r} failed to import: {_describe_exc(exc)}",
+                          **where) from exc
+
+
+def file_module_name(path: Path) -> str:
+    """The stable unique module name a plugin file is imported under."""
+    stem = re.sub(r"\W", "_", path.stem) or "plugin"
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    return f"kinrun_plugin_{stem}_{digest}"
+
+
+def _import_file(spec: str, path: Path, where: Mapping[str, str]) -> ModuleType:
+    if not path.is_file():
+        raise ConfigError(f"plugin file {spec!r} not found (looked for {path})", **where)
+    name = file_module_name(path)
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ConfigError(f"plugin file {spec!r} cannot be imported (not a Python file?)",
+                          **where)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException as exc:
+        del sys.modules[name]
+        if not isinstance(exc, Exception):
+            raise
+        raise ConfigError(f"plugin {spec!r} failed to import: {_describe_exc(exc)}",
+                          **where) from exc
+    return module
+
+
+def _describe_exc(exc: BaseException) -> str:
+    """``Type: message (file:line)``, the line being where the error was raised (or, for a
+    SyntaxError, the offending line)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{type(exc).__name__}: {exc.msg} ({exc.filename}:{exc.lineno})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in frames if "importlib" not in f.filename] or frames
+    if frames:
+        text += f" ({frames[-1].filename}:{frames[-1].lineno})"
+    return text
+
+
+def _register(pm: KinrunPluginManager, plugin: Any, name: str, source: str,
+              where: Mapping[str, str]) -> None:
+    if pm.is_registered(plugin) or pm.has_plugin(name):
+        other = pm.get_name(plugin) or name
+        raise ConfigError(f"plugin {name!r} is listed twice (already loaded as {other!r})",
+                          **where)
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(f"plugin {name!r} has an invalid hook implementation: {exc}",
+                          **where) from exc
+    pm.sources[name] = source
+
+
+def _load_entry_points(pm: KinrunPluginManager, config_file: str) -> None:
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda e: e.name):
+        module_name = ep.value.split(":", 1)[0].strip()
+        if module_name == BUILTIN_PACKAGE or module_name.startswith(BUILTIN_PACKAGE + "."):
+            continue
+        where = {"file": config_file, "path": f"entry point {ep.name} = {ep.value}"}
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: "
+                              f"{_describe_exc(exc)}", **where) from exc
+        if pm.is_registered(plugin):
+            continue
+        dist = getattr(ep, "dist", None)
+        label = f" from {dist.name} {dist.version}" if dist is not None else ""
+        _register(pm, plugin, ep.name, f"entry point {ep.value}{label}", where)
+
+
+# --- describing ------------------------------------------------------------------------------
+
+
+def describe_plugins(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
+    """``(name, source, [hook names])`` per registered plugin, in registration order, for
+    ``kinrun plugins CONFIG``. ``source`` says where it came from (module, file, entry point)."""
+    sources = getattr(pm, "sources", {})
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        callers = pm.get_hookcallers(plugin) or []
+        out.append((name, sources.get(name, repr(plugin)), sorted(c.name for c in callers)))
+    return out
+
+
+# --- calling ---------------------------------------------------------------------------------
+
+
+def combine_delays(results: Iterable[Any]) -> float | None:
+    """The smallest requeue delay (seconds) among hook results; None when all are None.
+    Raises TypeError/ValueError for a result that is not a number >= 0."""
+    delay: float | None = None
+    for value in results:
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"kinrun_reconcile returned {value!r}; expected None or seconds >= 0")
+        delay = float(value) if delay is None else min(delay, float(value))
+    return delay
+
+
+ReconcileHook = Callable[..., "float | None"]
+
+
+def reconcile_caller(pm: pluggy.PluginManager,
+                     selection: bool | Sequence[str] | None) -> ReconcileHook | None:
+    """A function ``(controller, key, obj, ctx) -> float | None`` calling ``kinrun_reconcile``
+    on the plugins a controller's ``reconcile.hooks`` selects (True: all; a list: those plugin
+    names; False/None/[]: none -> returns None). Results combine with :func:`combine_delays`;
+    exceptions propagate (PermanentError, TemporaryError, others). Unknown names: ConfigError.
+    """
+    if not selection:
+        return None
+    if selection is True:
+        caller = pm.hook.kinrun_reconcile
+    else:
+        names = list(selection)
+        unknown = [n for n in names if not pm.has_plugin(n)]
+        if unknown:
+            known = ", ".join(n for n, _ in pm.list_name_plugin()) or "none"
+            raise ConfigError(f"reconcile.hooks names unknown plugin(s) {', '.join(unknown)} "
+                              f"(loaded: {known})")
+        keep = {id(pm.get_plugin(n)) for n in names}
+        others = [p for p in pm.get_plugins() if id(p) not in keep]
+        caller = pm.subset_hook_caller("kinrun_reconcile", others)
+
+    def call(controller: str, key: str, obj: dict | None, ctx: hooks.ReconcileContext
+             ) -> float | None:
+        return combine_delays(caller(controller=controller, key=key, obj=obj, ctx=ctx))
+    return call
+
+
+def collect_index_funcs(pm: pluggy.PluginManager, informer: str) -> dict[str, hooks.IndexFunc]:
+    """Merge every plugin's ``kinrun_index_funcs(informer=...)``; a name supplied twice or a
+    non-callable is a ConfigError."""
+    merged: dict[str, hooks.IndexFunc] = {}
+    for answer in pm.hook.kinrun_index_funcs(informer=informer):
+        for name, func in (answer or {}).items():
+            if name in merged:
+                raise ConfigError(f"informer {informer!r}: two plugins supply index {name!r}")
+            if not callable(func):
+                raise ConfigError(f"informer {informer!r}: index {name!r} is not callable")
+            merged[name] = func
+    return merged
+
+
+_EVENT_HOOKS = ("kinrun_on_add", "kinrun_on_update", "kinrun_on_delete")
+
+
+class EventHookHandler:
+    """A ResourceEventHandler (``on_add``/``on_update``/``on_delete``) that forwards an informer's
+    notifications to the raw event hooks, with the informer's name.
+
+    Exceptions from plugins are logged and swallowed: a plugin cannot stop an informer's
+    dispatcher. Thread-safe if the plugins are (one dispatcher thread calls it per informer).
+    """
+
+    def __init__(self, pm: pluggy.PluginManager, informer: str,
+                 logger: logging.Logger | None = None) -> None:
+        self._hook = pm.hook
+        self.informer = informer
+        self._logger = logger or _log
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._call("kinrun_on_add", obj=obj, is_in_initial_list=is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._call("kinrun_on_update", old=old, new=new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._call("kinrun_on_delete", obj=obj)
+
+    def _call(self, hook: str, **kwargs: Any) -> None:
+        try:
+            getattr(self._hook, hook)(informer=self.informer, **kwargs)
+        except Exception:  # noqa: BLE001 - logged; informers must go on
+            self._logger.exception("plugin hook %s failed for informer %r", hook, self.informer)
+
+
+def event_handler(pm: pluggy.PluginManager, informer: str,
+                  logger: logging.Logger | None = None) -> EventHookHandler | None:
+    """An :class:`EventHookHandler` for ``informer``, or None when no plugin implements any raw
+    event hook (so the informer does not pay for a listener nobody uses)."""
+    if not any(getattr(pm.hook, h).get_hookimpls() for h in _EVENT_HOOKS):
+        return None
+    return EventHookHandler(pm, informer, logger)
+
+
+def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None) -> None:
+    """Call every plugin's ``kinrun_shutdown``; each failure is logged, the others still run."""
+    for impl in reversed(pm.hook.kinrun_shutdown.get_hookimpls()):
+        try:
+            impl.function()
+        except Exception:  # noqa: BLE001
+            (logger or _log).exception("plugin %r: kinrun_shutdown failed", impl.plugin_name)
+
+
+__all__ = [
+    "BUILTIN_PACKAGE", "ENTRY_POINT_GROUP", "EventHookHandler", "KinrunPluginManager",
+    "call_shutdown", "collect_index_funcs", "combine_delays", "describe_plugins",
+    "event_handler", "file_module_name", "load_plugins", "new_plugin_manager",
+    "reconcile_caller",
+]
