@@ -146,9 +146,12 @@ def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
         fields = {f: ctx.at(path + (key,)) for f in spec}
     if "when" in data:
         fields["when"] = ctx.at(path + ("when",))
+    raw = {k: v for k, v in data.items() if k not in ("plugin", "with")}
+    if plugin:
+        raw[kind] = data.get("with", {})
     return ActionSpec(kind=kind, spec=freeze(spec), when=data.get("when"),
                       name=data.get("name") or f"{path[-2]}[{path[-1]}].{kind}", plugin=plugin,
-                      location=ctx.at(path), field_locations=FrozenMap(fields))
+                      location=ctx.at(path), field_locations=FrozenMap(fields), raw=freeze(raw))
 
 
 def _action_spec(kind: str, value: Any) -> dict[str, Any]:

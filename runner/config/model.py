@@ -214,9 +214,11 @@ class ActionSpec:
     ``target`` values are FrozenMaps ``{apiVersion, kind, name, namespace?}`` of templates.
     ``when``: an expression (with or without ``{{ }}``) or None; ``name``: given, else
     ``<list>[<i>].<kind>`` such as ``actions[1].apply``; ``location``: the list item;
-    ``field_locations``: Location of each key of the kind's mapping (``manifest``, ...), and of
-    ``when`` and the kind key itself, for errors found while rendering. Template line n of a
-    block scalar (``|``) is at ``field_locations[f].line + n``.
+    ``field_locations``: Location of each key of ``spec`` (``manifest``, ...) and of ``when``,
+    for errors found while rendering; a template in a block scalar (``|``) starts on the line
+    after its location. ``raw``: the action in its plain one-kind-key form, as
+    ``kinrun.actions.compile_actions`` takes it: the item as written (``{"log": "...",
+    "when": ...}``), except that a plugin action ``{plugin: K, with: W}`` becomes ``{K: W}``.
     """
 
     kind: str
@@ -226,14 +228,15 @@ class ActionSpec:
     plugin: bool = False
     location: Location = _NOWHERE
     field_locations: FrozenMap = field(default_factory=FrozenMap)
+    raw: FrozenMap = field(default_factory=FrozenMap)
 
 
 @dataclass(frozen=True)
 class ReconcileSpec:
     """What a controller does per key. ``hooks``: call plugins' ``kinrun_reconcile`` (default
     False); ``hook_plugins``: None = every plugin, else only these plugin names; ``actions``:
-    run in order while the object exists; ``on_delete``: run in order once it is gone. When both
-    are given, hooks run first."""
+    run in order while the object exists; ``on_delete``: run in order once it is gone. With both
+    hooks and actions, the order is the main job's (``kinrun.hooks``: actions, then hooks)."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None

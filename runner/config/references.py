@@ -3,7 +3,7 @@
 Run on schema-valid data (:func:`check_references`); each problem becomes a located
 ConfigError. Checked: a controller's ``for`` and ``watches[].informer`` name known informers;
 ``mapTo: {index: NAME}`` names an indexer of the primary informer; controller names are
-unique; plugin file paths exist (resolved against the config file's folder); a reconcile does
+unique; a ``plugin:`` action kind is not a built-in kind; plugin file paths exist (resolved against the config file's folder); a reconcile does
 something (hooks or actions); rate limiter ``baseDelay <= maxDelay``; leader election
 ``leaseDuration > renewDeadline > retryPeriod``.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from kinrun.config.durations import parse_duration
 from kinrun.config.loader import LoadedYaml, PathKey
+from kinrun.config.model import BUILTIN_ACTION_KINDS
 from kinrun.config.schema import locate
 from kinrun.errors import ConfigError
 
@@ -94,12 +95,24 @@ def _check_controller(loaded: LoadedYaml, base: PathKey, controller: dict[str, A
     return errors
 
 
+def _check_plugin_kinds(loaded: LoadedYaml, base: PathKey, reconcile: dict[str, Any]) -> list[ConfigError]:
+    errors = []
+    for list_name in ("actions", "onDelete"):
+        for k, action in enumerate(reconcile.get(list_name) or []):
+            if action.get("plugin") in BUILTIN_ACTION_KINDS:
+                errors.append(locate(loaded, base + (list_name, k, "plugin"),
+                                     f"{action['plugin']!r} is a built-in action kind: write "
+                                     f"{action['plugin']}: ... instead of plugin:"))
+    return errors
+
+
 def _check_reconcile(loaded: LoadedYaml, base: PathKey, controller: dict[str, Any]) -> list[ConfigError]:
     errors = []
     reconcile = controller["reconcile"]
     if not reconcile.get("hooks") and not reconcile.get("actions") and not reconcile.get("onDelete"):
         errors.append(locate(loaded, base + ("reconcile",),
                              "reconcile does nothing: set hooks: true, or give actions or onDelete"))
+    errors += _check_plugin_kinds(loaded, base + ("reconcile",), reconcile)
     limiter = controller.get("rateLimiter") or {}
     if "baseDelay" in limiter and "maxDelay" in limiter and \
             parse_duration(limiter["baseDelay"]) > parse_duration(limiter["maxDelay"]):

@@ -1,0 +1,370 @@
+"""The ``kinrun`` command: parse arguments, call the library, map errors to exit codes.
+
+    kinrun [options] CONFIG                    run the controllers until SIGINT/SIGTERM
+    kinrun validate CONFIG...                  check config files
+    kinrun schema                              print the config JSON Schema
+    kinrun plugins CONFIG                      list plugins and the hooks each implements
+    kinrun render CONFIG --object FILE ...     print the API requests a reconcile would send
+
+``kinrun CONFIG`` and ``kinrun validate CONFIG`` share the first positional: if the first
+argument is a subcommand name it is the subcommand, otherwise the arguments are a run. (A config
+file literally named ``validate`` is run as ``kinrun ./validate``.)
+
+Exit codes: 0 success (also after a graceful stop on SIGINT/SIGTERM); 1 runtime error;
+2 usage, config file or cluster configuration error (nothing was started); 130 interrupted
+(Ctrl-C before the run started, or a second Ctrl-C that cut the drain short).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kinrun import __version__
+from kinrun.errors import ClusterConfigError, ConfigError, KinrunError
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success; a run stopped by SIGINT/SIGTERM after draining its workqueues
+  1    runtime error
+  2    usage error, invalid config file, or no usable cluster configuration
+  130  interrupted (Ctrl-C before the run started, or a second Ctrl-C during the drain)
+"""
+
+COMMANDS_HELP = """\
+commands (give one as the first argument; anything else is a config file to run):
+  validate CONFIG...      check config files; prints "FILE: ok" or every error (file:line:col)
+  schema                  print the JSON Schema of the config file
+  plugins CONFIG          list the plugins found and the hooks each implements
+  render CONFIG --object FILE [--old FILE] [--controller NAME]
+                          print the API requests a controller's actions would send for an object
+"""
+
+_log = logging.getLogger("kinrun.cli")
+
+
+class UsageError(Exception):
+    """A bad combination of arguments (exit 2)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args.pop(0) if args and args[0] in _COMMANDS else "run"  # `run` may be explicit
+    parser = _parser(command)
+    if command == "run" and not args:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        ns = parser.parse_args(args)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else EXIT_USAGE
+    try:
+        return _COMMANDS[command](ns)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        _err(f"{parser.prog}: error: {exc}")
+        return EXIT_USAGE
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except ClusterConfigError as exc:
+        _err(f"kinrun: {exc}\nkinrun: (use --kubeconfig/--context, or --embedded to try it "
+             f"without a cluster)")
+        return EXIT_USAGE
+    except KinrunError as exc:
+        _err(f"kinrun: {exc}")
+        return EXIT_RUNTIME
+    except KeyboardInterrupt:
+        _err("kinrun: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# --- parsers ---------------------------------------------------------------------------------
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    return {"run": _run_parser, "validate": _validate_parser, "schema": _schema_parser,
+            "plugins": _plugins_parser, "render": _render_parser}[command]()
+
+
+def _new(prog: str, description: str, epilog: str = EXIT_CODES_HELP) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_log_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                        help="lowest level logged (default info)")
+    parser.add_argument("--log-format", default="text", choices=("text", "json"),
+                        help="text lines, or one JSON object per line (default text)")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun", "Turn one YAML file into a running Kubernetes controller: run the "
+                  "controllers of CONFIG until SIGINT/SIGTERM, then drain and exit.",
+                  COMMANDS_HELP + "\n" + EXIT_CODES_HELP)
+    parser.add_argument("config", metavar="CONFIG", help="the config file (see `kinrun schema`)")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (overrides cluster.kubeconfig)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (overrides cluster.context)")
+    parser.add_argument("--namespace", "-n", metavar="NS",
+                        help="watch only namespace NS (every namespaced informer)")
+    parser.add_argument("--embedded", action="store_true",
+                        help="run against an in-process embedded API server instead of a cluster")
+    parser.add_argument("--seed", metavar="FILE", action="append", default=[],
+                        help="with --embedded: load the objects of this YAML/JSON file first (repeatable)")
+    _add_log_flags(parser)
+    parser.add_argument("--version", action="version", version=f"kinrun {__version__}")
+    return parser
+
+
+def _validate_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun validate", "Check config files: schema, references between informers "
+                  "and controllers, plugin files, template syntax. Prints 'FILE: ok' for each "
+                  "valid file (stdout) and every error of the others (stderr).")
+    parser.add_argument("configs", metavar="CONFIG", nargs="+", help="config files")
+    return parser
+
+
+def _schema_parser() -> argparse.ArgumentParser:
+    return _new("kinrun schema", "Print the JSON Schema (draft 2020-12) of the config file.")
+
+
+def _plugins_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun plugins", "List the plugins a config loads (its `plugins:` and the "
+                  "`kinrun` entry points) and the hooks each implements.")
+    parser.add_argument("config", metavar="CONFIG", help="the config file")
+    _add_log_flags(parser)
+    return parser
+
+
+def _render_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun render", "Render a controller's actions for one object and print the "
+                  "resulting steps (API requests, log lines, requeues) without sending anything.")
+    parser.add_argument("config", metavar="CONFIG", help="the config file")
+    parser.add_argument("--object", metavar="FILE", required=True,
+                        help="the object (YAML or JSON, one document)")
+    parser.add_argument("--old", metavar="FILE", help="its previous version, if the reconcile uses `old`")
+    parser.add_argument("--controller", metavar="NAME",
+                        help="the controller (needed when the config has several)")
+    parser.add_argument("--deleted", action="store_true",
+                        help="render onDelete instead (the object is gone; only its key is used)")
+    parser.add_argument("--output", "-o", default="yaml", choices=("yaml", "json"),
+                        help="output format (default yaml)")
+    _add_log_flags(parser)
+    return parser
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def _cmd_run(ns: argparse.Namespace) -> int:
+    from kinrun.config import RunOptions, load
+    from kinrun.logging_setup import configure_logging
+
+    if ns.seed and not ns.embedded:
+        raise UsageError("--seed needs --embedded")
+    for seed in ns.seed:
+        if not Path(seed).is_file():
+            raise UsageError(f"--seed {seed}: no such file")
+    config = load(ns.config)
+    if ns.namespace:
+        config = config.with_namespace(ns.namespace)
+    configure_logging(ns.log_level, ns.log_format)
+    options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
+                         namespace=ns.namespace, embedded=ns.embedded,
+                         seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
+                         log_format=ns.log_format)
+    run = _import_run()
+    if run is None:
+        _err("kinrun: cannot run: the main job (kinrun.app) is not part of this build yet")
+        return EXIT_RUNTIME
+    try:
+        return int(run(config, options))
+    except (KinrunError, KeyboardInterrupt):
+        raise
+    except Exception:  # noqa: BLE001 - the last line of defence: report, exit 1
+        _log.exception("kinrun: unexpected error")
+        return EXIT_RUNTIME
+
+
+def _import_run() -> Callable[..., int] | None:
+    try:
+        from kinrun.app import run
+    except ModuleNotFoundError as exc:
+        if exc.name == "kinrun.app":
+            return None
+        raise
+    return run
+
+
+def _cmd_validate(ns: argparse.Namespace) -> int:
+    from kinrun.config import ConfigErrors, load
+
+    status = EXIT_OK
+    for path in ns.configs:
+        try:
+            load(path)
+        except ConfigErrors as exc:
+            _err(str(exc))
+            status = EXIT_USAGE
+        else:
+            print(f"{path}: ok", flush=True)
+    return status
+
+
+def _cmd_schema(ns: argparse.Namespace) -> int:
+    from kinrun.config import schema_text
+
+    sys.stdout.write(schema_text())
+    return EXIT_OK
+
+
+def _cmd_plugins(ns: argparse.Namespace) -> int:
+    from kinrun.config import load
+    from kinrun.logging_setup import configure_logging
+
+    configure_logging(ns.log_level, ns.log_format)
+    config = load(ns.config)
+    manager = _load_plugins(config)
+    if manager is None:
+        return EXIT_RUNTIME
+    for line in describe_plugins(manager):
+        print(line)
+    return EXIT_OK
+
+
+def _load_plugins(config: Any) -> Any:
+    """D2's ``kinrun.plugin_manager.load_plugins(specs, base_dir)``, or None (reported) if that
+    module is not part of this build."""
+    try:
+        from kinrun.plugin_manager import load_plugins
+    except ModuleNotFoundError as exc:
+        if exc.name != "kinrun.plugin_manager":
+            raise
+        _err("kinrun: cannot load plugins: kinrun.plugin_manager is not part of this build yet")
+        return None
+    return load_plugins(list(config.plugins), config.base_dir)
+
+
+def describe_plugins(manager: Any) -> list[str]:
+    """Lines describing each plugin of a pluggy PluginManager: name, where it came from, hooks."""
+    dists = {id(plugin): dist for plugin, dist in manager.list_plugin_distinfo()}
+    lines = []
+    for name, plugin in sorted(manager.list_name_plugin(), key=lambda p: str(p[0])):
+        if plugin is None:
+            continue
+        hooks = sorted(caller.name for caller in manager.get_hookcallers(plugin) or [])
+        source = getattr(plugin, "__file__", None) or getattr(type(plugin), "__module__", "?")
+        dist = dists.get(id(plugin))
+        origin = f"entry point of {dist.project_name}" if dist is not None else "config"
+        lines.append(f"{name}  ({origin}: {source})")
+        lines.append(f"  hooks: {', '.join(hooks) if hooks else '(none)'}")
+    if not lines:
+        lines.append("(no plugins)")
+    return lines
+
+
+def _cmd_render(ns: argparse.Namespace) -> int:
+    from kinrun.config import load
+    from kinrun.logging_setup import configure_logging
+
+    configure_logging(ns.log_level, ns.log_format)
+    config = load(ns.config)
+    controller = _pick_controller(config, ns.controller)
+    obj = _read_object(ns.object, "--object")
+    old = _read_object(ns.old, "--old") if ns.old else None
+    key = object_key(obj)
+    steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted)
+    if steps is None:
+        return EXIT_RUNTIME
+    print(_dump(steps, ns.output), end="")
+    return EXIT_OK
+
+
+def _pick_controller(config: Any, name: str | None) -> Any:
+    names = [c.name for c in config.controllers]
+    if name is None:
+        if len(names) != 1:
+            raise UsageError(f"the config has several controllers: give --controller "
+                             f"({', '.join(names)})")
+        return config.controllers[0]
+    try:
+        return config.controller(name)
+    except KeyError:
+        raise UsageError(f"no controller {name!r} (known: {', '.join(names)})") from None
+
+
+def _read_object(path: str, flag: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{flag} {path}: not YAML/JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict) \
+            or not data["metadata"].get("name"):
+        raise UsageError(f"{flag} {path}: not a Kubernetes object (no metadata.name)")
+    return data
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    """The workqueue key of an object: ``namespace/name``, or ``name`` when it has no namespace
+    (as client-go MetaNamespaceKeyFunc)."""
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
+
+
+def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
+            old: dict[str, Any] | None, deleted: bool) -> list[dict[str, Any]] | None:
+    """The described steps of the controller's actions (or onDelete), via D2's kinrun.actions.
+    None (reported) when that API is not part of this build."""
+    try:
+        from kinrun.actions import compile_actions
+    except ImportError as exc:
+        _err(f"kinrun render: not available in this build ({exc})")
+        return None
+    specs = controller.reconcile.on_delete if deleted else controller.reconcile.actions
+    if not specs:
+        _err(f"kinrun render: controller {controller.name!r} has no "
+             f"{'onDelete' if deleted else 'actions'} to render")
+        return []
+    manager = _load_plugins(config) if config.plugins else None
+    program = compile_actions(
+        [s.raw for s in specs], controller=controller.name, templates_options=config.templates,
+        plugin_manager=manager, locations=[s.location for s in specs])
+    return program.render(key=key, obj=obj, old=old).describe()
+
+
+def _dump(steps: list[dict[str, Any]], output: str) -> str:
+    if output == "json":
+        return json.dumps(steps, indent=2, sort_keys=False, default=str) + "\n"
+    import yaml
+
+    return yaml.safe_dump(steps, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema, "plugins": _cmd_plugins,
+    "render": _cmd_render,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Logging for the CLI: one line per record, as text or as JSON.
+
+Text: ``2026-01-02T03:04:05.678Z INFO kinrun.controller.pods: message key=value ...``.
+JSON: ``{"ts": "...Z", "level": "info", "logger": "...", "message": "...", <extra fields>}``,
+plus ``exc`` (the formatted traceback) when the record carries one. Extra fields are the
+``extra={...}`` of the logging call. Newlines inside a message or traceback are escaped in the
+text form so that every record stays one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import IO, Any
+
+import orjson
+
+LEVELS = ("debug", "info", "warning", "error")
+FORMATS = ("text", "json")
+
+# Attributes every LogRecord has; anything else on a record came from ``extra=``.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
+                                                                           "taskName"}
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    """UTC ISO 8601 with milliseconds and a ``Z``."""
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+    return f"{seconds}.{int(record.msecs):03d}Z"
+
+
+def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The ``extra=`` fields of a record, in the order they were set."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class TextFormatter(logging.Formatter):
+    """``ts LEVEL logger: message k=v ...`` on one line (newlines escaped)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        for key, value in extra_fields(record).items():
+            line += f" {key}={value}"
+        if record.exc_info:
+            line += " | " + self.formatException(record.exc_info)
+        return line.replace("\n", "\\n")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: ts, level, logger, message, extra fields, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {"ts": _timestamp(record), "level": record.levelname.lower(),
+                               "logger": record.name, "message": record.getMessage()}
+        for key, value in extra_fields(record).items():
+            out.setdefault(key, value)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(out, default=str).decode()
+
+
+def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> logging.Handler:
+    """Route every ``logging`` record at ``level`` or above to ``stream`` (default stderr) in
+    ``fmt`` (text or json), replacing the root logger's handlers. Returns the handler.
+
+    Raises ValueError for an unknown level or format.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"unknown log level {level!r} (one of {', '.join(LEVELS)})")
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    return handler
