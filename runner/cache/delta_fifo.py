@@ -1,0 +1,262 @@
+"""DeltaFIFO: the queue between a reflector and an informer (as client-go
+``tools/cache/delta_fifo.go``).
+
+Each key has a list of deltas (what happened to it, oldest first); the queue holds each key at
+most once, in the order its first pending delta arrived. ``pop`` hands every pending delta of
+one key to a callback at once, so the consumer sees a key's history in order and never two
+entries for one key. Deletions the watch missed are found by ``replace`` (a relist) and
+delivered as ``DeletedFinalStateUnknown`` tombstones.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kinrun.cache.listwatch import Obj
+from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+
+
+class DeltaType(enum.Enum):
+    """What happened to an object (client-go DeltaType)."""
+
+    ADDED = "Added"
+    UPDATED = "Updated"
+    DELETED = "Deleted"
+    REPLACED = "Replaced"  # seen in a relist (the object may or may not have changed)
+    SYNC = "Sync"  # periodic resync replay of the cached object
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One change: ``type`` and the object after it (a tombstone for missed deletions)."""
+
+    type: DeltaType
+    object: Any  # Obj | DeletedFinalStateUnknown
+
+
+class FIFOClosedError(Exception):
+    """``pop`` on a closed, empty DeltaFIFO (client-go ErrFIFOClosed)."""
+
+
+class RequeueError(Exception):
+    """Raised by a ``pop`` callback to put the deltas back (client-go ErrRequeue).
+
+    ``cause`` is the error that made processing fail, or None."""
+
+    def __init__(self, cause: BaseException | None = None) -> None:
+        super().__init__(str(cause) if cause else "requeue")
+        self.cause = cause
+
+
+class KnownObjects(Protocol):
+    """What DeltaFIFO needs from the informer's indexer: the keys and objects it holds."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Obj | None: ...
+
+
+Transform = Callable[[Obj], Obj]
+PopProcess = Callable[[list[Delta], bool], None]
+"""Callback for ``pop``: (deltas of one key, oldest first; is_in_initial_list)."""
+
+
+class DeltaFIFO:
+    """A producer/consumer queue of per-key delta lists.
+
+    ``known_objects`` is the consumer's indexer (used by ``replace`` to find missed deletions,
+    by ``delete`` to ignore unknown objects and by ``resync``). ``transform`` runs on every
+    object (not tombstones) before it is queued, so only transformed objects are held.
+
+    Thread-safety: all public methods are thread-safe. ``pop`` runs its callback with the FIFO
+    lock held (as client-go does), so the callback must not call back into this FIFO; lock
+    order is FIFO lock, then the indexer's lock.
+
+    Invariants (lock free): a key is in ``_queue`` iff it is in ``_items``; every ``_items``
+    list is non-empty; ``_queue`` has no duplicates.
+    """
+
+    def __init__(self, known_objects: KnownObjects | None = None, *,
+                 key_func: Callable[[Any], str] = deletion_handling_meta_namespace_key,
+                 transform: Transform | None = None) -> None:
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._items: dict[str, list[Delta]] = {}
+        self._queue: deque[str] = deque()
+        self._known = known_objects
+        self._key_func = key_func
+        self._transform = transform
+        self._populated = False  # set by the first replace() or any add
+        self._initial_population_count = 0  # keys of the first replace not yet popped
+        self._closed = False
+
+    # -- producers ---------------------------------------------------------------------------
+
+    def add(self, obj: Obj) -> None:
+        """Queue an Added delta."""
+        with self._lock:
+            self._populated = True
+            self._queue_action_locked(DeltaType.ADDED, obj)
+
+    def update(self, obj: Obj) -> None:
+        """Queue an Updated delta."""
+        with self._lock:
+            self._populated = True
+            self._queue_action_locked(DeltaType.UPDATED, obj)
+
+    def delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        """Queue a Deleted delta, unless neither the indexer nor the queue knows the key."""
+        key = self._key_func(obj)
+        with self._lock:
+            self._populated = True
+            known = key in self._items
+            if self._known is not None and not known:
+                known = self._known.get_by_key(key) is not None
+            if known:
+                self._queue_action_locked(DeltaType.DELETED, obj)
+
+    def replace(self, objects: list[Obj], resource_version: str = "") -> None:
+        """A full list: Replaced for each object, and a Deleted tombstone for every key the
+        queue or the indexer holds that the list lacks (client-go DeltaFIFO.Replace)."""
+        with self._lock:
+            keys = set()
+            for obj in objects:
+                keys.add(self._queue_action_locked(DeltaType.REPLACED, obj))
+            deletions = self._queued_deletions_locked(keys) + self._known_deletions_locked(keys)
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(keys) + deletions
+
+    def _queued_deletions_locked(self, keys: set[str]) -> int:
+        count = 0
+        for key in [k for k in self._items if k not in keys]:
+            last = self._items[key][-1].object
+            if isinstance(last, DeletedFinalStateUnknown):
+                last = last.obj
+            self._queue_action_locked(DeltaType.DELETED, DeletedFinalStateUnknown(key, last))
+            count += 1
+        return count
+
+    def _known_deletions_locked(self, keys: set[str]) -> int:
+        if self._known is None:
+            return 0
+        count = 0
+        for key in self._known.list_keys():
+            if key in keys or key in self._items:
+                continue
+            last = self._known.get_by_key(key)
+            self._queue_action_locked(DeltaType.DELETED, DeletedFinalStateUnknown(key, last))
+            count += 1
+        return count
+
+    def resync(self) -> None:
+        """Queue a Sync delta for every indexer object whose key has no pending deltas."""
+        if self._known is None:
+            return
+        with self._lock:
+            for key in self._known.list_keys():
+                if key in self._items:
+                    continue
+                obj = self._known.get_by_key(key)
+                if obj is not None:
+                    self._queue_action_locked(DeltaType.SYNC, obj, transform=False)
+
+    def _queue_action_locked(self, kind: DeltaType, obj: Any, *, transform: bool = True) -> str:
+        if transform and self._transform is not None and not isinstance(obj, DeletedFinalStateUnknown):
+            obj = self._transform(obj)
+        key = self._key_func(obj)
+        deltas = self._items.get(key)
+        delta = Delta(kind, obj)
+        if deltas is None:
+            self._items[key] = [delta]
+            self._queue.append(key)
+            self._cond.notify()
+        elif kind is DeltaType.DELETED and deltas[-1].type is DeltaType.DELETED:
+            deltas[-1] = _dedup_deletion(deltas[-1], delta)
+        else:
+            deltas.append(delta)
+        return key
+
+    # -- consumer ----------------------------------------------------------------------------
+
+    def pop(self, process: PopProcess, timeout: float | None = None) -> list[Delta] | None:
+        """Wait for a key, remove it, and call ``process(deltas, is_in_initial_list)``.
+
+        If ``process`` raises RequeueError the deltas go back to the end of the queue (unless
+        new deltas arrived for the key meanwhile, which cannot happen here since the lock is
+        held) and the error's cause is re-raised, or None returned if it had none. Returns the
+        deltas; None when ``timeout`` (real seconds) passed with nothing to pop.
+        Raises FIFOClosedError once closed and empty."""
+        with self._lock:
+            while not self._queue:
+                if self._closed:
+                    raise FIFOClosedError("DeltaFIFO is closed")
+                if not self._cond.wait(timeout) and not self._queue:
+                    return None
+            key = self._queue.popleft()
+            deltas = self._items.pop(key)
+            initial = not self._has_synced_locked()
+            try:
+                process(deltas, initial)
+            except RequeueError as err:
+                self._add_if_not_present_locked(key, deltas)
+                if err.cause is not None:
+                    raise err.cause from err
+            finally:
+                if self._initial_population_count > 0 and initial:
+                    self._initial_population_count -= 1
+            return deltas
+
+    def _add_if_not_present_locked(self, key: str, deltas: list[Delta]) -> None:
+        if key in self._items:
+            return
+        self._items[key] = deltas
+        self._queue.append(key)
+        self._cond.notify()
+
+    def has_synced(self) -> bool:
+        """True once the first ``replace`` (or any add) happened and every key it queued has
+        been popped (client-go HasSynced)."""
+        with self._lock:
+            return self._has_synced_locked()
+
+    def _has_synced_locked(self) -> bool:
+        return self._populated and self._initial_population_count == 0
+
+    def close(self) -> None:
+        """Wake every ``pop``; once the queue is empty they raise FIFOClosedError."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        """Whether ``close`` was called."""
+        with self._lock:
+            return self._closed
+
+    def list_keys(self) -> list[str]:
+        """Keys with pending deltas, in queue order (informational)."""
+        with self._lock:
+            return list(self._queue)
+
+    def get_by_key(self, key: str) -> list[Delta] | None:
+        """A copy of ``key``'s pending deltas, or None."""
+        with self._lock:
+            deltas = self._items.get(key)
+            return list(deltas) if deltas is not None else None
+
+    def __len__(self) -> int:
+        """Keys pending (informational only)."""
+        return len(self._queue)
+
+
+def _dedup_deletion(a: Delta, b: Delta) -> Delta:
+    """Two consecutive deletions collapse to one; a real final state beats a tombstone."""
+    if isinstance(b.object, DeletedFinalStateUnknown):
+        return a
+    return b

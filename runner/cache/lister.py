@@ -1,0 +1,31 @@
+"""Listers: read-only views of an informer's indexer (as client-go's generated listers)."""
+
+from __future__ import annotations
+
+from kinrun.cache.index import NAMESPACE_INDEX, Indexer
+from kinrun.cache.listwatch import Obj
+
+
+class Lister:
+    """Reads from an indexer. Thread-safe; returned objects are shared and must not be modified."""
+
+    def __init__(self, indexer: Indexer) -> None:
+        self._indexer = indexer
+
+    def get(self, key: str) -> Obj | None:
+        """The object under ``key`` ("ns/name" or "name"), or None."""
+        return self._indexer.get_by_key(key)
+
+    def list(self, namespace: str | None = None) -> list[Obj]:
+        """Every object, or those of one ``namespace``."""
+        if namespace is None:
+            return self._indexer.list()
+        return self._indexer.by_index(NAMESPACE_INDEX, namespace)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        """Objects filed under ``value`` in index ``index_name``. KeyError: unknown index."""
+        return self._indexer.by_index(index_name, value)
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        """Keys filed under ``value`` in index ``index_name``. KeyError: unknown index."""
+        return self._indexer.index_keys(index_name, value)

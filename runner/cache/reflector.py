@@ -1,0 +1,308 @@
+"""The reflector: LIST then WATCH one collection into a store (as client-go
+``tools/cache/reflector.go``).
+
+Where it resumes from: the resourceVersion of the LIST's metadata, then of every watch event and
+every BOOKMARK (never of list items). resourceVersions are opaque strings, never compared.
+
+What it does when things go wrong:
+  * a watch that ends cleanly (server timeout) is re-opened from the last resourceVersion, no
+    relist;
+  * 410 Gone/Expired (HTTP status from ``watch()``, during iteration, or an ERROR event) ends
+    the watch and relists at once, first at the last resourceVersion, then, if that is expired
+    too, with "" (a quorum read);
+  * a watch that delivers nothing (no event, no bookmark) for longer than the inactivity limit
+    is closed by a watchdog and re-opened;
+  * other errors (connection, 429, 5xx, other ERROR events) back off with jitter (800 ms
+    doubling to 30 s, reset after 2 min without failures), then re-open the watch from the last
+    resourceVersion (a LIST failure retries the LIST);
+  * an object of the wrong kind is logged and skipped; ERROR events never reach the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kinrun.cache.backoff import Backoff
+from kinrun.cache.listwatch import ListerWatcher, Obj, Watch, WatchEvent
+from kinrun.cache.store import resource_version
+from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.errors import ExpiredError, api_error_from_status
+
+log = logging.getLogger("kinrun.reflector")
+
+MIN_WATCH_TIMEOUT = 300.0
+"""Seconds; each watch asks the server for a timeout in [MIN, 2*MIN) (client-go minWatchTimeout)."""
+
+INACTIVITY_GRACE = 30.0
+"""Seconds a silent watch may outlive its requested server timeout before the watchdog drops it."""
+
+
+class ReflectorStore(Protocol):
+    """What the reflector writes to (a DeltaFIFO, or any Store)."""
+
+    def add(self, obj: Obj) -> None: ...
+
+    def update(self, obj: Obj) -> None: ...
+
+    def delete(self, obj: Any) -> None: ...
+
+    def replace(self, objects: list[Obj], resource_version: str) -> None: ...
+
+    def resync(self) -> None: ...
+
+
+class _Stopped(Exception):
+    """Internal: stop() was called."""
+
+
+class Reflector:
+    """Keeps ``store`` in step with the collection ``lister_watcher`` serves.
+
+    ``kind``: expected ``kind`` of objects (others are skipped; objects without ``kind`` pass).
+    ``resync_period`` (s, 0 = never): how often to ask ``should_resync()`` and call
+    ``store.resync()``. ``inactivity_timeout`` (s): drop a silent watch after this long; None
+    means the watch's requested server timeout + 30 s.
+
+    Thread-safety: ``run`` is called once, from one thread (``start`` makes one); ``stop`` and
+    the read-only properties are thread-safe. ``_lock`` guards ``_watch`` and ``_stalled``.
+    """
+
+    def __init__(self, lister_watcher: ListerWatcher, store: ReflectorStore, *,
+                 kind: str | None = None, name: str = "", resync_period: float = 0.0,
+                 should_resync: Callable[[], bool] | None = None, clock: Clock | None = None,
+                 min_watch_timeout: float = MIN_WATCH_TIMEOUT,
+                 inactivity_timeout: float | None = None, backoff: Backoff | None = None,
+                 rand: random.Random | None = None) -> None:
+        self._lw, self._store = lister_watcher, store
+        self.kind, self.name = kind, name or (kind or "reflector")
+        self.resync_period = resync_period
+        self._should_resync = should_resync
+        self._clock = clock or REAL_CLOCK
+        self._min_watch_timeout = min_watch_timeout
+        self._inactivity_timeout = inactivity_timeout
+        self._rand = rand or random.Random()
+        self._backoff = backoff or Backoff(self._clock, rand=self._rand)
+        self._stop = threading.Event()
+        self._wakeup = threading.Event()  # ends backoff waits early (stop)
+        self._watchdog_wakeup = threading.Event()  # a watch was armed, or stop
+        self._resync_wakeup = threading.Event()  # resync period changed, or stop
+        self._lock = threading.Lock()
+        self._watch: Watch | None = None  # the open watch, for stop() and the watchdog
+        self._watch_deadline_limit = 0.0  # inactivity limit of the open watch (s)
+        self._stalled = False  # the watchdog closed the open watch
+        self._last_activity = 0.0  # clock time of the last event on the open watch
+        self._last_rv = ""  # resume point: list metadata, then every event/bookmark
+        self._rv_unavailable = False  # the last rv was 410 on LIST: next list uses ""
+        self._threads: list[threading.Thread] = []
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the next watch resumes from ("" before the first list)."""
+        return self._last_rv
+
+    def start(self) -> threading.Thread:
+        """Run in a daemon thread; returns it."""
+        thread = threading.Thread(target=self.run, name=f"reflector-{self.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def run(self) -> None:
+        """List and watch until ``stop()``. Never raises for API errors (they are logged)."""
+        self._start_helper(self._watchdog_loop, "watchdog")
+        if self.resync_period > 0 or self._should_resync is not None:
+            self._start_helper(self._resync_loop, "resync")
+        try:
+            while not self._stop.is_set():
+                self._list_and_watch()
+        except _Stopped:
+            pass
+        finally:
+            self._stop.set()
+            self._wake_helpers()
+            for thread in self._threads:
+                thread.join()
+
+    def stop(self) -> None:
+        """Ask ``run`` to return: wakes waits and closes the open watch (thread-safe)."""
+        self._stop.set()
+        self._wakeup.set()
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+        self._wake_helpers()
+
+    # -- list --------------------------------------------------------------------------------
+
+    def _list_and_watch(self) -> None:
+        self._list()
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            if not self._watch_once():
+                return  # relist
+
+    def _relist_resource_version(self) -> str:
+        if self._rv_unavailable:
+            return ""
+        return self._last_rv or "0"
+
+    def _list(self) -> None:
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            rv = self._relist_resource_version()
+            try:
+                result = self._lw.list(resource_version=rv)
+            except ExpiredError as err:
+                log.info("%s: list at resourceVersion %r expired (%s); relisting", self.name, rv, err)
+                if rv == "":
+                    self._pause()
+                self._rv_unavailable = True
+                continue
+            except Exception as err:  # noqa: BLE001 - every failure is retried
+                log.warning("%s: list failed: %s", self.name, err)
+                self._pause()
+                continue
+            self._rv_unavailable = False
+            items = [o for o in result.items if self._kind_ok(o)]
+            self._store.replace(items, result.resource_version)
+            self._last_rv = result.resource_version
+            return
+
+    # -- watch -------------------------------------------------------------------------------
+
+    def _watch_once(self) -> bool:
+        """One watch, start to end. Returns False when a relist is needed."""
+        timeout = int(self._min_watch_timeout * (1.0 + self._rand.random()))
+        try:
+            watch = self._lw.watch(resource_version=self._last_rv, timeout_seconds=timeout,
+                                   allow_bookmarks=True)
+        except ExpiredError as err:
+            log.info("%s: watch at %r expired (%s); relisting", self.name, self._last_rv, err)
+            return False
+        except Exception as err:  # noqa: BLE001
+            log.warning("%s: watch failed to open: %s", self.name, err)
+            self._pause()
+            return True
+        limit = self._inactivity_timeout if self._inactivity_timeout is not None else timeout + INACTIVITY_GRACE
+        return self._consume(watch, limit)
+
+    def _consume(self, watch: Watch, limit: float) -> bool:
+        self._arm(watch, limit)
+        try:
+            for event in watch:
+                self._last_activity = self._clock.now()
+                self._handle(event)
+        except ExpiredError as err:
+            log.info("%s: watch expired (%s); relisting", self.name, err)
+            return False
+        except Exception as err:  # noqa: BLE001
+            if self._stop.is_set():
+                raise _Stopped from err
+            log.warning("%s: watch failed: %s", self.name, err)
+            self._pause()
+            return True
+        finally:
+            stalled = self._disarm(watch)
+        if stalled:
+            log.warning("%s: watch silent for over %.0f s; re-opening", self.name, limit)
+        return True
+
+    def _handle(self, event: WatchEvent) -> None:
+        kind, obj = event.type, event.object
+        if kind == "ERROR":
+            raise api_error_from_status(0, obj if isinstance(obj, dict) else None)
+        if kind == "BOOKMARK":
+            self._last_rv = resource_version(obj) or self._last_rv
+            return
+        if not self._kind_ok(obj):
+            return
+        if kind == "ADDED":
+            self._store.add(obj)
+        elif kind == "MODIFIED":
+            self._store.update(obj)
+        elif kind == "DELETED":
+            self._store.delete(obj)
+        else:
+            log.warning("%s: skipping watch event of unknown type %r", self.name, kind)
+            return
+        self._last_rv = resource_version(obj) or self._last_rv
+
+    def _kind_ok(self, obj: Any) -> bool:
+        if not isinstance(obj, dict):
+            log.error("%s: skipping watch object that is not a mapping: %r", self.name, type(obj))
+            return False
+        got = obj.get("kind")
+        if self.kind is None or got is None or got == self.kind:
+            return True
+        log.error("%s: expected kind %s, got %s; skipping", self.name, self.kind, got)
+        return False
+
+    # -- watchdog, resync, waits ---------------------------------------------------------------
+
+    def _arm(self, watch: Watch, limit: float) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                watch.close()
+            self._watch, self._watch_deadline_limit, self._stalled = watch, limit, False
+            self._last_activity = self._clock.now()
+        self._watchdog_wakeup.set()
+
+    def _disarm(self, watch: Watch) -> bool:
+        with self._lock:
+            self._watch = None
+            stalled = self._stalled
+        watch.close()
+        if self._stop.is_set():
+            raise _Stopped
+        return stalled
+
+    def _watchdog_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                watch = self._watch
+                deadline = self._last_activity + self._watch_deadline_limit
+                remaining = deadline - self._clock.now() if watch is not None else None
+                if remaining is not None and remaining <= 0:
+                    self._stalled = True
+                    watch.close()  # type: ignore[union-attr]
+                    self._watch = None
+                    continue
+            self._clock.wait(self._watchdog_wakeup, remaining)
+            self._watchdog_wakeup.clear()
+
+    def _resync_loop(self) -> None:
+        while not self._stop.is_set():
+            period = self.resync_period
+            self._clock.wait(self._resync_wakeup, period if period > 0 else None)
+            self._resync_wakeup.clear()
+            if self._stop.is_set():
+                return
+            if period > 0 and (self._should_resync is None or self._should_resync()):
+                self._store.resync()
+
+    def _start_helper(self, target: Callable[[], None], what: str) -> None:
+        thread = threading.Thread(target=target, name=f"reflector-{self.name}-{what}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _wake_helpers(self) -> None:
+        self._watchdog_wakeup.set()
+        self._resync_wakeup.set()
+
+    def wake_resync(self) -> None:
+        """Re-read ``resync_period`` now (after an informer changed it)."""
+        self._resync_wakeup.set()
+
+    def _pause(self) -> None:
+        """Back off with jitter; raise _Stopped if stopped meanwhile."""
+        self._clock.wait(self._wakeup, self._backoff.next_delay())
+        if self._stop.is_set():
+            raise _Stopped
+        self._wakeup.clear()
