@@ -85,7 +85,7 @@ def load_configuration(*, kubeconfig: str | None = None, context: str | None = N
     ``environ`` and ``home_kubeconfig`` are injectable for tests. Raises ClusterConfigError.
     """
     if kubeconfig:
-        return load_kubeconfig(kubeconfig, context, "--kubeconfig")
+        return load_kubeconfig(kubeconfig, context, "given explicitly")
     env_paths = environ.get("KUBECONFIG", "")
     if env_paths:
         return load_kubeconfig(env_paths, context, "$KUBECONFIG")
@@ -93,8 +93,8 @@ def load_configuration(*, kubeconfig: str | None = None, context: str | None = N
         return load_in_cluster()
     if _existing(home_kubeconfig):
         return load_kubeconfig(home_kubeconfig, context, home_kubeconfig)
-    in_cluster = "not tried: a context was given" if context else \
-        "not in a cluster (KUBERNETES_SERVICE_HOST unset or no service account token)"
+    in_cluster = "in-cluster skipped (a context was given)" if context else \
+        "not in a cluster (no KUBERNETES_SERVICE_HOST or service account token)"
     raise ClusterConfigError(
-        f"no cluster config: no --kubeconfig given, $KUBECONFIG unset, in-cluster {in_cluster},"
+        f"no cluster config: no kubeconfig given, $KUBECONFIG unset, {in_cluster},"
         f" {home_kubeconfig} does not exist")

@@ -82,8 +82,9 @@ class Transport:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._sleep = sleep
-        # ``pool``: anything with urllib3.PoolManager.request's signature (tests inject fakes).
-        self._pool = pool if pool is not None else api_client.rest_client.pool_manager
+        # ``pool``: what requests go through; anything with urllib3.PoolManager.request's
+        # signature (tests inject fakes). Default: the ApiClient's own pool manager.
+        self.pool = pool if pool is not None else api_client.rest_client.pool_manager
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
                 content_type: str = JSON) -> Any:
@@ -150,7 +151,7 @@ class Transport:
         retries = urllib3.Retry(total=None, connect=3, read=1 if method == "GET" else 0,
                                 redirect=False, status=0, other=0, raise_on_status=False)
         try:
-            resp = self._pool.request(method, url, body=body, headers=headers, timeout=timeout,
+            resp = self.pool.request(method, url, body=body, headers=headers, timeout=timeout,
                                       retries=retries, preload_content=not stream)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise error_from_exception(exc, method=method, url=url,
