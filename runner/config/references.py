@@ -44,8 +44,9 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
         base: PathKey = ("controllers", i)
         name = controller["name"]
         if name in seen:
-            errors.append(locate(loaded, base + ("name",),
-                                 f"duplicate controller name {name!r} (first at controllers[{seen[name]}])"))
+            first = loaded.marks[("controllers", seen[name], "name")].line + 1
+            errors.append(locate(loaded, base + ("name",), f"duplicate controller name {name!r} "
+                                 f"(first at line {first}, controllers[{seen[name]}])"))
         seen.setdefault(name, i)
         errors += _check_controller(loaded, base, controller, informers)
     errors += _check_leader_election(loaded, data.get("leaderElection"))

@@ -84,6 +84,10 @@ def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, boo
     schema, instance, kw = error.schema, error.instance, error.validator
     if kw == "additionalProperties" and isinstance(instance, dict) and schema.get(kw) is False:
         return [(path + (key,), _unknown_key(key, schema), True) for key in _extra_keys(instance, schema)]
+    if kw == "dependentRequired" and isinstance(instance, dict):
+        return [(path + (key,), f"{key!r} needs {', '.join(map(repr, deps))} in the same mapping", True)
+                for key, deps in schema[kw].items()
+                if key in instance and any(d not in instance for d in deps)]
     if kw == "oneOf" and not isinstance(instance, dict):
         return []  # the type error for this value says it all
     if "propertyNames" in error.relative_schema_path:
@@ -136,8 +140,6 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{show(instance)} {custom}"
     if kw == "uniqueItems":
         return f"{show(instance)} has duplicate items"
-    if kw == "dependentRequired":
-        return error.message.replace("is a dependency of", "is required with")
     return error.message
 
 

@@ -1,0 +1,77 @@
+"""Load-time template syntax checks: which strings are checked and where errors point."""
+
+from __future__ import annotations
+
+import jinja2
+import pytest
+
+from kinrun.config import ConfigErrors, load_text
+from kinrun.config.template_syntax import is_wrapped, parse_expression
+
+HEAD = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  pods: {apiVersion: v1, kind: Pod}
+controllers:
+  - name: c
+    for: pods
+"""
+
+
+def errors_of(tail: str) -> list[str]:
+    with pytest.raises(ConfigErrors) as info:
+        load_text(HEAD + tail, file="t.yaml")
+    return [str(e) for e in info.value.errors]
+
+
+def test_block_template_error_points_at_the_template_line() -> None:
+    """An error on template line 3 of a | block is reported 3 lines below the indicator."""
+    tail = ("    reconcile:\n      actions:\n        - patch:\n            patch: |\n"
+            "              a: 1\n              b: 2\n              c: {{ x }\n")
+    assert errors_of(tail) == [
+        "t.yaml:14:15: controllers[0].reconcile.actions[0].patch.patch: template syntax "
+        "error: unexpected '}' (line 3 of the template)"]
+
+
+@pytest.mark.parametrize("field", [
+    "watches: [{informer: pods, mapTo: {template: '{{ a'}}]",
+    "reconcile: {actions: [{event: {reason: '{{', message: m}}]}",
+    "reconcile: {actions: [{delete: {target: {apiVersion: v1, kind: X, name: '{% x %}'}}}]}",
+    "reconcile: {actions: [{requeueAfter: '{{ 1 +  }}'}]}",
+    "reconcile: {onDelete: [{log: {message: '{{ }}'}}]}",
+])
+def test_every_template_field_is_checked(field: str) -> None:
+    """Templates in watches, event, delete targets, requeueAfter and onDelete are parsed."""
+    assert len(errors_of("    " + field + "\n" + ("    reconcile: {hooks: true}\n"
+                                                    if "reconcile" not in field else ""))) == 1
+
+
+def test_plugin_parameters_are_not_templates_checked() -> None:
+    """The `with` of a plugin action is the plugin's business: broken braces pass."""
+    config = load_text(HEAD + "    reconcile: {actions: [{plugin: x, with: {a: '{{'}}]}\n",
+                       file="t.yaml")
+    assert config.controllers[0].reconcile.actions[0].kind == "x"
+
+
+@pytest.mark.parametrize(("text", "wrapped"), [
+    ("{{ obj.spec }}", True), ("  {{ a }}  ", True), ("obj.spec", False),
+    ("{{ a }}/{{ b }}", False),
+])
+def test_is_wrapped(text: str, wrapped: bool) -> None:
+    """Only a single whole {{ }} counts as a wrapped expression."""
+    assert is_wrapped(text) is wrapped
+
+
+@pytest.mark.parametrize("source", ["obj.metadata.labels.get('a') == 'b'", "{{ obj.x }}",
+                                    "[obj.a, obj.b]", "obj.x | default('y')"])
+def test_parse_expression_accepts(source: str) -> None:
+    """Plain and wrapped expressions, lists and filters parse."""
+    parse_expression(source)
+
+
+@pytest.mark.parametrize("source", ["a b", "a ==", "{{ a", "(a"])
+def test_parse_expression_rejects(source: str) -> None:
+    """Trailing tokens and unfinished expressions are syntax errors."""
+    with pytest.raises(jinja2.TemplateSyntaxError):
+        parse_expression(source)
