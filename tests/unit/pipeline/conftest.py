@@ -1,0 +1,20 @@
+"""Fixtures for the pipeline tests: a fake clock and an in-memory API server."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinrun.clock import FakeClock
+from kinrun.testing.memory import MemoryListerWatcher
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock at t=1000 s that moves only when stepped."""
+    return FakeClock()
+
+
+@pytest.fixture
+def server() -> MemoryListerWatcher:
+    """An in-memory Pod collection."""
+    return MemoryListerWatcher()

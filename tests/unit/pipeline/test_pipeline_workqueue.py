@@ -1,0 +1,169 @@
+"""The workqueue contract, run against every queue level (client-go util/workqueue)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+
+import pytest
+from pipeline_fakes import WAIT
+
+from kinrun.clock import FakeClock
+from kinrun.workqueue import (
+    DelayingInterface,
+    DelayingQueue,
+    ItemExponentialFailureRateLimiter,
+    Queue,
+    QueueInterface,
+    RateLimitingInterface,
+    RateLimitingQueue,
+)
+
+LEVELS: dict[str, Callable[[], QueueInterface]] = {
+    "queue": lambda: Queue(),
+    "delaying": lambda: DelayingQueue(Queue(), clock=FakeClock()),
+    "rate_limiting": lambda: RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(), DelayingQueue(Queue(), clock=FakeClock())),
+}
+
+
+@pytest.fixture(params=list(LEVELS), ids=list(LEVELS))
+def queue(request):
+    q = LEVELS[request.param]()
+    yield q
+    q.shut_down()
+
+
+def test_every_level_satisfies_its_protocol():
+    """Queue, DelayingQueue and RateLimitingQueue implement their Protocols, each wrapping the one below."""
+    assert isinstance(LEVELS["queue"](), QueueInterface)
+    delaying = LEVELS["delaying"]()
+    rate_limiting = LEVELS["rate_limiting"]()
+    assert isinstance(delaying, DelayingInterface)
+    assert isinstance(rate_limiting, RateLimitingInterface)
+    delaying.shut_down()
+    rate_limiting.shut_down()
+
+
+def test_items_come_out_in_the_order_they_were_added(queue):
+    """Fair: FIFO order."""
+    for item in ["a", "b", "c"]:
+        queue.add(item)
+    assert [queue.get()[0] for _ in range(3)] == ["a", "b", "c"]
+
+
+def test_a_waiting_item_is_queued_once_however_often_added(queue):
+    """Stingy: repeated adds of a waiting item leave one copy."""
+    for _ in range(3):
+        queue.add("a")
+    queue.add("b")
+    assert len(queue) == 2
+    assert [queue.get()[0] for _ in range(2)] == ["a", "b"]
+
+
+def test_an_item_being_processed_is_not_handed_out_again(queue):
+    """Adding an item that is being processed does not queue it while processing."""
+    queue.add("a")
+    item, _ = queue.get()
+    queue.add("a")
+    assert len(queue) == 0
+    queue.done(item)
+    assert len(queue) == 1
+
+
+def test_an_item_added_while_processing_is_processed_once_more_after_done(queue):
+    """After done, an item re-added during processing comes back exactly once."""
+    queue.add("a")
+    queue.get()
+    queue.add("a")
+    queue.add("a")
+    queue.done("a")
+    assert queue.get() == ("a", False)
+    queue.done("a")
+    assert len(queue) == 0
+
+
+def test_done_without_get_neither_duplicates_nor_loses(queue):
+    """done for an item never handed out changes nothing."""
+    queue.add("a")
+    queue.done("a")
+    assert len(queue) == 1
+    assert queue.get() == ("a", False)
+    queue.done("a")
+    queue.done("a")
+    assert len(queue) == 0
+
+
+def test_get_with_timeout_returns_nothing_when_empty(queue):
+    """A bounded get on an empty queue returns (None, False)."""
+    assert queue.get(timeout=0.01) == (None, False)
+
+
+def test_shut_down_refuses_new_items_but_hands_out_queued_ones(queue):
+    """After shut_down: adds are ignored, queued items still come out, then shutdown."""
+    queue.add("a")
+    queue.shut_down()
+    queue.add("b")
+    assert queue.shutting_down()
+    assert queue.get() == ("a", False)
+    assert queue.get() == (None, True)
+
+
+def test_shut_down_wakes_blocked_getters(queue):
+    """A get blocked on an empty queue returns shutdown when the queue shuts down."""
+    results = []
+    thread = threading.Thread(target=lambda: results.append(queue.get()))
+    thread.start()
+    queue.shut_down()
+    thread.join(WAIT)
+    assert results == [(None, True)]
+
+
+def test_shut_down_with_drain_waits_for_items_being_processed(queue):
+    """Drain does not finish while an item is processing, and finishes once it is done."""
+    queue.add("a")
+    queue.get()
+    assert queue.shut_down_with_drain(timeout=0.02) is False
+    drained = []
+    thread = threading.Thread(target=lambda: drained.append(queue.shut_down_with_drain(WAIT)))
+    thread.start()
+    queue.done("a")
+    thread.join(WAIT)
+    assert drained == [True]
+
+
+def test_concurrent_workers_never_hold_the_same_item(queue):
+    """Under concurrent adds and gets no item is processed by two workers at once, none is lost."""
+    active: set[str] = set()
+    overlap = []
+    processed = set()
+    lock = threading.Lock()
+    items = [f"k{i % 20}" for i in range(2000)]
+
+    def worker():
+        while True:
+            item, shutdown = queue.get()
+            if shutdown:
+                return
+            with lock:
+                if item in active:
+                    overlap.append(item)
+                active.add(item)
+                processed.add(item)
+            with lock:
+                active.discard(item)
+            queue.done(item)
+
+    workers = [threading.Thread(target=worker) for _ in range(4)]
+    for w in workers:
+        w.start()
+    rng = random.Random(1)
+    for item in items:
+        queue.add(item)
+        if rng.random() < 0.01:
+            threading.Event().wait(0)  # yield
+    assert queue.shut_down_with_drain(WAIT)
+    for w in workers:
+        w.join(WAIT)
+    assert overlap == [] and processed == set(items)
