@@ -1,0 +1,27 @@
+"""An in-process Kubernetes API server for tests, benchmarks and ``kinrun --embedded``.
+
+One concept per module: ``registry`` (served kinds, discovery), ``store`` (objects, the global
+resourceVersion), ``history`` (bounded event log per resource), ``watch`` (streams),
+``selectors``, ``patch``, ``strategy`` (status subresource rules), ``validation``,
+``managed_fields``, ``status`` (metav1.Status errors), ``faults``, ``rest`` (routing, verbs),
+``handlers`` (HTTP), ``kubeconfig``, ``server`` (``EmbeddedAPIServer``; its docstring lists
+how this server differs from a real kube-apiserver). Test-only code: nothing in kinrun's
+runtime path imports it unless ``--embedded`` is used.
+"""
+
+from .faults import Faults
+from .registry import Registry, ResourceType
+from .server import EmbeddedAPIServer
+from .status import StatusError
+from .store import Entry, ListResult, Store
+
+__all__ = [
+    "EmbeddedAPIServer",
+    "Entry",
+    "Faults",
+    "ListResult",
+    "Registry",
+    "ResourceType",
+    "StatusError",
+    "Store",
+]

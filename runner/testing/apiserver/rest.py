@@ -1,0 +1,466 @@
+"""The REST layer: one HTTP request (already parsed) -> one store operation -> one answer.
+
+Routes ``/version``, ``/healthz``, discovery, and the resource paths
+``/api/v1[/namespaces/NS]/PLURAL[/NAME[/status]]`` and ``/apis/G/V[/namespaces/NS]/...``
+(plus the legacy ``.../watch/...`` prefix). Verbs: GET (get, list, watch), POST (create), PUT
+(update), PATCH (merge, strategic-as-merge, JSON patch, apply), DELETE (delete,
+deletecollection). Query parameters follow metav1.ListOptions / PatchOptions / DeleteOptions.
+Failures are ``StatusError``; ``Api.handle`` turns them into Status answers. Watches come back
+as a ``WatchAnswer`` that the HTTP layer streams.
+
+Concurrency: ``Api`` is stateless apart from the store and faults it wraps; ``handle`` is called
+from many connection threads at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import managed_fields
+from . import patch as patches
+from . import status as st
+from .faults import Faults
+from .registry import ResourceType
+from .selectors import parse_field_selector, parse_label_selector
+from .store import Entry, Store
+from .strategy import prepare_for_update, reset_status
+from .watch import Watcher
+
+Obj = dict[str, Any]
+VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-kinrun.embedded",
+                "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",
+                "platform": "linux/amd64"}
+PROPAGATION = ("Foreground", "Background", "Orphan")
+RETURNS_OBJECT_ON_DELETE = {("", "pods"), ("", "namespaces"),
+                            ("apiextensions.k8s.io", "customresourcedefinitions")}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A parsed HTTP request: ``method`` (upper case), ``path`` (no query), ``query`` (last
+    value of each parameter), ``headers`` (case-insensitive mapping), ``body``."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes = b""
+
+
+@dataclass(slots=True)
+class Answer:
+    """A complete HTTP answer: ``code``, ``body`` bytes, ``content_type``, extra ``headers``."""
+
+    code: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class WatchAnswer:
+    """A watch to stream: ``watcher``; ``timeout`` seconds (None = until closed); ``stall``
+    (send headers then nothing); ``first_lines`` (sent before the watcher's, e.g. an ERROR);
+    ``end_after_first`` (close once those are sent)."""
+
+    watcher: Watcher | None
+    timeout: float | None = None
+    stall: bool = False
+    first_lines: list[bytes] = field(default_factory=list)
+    end_after_first: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource path names: ``rtype`` served at ``version``, ``namespace`` (None =
+    all / cluster-scoped), ``name`` ("" = the collection), ``subresource`` ("" or
+    "status"), ``legacy_watch`` (the ``/watch/`` prefix was used)."""
+
+    rtype: ResourceType
+    version: str
+    namespace: str | None
+    name: str
+    subresource: str
+    legacy_watch: bool = False
+
+
+def json_answer(code: int, obj: Any, headers: dict[str, str] | None = None) -> Answer:
+    """An Answer carrying ``obj`` as JSON."""
+    return Answer(code, orjson.dumps(obj), headers=headers or {})
+
+
+def _not_found_path() -> st.StatusError:
+    return st.StatusError(404, "NotFound", "the server could not find the requested resource",
+                          {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+class Api:
+    """The request router over a ``Store`` and its ``Faults``; ``bookmark_interval`` seconds
+    between watch bookmarks; ``server_address`` ``host:port`` for ``/api``."""
+
+    def __init__(self, store: Store, faults: Faults, *, bookmark_interval: float = 60.0,
+                 server_address: str = "127.0.0.1:0") -> None:
+        self.store = store
+        self.faults = faults
+        self.bookmark_interval = bookmark_interval
+        self.server_address = server_address
+
+    def handle(self, req: Request) -> Answer | WatchAnswer:
+        """Answer one request; never raises for request problems (they become Status)."""
+        try:
+            if self.faults.latency > 0:
+                time.sleep(self.faults.latency)
+            failure = self.faults.take_failure()
+            if failure is not None:
+                raise self._injected(*failure)
+            return self._route(req)
+        except st.StatusError as exc:
+            return Answer(exc.code, exc.to_json(), headers=dict(exc.headers))
+
+    @staticmethod
+    def _injected(code: int, retry_after: float | None) -> st.StatusError:
+        if code == 429:
+            return st.too_many_requests(retry_after)
+        if code == 410:
+            return st.expired("injected failure")
+        error = st.internal_error("injected failure", code) if code >= 500 else \
+            st.StatusError(code, "BadRequest" if code == 400 else "Unknown", "injected failure")
+        if retry_after is not None:
+            error.headers["Retry-After"] = str(int(-(-retry_after // 1)))
+        return error
+
+    # -- routing --------------------------------------------------------------------------
+
+    def _route(self, req: Request) -> Answer | WatchAnswer:
+        path = req.path.rstrip("/") or "/"
+        fixed = self._fixed(path)
+        if fixed is not None:
+            if req.method not in ("GET", "HEAD"):
+                raise st.StatusError(405, "MethodNotAllowed", "the server does not allow this method")
+            return fixed
+        target = self._target(path)
+        if target is None:
+            raise _not_found_path()
+        return self._dispatch(req, target)
+
+    def _fixed(self, path: str) -> Answer | None:
+        reg = self.store.registry
+        if path in ("/healthz", "/readyz", "/livez"):
+            return Answer(200, b"ok", "text/plain; charset=utf-8")
+        if path == "/version":
+            return json_answer(200, VERSION_INFO)
+        if path == "/api":
+            return json_answer(200, reg.api_versions(self.server_address))
+        if path == "/apis":
+            return json_answer(200, reg.api_group_list())
+        parts = path.strip("/").split("/")
+        doc: Any = None
+        if parts[0] == "api" and len(parts) == 2:
+            doc = reg.resource_list("", parts[1])
+        elif parts[0] == "apis" and len(parts) == 2:
+            doc = reg.api_group(parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            doc = reg.resource_list(parts[1], parts[2])
+        else:
+            return None
+        if doc is None:
+            raise _not_found_path()
+        return json_answer(200, doc)
+
+    def _target(self, path: str) -> Target | None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        legacy_watch = rest[0] == "watch"
+        if legacy_watch:
+            rest = rest[1:]
+        reg = self.store.registry
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            inner = reg.by_path(group, version, rest[2])
+            if inner is not None and inner.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            return None
+        rtype = reg.by_path(group, version, rest[0])
+        if rtype is None or (namespace and not rtype.namespaced):
+            return None
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and (sub != "status" or not rtype.has_status):
+            return None
+        if name and rtype.namespaced and namespace is None:
+            return None
+        return Target(rtype, version, namespace, name, sub, legacy_watch)
+
+    def _dispatch(self, req: Request, t: Target) -> Answer | WatchAnswer:
+        method = "GET" if req.method == "HEAD" else req.method
+        verb = {("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
+                ("PUT", True): "update", ("PATCH", True): "patch", ("DELETE", True): "delete",
+                ("DELETE", False): "deletecollection"}.get((method, bool(t.name)))
+        if verb == "list" and (t.legacy_watch or _truthy(req.query.get("watch"))):
+            verb = "watch"
+        if verb is None or (verb not in t.rtype.verbs and verb != "get"):
+            action = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+            raise st.method_not_supported(t.rtype.group, t.rtype.plural, action)
+        if verb == "create" and t.rtype.namespaced and t.namespace is None:
+            raise st.method_not_supported(t.rtype.group, t.rtype.plural, "create")
+        return getattr(self, f"_{verb}")(req, t)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _out(self, t: Target, obj: Obj) -> Obj:
+        obj["apiVersion"] = t.rtype.api_version(t.version)
+        return obj
+
+    def _raw(self, t: Target, entry: Entry) -> bytes:
+        if t.version == t.rtype.storage_version:
+            return entry.raw
+        return orjson.dumps(self._out(t, entry.decode()))
+
+    @staticmethod
+    def _decode_body(req: Request) -> Obj:
+        try:
+            body = orjson.loads(req.body or b"null")
+        except orjson.JSONDecodeError as exc:
+            raise st.bad_request(f"the object provided is unrecognized: {exc}") from None
+        if not isinstance(body, dict):
+            raise st.bad_request("the object provided is unrecognized: not a JSON object")
+        return body
+
+    @staticmethod
+    def _check_type(t: Target, body: Obj) -> None:
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if kind and kind != t.rtype.kind:
+            raise st.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                 f"({t.rtype.kind})")
+        if api_version and api_version not in [t.rtype.api_version(v) for v in t.rtype.versions]:
+            raise st.bad_request(f"the API version in the data ({api_version}) does not match the "
+                                 f"expected API version ({t.rtype.api_version(t.version)})")
+
+    @staticmethod
+    def _check_identity(t: Target, body: Obj, *, need_name: bool) -> None:
+        meta = body.get("metadata") or {}
+        if t.namespace and meta.get("namespace") and meta["namespace"] != t.namespace:
+            raise st.bad_request("the namespace of the provided object does not match the "
+                                 "namespace sent on the request")
+        if need_name and meta.get("name") != t.name:
+            raise st.bad_request(f"the name of the object ({meta.get('name')}) does not match the "
+                                 f"name on the URL ({t.name})")
+
+    def _manager(self, req: Request, required: bool = False) -> str:
+        manager = req.query.get("fieldManager", "")
+        if not manager and required:
+            raise st.invalid("PatchOptions", "meta.k8s.io", "", [(
+                "fieldManager", "FieldValueRequired", "Required value: is required for apply patch")])
+        if not manager:
+            agent = req.headers.get("User-Agent", "") or "unknown"
+            manager = agent.split("/")[0] or "unknown"
+        return manager
+
+    def _record(self, req: Request, t: Target, obj: Obj, operation: str,
+                required: bool = False) -> Obj:
+        obj = dict(obj)
+        obj["metadata"] = dict(obj.get("metadata") or {})
+        managed_fields.record(obj, manager=self._manager(req, required), operation=operation,
+                              api_version=t.rtype.api_version(t.version),
+                              subresource=t.subresource, now=self.store.now())
+        return obj
+
+    # -- verbs ----------------------------------------------------------------------------
+
+    def _get(self, req: Request, t: Target) -> Answer:
+        entry = self.store.get_entry(t.rtype, t.namespace, t.name)
+        return Answer(200, self._raw(t, entry))
+
+    def _list(self, req: Request, t: Target) -> Answer:
+        q = req.query
+        rv, match, cont = q.get("resourceVersion", ""), q.get("resourceVersionMatch", ""), q.get("continue", "")
+        self._check_list_params(rv, match, cont)
+        if (rv or cont) and self.faults.take("list"):
+            raise st.too_old(int(rv) if rv.isdigit() else 0, self.store.resource_version)
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"))
+        fields.check(t.rtype.field_keys, t.rtype.plural)
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise st.bad_request(f"invalid limit: {q.get('limit')!r}") from None
+        result = self.store.list_entries(t.rtype, namespace=t.namespace, labels=labels,
+                                         fields=fields, resource_version=rv, match=match,
+                                         limit=max(0, limit), continue_token=cont)
+        meta: Obj = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            meta["remainingItemCount"] = result.remaining
+        head = orjson.dumps({"kind": t.rtype.list_kind_name,
+                             "apiVersion": t.rtype.api_version(t.version), "metadata": meta})
+        items = b",".join(self._raw(t, e) for e in result.entries)
+        return Answer(200, head[:-1] + b',"items":[' + items + b"]}")
+
+    @staticmethod
+    def _check_list_params(rv: str, match: str, cont: str) -> None:
+        if match and not rv:
+            raise st.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise st.bad_request(f"resourceVersionMatch: Unsupported value: {match!r}")
+        if match == "Exact" and rv == "0":
+            raise st.bad_request('resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        if cont and rv and rv != "0":
+            raise st.bad_request("specifying resource version is not allowed when using continue")
+
+    def _watch(self, req: Request, t: Target) -> WatchAnswer:
+        q = req.query
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"))
+        fields.check(t.rtype.field_keys, t.rtype.plural)
+        namespace = t.namespace
+        timeout = None
+        if q.get("timeoutSeconds"):
+            try:
+                timeout = max(0.0, float(q["timeoutSeconds"]))
+            except ValueError:
+                raise st.bad_request("invalid timeoutSeconds") from None
+        if self.faults.take("watch"):
+            raise st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
+        if self.faults.take("stall"):
+            self.faults.stalled.set()
+            return WatchAnswer(None, timeout=None, stall=True)
+        if self.faults.take("watch_event"):
+            error = st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
+            from .watch import error_line  # noqa: PLC0415
+            return WatchAnswer(None, first_lines=[error_line(error)], end_after_first=True)
+        if t.name:
+            fields = parse_field_selector(f"metadata.name={t.name}" + (
+                "," + q["fieldSelector"] if q.get("fieldSelector") else ""))
+        watcher = Watcher.open(
+            self.store, t.rtype, version=t.version, resource_version=q.get("resourceVersion", ""),
+            namespace=namespace, labels=labels, fields=fields,
+            bookmarks=_truthy(q.get("allowWatchBookmarks")),
+            bookmark_interval=self.bookmark_interval,
+            send_initial_events=_truthy(q.get("sendInitialEvents")))
+        return WatchAnswer(watcher, timeout=timeout)
+
+    def _create(self, req: Request, t: Target) -> Answer:
+        body = self._decode_body(req)
+        self._check_type(t, body)
+        self._check_identity(t, body, need_name=False)
+        body = self._record(req, t, body, "Update")
+        reset_status(t.rtype, body)
+        if _truthy(req.query.get("dryRun")) or req.query.get("dryRun") == "All":
+            raise st.bad_request("dryRun is not supported by the embedded API server")
+        created = self.store.create_object(t.rtype, body, namespace=t.namespace)
+        return json_answer(201, self._out(t, created))
+
+    def _update(self, req: Request, t: Target) -> Answer:
+        body = self._decode_body(req)
+        self._check_type(t, body)
+        self._check_identity(t, body, need_name=True)
+        body = self._record(req, t, body, "Update")
+
+        def mutate(current: Obj) -> Obj:
+            return prepare_for_update(t.rtype, body, current, t.subresource)
+
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate)
+        return json_answer(200, self._out(t, obj))
+
+    def _patch(self, req: Request, t: Target) -> Answer:
+        content_type = req.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in t.rtype.patch_types:
+            raise st.unsupported_media_type(content_type, list(t.rtype.patch_types))
+        is_apply = content_type == patches.APPLY
+        if "force" in req.query and not is_apply:
+            raise st.bad_request("force may only be specified with apply patch")
+        patch_body = patches.decode_patch(content_type, req.body)
+        if is_apply:
+            return self._apply(req, t, patch_body)
+
+        def mutate(current: Obj) -> Obj:
+            patched = patches.apply_patch(content_type, current, patch_body)
+            patched = self._record(req, t, patched, "Update")
+            return prepare_for_update(t.rtype, patched, current, t.subresource)
+
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate)
+        return json_answer(200, self._out(t, obj))
+
+    def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
+        manager = self._manager(req, required=True)
+        if not isinstance(applied, dict):
+            raise st.bad_request("apply patch body must be an object")
+        self._check_type(t, applied)
+        self._check_identity(t, applied, need_name=True)
+
+        def mutate(current: Obj) -> Obj:
+            merged = patches.merge_patch(current, applied)
+            merged = self._record(req, t, merged, "Apply", required=True)
+            return prepare_for_update(t.rtype, merged, current, t.subresource)
+
+        def create() -> Obj:
+            if t.subresource:
+                raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
+            obj = self._record(req, t, applied, "Apply", required=True)
+            reset_status(t.rtype, obj)
+            return obj
+
+        del manager
+        obj, created = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
+                                                    create=create)
+        return json_answer(201 if created else 200, self._out(t, obj))
+
+    def _delete_options(self, req: Request) -> Obj:
+        options: Obj = {}
+        if req.body.strip():
+            options = self._decode_body(req)
+        for key in ("propagationPolicy", "gracePeriodSeconds"):
+            if key in req.query:
+                options[key] = req.query[key]
+        policy = options.get("propagationPolicy")
+        if policy is not None and policy not in PROPAGATION:
+            raise st.invalid("DeleteOptions", "meta.k8s.io", "", [(
+                "propagationPolicy", "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"')])
+        return options
+
+    def _delete(self, req: Request, t: Target) -> Answer:
+        options = self._delete_options(req)
+        pre = options.get("preconditions") or {}
+        obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
+                                             resource_version=pre.get("resourceVersion"))
+        if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
+            return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
+                                               obj["metadata"].get("uid", "")))
+        return json_answer(200, self._out(t, obj))
+
+    def _deletecollection(self, req: Request, t: Target) -> Answer:
+        self._delete_options(req)
+        labels = parse_label_selector(req.query.get("labelSelector"))
+        fields = parse_field_selector(req.query.get("fieldSelector"))
+        fields.check(t.rtype.field_keys, t.rtype.plural)
+        result = self.store.list_entries(t.rtype, namespace=t.namespace, labels=labels, fields=fields)
+        items = []
+        for entry in result.entries:
+            try:
+                obj, _ = self.store.delete_object(t.rtype, entry.namespace or None, entry.name)
+                items.append(self._out(t, obj))
+            except st.StatusError as exc:
+                if exc.code != 404:
+                    raise
+        return json_answer(200, {"kind": t.rtype.list_kind_name,
+                                 "apiVersion": t.rtype.api_version(t.version),
+                                 "metadata": {"resourceVersion": str(self.store.resource_version)},
+                                 "items": items})

@@ -1,0 +1,313 @@
+"""Label and field selectors: parsing (with the errors a real server gives) and matching.
+
+Label selectors follow apimachinery ``labels.Parse``: comma-separated requirements, each one of
+``key``, ``!key``, ``key=v``, ``key==v``, ``key!=v``, ``key in (a,b)``, ``key notin (a,b)``,
+``key>n``, ``key<n``; keys are qualified names and values label values (validated). ``!=`` and
+``notin`` also match objects without the key, as in Kubernetes. Field selectors follow
+``fields.ParseSelector``: ``key=v``, ``key==v``, ``key!=v`` joined by commas, ``\\`` escapes.
+Which field keys a resource accepts is the registry's business; ``FieldSelector.check`` raises the
+real server's 400 for any other key.
+
+Selectors are immutable after parsing and safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .status import StatusError, bad_request
+
+_NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SPECIAL = set(" \t\n,()!=<>")
+
+
+def label_key_error(key: str) -> str | None:
+    """Why ``key`` is not a valid label key (a qualified name), or None when it is."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+        return f"prefix part of {key!r} must be a DNS-1123 subdomain"
+    if not name or len(name) > 63 or not _NAME_RE.match(name):
+        return (f"name part of {key!r} must consist of alphanumeric characters, '-', '_' or '.', "
+                "and must start and end with an alphanumeric character (max 63 characters)")
+    return None
+
+
+def label_value_error(value: str) -> str | None:
+    """Why ``value`` is not a valid label value, or None when it is ("" is valid)."""
+    if value == "" or (len(value) <= 63 and _NAME_RE.match(value)):
+        return None
+    return (f"{value!r}: a valid label must be an empty string or consist of alphanumeric "
+            "characters, '-', '_' or '.', and must start and end with an alphanumeric character")
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One label requirement: ``op`` in {"=", "!=", "in", "notin", "exists", "!", "gt", "lt"}."""
+
+    key: str
+    op: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy this requirement (labels.Requirement.Matches)."""
+        has = self.key in labels
+        if self.op in ("=", "in"):
+            return has and labels[self.key] in self.values
+        if self.op in ("!=", "notin"):
+            return not has or labels[self.key] not in self.values
+        if self.op == "exists":
+            return has
+        if self.op == "!":
+            return not has
+        if not has:
+            return False
+        try:
+            value, bound = int(labels[self.key]), int(self.values[0])
+        except ValueError:
+            return False
+        return value > bound if self.op == "gt" else value < bound
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A parsed label selector; empty matches everything."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when this selector matches every object."""
+        return not self.requirements
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether an object with ``labels`` (None = no labels) is selected."""
+        labels = labels or {}
+        return all(r.matches(labels) for r in self.requirements)
+
+
+def _lex(text: str) -> list[str]:
+    tokens: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\n":
+            i += 1
+        elif text.startswith(("==", "!="), i):
+            tokens.append(text[i:i + 2])
+            i += 2
+        elif c in ",()!=<>":
+            tokens.append(c)
+            i += 1
+        else:
+            j = i
+            while j < n and text[j] not in _SPECIAL:
+                j += 1
+            tokens.append(text[i:j])
+            i = j
+    return tokens
+
+
+class _LabelParser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _lex(text)
+        self.pos = 0
+
+    def fail(self, why: str) -> StatusError:
+        return bad_request(f"unable to parse requirement: {why}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str | None:
+        tok = self.peek()
+        self.pos += 1
+        return tok
+
+    def parse(self) -> LabelSelector:
+        reqs: list[Requirement] = []
+        while self.peek() is not None:
+            reqs.append(self.requirement())
+            tok = self.take()
+            if tok not in (None, ","):
+                raise self.fail(f"found '{tok}', expected: ',' or 'end of string'")
+            if tok == "," and self.peek() is None:
+                raise self.fail("found 'end of string', expected: identifier")
+        return LabelSelector(tuple(reqs))
+
+    def identifier(self) -> str:
+        tok = self.take()
+        if tok is None or tok in _SPECIAL or tok in ("==", "!="):
+            raise self.fail(f"found '{tok or 'end of string'}', expected: identifier")
+        return tok
+
+    def requirement(self) -> Requirement:
+        if self.peek() == "!":
+            self.take()
+            return Requirement(self.key(self.identifier()), "!")
+        key = self.key(self.identifier())
+        op = self.peek()
+        if op in (None, ","):
+            return Requirement(key, "exists")
+        self.take()
+        if op in ("=", "=="):
+            return Requirement(key, "=", (self.value(),))
+        if op == "!=":
+            return Requirement(key, "!=", (self.value(),))
+        if op in ("in", "notin"):
+            return Requirement(key, op, self.value_set())
+        if op in (">", "<"):
+            bound = self.identifier()
+            if not bound.lstrip("-").isdigit():
+                raise self.fail(f"for 'Gt', 'Lt' operators, the value must be an integer")
+            return Requirement(key, "gt" if op == ">" else "lt", (bound,))
+        raise self.fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
+
+    def key(self, key: str) -> str:
+        why = label_key_error(key)
+        if why:
+            raise self.fail(f"invalid label key {key!r}: {why}")
+        return key
+
+    def value(self) -> str:
+        tok = self.peek()
+        if tok is None or tok == ",":
+            return ""
+        value = self.identifier()
+        why = label_value_error(value)
+        if why:
+            raise self.fail(f"invalid label value: {why}")
+        return value
+
+    def value_set(self) -> tuple[str, ...]:
+        if self.take() != "(":
+            raise self.fail("found something else, expected: '('")
+        values: list[str] = []
+        while True:
+            tok = self.peek()
+            if tok == ")":
+                self.take()
+                return tuple(values)
+            if tok == ",":
+                self.take()
+                if not values:
+                    values.append("")
+                continue
+            values.append(self.value())
+
+
+def parse_label_selector(text: str | None) -> LabelSelector:
+    """Parse a ``labelSelector`` query value; raises StatusError 400 on bad syntax."""
+    if not text or not text.strip():
+        return LabelSelector()
+    return _LabelParser(text).parse()
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    """A parsed field selector: (field, op, value) terms, op in {"=", "!="}; empty = all."""
+
+    terms: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when this selector matches every object."""
+        return not self.terms
+
+    def check(self, allowed: frozenset[str], resource: str) -> None:
+        """Raise 400 BadRequest for a field the resource does not index (as the real server's
+        ``field label not supported`` error)."""
+        for name, _, _ in self.terms:
+            if name not in allowed:
+                raise bad_request(f'field label not supported: {name}')
+
+    def matches(self, fields: Mapping[str, str]) -> bool:
+        """Whether an object whose selectable fields are ``fields`` is selected."""
+        for name, op, value in self.terms:
+            if (fields.get(name, "") == value) != (op == "="):
+                return False
+        return True
+
+    def value_of(self, name: str) -> str | None:
+        """The value an ``=`` term requires for ``name``, or None."""
+        for field, op, value in self.terms:
+            if field == name and op == "=":
+                return value
+        return None
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    parts, cur, i = [], [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            cur.append(text[i:i + 2])
+            i += 2
+            continue
+        if c == sep:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def parse_field_selector(text: str | None) -> FieldSelector:
+    """Parse a ``fieldSelector`` query value; raises StatusError 400 on bad syntax."""
+    if not text or not text.strip():
+        return FieldSelector()
+    terms = []
+    for part in _split_unescaped(text, ","):
+        for op, sym in (("!=", "!="), ("=", "=="), ("=", "=")):
+            idx = _find_unescaped(part, sym)
+            if idx >= 0:
+                name, value = part[:idx].strip(), part[idx + len(sym):]
+                break
+        else:
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+        if not name:
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+        terms.append((name, op, _unescape(value)))
+    return FieldSelector(tuple(terms))
+
+
+def _find_unescaped(text: str, sym: str) -> int:
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text.startswith(sym, i):
+            return i
+        i += 1
+    return -1
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str:
+    """The string a field selector compares for dotted ``path`` in ``obj`` ("" when absent;
+    booleans as ``true``/``false``)."""
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def selectable_fields(obj: Mapping[str, Any], keys: frozenset[str]) -> dict[str, str]:
+    """The field-selector values of ``obj`` for every key in ``keys``."""
+    return {k: field_value(obj, k) for k in keys}

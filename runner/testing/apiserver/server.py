@@ -1,0 +1,165 @@
+"""``EmbeddedAPIServer``: the in-process Kubernetes API server for tests, benchmarks and
+``kinrun --embedded``.
+
+    with EmbeddedAPIServer() as srv:          # port 0: a free port
+        srv.url, srv.kubeconfig_path          # http://127.0.0.1:PORT, a kubeconfig for it
+        srv.load([pod, configmap])            # seed objects directly
+        srv.store.create(obj)                 # fast in-process writes (benchmarks)
+        srv.faults.expire_next_watch()        # misbehave on demand
+
+The unmodified ``kubernetes`` Python client and kubectl work against it over plain HTTP (any
+bearer token, or none, is accepted).
+
+How it differs from a real kube-apiserver (see also the module docstrings of ``patch``,
+``store``, ``watch``):
+
+- No authentication, authorization, admission, audit, TLS, API priority and fairness; no
+  OpenAPI documents (``/openapi/v2``, ``/openapi/v3`` answer 404), no aggregated discovery
+  (clients fall back to the legacy documents), JSON only (no protobuf, no Table output: kubectl
+  prints its default columns), no ``dryRun`` (400), no subresources but ``status`` (no
+  ``log``, ``exec``, ``scale``, ``eviction``, ``binding``).
+- Validation is shallow: names, label keys and values, CRD names/scope/storage version.
+  Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
+  pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
+- Strategic merge patch is a JSON merge patch (lists replaced, no ``$patch`` directives);
+  server-side apply is create-or-merge: ``fieldManager`` is required (422 otherwise) and
+  ``force`` is accepted only with apply, but there is no field ownership, so no apply
+  conflicts and fields a manager stops applying are not removed. ``managedFields`` are coarse.
+- No controllers: no garbage collector (ownerReferences and propagationPolicy are accepted
+  but dependents are never deleted; Foreground/Orphan add no finalizer), no kubelet (pods are
+  deleted at once unless they have finalizers; nothing sets pod status), no scheduler. The
+  store itself plays the namespace and CRD-cleanup controllers: deleting a Namespace (or a
+  CRD) deletes its content and the container goes once that content is gone.
+- One process, one store: resourceVersions are a dense global counter; the watch history is
+  kept per resource with at least ``history_size`` events (the real watch cache sizes itself);
+  an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that
+  history. A future resourceVersion answers 504 at once (the real server waits up to 3 s).
+  ``resourceVersion=0`` LISTs ignore ``limit`` (as the real watch cache does).
+- Watches without ``timeoutSeconds`` stay open until the client leaves, ``close_watches`` or
+  shutdown (the real server closes them after a random 30-60 min). Bookmarks come every
+  ``bookmark_interval`` seconds (real: about every minute) and carry the global
+  resourceVersion.
+
+Concurrency: ``start``/``stop`` from one thread; ``store``, ``faults`` and ``load`` are
+thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .faults import Faults
+from .handlers import APIHTTPServer
+from .kubeconfig import write_kubeconfig
+from .registry import Registry
+from .rest import Api
+from .store import Store
+
+Obj = dict[str, Any]
+
+
+class EmbeddedAPIServer:
+    """An API server in a background thread (see module docstring).
+
+    ``port``: 0 picks a free one; ``host``: bind address; ``bookmark_interval``: seconds
+    between watch BOOKMARK events; ``history_size``: events retained per resource (older
+    resourceVersions answer 410); ``kubeconfig``: where to write the kubeconfig (default a
+    temp file removed at ``stop``)."""
+
+    def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bookmark_interval: float = 60.0,
+                 history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None) -> None:
+        self.store = Store(Registry(), history_size=history_size)
+        self.faults = Faults(self.store)
+        self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval)
+        self._host, self._port = host, port
+        self._kubeconfig_arg = kubeconfig
+        self._httpd: APIHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self.kubeconfig_path: str = ""
+
+    @property
+    def port(self) -> int:
+        """The bound port (after ``start``)."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` of the running server."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def bookmark_interval(self) -> float:
+        """Seconds between BOOKMARK events on watches that allow them (settable)."""
+        return self._api.bookmark_interval
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float) -> None:
+        self._api.bookmark_interval = seconds
+
+    def start(self) -> EmbeddedAPIServer:
+        """Bind, serve in a daemon thread, write the kubeconfig; returns self."""
+        if self._httpd is not None:
+            return self
+        self._httpd = APIHTTPServer((self._host, self._port), self._api)
+        self._api.server_address = f"{self._host}:{self.port}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.1},
+                                        name=f"embedded-apiserver:{self.port}", daemon=True)
+        self._thread.start()
+        if self._kubeconfig_arg is None:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="kinrun-apiserver-")
+            path: str | os.PathLike[str] = Path(self._tmpdir.name) / "kubeconfig"
+        else:
+            path = self._kubeconfig_arg
+        self.kubeconfig_path = str(self.write_kubeconfig(path))
+        return self
+
+    def stop(self) -> None:
+        """End every watch, stop listening, remove the temp kubeconfig. Idempotent."""
+        if self._httpd is None:
+            return
+        self.store.close()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def __enter__(self) -> EmbeddedAPIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, namespace: str = "default") -> Path:
+        """Write a kubeconfig for this server to ``path`` (context ``embedded``)."""
+        return write_kubeconfig(path, self.url, namespace=namespace)
+
+    def load(self, objs: Iterable[Obj]) -> list[Obj]:
+        """Seed objects: create each (``apiVersion``/``kind`` select the type; status kept),
+        or replace it when it exists. Missing namespaces are created first. Returns the
+        stored objects. Errors as ``Store.create`` (StatusError)."""
+        out = []
+        for obj in objs:
+            namespace = (obj.get("metadata") or {}).get("namespace")
+            rtype = self.store.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+            if rtype.namespaced and namespace and not self.store.namespace_exists(namespace):
+                self.store.upsert({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": namespace}})
+            out.append(self.store.upsert(obj))
+        return out
+
+    def close_watches(self) -> None:
+        """End every open watch stream (same as ``faults.close_watches``)."""
+        self.store.close_watches()

@@ -1,0 +1,87 @@
+"""Per-kind REST strategy: what create and update do to ``status`` and kind-specific defaults.
+
+As kube-apiserver's registry strategies (``PrepareForCreate``/``PrepareForUpdate``): for a kind
+with a status subresource, create resets ``status`` (a Pod starts ``Pending``), the main
+endpoint keeps the stored ``status`` whatever the body says, and ``/status`` changes only
+``status``. Namespaces default to phase ``Active``; a CustomResourceDefinition is marked
+``Established`` and ``NamesAccepted`` at once (the real server does it a moment later). All
+functions are pure except ``apply_defaults``/``reset_status``, which fill an object the caller
+owns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .registry import ResourceType
+
+Obj = dict[str, Any]
+
+
+def crd_status(crd: Obj, now: str) -> Obj:
+    """The status an established CRD reports: conditions, acceptedNames, storedVersions."""
+    spec = crd.get("spec") or {}
+    names = dict(spec.get("names") or {})
+    names.setdefault("singular", str(names.get("kind", "")).lower())
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+    conditions = [
+        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+         "message": "no conflicts found", "lastTransitionTime": now},
+        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+         "message": "the initial names have been accepted", "lastTransitionTime": now},
+    ]
+    return {"conditions": conditions, "acceptedNames": names, "storedVersions": stored}
+
+
+def apply_defaults(rtype: ResourceType, obj: Obj, now: str) -> None:
+    """Fill kind-specific defaults on a new object (namespace phase, CRD established status)."""
+    if rtype.group == "" and rtype.kind == "Namespace":
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        obj["status"] = {**status, "phase": status.get("phase") or "Active"}
+    elif rtype.group == "apiextensions.k8s.io" and rtype.kind == "CustomResourceDefinition":
+        if not (obj.get("status") or {}).get("conditions"):
+            obj["status"] = crd_status(obj, now)
+
+
+def reset_status(rtype: ResourceType, obj: Obj) -> None:
+    """On create through the API: a kind with a status subresource starts without status (a
+    Pod with phase Pending), as the strategies' PrepareForCreate."""
+    if not rtype.has_status:
+        return
+    if rtype.group == "" and rtype.kind == "Pod":
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    elif rtype.group == "" and rtype.kind in ("Namespace", "Service", "Node",
+                                              "PersistentVolumeClaim"):
+        return
+    else:
+        obj.pop("status", None)
+
+
+def prepare_for_update(rtype: ResourceType, new: Obj, old: Obj, subresource: str) -> Obj:
+    """The object to store when ``new`` replaces ``old`` through the main endpoint
+    (``subresource == ""``: status kept from ``old`` when the kind has a status subresource) or
+    through ``/status`` (everything but ``status`` kept from ``old``; the body's
+    ``metadata.resourceVersion`` still guards the write). Never mutates its inputs."""
+    if subresource == "status":
+        result = dict(old)
+        meta = dict(old.get("metadata") or {})
+        new_rv = (new.get("metadata") or {}).get("resourceVersion")
+        if new_rv:
+            meta["resourceVersion"] = new_rv
+        else:
+            meta.pop("resourceVersion", None)
+        result["metadata"] = meta
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        return result
+    if not rtype.has_status:
+        return new
+    result = dict(new)
+    if "status" in old:
+        result["status"] = old["status"]
+    else:
+        result.pop("status", None)
+    return result

@@ -1,0 +1,175 @@
+"""WATCH: one open watch stream reading a resource's event history.
+
+A ``Watcher`` starts either at a resourceVersion (resuming after it from the ``EventLog``; 410
+Expired when it is older than the retained history) or, for resourceVersion "" / "0" (and
+``sendInitialEvents``), with synthetic ADDED events for the current objects, as kube-apiserver's
+cacher does. It then follows the log: it never holds per-watcher copies, only a cursor, so a
+slow reader never slows writers; a reader that falls behind the log's capacity is expired with
+an ERROR event (``{"type":"ERROR","object":<Status 410 Expired>}``).
+
+Filtering follows the cacher's ``convertToWatchEvent``: an update whose object starts matching
+the selectors is sent as ADDED, one that stops matching as DELETED (carrying the previous
+object with the new resourceVersion). With ``allowWatchBookmarks`` a BOOKMARK (an object of the
+kind with only ``metadata.resourceVersion``) is sent every ``bookmark_interval`` seconds once the
+watcher has caught up.
+
+Concurrency: a Watcher is used by one thread (its HTTP connection); ``stop()`` may be called
+from any thread. It reads shared state under the store's lock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .history import Event, EventLog, event_line
+from .registry import ResourceType
+from .selectors import FieldSelector, LabelSelector
+from .status import StatusError, too_old
+
+if TYPE_CHECKING:
+    from .store import Entry, Store
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def error_line(error: StatusError) -> bytes:
+    """The ERROR watch event carrying ``error`` as a metav1.Status."""
+    return event_line("ERROR", error.to_json())
+
+
+class Watcher:
+    """One watch (see module docstring). Build with ``Watcher.open``; call ``next_lines``
+    until it reports the end."""
+
+    def __init__(self, store: Store, rtype: ResourceType, log: EventLog, *, version: str,
+                 namespace: str | None, labels: LabelSelector, fields: FieldSelector,
+                 cursor: int, initial: list[Entry], bookmarks: bool, bookmark_interval: float,
+                 initial_end_bookmark: bool) -> None:
+        self._store = store
+        self._rtype = rtype
+        self._log = log
+        self._version = version
+        self._convert = version != rtype.storage_version
+        self._namespace = namespace
+        self._labels = labels
+        self._fields = fields
+        self._filtered = bool(namespace) or not labels.empty or not fields.empty
+        self._cursor = cursor                       # seq of the next event to deliver
+        self._last_rv = store.resource_version      # rv the client has seen up to (approx.)
+        self._pending = [event_line("ADDED", e.raw) for e in initial]
+        self._initial_end = initial_end_bookmark
+        self._bookmarks = bookmarks
+        self._interval = max(0.001, bookmark_interval)
+        self._next_bookmark = time.monotonic() + self._interval
+        self._epoch = store.watch_epoch
+        self._stopped = False
+
+    @classmethod
+    def open(cls, store: Store, rtype: ResourceType, *, version: str, resource_version: str,
+             namespace: str | None, labels: LabelSelector, fields: FieldSelector,
+             bookmarks: bool, bookmark_interval: float, send_initial_events: bool = False) -> Watcher:
+        """Start a watch at ``resource_version`` ("" or "0": current objects first as ADDED;
+        ``send_initial_events`` does the same for any rv and ends them with a bookmark).
+        Raises 410 Expired (HTTP form) when the rv predates the history, 400 when malformed."""
+        from .store import parse_rv  # noqa: PLC0415  (store imports watch users, not watch)
+        with store.lock:
+            log = store.log_locked(rtype)
+            initial: list[Entry] = []
+            if resource_version in ("", "0") or send_initial_events:
+                objects = store.entries_locked(rtype)
+                initial = [objects[k] for k in sorted(objects)
+                           if objects[k].matches(namespace, labels, fields)]
+                cursor = log.next_seq
+            else:
+                requested = parse_rv(resource_version)
+                if requested < log.floor_rv:
+                    raise too_old(requested, log.floor_rv + 1)
+                cursor = log.seq_after_locked(requested)
+            return cls(store, rtype, log, version=version, namespace=namespace, labels=labels,
+                       fields=fields, cursor=cursor, initial=initial, bookmarks=bookmarks,
+                       bookmark_interval=bookmark_interval,
+                       initial_end_bookmark=send_initial_events and bookmarks)
+
+    def stop(self) -> None:
+        """End this watch at its next wake-up (thread-safe, idempotent)."""
+        with self._store.lock:
+            self._stopped = True
+            self._log.cond.notify_all()
+
+    def _ended_locked(self) -> bool:
+        store = self._store
+        return (self._stopped or store.closed or store.watch_epoch != self._epoch
+                or store.log_for_key_locked(self._rtype.key) is not self._log)
+
+    def next_lines(self, max_wait: float) -> tuple[list[bytes], bool]:
+        """The next watch lines, waiting at most ``max_wait`` seconds for some; returns
+        ``(lines, ended)``. ``lines`` may be empty (nothing happened); once ``ended`` is True
+        the stream must be closed (it may still carry a final ERROR line)."""
+        if self._pending:
+            lines = self._convert_lines(self._pending)
+            self._pending = []
+            if self._initial_end:
+                self._initial_end = False
+                lines.append(self._bookmark_line(self._store.resource_version, True))
+            return lines, False
+        deadline = time.monotonic() + max_wait
+        with self._store.lock:
+            while True:
+                if self._ended_locked():
+                    return [], True
+                log = self._log
+                if self._cursor < log.base_seq:
+                    error = too_old(self._last_rv, log.floor_rv + 1)
+                    return [error_line(error)], True
+                if self._cursor < log.next_seq:
+                    events = log.since_locked(self._cursor)
+                    self._cursor = log.next_seq
+                    self._last_rv = events[-1].rv
+                    break
+                now = time.monotonic()
+                if self._bookmarks and now >= self._next_bookmark:
+                    self._next_bookmark = now + self._interval
+                    return [self._bookmark_line(self._store.resource_version, False)], False
+                if now >= deadline:
+                    return [], False
+                until = min(deadline, self._next_bookmark) if self._bookmarks else deadline
+                log.cond.wait(max(0.0, until - now))
+        return self._convert_lines(self._select(events)), False
+
+    def _select(self, events: list[Event]) -> list[bytes]:
+        if not self._filtered:
+            return [e.line for e in events]
+        ns, labels, fields = self._namespace, self._labels, self._fields
+        out: list[bytes] = []
+        for ev in events:
+            now_ok = ev.type != "DELETED" and ev.entry.matches(ns, labels, fields)
+            old_ok = ev.old is not None and ev.old.matches(ns, labels, fields)
+            if now_ok and (old_ok or ev.type == "ADDED"):
+                out.append(ev.line)
+            elif now_ok:
+                out.append(event_line("ADDED", ev.entry.raw))
+            elif old_ok:
+                out.append(ev.line if ev.type == "DELETED" else ev.deleted_line())
+        return out
+
+    def _convert_lines(self, lines: list[bytes]) -> list[bytes]:
+        if not self._convert:
+            return lines
+        api_version = self._rtype.api_version(self._version)
+        out = []
+        for line in lines:
+            event = orjson.loads(line)
+            event["object"]["apiVersion"] = api_version
+            out.append(orjson.dumps(event) + b"\n")
+        return out
+
+    def _bookmark_line(self, rv: int, initial_end: bool) -> bytes:
+        meta: dict = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        obj = {"kind": self._rtype.kind, "apiVersion": self._rtype.api_version(self._version),
+               "metadata": meta}
+        return event_line("BOOKMARK", orjson.dumps(obj))
