@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from . import managed_fields
+from . import managed_fields, openapi
 from . import patch as patches
 from . import status as st
 from .faults import Faults
@@ -165,7 +165,11 @@ class Api:
             return json_answer(200, reg.api_group_list())
         parts = path.strip("/").split("/")
         doc: Any = None
-        if parts[0] == "api" and len(parts) == 2:
+        if parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            doc = (openapi.root_document(reg) if len(parts) == 2 else
+                   openapi.gv_document(reg, "", parts[3]) if parts[2] == "api" and len(parts) == 4 else
+                   openapi.gv_document(reg, parts[3], parts[4]) if len(parts) == 5 else None)
+        elif parts[0] == "api" and len(parts) == 2:
             doc = reg.resource_list("", parts[1])
         elif parts[0] == "apis" and len(parts) == 2:
             doc = reg.api_group(parts[1])
