@@ -243,7 +243,7 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
     manager = _load_plugins(config)
     if manager is None:
         return EXIT_RUNTIME
-    for line in describe_plugins(manager):
+    for line in plugin_lines(manager):
         print(line)
     return EXIT_OK
 
@@ -261,22 +261,16 @@ def _load_plugins(config: Any) -> Any:
     return load_plugins(list(config.plugins), config.base_dir)
 
 
-def describe_plugins(manager: Any) -> list[str]:
-    """Lines describing each plugin of a pluggy PluginManager: name, where it came from, hooks."""
-    dists = {id(plugin): dist for plugin, dist in manager.list_plugin_distinfo()}
+def plugin_lines(manager: Any) -> list[str]:
+    """Lines describing each plugin (name, where it came from, hooks it implements), from
+    ``kinrun.plugin_manager.describe_plugins``."""
+    from kinrun.plugin_manager import describe_plugins
+
     lines = []
-    for name, plugin in sorted(manager.list_name_plugin(), key=lambda p: str(p[0])):
-        if plugin is None:
-            continue
-        hooks = sorted(caller.name for caller in manager.get_hookcallers(plugin) or [])
-        source = getattr(plugin, "__file__", None) or getattr(type(plugin), "__module__", "?")
-        dist = dists.get(id(plugin))
-        origin = f"entry point of {dist.project_name}" if dist is not None else "config"
-        lines.append(f"{name}  ({origin}: {source})")
+    for name, source, hooks in describe_plugins(manager):
+        lines.append(f"{name}  ({source})")
         lines.append(f"  hooks: {', '.join(hooks) if hooks else '(none)'}")
-    if not lines:
-        lines.append("(no plugins)")
-    return lines
+    return lines or ["(no plugins)"]
 
 
 def _cmd_render(ns: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from typing import IO, Any
 import orjson
 
 LEVELS = ("debug", "info", "warning", "error")
+_HANDLER_NAME = "kinrun.cli"
 FORMATS = ("text", "json")
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
@@ -62,7 +63,8 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> logging.Handler:
     """Route every ``logging`` record at ``level`` or above to ``stream`` (default stderr) in
-    ``fmt`` (text or json), replacing the root logger's handlers. Returns the handler.
+    ``fmt`` (text or json): sets the root level and adds one handler to the root logger,
+    replacing the handler of an earlier call (other handlers stay). Returns the handler.
 
     Raises ValueError for an unknown level or format.
     """
@@ -72,8 +74,9 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
         raise ValueError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())

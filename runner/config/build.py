@@ -15,7 +15,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
-from kinrun.config.references import is_plugin_path, resolve_plugin_path
+from kinrun.config.paths import resolve_path
 
 
 class _Ctx:
@@ -41,8 +41,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         file=loaded.file, base_dir=base_dir,
         api_version=data["apiVersion"], kind=data["kind"],
         cluster=_cluster(ctx, data.get("cluster") or {}),
-        plugins=tuple(str(resolve_plugin_path(p, base_dir)) if is_plugin_path(p) else p
-                      for p in data.get("plugins") or []),
+        plugins=tuple(data.get("plugins") or ()),
         templates=TemplatesSpec(**_renamed(data.get("templates") or {},
                                            allowEnv="allow_env", allowFiles="allow_files")),
         informers=FrozenMap({name: _informer(ctx, name, spec)
@@ -60,7 +59,7 @@ def _renamed(data: dict[str, Any], **names: str) -> dict[str, Any]:
 def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
     kubeconfig = data.get("kubeconfig")
     if kubeconfig is not None:
-        kubeconfig = str(resolve_plugin_path(kubeconfig, ctx.base_dir))
+        kubeconfig = str(resolve_path(kubeconfig, ctx.base_dir))
     return ClusterSpec(kubeconfig=kubeconfig, context=data.get("context"),
                        qps=float(data.get("qps", 50.0)), burst=int(data.get("burst", 100)))
 

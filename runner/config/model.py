@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kinrun.config.paths import is_plugin_path, resolve_path
 from kinrun.errors import ConfigError
 
 
@@ -291,9 +292,11 @@ class MetricsSpec:
 class Config:
     """A whole config file.
 
-    ``file``: the path as given (or the ``file=`` label of load_text); ``base_dir``: folder that
-    relative paths were resolved against; ``plugins``: module names as written, file paths made
-    absolute; ``informers``: name -> InformerSpec (file order); ``controllers`` in file order;
+    ``file``: the path as given (or the ``file=`` label of load_text); ``base_dir``: the config
+    file's folder, which relative paths resolve against; ``plugins``: the specs exactly as
+    written (module names, file paths) — they are the plugin names ``reconcile.hooks`` lists, and
+    ``kinrun.plugin_manager.load_plugins(config.plugins, config.base_dir)`` resolves them;
+    :meth:`plugin_files` gives the absolute paths of the file specs; ``informers``: name -> InformerSpec (file order); ``controllers`` in file order;
     ``leader_election``/``metrics``: None when not configured; ``namespace_override``: the
     namespace of :meth:`with_namespace`, else None.
     """
@@ -310,6 +313,11 @@ class Config:
     leader_election: LeaderElectionSpec | None = None
     metrics: MetricsSpec | None = None
     namespace_override: str | None = None
+
+    def plugin_files(self) -> FrozenMap:
+        """Plugin spec -> absolute file path, for the specs that are files (``./hooks.py``)."""
+        return FrozenMap({spec: str(resolve_path(spec, self.base_dir))
+                          for spec in self.plugins if is_plugin_path(spec)})
 
     def informer(self, name: str) -> InformerSpec:
         """The informer called ``name``; KeyError if none."""

@@ -17,20 +17,9 @@ from typing import Any
 from kinrun.config.durations import parse_duration
 from kinrun.config.loader import LoadedYaml, PathKey
 from kinrun.config.model import BUILTIN_ACTION_KINDS
+from kinrun.config.paths import is_plugin_path, resolve_path
 from kinrun.config.schema import locate
 from kinrun.errors import ConfigError
-
-
-def is_plugin_path(spec: str) -> bool:
-    """True if a ``plugins`` entry is a file path (contains a slash or ends with ``.py``),
-    False if it is a module name."""
-    return "/" in spec or "\\" in spec or spec.endswith(".py")
-
-
-def resolve_plugin_path(spec: str, base_dir: Path) -> Path:
-    """A plugin file path made absolute against ``base_dir`` (``~`` expanded)."""
-    path = Path(spec).expanduser()
-    return path if path.is_absolute() else (base_dir / path).resolve()
 
 
 def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
@@ -56,9 +45,9 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
 def _check_plugins(loaded: LoadedYaml, plugins: list[str], base_dir: Path) -> list[ConfigError]:
     errors = []
     for i, spec in enumerate(plugins):
-        if is_plugin_path(spec) and not resolve_plugin_path(spec, base_dir).is_file():
+        if is_plugin_path(spec) and not resolve_path(spec, base_dir).is_file():
             errors.append(locate(loaded, ("plugins", i), f"plugin file {spec!r} does not exist "
-                                 f"(looked for {resolve_plugin_path(spec, base_dir)})"))
+                                 f"(looked for {resolve_path(spec, base_dir)})"))
     return errors
 
 

@@ -95,7 +95,8 @@ def test_values_are_converted(full: Config, tmp_path: Path) -> None:
     assert pods.resync_period == 90.0 and pods.namespaces == ("default", "web")
     assert (pods.label_selector, pods.field_selector) == ("app=web", "status.phase=Running")
     assert pods.transform.strip_managed_fields is False
-    assert full.plugins == ("kinrun.plugins.log", str((tmp_path / "hooks.py").resolve()))
+    assert full.plugins == ("kinrun.plugins.log", "./hooks.py")
+    assert full.plugin_files() == {"./hooks.py": str((tmp_path / "hooks.py").resolve())}
     assert full.cluster.kubeconfig == str((tmp_path / "kube" / "config").resolve())
     assert (full.cluster.context, full.cluster.qps, full.cluster.burst) == ("dev", 5.0, 7)
     assert full.templates.allow_env is True and full.templates.allow_files is False
