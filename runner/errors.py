@@ -2,6 +2,7 @@
 
     KinrunError
     ├── ConfigError                 bad config file; CLI exit 2; carries file, line, column, path
+    ├── ClusterConfigError          no usable cluster access (kubeconfig missing/broken, no context)
     ├── ApiError                    an API server answered with a failure (or did not answer)
     │   ├── BadRequestError         400
     │   ├── UnauthorizedError       401
@@ -55,6 +56,13 @@ class ConfigError(KinrunError):
                 where += f":{self.column}"
         prefix = f"{self.path}: " if self.path else ""
         return f"{where}: {prefix}{self.message}"
+
+
+class ClusterConfigError(KinrunError):
+    """No usable cluster access: kubeconfig missing or broken, unknown context, not in-cluster.
+
+    ``str()`` is one line that says what was tried (the CLI prints it and suggests ``--embedded``).
+    """
 
 
 class ApiError(KinrunError):
