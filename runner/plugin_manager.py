@@ -92,7 +92,8 @@ def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bo
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         name = pm.get_name(exc.plugin) or repr(exc.plugin)
-        raise ConfigError(f"plugin {name!r}: {exc}", file=config_file, path="plugins") from exc
+        raise ConfigError(f"plugin {name!r}: {_one_line(exc)}", file=config_file,
+                          path="plugins") from exc
     return pm
 
 
@@ -150,6 +151,10 @@ def _import_file(spec: str, path: Path, where: Mapping[str, str]) -> ModuleType:
     return module
 
 
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
 def _describe_exc(exc: BaseException) -> str:
     """``Type: message (file:line)``, the line being where the error was raised (or, for a
     SyntaxError, the offending line)."""
@@ -172,9 +177,16 @@ def _register(pm: KinrunPluginManager, plugin: Any, name: str, source: str,
     try:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
-        raise ConfigError(f"plugin {name!r} has an invalid hook implementation: {exc}",
-                          **where) from exc
+        raise ConfigError(f"plugin {name!r} has an invalid hook implementation: "
+                          f"{_one_line(exc)}", **where) from exc
     pm.sources[name] = source
+    unknown = sorted(c.name for c in pm.get_hookcallers(plugin) or [] if not c.has_spec()
+                     and any(not i.optionalhook for i in c.get_hookimpls() if i.plugin is plugin))
+    if unknown:
+        pm.unregister(plugin)
+        del pm.sources[name]
+        raise ConfigError(f"plugin {name!r}: unknown hook {unknown[0]!r} (kinrun's hooks: "
+                          f"{', '.join(hooks.HOOK_NAMES)})", **where)
 
 
 def _load_entry_points(pm: KinrunPluginManager, config_file: str) -> None:
