@@ -46,7 +46,7 @@ import yaml
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from kinrun.errors import ConfigError, KinrunError
+from kinrun.errors import ConfigError, KinrunError, ReconcileError
 
 MAX_RANGE = 10_000
 """Largest ``range()`` a template may build (items)."""
@@ -291,9 +291,12 @@ class Template:
         self.source = source
 
     def render(self, variables: Mapping[str, Any]) -> str:
-        """Render with ``variables``; raises TemplateRenderError (with the template line)."""
+        """Render with ``variables``; raises TemplateRenderError (with the template line).
+        A ReconcileError raised by a plugin filter or function propagates unchanged."""
         try:
             return self._template.render(variables)
+        except ReconcileError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure of user code becomes one error type
             raise _render_error(exc) from exc
 
@@ -314,6 +317,8 @@ class Expression:
         """Evaluate with ``variables``; raises TemplateRenderError."""
         try:
             return self._compiled(**variables)
+        except ReconcileError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise _render_error(exc) from exc
 

@@ -174,7 +174,8 @@ def resolve_target(render: Render | None, scope: Scope, what: str) -> Target:
 
 
 class LogAction:
-    """``log: TEMPLATE`` or ``log: {message: TEMPLATE, level: info}`` -> a LogLine."""
+    """``log: TEMPLATE`` or ``log: {message: TEMPLATE, level: info}`` -> a LogLine (trailing
+    newlines of a block scalar dropped)."""
 
     kind = "log"
 
@@ -188,7 +189,7 @@ class LogAction:
         self._message = engine.template(value["message"], loc.child(".message"))
 
     def render(self, scope: Scope) -> list[Step]:
-        return [LogLine(self._level, self._message.render(scope.variables))]
+        return [LogLine(self._level, self._message.render(scope.variables).rstrip("\n"))]
 
 
 # --- apply -----------------------------------------------------------------------------------

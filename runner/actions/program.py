@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kinrun.actions.errors import RenderError
@@ -28,7 +29,7 @@ from kinrun.actions.kinds import (
     PluginAction, RequeueAfterAction, Scope,
 )
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
-from kinrun.errors import ConfigError
+from kinrun.errors import ConfigError, ReconcileError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
@@ -53,14 +54,16 @@ class CompiledAction:
     impl: Any          # a kinds.*Action with render(scope) -> list[Step]
 
     def render(self, scope: Scope, controller: str) -> list[Any]:
-        """The action's steps for ``scope`` ([] when ``when`` is false); RenderError on failure."""
+        """The action's steps for ``scope`` ([] when ``when`` is false); RenderError on failure,
+        except that a ReconcileError (PermanentError/TemporaryError) raised by a plugin's action
+        kind or filter propagates unchanged, so plugins can steer the retry."""
         try:
             if not self._wanted(scope):
                 return []
             return self.impl.render(scope)
         except TemplateRenderError as exc:
             raise self._error(controller, exc.detail, exc.template_line) from exc
-        except RenderError:
+        except (RenderError, ReconcileError):
             raise
         except CheckError as exc:
             raise self._error(controller, str(exc), None) from exc
@@ -178,6 +181,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float 
 def compile_actions(specs: Sequence[Any], *, controller: str, templates_options: Any = None,
                     plugin_manager: Any = None, source: Any = None,
                     locations: Sequence[Any] | None = None, engine: TemplateEngine | None = None,
+                    base_dir: Path | None = None,
                     clock: Callable[[], float] = time.time,
                     field_manager: str = DEFAULT_FIELD_MANAGER) -> ActionProgram:
     """Compile a controller's action list once, at start-up.
@@ -189,14 +193,15 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     (mapping or object; see TemplateOptions). ``plugin_manager``: supplies extra filters and action
     kinds. ``source``: the location of the list itself (file, line, path such as
     ``controllers[0].reconcile.actions``); ``locations``: per-action locations, if known.
-    ``engine``: share one TemplateEngine (then ``templates_options`` is ignored). ``clock``: wall
-    time in seconds (Event names/timestamps).
+    ``engine``: share one TemplateEngine (then ``templates_options``, ``base_dir`` and the
+    plugins' filters are not used again). ``base_dir``: the config's folder, for ``read_file``.
+    ``clock``: wall time in seconds (Event names/timestamps).
 
     Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values and
     template syntax errors.
     """
     kinds = plugin_action_kinds(plugin_manager)
-    engine = engine or TemplateEngine(templates_options,
+    engine = engine or TemplateEngine(templates_options, base_dir=base_dir,
                                       extra_filters=plugin_template_filters(plugin_manager))
     base = as_location(source)
     actions = []

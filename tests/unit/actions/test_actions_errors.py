@@ -8,7 +8,7 @@ import pytest
 from actions_fakes import RecordingClient, load_object
 
 from kinrun.actions import ActionError, LogLine, RenderError, compile_actions, execute
-from kinrun.errors import ApiError, ConfigError, PermanentError
+from kinrun.errors import ApiError, ConfigError, PermanentError, TemporaryError
 from kinrun.templating import SourceLocation
 
 SOURCE = ("web.yaml", 10, "controllers[0].reconcile.actions")
@@ -204,3 +204,24 @@ def test_render_error_in_one_program_leaves_others_working(pod):
     with pytest.raises(RenderError):
         bad.render(key="shop/web-1", obj=pod)
     assert good.render(key="shop/web-1", obj=load_object("pod-db")).steps == (LogLine("info", "fine"),)
+
+
+@pytest.mark.parametrize("error", [PermanentError("give up"), TemporaryError("wait", delay=9.0)],
+                         ids=lambda e: type(e).__name__)
+def test_plugin_kind_can_steer_retry_with_reconcile_errors(pod, error):
+    """PermanentError/TemporaryError from a plugin action kind propagate unchanged."""
+    def kind(args, *, obj, ctx):
+        raise error
+
+    class Plugins:
+        class hook:  # noqa: N801 - mimics pm.hook
+            @staticmethod
+            def kinrun_action_kinds():
+                return [{"steer": kind}]
+
+            @staticmethod
+            def kinrun_template_filters():
+                return []
+    with pytest.raises(type(error)) as info:
+        program({"steer": {}}, plugin_manager=Plugins).render(key="shop/web-1", obj=pod)
+    assert info.value is error

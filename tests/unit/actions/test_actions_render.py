@@ -311,3 +311,9 @@ def test_dry_run_execute_logs_requests_instead_of_sending(pod, caplog):
     program({"delete": {}}).run(key="shop/web-1", obj=pod)
     assert any(r.getMessage().startswith('dry-run: {"apiVersion": "v1", "kind": "Pod"')
                for r in caplog.records)
+
+
+def test_block_scalar_log_drops_trailing_newline(pod):
+    """A log message written as a block scalar has no trailing newline."""
+    (line,) = program({"log": "Pod {{ obj.metadata.name }}\n"}).render(key="k", obj=pod).steps
+    assert line.message == "Pod web-1"

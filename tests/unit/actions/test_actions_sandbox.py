@@ -77,6 +77,9 @@ def test_files_are_readable_relative_to_base_dir_when_allowed(pod, tmp_path: Pat
     prog = compile_actions([{"log": "{{ read_file('motd.txt') }}"}], controller="w",
                            templates_options=options)
     assert prog.render(key="k", obj=pod).steps[0].message == "hello from file"
+    prog = compile_actions([{"log": "{{ read_file('motd.txt') }}"}], controller="w",
+                           templates_options={"allowFiles": True}, base_dir=tmp_path)
+    assert prog.render(key="k", obj=pod).steps[0].message == "hello from file"
 
 
 def test_templates_options_accept_config_model_objects(pod, monkeypatch):
