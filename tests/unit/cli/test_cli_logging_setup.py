@@ -1,0 +1,73 @@
+"""Logging setup: one line per record, text or JSON, with extra fields."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from kinrun.logging_setup import configure_logging
+
+
+@pytest.fixture
+def stream() -> Iterator[io.StringIO]:
+    """A stream the root logger writes to; the handler and level are removed afterwards."""
+    root = logging.getLogger()
+    level = root.level
+    out = io.StringIO()
+    yield out
+    for handler in [h for h in root.handlers if h.get_name() == "kinrun.cli"]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def emit(stream: io.StringIO, fmt: str) -> list[str]:
+    configure_logging("info", fmt, stream)
+    log = logging.getLogger("kinrun.test")
+    log.info("hello %s\nsecond line", "pod", extra={"key": "default/web", "attempt": 2})
+    log.debug("not shown")
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        log.exception("failed")
+    return stream.getvalue().splitlines()
+
+
+def test_json_records_are_one_object_per_line(stream: io.StringIO) -> None:
+    """JSON lines carry ts, level, logger, message, the extra fields and the traceback."""
+    first, second = (json.loads(line) for line in emit(stream, "json"))
+    assert {k: first[k] for k in ("level", "logger", "message", "key", "attempt")} == {
+        "level": "info", "logger": "kinrun.test", "message": "hello pod\nsecond line",
+        "key": "default/web", "attempt": 2}
+    assert first["ts"].endswith("Z") and "T" in first["ts"]
+    assert second["level"] == "error" and "ValueError: bad" in second["exc"]
+
+
+def test_text_records_stay_on_one_line(stream: io.StringIO) -> None:
+    """Text lines escape newlines (message and traceback) and append key=value extras."""
+    first, second = emit(stream, "text")
+    assert first.endswith(" INFO kinrun.test: hello pod\\nsecond line key=default/web attempt=2")
+    assert " ERROR kinrun.test: failed | Traceback" in second and "ValueError: bad" in second
+
+
+def test_reconfiguring_replaces_only_its_own_handler(stream: io.StringIO) -> None:
+    """A second call swaps kinrun's handler and leaves other handlers alone."""
+    other = logging.NullHandler()
+    logging.getLogger().addHandler(other)
+    try:
+        configure_logging("info", "text", stream)
+        configure_logging("warning", "json", stream)
+        names = [h.get_name() for h in logging.getLogger().handlers]
+        assert names.count("kinrun.cli") == 1 and other in logging.getLogger().handlers
+    finally:
+        logging.getLogger().removeHandler(other)
+
+
+@pytest.mark.parametrize(("level", "fmt"), [("loud", "text"), ("info", "xml")])
+def test_unknown_level_or_format_is_rejected(level: str, fmt: str) -> None:
+    """Bad settings raise ValueError instead of being ignored."""
+    with pytest.raises(ValueError):
+        configure_logging(level, fmt, io.StringIO())

@@ -1,0 +1,83 @@
+"""`kinrun CONFIG` in-process, with a stand-in for kinrun.app: options passed, errors mapped."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinrun import cli
+from kinrun.config import Config, RunOptions
+from kinrun.errors import ApiError, ClusterConfigError
+
+ROOT = Path(__file__).parents[3]
+POD_LOGGER = ROOT / "examples" / "configs" / "pod-logger.yaml"
+
+
+@pytest.fixture
+def fake_app(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Install a fake ``kinrun.app`` whose run records its arguments and does ``behaviour``."""
+    seen: dict[str, Any] = {"result": 0}
+
+    def run(config: Config, options: RunOptions) -> int:
+        seen["config"], seen["options"] = config, options
+        if isinstance(seen["result"], BaseException):
+            raise seen["result"]
+        return seen["result"]
+
+    module = types.ModuleType("kinrun.app")
+    module.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kinrun.app", module)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging",
+                        lambda level, fmt, stream=None: seen.setdefault("logging", (level, fmt)))
+    return seen
+
+
+def test_run_passes_config_and_options(fake_app: dict[str, Any], tmp_path: Path) -> None:
+    """The loaded config (namespace applied) and every flag reach kinrun.app.run."""
+    seed = tmp_path / "seed.yaml"
+    seed.write_text("[]\n")
+    code = cli.main([str(POD_LOGGER), "--namespace", "team", "--embedded", "--seed", str(seed),
+                     "--seed", str(seed), "--kubeconfig", "kc", "--context", "ctx",
+                     "--log-level", "debug", "--log-format", "json"])
+    assert code == 0
+    options: RunOptions = fake_app["options"]
+    assert options == RunOptions(config_path=POD_LOGGER, kubeconfig="kc", context="ctx",
+                                 namespace="team", embedded=True, seeds=(seed, seed),
+                                 log_level="debug", log_format="json")
+    assert fake_app["config"].informer("pods").namespaces == ("team",)
+    assert fake_app["logging"] == ("debug", "json")
+
+
+def test_explicit_run_subcommand_is_accepted(fake_app: dict[str, Any]) -> None:
+    """`kinrun run CONFIG` is the same as `kinrun CONFIG`."""
+    assert cli.main(["run", str(POD_LOGGER)]) == 0
+    assert fake_app["options"].config_path == POD_LOGGER
+
+
+@pytest.mark.parametrize(("outcome", "code", "message"), [
+    pytest.param(3, 3, "", id="app-exit-code-passed-through"),
+    pytest.param(ClusterConfigError("no kubeconfig found"), 2, "--embedded", id="cluster-config"),
+    pytest.param(ApiError("boom", status=500), 1, "kinrun: 500", id="kinrun-error"),
+    pytest.param(RuntimeError("bug"), 1, "unexpected error", id="unexpected"),
+    pytest.param(KeyboardInterrupt(), 130, "interrupted", id="interrupted"),
+])
+def test_run_outcomes_map_to_exit_codes(fake_app: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                                        caplog: pytest.LogCaptureFixture, outcome: Any, code: int,
+                                        message: str) -> None:
+    """The app's result or error becomes the documented exit code and a message."""
+    fake_app["result"] = outcome
+    assert cli.main([str(POD_LOGGER)]) == code
+    assert message in capsys.readouterr().err + caplog.text
+
+
+def test_missing_app_module_is_reported(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without kinrun.app the run says so and exits 1 (instead of a traceback)."""
+    monkeypatch.setattr(cli, "_import_run", lambda: None)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    assert cli.main([str(POD_LOGGER)]) == 1
+    assert "kinrun.app" in capsys.readouterr().err
