@@ -83,7 +83,8 @@ class DeltaFIFO:
 
     def __init__(self, known_objects: KnownObjects | None = None, *,
                  key_func: Callable[[Any], str] = deletion_handling_meta_namespace_key,
-                 transform: Transform | None = None) -> None:
+                 transform: Transform | None = None,
+                 on_synced: Callable[[], None] | None = None) -> None:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._items: dict[str, list[Delta]] = {}
@@ -94,26 +95,27 @@ class DeltaFIFO:
         self._populated = False  # set by the first replace() or any add
         self._initial_population_count = 0  # keys of the first replace not yet popped
         self._closed = False
+        self._on_synced = on_synced  # called once, lock held, when has_synced() turns true
 
     # -- producers ---------------------------------------------------------------------------
 
     def add(self, obj: Obj) -> None:
         """Queue an Added delta."""
         with self._lock:
-            self._populated = True
+            self._populate_locked()
             self._queue_action_locked(DeltaType.ADDED, obj)
 
     def update(self, obj: Obj) -> None:
         """Queue an Updated delta."""
         with self._lock:
-            self._populated = True
+            self._populate_locked()
             self._queue_action_locked(DeltaType.UPDATED, obj)
 
     def delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         """Queue a Deleted delta, unless neither the indexer nor the queue knows the key."""
         key = self._key_func(obj)
         with self._lock:
-            self._populated = True
+            self._populate_locked()
             known = key in self._items
             if self._known is not None and not known:
                 known = self._known.get_by_key(key) is not None
@@ -131,6 +133,12 @@ class DeltaFIFO:
             if not self._populated:
                 self._populated = True
                 self._initial_population_count = len(keys) + deletions
+                self._notify_if_synced_locked()
+
+    def _populate_locked(self) -> None:
+        if not self._populated:
+            self._populated = True
+            self._notify_if_synced_locked()
 
     def _queued_deletions_locked(self, keys: set[str]) -> int:
         count = 0
@@ -186,6 +194,8 @@ class DeltaFIFO:
 
     def pop(self, process: PopProcess, timeout: float | None = None) -> list[Delta] | None:
         """Wait for a key, remove it, and call ``process(deltas, is_in_initial_list)``.
+        ``on_synced`` (constructor) is called once, from here or ``replace``, lock held, when
+        ``has_synced()`` first turns true.
 
         If ``process`` raises RequeueError the deltas go back to the end of the queue (unless
         new deltas arrived for the key meanwhile, which cannot happen here since the lock is
@@ -210,7 +220,13 @@ class DeltaFIFO:
             finally:
                 if self._initial_population_count > 0 and initial:
                     self._initial_population_count -= 1
+                    self._notify_if_synced_locked()
             return deltas
+
+    def _notify_if_synced_locked(self) -> None:
+        if self._on_synced is not None and self._has_synced_locked():
+            callback, self._on_synced = self._on_synced, None
+            callback()
 
     def _add_if_not_present_locked(self, key: str, deltas: list[Delta]) -> None:
         if key in self._items:

@@ -80,7 +80,8 @@ class SharedIndexInformer:
         self.indexer = KeyedIndexer(indexers=indexers)
         self.lister = Lister(self.indexer)
         self._store = self.indexer.store
-        self._fifo = DeltaFIFO(self.indexer, transform=transform)
+        self._synced = threading.Event()
+        self._fifo = DeltaFIFO(self.indexer, transform=transform, on_synced=self._synced.set)
         self._processor = SharedProcessor(self._clock, self.name)
         self._default_resync = resync_period
         self._resync_check_period = resync_period
@@ -88,7 +89,6 @@ class SharedIndexInformer:
         self._start_lock = threading.Lock()  # guards _started/_stopped and resync settings
         self._started = False
         self._stopped = False
-        self._synced = threading.Event()
         self._stop_event = threading.Event()
         self._threads: list[threading.Thread] = []
         self.reflector = Reflector(lister_watcher, self._fifo, kind=kind, name=self.name,
@@ -202,16 +202,14 @@ class SharedIndexInformer:
     # -- the process loop --------------------------------------------------------------------
 
     def _process_loop(self) -> None:
-        pop, fifo, synced = self._fifo.pop, self._fifo, self._synced
+        pop, handle = self._fifo.pop, self._handle_deltas
         while True:
             try:
-                pop(self._handle_deltas)
+                pop(handle)
             except FIFOClosedError:
                 return
             except Exception:  # noqa: BLE001 - one bad object must not stop the informer
                 log.exception("%s: processing deltas failed", self.name)
-            if not synced.is_set() and fifo.has_synced():
-                synced.set()
 
     def _handle_deltas(self, deltas: list[Delta], is_in_initial_list: bool) -> None:
         """Apply every delta of one key under the store lock once, then distribute."""
