@@ -352,7 +352,8 @@ class TemplateEngine:
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
-                                    if self.options.allow_files else _refused("allowFiles", "files"))
+                                    if self.options.allow_files
+                                    else _refused("allowFiles", "files"))
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, extra_filters or {})
         self._env = env

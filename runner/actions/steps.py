@@ -27,7 +27,7 @@ LOG_LEVELS: Mapping[str, int] = {
 
 @dataclass(frozen=True)
 class LogLine:
-    """Log ``message`` at ``level`` (one of :data:`LOG_LEVELS`' names) on the controller's logger."""
+    """Log ``message`` at ``level`` (a :data:`LOG_LEVELS` name) on the controller's logger."""
 
     level: str
     message: str

@@ -10,7 +10,6 @@ import orjson
 import yaml
 
 from kinrun.errors import ApiError
-from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 
 OBJECTS = Path(__file__).resolve().parents[2] / "data" / "objects"
