@@ -6,8 +6,9 @@ rendered, so filters that plugins add later are not required here). Which string
 - templates: ``log`` (or ``log.message``), ``apply.manifest``, ``patch.patch``, every field
   of ``patch.target``/``delete.target``, ``event.reason``/``event.message``, a
   ``requeueAfter`` containing ``{{``, and ``mapTo.template``;
-- expressions: ``when`` and string indexers. An expression written as a whole ``{{ ... }}``
-  is parsed as a template instead (both forms are accepted; see :func:`is_wrapped`).
+- expressions: ``when`` and string indexers, bare (``obj.spec.nodeName``) or wrapped
+  (``{{ obj.spec.nodeName }}``); one mixing text and ``{{ }}`` is a template whose value is the
+  rendered string (see :func:`bare_expression`).
 
 An error names the YAML position of the offending template line: for block scalars (``|``)
 template line n is n lines below the indicator; the message also gives the template line.
@@ -29,10 +30,19 @@ _ENV = jinja2.Environment()
 _TARGET_FIELDS = ("apiVersion", "kind", "name", "namespace")
 
 
-def is_wrapped(text: str) -> bool:
-    """True when an expression is written as one whole ``{{ ... }}`` template."""
+def bare_expression(text: str) -> str | None:
+    """The expression inside ``text``: ``"{{ a.b }}"`` -> ``"a.b"``; ``"a.b"`` -> ``"a.b"``;
+    None when ``text`` is a template (text around ``{{ }}``, several of them, or ``{% %}``/``{# #}``),
+    whose value is then the rendered string. The same rule as
+    ``kinrun.templating.split_expression``, which renders these at run time."""
     stripped = text.strip()
-    return stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1
+    if "{%" in stripped or "{#" in stripped:
+        return None
+    if "{{" not in stripped:
+        return stripped
+    if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+        return stripped[2:-2].strip()
+    return None
 
 
 def parse_template(source: str) -> None:
@@ -41,11 +51,15 @@ def parse_template(source: str) -> None:
 
 
 def parse_expression(source: str) -> None:
-    """Parse an expression (or a wrapped ``{{ }}`` template); raises TemplateSyntaxError."""
-    if is_wrapped(source):
+    """Parse an expression (bare or wrapped in ``{{ }}``; a template-valued one is parsed as a
+    template); raises TemplateSyntaxError."""
+    bare = bare_expression(source)
+    if bare is None:
         _ENV.parse(source)
         return
-    parser = Parser(_ENV, source, state="variable")
+    if not bare:
+        raise jinja2.TemplateSyntaxError("empty expression", 1)
+    parser = Parser(_ENV, bare, state="variable")
     parser.parse_expression()
     if not parser.stream.eos:
         raise jinja2.TemplateSyntaxError(

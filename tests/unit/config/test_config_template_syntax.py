@@ -6,7 +6,7 @@ import jinja2
 import pytest
 
 from kinrun.config import ConfigErrors, load_text
-from kinrun.config.template_syntax import is_wrapped, parse_expression
+from kinrun.config.template_syntax import bare_expression, parse_expression
 
 HEAD = """\
 apiVersion: kinrun.dev/v1alpha1
@@ -54,23 +54,25 @@ def test_plugin_parameters_are_not_templates_checked() -> None:
     assert config.controllers[0].reconcile.actions[0].kind == "x"
 
 
-@pytest.mark.parametrize(("text", "wrapped"), [
-    ("{{ obj.spec }}", True), ("  {{ a }}  ", True), ("obj.spec", False),
-    ("{{ a }}/{{ b }}", False),
+@pytest.mark.parametrize("text", [
+    "{{ obj.spec }}", "  {{ a }}  ", "obj.spec", "{{ a }}/{{ b }}", "x-{{ a }}", "{% if a %}y{% endif %}",
+    "{# c #}a", "{{}}",
 ])
-def test_is_wrapped(text: str, wrapped: bool) -> None:
-    """Only a single whole {{ }} counts as a wrapped expression."""
-    assert is_wrapped(text) is wrapped
+def test_bare_expression_agrees_with_the_renderer(text: str) -> None:
+    """Load-time checks split expressions from templates exactly as kinrun.templating does."""
+    templating = pytest.importorskip("kinrun.templating")
+    assert bare_expression(text) == templating.split_expression(text)
 
 
 @pytest.mark.parametrize("source", ["obj.metadata.labels.get('a') == 'b'", "{{ obj.x }}",
-                                    "[obj.a, obj.b]", "obj.x | default('y')"])
+                                    "[obj.a, obj.b]", "obj.x | default('y')",
+                                    "{{ obj.a }}/{{ obj.b }}"])
 def test_parse_expression_accepts(source: str) -> None:
-    """Plain and wrapped expressions, lists and filters parse."""
+    """Plain and wrapped expressions, lists, filters and template-valued ones parse."""
     parse_expression(source)
 
 
-@pytest.mark.parametrize("source", ["a b", "a ==", "{{ a", "(a"])
+@pytest.mark.parametrize("source", ["a b", "a ==", "{{ a", "(a", "{{ }}", "x-{{ a"])
 def test_parse_expression_rejects(source: str) -> None:
     """Trailing tokens and unfinished expressions are syntax errors."""
     with pytest.raises(jinja2.TemplateSyntaxError):
