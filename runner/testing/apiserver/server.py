@@ -111,7 +111,7 @@ class EmbeddedAPIServer:
         self._httpd = APIHTTPServer((self._host, self._port), self._api)
         self._api.server_address = f"{self._host}:{self.port}"
         self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.1},
+                                        kwargs={"poll_interval": 0.02},
                                         name=f"embedded-apiserver:{self.port}", daemon=True)
         self._thread.start()
         if self._kubeconfig_arg is None:
