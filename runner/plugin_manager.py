@@ -40,6 +40,7 @@ import pluggy
 
 from kinrun import hooks
 from kinrun.errors import ConfigError
+from kinrun.templating import RateLimitedWarner, index_values
 
 ENTRY_POINT_GROUP = "kinrun"
 BUILTIN_PACKAGE = "kinrun.plugins"
@@ -270,8 +271,8 @@ def reconcile_caller(pm: pluggy.PluginManager,
 
 
 def collect_index_funcs(pm: pluggy.PluginManager, informer: str) -> dict[str, hooks.IndexFunc]:
-    """Merge every plugin's ``kinrun_index_funcs(informer=...)``; a name supplied twice or a
-    non-callable is a ConfigError."""
+    """Merge every plugin's ``kinrun_index_funcs(informer=...)``, each wrapped by
+    :func:`safe_index_func`; a name supplied twice or a non-callable is a ConfigError."""
     merged: dict[str, hooks.IndexFunc] = {}
     for answer in pm.hook.kinrun_index_funcs(informer=informer):
         for name, func in (answer or {}).items():
@@ -279,8 +280,25 @@ def collect_index_funcs(pm: pluggy.PluginManager, informer: str) -> dict[str, ho
                 raise ConfigError(f"informer {informer!r}: two plugins supply index {name!r}")
             if not callable(func):
                 raise ConfigError(f"informer {informer!r}: index {name!r} is not callable")
-            merged[name] = func
+            merged[name] = safe_index_func(func, f"informer {informer!r} index {name!r}")
     return merged
+
+
+def safe_index_func(func: Callable[[dict], Any], label: str,
+                    logger: logging.Logger | None = None) -> hooks.IndexFunc:
+    """Wrap a plugin's index function so it can never break the store: its result is normalised
+    (:func:`kinrun.templating.index_values`: str -> [str], None -> []) and an exception files the
+    object under no value, with a warning logged at most once a minute per index."""
+    warner = RateLimitedWarner(logger or _log)
+
+    def index(obj: dict) -> list[str]:
+        try:
+            return index_values(func(obj))
+        except Exception as exc:  # noqa: BLE001 - a plugin bug must not break the informer
+            warner.warn("%s: index function failed: %s: %s", label, type(exc).__name__, exc)
+            return []
+    index.__wrapped__ = func  # type: ignore[attr-defined]
+    return index
 
 
 _EVENT_HOOKS = ("kinrun_on_add", "kinrun_on_update", "kinrun_on_delete")
@@ -338,5 +356,5 @@ __all__ = [
     "BUILTIN_PACKAGE", "ENTRY_POINT_GROUP", "EventHookHandler", "KinrunPluginManager",
     "call_shutdown", "collect_index_funcs", "combine_delays", "describe_plugins",
     "event_handler", "file_module_name", "load_plugins", "new_plugin_manager",
-    "reconcile_caller",
+    "reconcile_caller", "safe_index_func",
 ]

@@ -221,3 +221,18 @@ def test_hookimpl_is_importable_from_public_face():
     import kinrun.hooks
     assert isinstance(kinrun.hooks.hookimpl, pluggy.HookimplMarker)
     assert kinrun.hooks.hookimpl.project_name == "kinrun"
+
+
+def test_plugin_index_funcs_never_raise_into_the_store(caplog):
+    """A failing plugin index function files the object nowhere and logs a warning."""
+    class Buggy:
+        @hookimpl
+        def kinrun_index_funcs(self, informer):
+            return {"byOwner": lambda o: o["metadata"]["ownerReferences"][0]["name"],
+                    "byName": lambda o: o["metadata"]["name"]}
+    pm = new_plugin_manager()
+    pm.register(Buggy())
+    funcs = collect_index_funcs(pm, "pods")
+    assert funcs["byOwner"](POD) == []
+    assert funcs["byName"](POD) == ["web-1"]
+    assert "informer 'pods' index 'byOwner': index function failed: KeyError" in caplog.text
