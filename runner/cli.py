@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ns = parser.parse_args(args)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else EXIT_USAGE
+        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
     try:
         return _COMMANDS[command](ns)
     except UsageError as exc:
@@ -339,7 +339,7 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
         _err(f"kinrun render: controller {controller.name!r} has no "
              f"{'onDelete' if deleted else 'actions'} to render")
         return []
-    manager = _load_plugins(config) if config.plugins else None
+    manager = _load_plugins(config)  # plugin action kinds and template filters
     program = compile_actions(
         [s.raw for s in specs], controller=controller.name, templates_options=config.templates,
         plugin_manager=manager, locations=[s.location for s in specs])
