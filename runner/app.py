@@ -1,0 +1,164 @@
+"""The main job behind ``kinrun CONFIG``: connect, build, run until a signal, drain, exit.
+
+    run(config, options) -> exit code
+      1. with ``--embedded``: start the embedded API server, load the seed objects, print
+         ``export KUBECONFIG=<path>`` (stdout) so kubectl can be pointed at it;
+      2. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none);
+      3. load the plugins, build the Manager (discovery, templates: a bad config fails here);
+      4. optionally serve metrics and wait to be the leader (Lease);
+      5. start informers, wait for their caches, start the workers (progress in the log);
+      6. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
+
+A second SIGINT/SIGTERM during the drain exits at once (130). Logging is configured by the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kinrun.config.model import Config
+from kinrun.config.options import RunOptions
+from kinrun.errors import ConfigError
+from kinrun.kube import Client
+from kinrun.leader_election import LeaderElector
+from kinrun.manager import Manager
+from kinrun.metrics import Metrics
+from kinrun.plugin_manager import load_plugins
+
+_log = logging.getLogger("kinrun")
+
+DRAIN_TIMEOUT = 10.0
+"""Seconds the workqueues get to drain after a stop signal."""
+
+SECOND_SIGNAL_GRACE = 1.0
+"""Seconds after a stop signal during which another one is taken as the same request
+(``timeout`` and some supervisors signal both the process and its group)."""
+
+
+def run(config: Config, options: RunOptions, *, stop: threading.Event | None = None) -> int:
+    """Run ``config``'s controllers until ``stop`` is set or SIGINT/SIGTERM arrives.
+
+    Returns the exit code: 0 after a clean stop, 1 when the caches never synced or the drain
+    timed out, 130 on a second signal. Raises ConfigError (bad seed file, bad template,
+    unknown plugin), ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError
+    and ApiError (discovery failed): the CLI maps them to exit codes.
+    """
+    stop = stop or threading.Event()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_signals_set(stop))
+        kubeconfig, context = _cluster_access(config, options, stack)
+        cluster = config.cluster
+        manager = _build(config, kubeconfig, context, cluster, stack)
+        if config.metrics is not None:
+            metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
+            stack.callback(manager.metrics.close)
+            _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
+        if config.leader_election is not None:
+            elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
+            if not elector.acquire(stop):
+                return 0
+            stack.callback(elector.release)
+        if not manager.start(stop):
+            manager.stop(0.0)
+            return 0 if stop.is_set() else 1
+        _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
+                  len(manager.informers), len(manager.controllers))
+        stop.wait()
+        _log.info("stopping: draining workqueues (at most %.0fs)", DRAIN_TIMEOUT)
+        drained = manager.stop(DRAIN_TIMEOUT)
+        _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
+        return 0 if drained else 1
+
+
+def _build(config: Config, kubeconfig: str | None, context: str | None, cluster: Any,
+           stack: contextlib.ExitStack) -> Manager:
+    pool = sum(c.workers for c in config.controllers) + 2 * len(config.informers) + 4
+    client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
+                                burst=cluster.burst, pool_size=pool)
+    stack.callback(client.close)
+    _log.info("connected to %s", client.host)
+    pm = load_plugins(config.plugins, config.base_dir)
+    return Manager(config, client, pm, metrics=Metrics())
+
+
+def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack
+                    ) -> tuple[str | None, str | None]:
+    """The kubeconfig path and context to use; with ``--embedded``, start that server first."""
+    if not options.embedded:
+        cluster = options.effective_cluster(config)
+        return cluster.kubeconfig, cluster.context
+    from kinrun.testing.apiserver import EmbeddedAPIServer
+
+    seeds = [obj for path in options.seeds for obj in load_seed_file(path)]
+    server = EmbeddedAPIServer()
+    server.start()
+    stack.callback(server.stop)
+    loaded = server.load(seeds)
+    _log.info("embedded API server at %s (%d seed object(s))", server.url, len(loaded))
+    print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
+    return server.kubeconfig_path, None
+
+
+def load_seed_file(path: Path) -> list[dict]:
+    """The objects of a multi-document YAML (or JSON) file; ``kind: List`` documents are
+    flattened. Raises ConfigError naming the file (and line) for bad YAML or a document that
+    is not an object with apiVersion, kind and metadata.name."""
+    try:
+        docs = list(yaml.safe_load_all(Path(path).read_text()))
+    except OSError as exc:
+        raise ConfigError(f"cannot read seed file: {exc.strerror}", file=str(path)) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+                          line=mark.line + 1 if mark else None,
+                          column=mark.column + 1 if mark else None) from exc
+    objects = []
+    for index, doc in enumerate(d for d in docs if d is not None):
+        items = doc.get("items", []) if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+        for obj in items:
+            if not (isinstance(obj, dict) and obj.get("apiVersion") and obj.get("kind")
+                    and isinstance(obj.get("metadata"), dict) and obj["metadata"].get("name")):
+                raise ConfigError("each object needs apiVersion, kind and metadata.name",
+                                  file=str(path), path=f"document[{index}]")
+            objects.append(obj)
+    return objects
+
+
+@contextlib.contextmanager
+def _signals_set(stop: threading.Event) -> Iterator[None]:
+    """While active, the first SIGINT/SIGTERM sets ``stop``; a second one, more than
+    SECOND_SIGNAL_GRACE seconds later, exits at once (130).
+    Does nothing outside the main thread (signals can only be handled there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    first: list[float] = []
+
+    def handle(signum: int, _frame: Any) -> None:
+        if first and time.monotonic() - first[0] < SECOND_SIGNAL_GRACE:
+            return  # the same stop request delivered twice (e.g. to the process group too)
+        if stop.is_set():
+            _log.warning("second %s: exiting without draining", signal.Signals(signum).name)
+            sys.stdout.flush()
+            raise SystemExit(130)
+        _log.info("%s received", signal.Signals(signum).name)
+        first.append(time.monotonic())
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

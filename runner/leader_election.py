@@ -1,0 +1,146 @@
+"""Leader election through a coordination.k8s.io/v1 Lease (as client-go ``leaderelection``).
+
+One kinrun of several replicas runs the controllers: it holds the Lease by writing its
+identity and renewing ``spec.renewTime`` every ``retry_period``. Another candidate takes the
+Lease only after ``lease_duration`` seconds without a renewal. Writes use the Lease's
+resourceVersion (optimistic concurrency), so two candidates never both win. A leader that
+cannot renew for ``renew_deadline`` seconds calls ``on_lost`` (the main job then stops, as
+client-go's OnStoppedLeading usually exits). ``release`` clears the holder on a clean stop
+(client-go ReleaseOnCancel) so a successor need not wait out the lease.
+
+Thread-safety: ``acquire`` and ``release`` are called from the main job's thread; the renewal
+runs on one daemon thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from kinrun.config.model import LeaderElectionSpec
+from kinrun.errors import ApiError, ConflictError, NotFoundError
+
+_log = logging.getLogger("kinrun.leader_election")
+
+
+def _now_micro() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_micro(value: str | None) -> float:
+    if not value:
+        return 0.0
+    text = value.rstrip("Z")
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in text else "%Y-%m-%dT%H:%M:%S"
+    return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+
+
+class LeaderElector:
+    """Acquire and keep one Lease.
+
+    ``client``: kinrun.kube.Client (``get_lease``/``create_lease``/``update_lease``);
+    ``spec``: lease name, namespace and the three durations in seconds; ``identity``: this
+    candidate's name (default ``<hostname>_<random>``); ``on_lost``: called once, from the
+    renewal thread, when leadership is lost.
+    """
+
+    def __init__(self, client: Any, spec: LeaderElectionSpec, *, identity: str | None = None,
+                 on_lost: Callable[[], None] | None = None) -> None:
+        self.client, self.spec = client, spec
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.on_lost = on_lost or (lambda: None)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lease: dict[str, Any] | None = None
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Block until this candidate holds the Lease (True) or ``stop`` is set (False); then
+        keep renewing it on a daemon thread."""
+        _log.info("waiting to become leader (lease %s/%s, identity %s)",
+                  self.spec.namespace, self.spec.lease_name, self.identity)
+        while not stop.is_set():
+            if self._try_acquire_or_renew():
+                _log.info("became leader (lease %s/%s)", self.spec.namespace, self.spec.lease_name)
+                self._thread = threading.Thread(target=self._renew_loop, name="leader-renew",
+                                                daemon=True)
+                self._thread.start()
+                return True
+            stop.wait(self.spec.retry_period)
+        return False
+
+    def release(self) -> None:
+        """Stop renewing and clear the holder, so another candidate may take over at once."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.spec.retry_period + 1)
+        lease = self._lease
+        if lease is None or lease["spec"].get("holderIdentity") != self.identity:
+            return
+        lease["spec"]["holderIdentity"] = ""
+        try:
+            self.client.update_lease(lease)
+            _log.info("released lease %s/%s", self.spec.namespace, self.spec.lease_name)
+        except ApiError as exc:
+            _log.warning("could not release lease: %s", exc)
+
+    def _renew_loop(self) -> None:
+        last_renew = time.monotonic()
+        while not self._stop.wait(self.spec.retry_period):
+            if self._try_acquire_or_renew():
+                last_renew = time.monotonic()
+            elif time.monotonic() - last_renew > self.spec.renew_deadline:
+                _log.error("lost leadership of lease %s/%s", self.spec.namespace,
+                           self.spec.lease_name)
+                self.on_lost()
+                return
+
+    def _try_acquire_or_renew(self) -> bool:
+        try:
+            lease = self.client.get_lease(self.spec.lease_name, self.spec.namespace)
+        except NotFoundError:
+            return self._create()
+        except ApiError as exc:
+            _log.warning("reading lease failed: %s", exc)
+            return False
+        spec = lease.setdefault("spec", {})
+        holder = spec.get("holderIdentity") or ""
+        expires = _parse_micro(spec.get("renewTime")) + float(
+            spec.get("leaseDurationSeconds") or self.spec.lease_duration)
+        if holder and holder != self.identity and time.time() < expires:
+            return False
+        now = _now_micro()
+        if holder != self.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+        spec.update(holderIdentity=self.identity, renewTime=now,
+                    leaseDurationSeconds=int(self.spec.lease_duration))
+        try:
+            self._lease = self.client.update_lease(lease)
+            return True
+        except ConflictError:
+            return False
+        except ApiError as exc:
+            _log.warning("renewing lease failed: %s", exc)
+            return False
+
+    def _create(self) -> bool:
+        now = _now_micro()
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.spec.lease_name, "namespace": self.spec.namespace},
+                 "spec": {"holderIdentity": self.identity, "acquireTime": now, "renewTime": now,
+                          "leaseDurationSeconds": int(self.spec.lease_duration),
+                          "leaseTransitions": 0}}
+        try:
+            self._lease = self.client.create_lease(lease)
+            return True
+        except ApiError as exc:  # AlreadyExists: someone else was faster
+            _log.debug("creating lease failed: %s", exc)
+            return False
+
+
+__all__ = ["LeaderElector"]

@@ -1,0 +1,275 @@
+"""Manager: builds a config's informers and controllers over one client, runs and stops them.
+
+As controller-runtime's Manager: one SharedInformerFactory for the whole config (an informer is
+shared by every controller that names it), one rate-limited workqueue and worker pool per
+controller, and a reconcile per controller made of the config's templated actions and/or the
+plugins' ``kinrun_reconcile`` hooks. The library entry point for running a config without the
+CLI::
+
+    manager = Manager(config, client, plugin_manager)
+    manager.start()          # informers, cache sync, then workers
+    ...
+    manager.stop()           # informers first, then drain the workqueues
+
+Step 7 of the pipeline lives here: the primary informer enqueues each object's own key (updates
+filtered by the controller's predicates); each watched secondary informer maps its objects to
+primary keys by owner reference, by a template, or by an index of the primary informer.
+
+Thread-safety: ``start``/``stop`` are called from one thread (the main job's); everything they
+start runs on its own threads (reflector, process loop and dispatchers per informer, workers per
+controller).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kinrun import plugin_manager as plugins
+from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
+from kinrun.cache import (
+    STRIP_MANAGED_FIELDS,
+    IndexConflictError,
+    InformerKey,
+    SharedInformerFactory,
+    gc_tuning,
+    meta_namespace_key,
+    strip_managed_fields,
+)
+from kinrun.config.model import Config, ControllerSpec, InformerSpec, WatchSpec
+from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
+from kinrun.hooks import ReconcileContext
+from kinrun.informer_set import InformerSet
+from kinrun.kube import Client, ResourceRef
+from kinrun.metrics import Metrics
+from kinrun.predicates import filter_updates
+from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper
+from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
+
+_log = logging.getLogger("kinrun.manager")
+
+
+class Manager:
+    """Informers and controllers of one config.
+
+    ``config``: a loaded Config; ``client``: a kinrun.kube.Client; ``plugin_manager``: from
+    ``kinrun.plugin_manager.load_plugins``; ``metrics``: optional Metrics to record into.
+    Construction resolves every informer's resource through discovery and compiles every
+    template, so a bad config fails here (ConfigError, UnknownKindError, ApiError) before
+    anything runs. Attributes after construction: ``informers`` (name -> InformerSet),
+    ``controllers`` (name -> Controller), ``refs`` (informer name -> ResourceRef).
+    """
+
+    def __init__(self, config: Config, client: Client, plugin_manager: Any, *,
+                 metrics: Metrics | None = None) -> None:
+        self.config, self.client, self.pm, self.metrics = config, client, plugin_manager, metrics
+        self.engine = TemplateEngine(config.templates,
+                                     extra_filters=plugin_template_filters(plugin_manager),
+                                     base_dir=config.base_dir)
+        self.refs: dict[str, ResourceRef] = {}
+        self._refs_by_id: dict[str, ResourceRef] = {}
+        self.factory = SharedInformerFactory(self._lister_watcher_for)
+        self.informers: dict[str, InformerSet] = {
+            name: self._build_informer(spec) for name, spec in config.informers.items()}
+        self.controllers: dict[str, Controller] = {
+            spec.name: self._build_controller(spec) for spec in config.controllers}
+        self._add_event_hooks()
+
+    # -- informers ---------------------------------------------------------------------------
+
+    def _lister_watcher_for(self, key: InformerKey) -> Any:
+        return self.client.lister_watcher(
+            self._refs_by_id[key.resource], namespace=key.namespace,
+            label_selector=key.label_selector or None, field_selector=key.field_selector or None)
+
+    def _build_informer(self, spec: InformerSpec) -> InformerSet:
+        ref = self.client.resolve(spec.api_version, spec.kind or spec.resource or "")
+        self.refs[spec.name] = self._refs_by_id[ref.id] = ref
+        namespaces: tuple[str | None, ...] = (None,)
+        if ref.namespaced and spec.namespaces:
+            namespaces = tuple(dict.fromkeys(spec.namespaces))
+        elif spec.namespaces:
+            _log.warning("informer %s: %s is cluster-scoped; namespaces %s ignored",
+                         spec.name, ref.kind, list(spec.namespaces))
+        strip = spec.transform.strip_managed_fields
+        indexers = self._indexers(spec)
+        by_namespace = {}
+        for namespace in namespaces:
+            key = InformerKey(ref.id, namespace, spec.label_selector or "",
+                              spec.field_selector or "", STRIP_MANAGED_FIELDS if strip else "")
+            try:
+                by_namespace[namespace] = self.factory.informer_for(
+                    key, kind=ref.kind, resync_period=spec.resync_period, indexers=indexers,
+                    transform=strip_managed_fields if strip else None, name=spec.name)
+            except IndexConflictError as exc:
+                raise spec.location.error(
+                    f"index {exc} is defined differently by another informer watching the "
+                    f"same objects; give it another name") from exc
+        informers = InformerSet(spec.name, by_namespace)
+        if self.metrics is not None:
+            self.metrics.track_informer(spec.name, informers.__len__)
+        return informers
+
+    def _indexers(self, spec: InformerSpec) -> dict[str, Callable[[dict], list[str]]]:
+        from_plugins = plugins.collect_index_funcs(self.pm, spec.name)
+        indexers = {}
+        for name, ix in spec.indexers.items():
+            if ix.plugin:
+                if name not in from_plugins:
+                    raise ix.location.error(
+                        f"no plugin supplies index {name!r} (kinrun_index_funcs)")
+                indexers[name] = from_plugins[name]
+            else:
+                indexers[name] = compile_index_func(ix.expression or "", ix.location,
+                                                    engine=self.engine)
+        return indexers
+
+    def _add_event_hooks(self) -> None:
+        for name, informers in self.informers.items():
+            handler = plugins.event_handler(self.pm, name)
+            if handler is not None:
+                informers.add_event_handler(handler)
+
+    # -- controllers -------------------------------------------------------------------------
+
+    def _build_controller(self, spec: ControllerSpec) -> Controller:
+        limiter = spec.rate_limiter
+        queue = RateLimitingQueue(default_controller_rate_limiter(
+            base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
+            burst=limiter.burst), name=spec.name)
+        primary = self.informers[spec.primary]
+        reconcile: Callable[[str, Any], float | None] = Reconciler(self, spec)
+        if self.metrics is not None:
+            reconcile = self.metrics.timed(spec.name, reconcile)
+            self.metrics.track_queue(spec.name, queue.__len__)
+        controller = Controller(spec.name, queue, primary.get, reconcile,
+                                workers=spec.workers, max_retries=spec.max_retries)
+        primary_spec = self.config.informers[spec.primary]
+        primary.add_event_handler(filter_updates(enqueue_own_key(controller.enqueue),
+                                                 spec.predicates),
+                                  primary_spec.resync_period or None)
+        for watch in spec.watches:
+            self.informers[watch.informer].add_event_handler(
+                self._secondary_handler(watch, spec, controller.enqueue))
+        return controller
+
+    def _secondary_handler(self, watch: WatchSpec, spec: ControllerSpec,
+                           enqueue: Callable[[str], None]) -> Any:
+        primary_ref = self.refs[spec.primary]
+        if watch.map_to == "owner":
+            return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group)
+        if watch.map_to == "template":
+            return enqueue_mapped(enqueue, compile_key_mapper(watch.template or "", watch.location,
+                                                              engine=self.engine))
+        primary, index = self.informers[spec.primary], watch.index or ""
+
+        def by_index(obj: dict) -> list[str]:
+            return primary.index_keys(index, meta_namespace_key(obj))
+        return enqueue_mapped(enqueue, by_index)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, stop: threading.Event | None = None, sync_timeout: float | None = None) -> bool:
+        """Call the startup hooks, start every informer, wait for their caches to sync (logging
+        each informer's object count), freeze the GC over the initial list, then start every
+        controller's workers. Returns False (controllers not started) when ``stop`` was set or
+        ``sync_timeout`` seconds passed before every cache synced."""
+        self.pm.hook.kinrun_startup(config=self.config, client=self.client)
+        self.factory.start()
+        if not self._wait_for_sync(stop, sync_timeout):
+            return False
+        gc_tuning.freeze()
+        gc_tuning.raise_thresholds()
+        for name, controller in self.controllers.items():
+            controller.start()
+            _log.info("controller %s started with %d worker(s)", name, controller.workers)
+        return True
+
+    def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = dict(self.informers)
+        while pending:
+            for name, informers in list(pending.items()):
+                if informers.has_synced():
+                    del pending[name]
+                    ref = self.refs[name]
+                    _log.info("informer %s synced: %d %s", name, len(informers), ref.resource)
+            if not pending:
+                return True
+            if stop is not None and stop.is_set():
+                return False
+            if deadline is not None and time.monotonic() > deadline:
+                _log.error("informers not synced after %.0fs: %s", timeout, ", ".join(pending))
+                return False
+            for informer in next(iter(pending.values())).informers:
+                informer.wait_for_sync(0.1)
+        return True
+
+    def stop(self, drain_timeout: float = 10.0) -> bool:
+        """Stop the informers (no new keys), then drain every controller's workqueue for at
+        most ``drain_timeout`` seconds in all, then call the shutdown hooks. Returns whether
+        every queue drained and every worker ended."""
+        self.factory.stop()
+        deadline = time.monotonic() + drain_timeout
+        drained = True
+        for name, controller in self.controllers.items():
+            left = max(0.1, deadline - time.monotonic())
+            ok = controller.stop(left)
+            drained = drained and ok
+            _log.info("controller %s stopped%s", name, "" if ok else " (not drained)")
+        plugins.call_shutdown(self.pm, _log)
+        return drained
+
+
+class Reconciler:
+    """The reconcile of one controller: its actions (``reconcile.actions`` while the object
+    exists, ``onDelete`` once it is gone), then its plugins' ``kinrun_reconcile`` hooks.
+
+    Returns the smallest requeue delay (seconds) asked for, or None. ``ctx.old`` is the object
+    as this controller last reconciled it (None at first and after a deletion). Called by the
+    controller's workers; never for the same key on two threads at once, so the per-key
+    ``_last`` entries need no lock (dict operations are atomic).
+    """
+
+    def __init__(self, manager: Manager, spec: ControllerSpec) -> None:
+        self.name = spec.name
+        self.client = manager.client
+        self.listers = dict(manager.informers)
+        self.logger = logging.getLogger(f"kinrun.controller.{spec.name}")
+        rec = spec.reconcile
+        self.actions = _program(manager, spec, rec.actions, "actions")
+        self.on_delete = _program(manager, spec, rec.on_delete, "onDelete")
+        hooks = rec.hook_plugins if rec.hook_plugins is not None else rec.hooks
+        self.hooks = plugins.reconcile_caller(manager.pm, hooks)
+        self._last: dict[str, dict] = {}
+
+    def __call__(self, key: str, obj: dict | None) -> float | None:
+        old = self._last.get(key)
+        ctx = ReconcileContext(controller=self.name, key=key, listers=self.listers,
+                               client=self.client, logger=self.logger, old=old)
+        program = self.actions if obj is not None else self.on_delete
+        delays = []
+        if program is not None:
+            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx))
+        if self.hooks is not None:
+            delays.append(self.hooks(self.name, key, obj, ctx))
+        if obj is None:
+            self._last.pop(key, None)
+        else:
+            self._last[key] = obj
+        asked = [d for d in delays if d is not None]
+        return min(asked) if asked else None
+
+
+def _program(manager: Manager, spec: ControllerSpec, actions: tuple, field: str
+             ) -> ActionProgram | None:
+    if not actions:
+        return None
+    where = spec.location
+    return compile_actions([a.raw for a in actions], controller=spec.name,
+                           plugin_manager=manager.pm, engine=manager.engine,
+                           locations=[a.location for a in actions],
+                           source=(where.file, where.line, f"{where.path}.reconcile.{field}"))
