@@ -160,8 +160,8 @@ def to_json(value: Any, indent: int | None = None, sort_keys: bool = False) -> s
 
 
 def from_yaml(text: str) -> Any:
-    """Parse one YAML document (safe loader)."""
-    return yaml.safe_load(text)
+    """Parse one YAML document (safe loader; libyaml's when available)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
 
 
 def from_json(text: str) -> Any:

@@ -27,6 +27,9 @@ from kinrun.templating import SourceLocation, TemplateEngine
 
 Render = Callable[[Mapping[str, Any]], Any]
 
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one."""
+
 PATCH_TYPES = ("merge", "json", "strategic")
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 EVENT_TYPES = ("Normal", "Warning")
@@ -88,7 +91,7 @@ def compile_document(value: Any, engine: TemplateEngine, loc: SourceLocation) ->
 def parse_yaml(text: str) -> Any:
     """Parse rendered YAML; errors -> CheckError naming the rendered line."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
