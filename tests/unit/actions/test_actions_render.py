@@ -317,3 +317,29 @@ def test_block_scalar_log_drops_trailing_newline(pod):
     """A log message written as a block scalar has no trailing newline."""
     (line,) = program({"log": "Pod {{ obj.metadata.name }}\n"}).render(key="k", obj=pod).steps
     assert line.message == "Pod web-1"
+
+
+def test_one_program_renders_concurrently_for_different_keys():
+    """Workers share a program: concurrent renders for different objects do not mix."""
+    import threading
+    prog = program({"apply": {"manifest": CHILD}})
+    pods = []
+    for i in range(8):
+        p = load_object("pod-web")
+        p["metadata"]["name"] = f"web-{i}"
+        pods.append(p)
+    barrier = threading.Barrier(len(pods))
+    results: dict[str, list[str]] = {}
+
+    def work(p: dict[str, Any]) -> None:
+        barrier.wait(timeout=10)
+        names = [prog.render(key="shop/" + p["metadata"]["name"], obj=p).requests[0].name
+                 for _ in range(50)]
+        results[p["metadata"]["name"]] = names
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in pods]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert results == {f"web-{i}": [f"web-{i}-info"] * 50 for i in range(8)}
