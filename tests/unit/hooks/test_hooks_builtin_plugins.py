@@ -6,6 +6,7 @@ from pathlib import Path
 
 from hooks_fakes import FakeLister, pod
 
+from kinrun.cache import DeletedFinalStateUnknown
 from kinrun.hooks import ReconcileContext
 from kinrun.plugin_manager import collect_index_funcs, event_handler, load_plugins
 
@@ -33,16 +34,12 @@ def test_log_plugin_logs_every_raw_event(tmp_path, caplog):
     handler = event_handler(pm, "pods")
     old, new = pod("a", "n1"), pod("a", "n2")
     new["metadata"]["resourceVersion"] = "2"
-
-    class Tombstone:
-        key = "default/gone"
-        obj = None
     handler.on_add(old, True)
     handler.on_add(old, False)
     handler.on_update(old, new)
     handler.on_update(new, new)
     handler.on_delete(new)
-    handler.on_delete(Tombstone())
+    handler.on_delete(DeletedFinalStateUnknown("default/gone", None))
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("DEBUG", "pods: ADD default/a (resourceVersion 1)"),
         ("INFO", "pods: ADD default/a (resourceVersion 1)"),
