@@ -29,9 +29,12 @@ ENVTEST_SKIP = "envtest: KUBEBUILDER_ASSETS not set; run scripts/envtest-assets.
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``envtest`` marker (also declared in pyproject; repeated so it never warns)."""
+    """Register the ``envtest`` marker (also in pyproject) and silence the expected TLS warning."""
     config.addinivalue_line("markers", "envtest: needs a real kube-apiserver + etcd "
                                        "(KUBEBUILDER_ASSETS)")
+    # envtest's kube-apiserver serves a self-signed certificate on loopback, by design.
+    config.addinivalue_line("filterwarnings",
+                            "ignore::urllib3.exceptions.InsecureRequestWarning")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,11 +15,12 @@ Typical use::
         srv.url                           # "https://127.0.0.1:PORT"
         srv.kubeconfig_path               # kubeconfig with the admin token
         srv.restart_apiserver()           # same port, same etcd: clients see a brief outage
-        srv.compact_etcd()                # compact etcd history up to its current revision
+        srv.compact_etcd()                # expire every resourceVersion handed out so far
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -50,6 +51,11 @@ def _insecure_tls() -> ssl.SSLContext:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     return ctx
+
+
+def _b64(text: str) -> str:
+    """Base64 of ``text``: etcd's JSON gateway takes keys and values in base64."""
+    return base64.b64encode(text.encode()).decode()
 
 
 class EnvtestError(KinrunError):
@@ -273,14 +279,23 @@ class EnvtestServer:
         """etcd's current revision (the newest resourceVersion kube-apiserver has written)."""
         return int(self.etcd_call("/v3/maintenance/status", {})["header"]["revision"])
 
-    def compact_etcd(self, revision: int | None = None) -> int:
-        """Compact etcd history up to ``revision`` (default: the current one); return it.
+    def compact_etcd(self) -> int:
+        """Expire every resourceVersion handed out so far; return the compaction revision.
 
-        Afterwards any resourceVersion older than ``revision`` that must be read from etcd
-        (continue tokens, watches or lists that bypass kube-apiserver's watch cache) answers
-        410 Expired. The watch cache itself keeps its own window.
+        Writes a scratch key outside kube-apiserver's ``/registry`` prefix to advance etcd's
+        revision past every existing resourceVersion, then compacts at that revision (etcd
+        keeps the compaction revision itself readable, so compacting "at the current
+        revision" alone would spare the newest one). Afterwards whatever kube-apiserver must
+        read from etcd at an older revision answers 410 Expired: continue tokens, lists with
+        an exact resourceVersion, and watches of resources without a watch cache (core and
+        events.k8s.io Events). Watches of cached resources (ConfigMaps, Pods, ...) are served
+        from kube-apiserver's watch cache, whose window starts when kube-apiserver starts: a
+        resourceVersion from before ``restart_apiserver()`` is too old for those.
+        Raises EnvtestError.
         """
-        rev = self.etcd_revision() if revision is None else revision
+        put = self.etcd_call("/v3/kv/put", {"key": _b64("/kinrun-envtest/compaction-bump"),
+                                            "value": _b64(str(time.time()))})
+        rev = int(put["header"]["revision"])
         self.etcd_call("/v3/kv/compaction", {"revision": str(rev), "physical": True})
         return rev
 
