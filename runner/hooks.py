@@ -218,12 +218,13 @@ def kinrun_template_filters() -> Mapping[str, Callable[..., Any]] | None:
 def kinrun_action_kinds() -> Mapping[str, ActionKind] | None:
     """Register extra action kinds usable in ``reconcile.actions`` / ``onDelete``.
 
-    Called once when the actions are compiled. An action ``- NAME: {...}`` whose ``NAME`` is not
-    built-in (log, apply, patch, delete, event, requeueAfter) is looked up here.
+    Called once when the actions are compiled. A config action ``- {plugin: NAME, with: {...}}``
+    looks ``NAME`` up here (``NAME`` may not be a built-in kind: log, apply, patch, delete,
+    event, requeueAfter).
 
     :return: kind name -> :class:`kinrun.actions.ActionKind`: a callable
         ``kind(args, *, obj, ctx) -> Iterable[ApiRequest | LogLine | RequeueAfter]`` receiving the
-        action's mapping with every string rendered as a template (``args``), the reconciled
+        ``with`` mapping with every string rendered as a template (``args``), the reconciled
         object (None on delete) and the :class:`ReconcileContext`. It runs while the reconcile is
         being rendered, before anything is sent, so it must only describe work (no I/O); raise an
         exception to fail the render (nothing of that reconcile is sent). None / {} for none.

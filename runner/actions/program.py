@@ -39,7 +39,7 @@ from kinrun.templating import (
 DEFAULT_FIELD_MANAGER = "kinrun"
 """The server-side apply field manager of ``apply`` actions (overridable per action)."""
 
-_RESERVED_KEYS = ("when", "name")
+_RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 
@@ -187,8 +187,9 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     """Compile a controller's action list once, at start-up.
 
     ``specs``: the actions as plain mappings (``{"log": "...", "when": "..."}``), each with exactly
-    one kind key (built-in or a plugin's ``kinrun_action_kinds``) plus optional ``when:`` (an
-    expression) and ``name:`` (used in messages); objects with a mapping in ``.raw``/``.data``
+    one kind key (built-in, or a plugin's ``kinrun_action_kinds`` name: ``{K: args}`` or the
+    config form ``{plugin: K, with: args}``) plus optional ``when:`` (an expression) and
+    ``name:`` (used in messages); objects with a mapping in ``.raw``/``.data``
     and a ``.location`` are accepted too. ``templates_options``: the config's ``templates:``
     (mapping or object; see TemplateOptions). ``plugin_manager``: supplies extra filters and action
     kinds. ``source``: the location of the list itself (file, line, path such as
@@ -227,6 +228,9 @@ def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEng
                  field_manager: str) -> CompiledAction:
     if not isinstance(data, Mapping):
         raise loc.config_error(f"an action must be a mapping, got {type(data).__name__}")
+    if isinstance(data.get("plugin"), str):  # the config form {plugin: K, with: W} -> {K: W}
+        data = {**{k: v for k, v in data.items() if k in _RESERVED_KEYS},
+                data["plugin"]: data.get("with") or {}}
     kind_keys = [k for k in data if k not in _RESERVED_KEYS]
     if len(kind_keys) != 1:
         known = ", ".join([*BUILTIN_KINDS, *sorted(kinds)])

@@ -116,7 +116,8 @@ def test_hooks_refuse_positional_arguments(pm):
 def test_plugin_filters_and_action_kinds_are_used_by_actions(pm):
     """Filters and action kinds from plugins are available to compiled actions."""
     prog = compile_actions([{"log": "{{ obj.metadata.name | shout }}"},
-                            {"greet": {"greeting": "hello {{ obj.metadata.namespace }}"}}],
+                            {"plugin": "greet",
+                             "with": {"greeting": "hello {{ obj.metadata.namespace }}"}}],
                            controller="web", plugin_manager=pm)
     result = prog.render(key="shop/web-1", obj=POD)
     assert result.steps == (LogLine("info", "WEB-1!"), LogLine("info", "hello shop web-1 from web"))
