@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+import yaml.reader
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -94,13 +95,13 @@ def load_yaml(text: str, file: str = "<config>") -> LoadedYaml:
     Every problem found is returned in ``errors`` (ConfigError with file, 1-based line and
     column, key path), sorted by position; ``data`` is None when there are any.
     """
-    loader = MarkedLoader(text)
     try:
+        loader = MarkedLoader(text)
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         return LoadedYaml(None, {}, [_yaml_error(exc, file)], text, file)
-    except yaml.YAMLError as exc:
-        return LoadedYaml(None, {}, [ConfigError(f"invalid YAML: {exc}", file=file)], text, file)
+    except yaml.reader.ReaderError as exc:
+        return LoadedYaml(None, {}, [_reader_error(exc, text, file)], text, file)
     if root is None:
         return LoadedYaml(None, {}, [ConfigError("the file is empty", file=file, line=1,
                                                   column=1)], text, file)
@@ -111,6 +112,14 @@ def load_yaml(text: str, file: str = "<config>") -> LoadedYaml:
         loader.dispose()
     errors = sorted(builder.errors, key=lambda e: (e.line or 0, e.column or 0))
     return LoadedYaml(None if errors else data, builder.marks, errors, text, file)
+
+
+def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> ConfigError:
+    before = text[:exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    return ConfigError(f"invalid YAML: character {exc.character:#06x} is not allowed in YAML "
+                       f"text", file=file, line=line, column=column)
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError, file: str) -> ConfigError:
