@@ -21,7 +21,8 @@ from kinrun.errors import ConfigError
 
 class FrozenMap(Mapping[str, Any]):
     """An immutable, hashable mapping (insertion-ordered). Values should be immutable too
-    (see :func:`freeze`). ``dict(m)`` or :func:`thaw` gives a plain copy."""
+    (see :func:`freeze`). ``dict(m)`` or :func:`thaw` gives a plain copy. Thread-safe: nothing
+    changes after construction (the cached hash is idempotent)."""
 
     __slots__ = ("_data", "_hash")
 

@@ -14,7 +14,7 @@ import difflib
 import functools
 import importlib.resources
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jsonschema
@@ -108,38 +108,33 @@ def _unknown_key(key: str, schema: dict[str, Any]) -> str:
     return f"unknown key {key!r} ({hint}allowed: {', '.join(allowed)})"
 
 
+_SIMPLE: dict[str, Callable[[Any, Any], str]] = {
+    "minimum": lambda v, a: f"{show(v)} is less than {a}",
+    "maximum": lambda v, a: f"{show(v)} is greater than {a}",
+    "exclusiveMinimum": lambda v, a: f"{show(v)} must be greater than {a}",
+    "enum": lambda v, a: f"{show(v)} is not one of {', '.join(show(x) for x in a)}",
+    "const": lambda v, a: f"{show(v)} is not allowed: expected {show(a)}",
+    "uniqueItems": lambda v, a: f"{show(v)} has duplicate items",
+    "type": lambda v, a: (f"{show(v)} is not of type {' or '.join(a if isinstance(a, list) else [a])}"
+                          f" (it is {_type_name(v)})"),
+}
+
+
 def _message(error: jsonschema.ValidationError) -> str:
+    """A user-facing message for one (non key-level) jsonschema error."""
     schema, instance, kw, arg = error.schema, error.instance, error.validator, error.validator_value
     custom = schema.get("x-kinrun-message")
-    if kw == "pattern" and custom:
+    if kw in ("pattern", "maxProperties") and custom:
         return f"{show(instance)} {custom}"
     if kw == "oneOf" and _is_required_choice(arg):
-        return _choice_message(instance, arg, custom)
+        return _choice_message(instance, arg)
     if kw == "required":
         missing = [k for k in arg if k not in instance]
-        return f"missing required key {missing[0]!r}" if len(missing) == 1 else \
-            f"missing required keys {', '.join(map(repr, missing))}"
-    if kw == "type":
-        types = arg if isinstance(arg, list) else [arg]
-        return f"{show(instance)} is not of type {' or '.join(types)} (it is {_type_name(instance)})"
-    if kw == "minimum":
-        return f"{show(instance)} is less than {arg}"
-    if kw == "maximum":
-        return f"{show(instance)} is greater than {arg}"
-    if kw == "exclusiveMinimum":
-        return f"{show(instance)} must be greater than {arg}"
-    if kw == "enum":
-        return f"{show(instance)} is not one of {', '.join(show(v) for v in arg)}"
-    if kw == "const":
-        return f"{show(instance)} is not allowed: expected {show(arg)}"
-    if kw == "minLength" and arg == 1:
+        return f"missing required key{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}"
+    if kw in ("minLength", "minItems", "minProperties") and arg == 1:
         return "must not be empty"
-    if kw in ("minItems", "minProperties") and arg == 1:
-        return "must not be empty"
-    if kw == "maxProperties" and custom:
-        return f"{show(instance)} {custom}"
-    if kw == "uniqueItems":
-        return f"{show(instance)} has duplicate items"
+    if kw in _SIMPLE:
+        return _SIMPLE[kw](instance, arg)
     return error.message
 
 
@@ -148,7 +143,7 @@ def _is_required_choice(branches: Any) -> bool:
         isinstance(b, dict) and set(b) == {"required"} and len(b["required"]) == 1 for b in branches)
 
 
-def _choice_message(instance: Any, branches: list[dict[str, Any]], custom: str | None) -> str:
+def _choice_message(instance: Any, branches: list[dict[str, Any]]) -> str:
     keys = [b["required"][0] for b in branches]
     found = [k for k in keys if isinstance(instance, dict) and k in instance]
     listed = ", ".join(keys[:-1]) + f" or {keys[-1]}"

@@ -143,13 +143,17 @@ def test_render_apply_with_owner_reference(tmp_path: Path) -> None:
     assert (owner["name"], owner["uid"], owner["controller"]) == ("gen", "u2", True)
 
 
-def test_render_template_failure_exits_1(tmp_path: Path) -> None:
+def test_render_template_failure_exits_1(tmp_path: Path, pod_file: Path) -> None:
     """A template that fails for this object is a runtime error naming the config location."""
-    obj = tmp_path / "cm.yaml"
-    obj.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n")
-    result = kinrun("render", ROOT / "examples/configs/secondary-watch.yaml", "--object", obj)
+    config = tmp_path / "c.yaml"
+    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+                      "  - name: c\n    for: pods\n    reconcile:\n      actions:\n"
+                      "        - log: \"{{ obj.metadata.nmae.upper() }}\"\n")
+    result = kinrun("render", config, "--object", pod_file)
     assert result.returncode == 1
-    assert "secondary-watch.yaml:34" in result.stderr and "generation" in result.stderr
+    assert f"{config}:9: controllers[0].reconcile.actions[0]" in result.stderr
+    assert "nmae" in result.stderr
 
 
 def test_render_rejects_a_file_that_is_not_an_object(tmp_path: Path) -> None:
