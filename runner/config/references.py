@@ -3,7 +3,7 @@
 Run on schema-valid data (:func:`check_references`); each problem becomes a located
 ConfigError. Checked: a controller's ``for`` and ``watches[].informer`` name known informers;
 ``mapTo: {index: NAME}`` names an indexer of the primary informer; controller names are
-unique; a ``plugin:`` action kind is not a built-in kind; plugin file paths exist (resolved against the config file's folder); a reconcile does
+unique; ``reconcile.hooks`` lists name loaded plugins; a ``plugin:`` action kind is not a built-in kind; plugin file paths exist (resolved against the config file's folder); a reconcile does
 something (hooks or actions); rate limiter ``baseDelay <= maxDelay``; leader election
 ``leaseDuration > renewDeadline > retryPeriod``.
 """
@@ -11,6 +11,7 @@ something (hooks or actions); rate limiter ``baseDelay <= maxDelay``; leader ele
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,31 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
                                  f"(first at line {first}, controllers[{seen[name]}])"))
         seen.setdefault(name, i)
         errors += _check_controller(loaded, base, controller, informers)
+    errors += _check_hook_plugins(loaded, data)
     errors += _check_leader_election(loaded, data.get("leaderElection"))
+    return errors
+
+
+def entry_point_names() -> list[str]:
+    """Names of the installed third-party ``kinrun`` entry points: plugin names besides the
+    config's. Built-ins (``kinrun.plugins.*``) are left out: kinrun.plugin_manager only
+    activates them when the config lists them."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group="kinrun")
+                   if not ep.value.startswith("kinrun.plugins")})
+
+
+def _check_hook_plugins(loaded: LoadedYaml, data: dict[str, Any]) -> list[ConfigError]:
+    """``reconcile.hooks: [names]`` must name plugins: a ``plugins:`` entry exactly as written,
+    or an installed ``kinrun`` entry point (the names kinrun.plugin_manager registers)."""
+    errors: list[ConfigError] = []
+    known: list[str] | None = None
+    for i, controller in enumerate(data.get("controllers") or []):
+        hooks = controller["reconcile"].get("hooks")
+        for j, name in enumerate(hooks if isinstance(hooks, list) else []):
+            known = known if known is not None else [*(data.get("plugins") or []), *entry_point_names()]
+            if name not in known:
+                errors.append(locate(loaded, ("controllers", i, "reconcile", "hooks", j),
+                                     _unknown("plugin", name, known)))
     return errors
 
 

@@ -50,7 +50,7 @@ controllers:
     rateLimiter: {baseDelay: 10ms, maxDelay: 2m, qps: 2.5, burst: 4}
     maxRetries: 0
     reconcile:
-      hooks: [one, two]
+      hooks: [kinrun.plugins.log, ./hooks.py]
       actions:
         - log: "hi {{ key }}"
         - when: "obj.spec.nodeName"
@@ -140,7 +140,7 @@ def test_actions_are_normalized(full: Config) -> None:
         ("requeueAfter", {"template": "{{ 5 }}s"}),
         ("scale", {"replicas": [1, 2]}),
     ]
-    assert reconcile.hook_plugins == ("one", "two")
+    assert reconcile.hook_plugins == ("kinrun.plugins.log", "./hooks.py")
     assert thaw(reconcile.on_delete[0].spec) == {"message": "gone", "level": "warning"}
 
 
