@@ -172,3 +172,18 @@ def test_plugins_lists_hooks_of_a_file_plugin() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("./../plugins/pods_by_node.py  (file ")
     assert "kinrun_reconcile" in lines[1] and "kinrun_index_funcs" in lines[1]
+
+
+def test_render_needs_controller_when_there_are_several(tmp_path: Path, pod_file: Path) -> None:
+    """With two controllers, render asks for --controller, and rejects an unknown one."""
+    config = tmp_path / "two.yaml"
+    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+                      "  - {name: a, for: pods, reconcile: {actions: [{log: a}]}}\n"
+                      "  - {name: b, for: pods, reconcile: {actions: [{log: b}]}}\n")
+    missing = kinrun("render", config, "--object", pod_file)
+    assert missing.returncode == 2 and "give --controller (a, b)" in missing.stderr
+    unknown = kinrun("render", config, "--object", pod_file, "--controller", "c")
+    assert unknown.returncode == 2 and "no controller 'c' (known: a, b)" in unknown.stderr
+    chosen = kinrun("render", config, "--object", pod_file, "--controller", "b")
+    assert chosen.returncode == 0 and yaml.safe_load(chosen.stdout) == [{"log": "b", "level": "info"}]
