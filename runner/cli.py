@@ -79,8 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(str(exc))
         return EXIT_USAGE
     except ClusterConfigError as exc:
-        _err(f"kinrun: {exc}\nkinrun: (use --kubeconfig/--context, or --embedded to try it "
-             f"without a cluster)")
+        _err(f"kinrun: {exc}; use --kubeconfig/--context, or --embedded to run on the "
+             f"embedded API server")
         return EXIT_USAGE
     except KinrunError as exc:
         _err(f"kinrun: {exc}")
