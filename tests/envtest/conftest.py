@@ -113,7 +113,7 @@ def _overflow_history(kube: RawKube) -> None:
     scratch namespace), whether its history is global or per resource."""
     if kube.get(f"/api/v1/namespaces/{SCRATCH_NS}").status == 404:
         _create_namespace(kube, SCRATCH_NS)
-    for i in range(EMBEDDED_HISTORY + 10):
+    for _ in range(2 * EMBEDDED_HISTORY):  # the log keeps capacity + 25% before trimming
         for path, body in ((cm_path(SCRATCH_NS), configmap("")),
                            (f"/api/v1/namespaces/{SCRATCH_NS}/events", event("", SCRATCH_NS))):
             body["metadata"] = {"generateName": "fill-"}

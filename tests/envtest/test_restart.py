@@ -23,17 +23,14 @@ def test_restart_apiserver_keeps_url_and_data_and_ends_open_watches(
     create(envtest_raw, cm_path(ns), configmap("before"))
     list_rv = envtest_raw.get(cm_path(ns)).body["metadata"]["resourceVersion"]
     outcome: dict[str, Any] = {}
-    opened = threading.Event()
+    stream = envtest_raw.open_watch(cm_path(ns), {"resourceVersion": list_rv,
+                                                  "timeoutSeconds": 120}, read_timeout=120)
 
-    def watch_across_restart() -> None:
-        opened.set()
-        outcome["result"] = envtest_raw.watch(cm_path(ns), {"resourceVersion": list_rv,
-                                                            "timeoutSeconds": 120},
-                                              read_timeout=120)
+    def read_across_restart() -> None:
+        outcome["result"] = stream.read()
 
-    thread = threading.Thread(target=watch_across_restart, daemon=True)
+    thread = threading.Thread(target=read_across_restart, daemon=True)
     thread.start()
-    assert opened.wait(5)
     envtest_server.restart_apiserver()
     thread.join(30)
     assert not thread.is_alive(), "a watch open during the restart never ended"
