@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import select
 import socket
+import sys
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +37,13 @@ class APIHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], api: Api) -> None:
         self.api = api
         super().__init__(address, APIRequestHandler)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Ignore clients that went away; report anything else as the stdlib does."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _reason(code: int) -> str:

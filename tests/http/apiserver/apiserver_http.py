@@ -5,6 +5,7 @@ stack (``ApiClient.param_serialize`` + ``call_api``), for checks the generated m
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -94,12 +95,15 @@ class WatchStream:
         return self.ended.wait(timeout)
 
     def close(self) -> None:
-        """Drop the connection."""
-        try:
-            self._resp.response.release_conn()
-            self._resp.response.close()
-        except Exception:  # noqa: BLE001
-            pass
+        """Drop the connection (shut the socket down; the reader thread then ends)."""
+        conn = getattr(self._resp.response, "connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.ended.wait(5)
 
 
 def pod(name: str, namespace: str = "default", labels: dict[str, str] | None = None,
