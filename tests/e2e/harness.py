@@ -28,11 +28,14 @@ WAIT = 60.0
 
 
 class KinrunProcess:
-    """``kinrun *args`` in a subprocess (cwd: the repo), its output collected line by line."""
+    """``kinrun *args`` in a subprocess (cwd: the repo), its output collected line by line.
+    ``argv`` replaces the whole command line (e.g. a README command through bash)."""
 
-    def __init__(self, args: Sequence[str], *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
+                 argv: Sequence[str] | None = None) -> None:
         full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-        self.proc = subprocess.Popen([*KINRUN, *args], cwd=ROOT, env=full_env,
+        argv = list(argv) if argv is not None else [*KINRUN, *args]
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=full_env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self._cond = threading.Condition()

@@ -1,0 +1,102 @@
+"""Every command of the README runs as written (from the repo root, through bash), and its
+example config and hook plugin work."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .harness import ROOT, WAIT, KinrunProcess
+
+pytestmark = pytest.mark.e2e
+
+README = (ROOT / "README.md").read_text()
+
+
+def blocks(lang: str) -> list[str]:
+    """The README's fenced code blocks of language ``lang``."""
+    return re.findall(rf"^```{lang}\n(.*?)^```", README, flags=re.S | re.M)
+
+
+def commands() -> list[str]:
+    return [ln.strip() for block in blocks("sh") for ln in block.splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def shell(command: str, env: dict[str, str] | None = None) -> KinrunProcess:
+    """A README command run through bash, its output collected like kinrun's."""
+    return KinrunProcess(argv=["bash", "-c", f"exec {command}"], env=env)
+
+
+def run_to_end(command: str) -> str:
+    done = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True,
+                          timeout=WAIT)
+    assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def test_readme_lists_the_two_setup_commands_first() -> None:
+    """The README's first two commands are the main job on the embedded server, then the tests."""
+    first, second = commands()[:2]
+    assert first.startswith("scripts/kinrun ") and "--embedded" in first
+    assert second == "scripts/test"
+    assert "scripts/test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_main_job_command_runs_the_pod_logger_on_the_embedded_server() -> None:
+    """The first README command logs the seeded pod, prints the kubeconfig export, exits 0 on Ctrl-C."""
+    proc = shell(commands()[0])
+    try:
+        proc.wait_for(r"^export KUBECONFIG=/")
+        proc.wait_for(r"Sync/Add/Update for Pod mypod$")
+        assert proc.stop(signal.SIGINT) == 0
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize("command", [c for c in commands()
+                                     if re.match(r"scripts/kinrun (validate|render|plugins) ", c)])
+def test_readme_one_shot_command_succeeds(command: str) -> None:
+    """A README command that runs to the end (validate, render, plugins) exits 0 with output."""
+    out = run_to_end(command)
+    assert out.strip()
+    if " validate " in command:
+        assert all(line.endswith(": ok") for line in out.strip().splitlines())
+
+
+def test_readme_real_cluster_command_runs_against_a_real_apiserver(envtest_server) -> None:
+    """The README's real-cluster command, with KUBECONFIG pointing at envtest, starts the controller."""
+    command = next(c for c in commands() if "--namespace default" in c)
+    proc = shell(command, env={"KUBECONFIG": envtest_server.kubeconfig_path})
+    try:
+        proc.wait_for(r"controller pod-logger started with 1 worker")
+        assert proc.stop() == 0
+    finally:
+        proc.kill()
+
+
+def test_readme_config_example_validates_and_renders(tmp_path: Path) -> None:
+    """The README's example config is valid and renders an owned child for a labelled ConfigMap."""
+    (tmp_path / "config.yaml").write_text(blocks("yaml")[0])
+    run_to_end(f"scripts/kinrun validate {tmp_path}/config.yaml")
+    out = run_to_end(f"scripts/kinrun render {tmp_path}/config.yaml "
+                     f"--object examples/objects/settings-configmap.yaml -o yaml")
+    (request,) = yaml.safe_load(out)
+    assert request["verb"] == "apply" and request["name"] == "settings-child"
+    assert request["body"]["metadata"]["ownerReferences"][0]["name"] == "settings"
+
+
+def test_readme_hook_plugin_loads_and_implements_reconcile(tmp_path: Path) -> None:
+    """The README's hook plugin loads from a file path and implements kinrun_reconcile."""
+    (tmp_path / "hooks.py").write_text(blocks("python")[0])
+    (tmp_path / "config.yaml").write_text(
+        "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\nplugins: [./hooks.py]\n"
+        "informers:\n  pods: {apiVersion: v1, kind: Pod}\n"
+        "controllers:\n  - {name: c, for: pods, reconcile: {hooks: true}}\n")
+    out = run_to_end(f"scripts/kinrun plugins {tmp_path}/config.yaml")
+    assert "kinrun_reconcile" in out
