@@ -157,8 +157,9 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
 def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float | None:
     """Carry out a render's steps in order; return the smallest requeue delay (seconds) or None.
 
-    ApiRequests go through ``client.execute(req)``; with ``client=None`` (dry-run) each is logged
-    at INFO as ``dry-run: <request as JSON>`` instead. An ApiError from the client propagates and
+    ApiRequests go through ``client.execute(req)``, each logged at INFO once sent (``apply
+    ConfigMap ns/name``); with ``client=None`` (dry-run) each is logged at INFO as ``dry-run:
+    <request as JSON>`` instead. An ApiError from the client propagates and
     the later steps are not carried out.
     """
     delay: float | None = None
@@ -168,6 +169,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float 
                 logger.info("dry-run: %s", json.dumps(step.describe(), sort_keys=True))
             else:
                 client.execute(step)
+                logger.info("%s", step.summary())
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)
         elif isinstance(step, RequeueAfter):

@@ -36,6 +36,13 @@ class ApiRequest:
     subresource: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """One line for logs: ``apply ConfigMap default/settings-child`` (``/status`` appended
+        for the status subresource)."""
+        target = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        sub = f"/{self.subresource}" if self.subresource else ""
+        return f"{self.verb} {self.kind} {target}{sub}"
+
     def describe(self) -> dict[str, Any]:
         """A JSON-ready dict of the request, as ``kinrun render`` prints it."""
         out: dict[str, Any] = {"verb": self.verb, "apiVersion": self.api_version,
