@@ -12,7 +12,7 @@ through a client's ``execute``. Not here: HTTP (``kinrun.kube``), retries (``kin
 the config model (``kinrun.config``): specs arrive as plain mappings.
 """
 
-from kinrun.actions.durations import parse_duration
+from kinrun.durations import parse_duration
 from kinrun.actions.errors import ActionError, RenderError
 from kinrun.actions.program import (
     DEFAULT_FIELD_MANAGER, ActionProgram, CompiledAction, compile_actions, execute,

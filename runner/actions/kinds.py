@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from kinrun.actions.durations import parse_duration
+from kinrun.durations import parse_duration
 from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest

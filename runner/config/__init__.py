@@ -8,7 +8,7 @@ Public face: ``load(path)``/``load_text(text, file=...)`` return a :class:`Confi
 reading: nothing here talks to a cluster.
 """
 
-from kinrun.config.durations import format_duration, parse_duration
+from kinrun.durations import format_duration, parse_duration
 from kinrun.config.model import (BUILTIN_ACTION_KINDS, ActionSpec, ClusterSpec, Config,
                                  ControllerSpec, FrozenMap, IndexerSpec, InformerSpec,
                                  LeaderElectionSpec, Location, MetricsSpec, RateLimiterSpec,

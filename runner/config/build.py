@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinrun.config.durations import parse_duration
+from kinrun.durations import parse_duration
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
 from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec, FrozenMap,
                                  IndexerSpec, InformerSpec, LeaderElectionSpec, Location,

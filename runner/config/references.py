@@ -15,7 +15,7 @@ import importlib.metadata
 from pathlib import Path
 from typing import Any
 
-from kinrun.config.durations import parse_duration
+from kinrun.durations import parse_duration
 from kinrun.config.loader import LoadedYaml, PathKey
 from kinrun.config.model import BUILTIN_ACTION_KINDS
 from kinrun.config.paths import is_plugin_path, resolve_path

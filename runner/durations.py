@@ -1,4 +1,4 @@
-"""Durations in config files: ``500ms``, ``30s``, ``10m``, ``1h``, ``1m30s``, or seconds.
+"""Durations as kinrun configs write them: ``500ms``, ``30s``, ``10m``, ``1h``, ``1m30s``, or seconds.
 
 The unit syntax is a subset of Go's ``time.ParseDuration`` (units ms, s, m, h; any order;
 fractions allowed, as ``1.5h``), because that is what Kubernetes users already write. A bare
