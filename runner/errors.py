@@ -14,6 +14,9 @@
     │   ├── TooManyRequestsError    429, with retry_after (seconds) when the server sent one
     │   ├── ServerError             5xx
     │   └── ApiConnectionError      no HTTP answer: refused, reset, timed out
+    ├── ActionError                 (kinrun.actions) an action failed; retried with backoff
+    │   └── RenderError             a template failed to render or its result was refused
+    ├── UnknownKindError            (kinrun.kube) discovery has no such kind; names the closest
     └── ReconcileError              raised by a reconcile (hook or action) to steer the retry
         ├── PermanentError          do not retry this key (until it changes again)
         └── TemporaryError          retry after `delay` seconds (instead of the rate limiter's)
