@@ -399,9 +399,8 @@ class Store:
                     out.append((t, entries))
             return out
         crd_type = self._crd_type_locked(name)
-        if crd_type is None:
-            return []
-        return [(crd_type, list(self._objects.get(crd_type.key, {}).values()))]
+        entries = list(self._objects.get(crd_type.key, {}).values()) if crd_type else []
+        return [(crd_type, entries)] if crd_type and entries else []
 
     def _crd_type_locked(self, crd_name: str) -> ResourceType | None:
         plural, _, group = crd_name.partition(".")

@@ -101,8 +101,11 @@ class Watcher:
 
     def _ended_locked(self) -> bool:
         store = self._store
-        return (self._stopped or store.closed or store.watch_epoch != self._epoch
-                or store.log_for_key_locked(self._rtype.key) is not self._log)
+        return self._stopped or store.closed or store.watch_epoch != self._epoch
+
+    def _unserved_locked(self) -> bool:
+        """The resource stopped being served (its CRD is gone) and its log was dropped."""
+        return self._store.log_for_key_locked(self._rtype.key) is not self._log
 
     def next_lines(self, max_wait: float) -> tuple[list[bytes], bool]:
         """The next watch lines, waiting at most ``max_wait`` seconds for some; returns
@@ -129,6 +132,8 @@ class Watcher:
                     self._cursor = log.next_seq
                     self._last_rv = events[-1].rv
                     break
+                if self._unserved_locked():
+                    return [], True
                 now = time.monotonic()
                 if self._bookmarks and now >= self._next_bookmark:
                     self._next_bookmark = now + self._interval
