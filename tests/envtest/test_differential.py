@@ -7,6 +7,7 @@ understanding of Kubernetes is wrong), then asserts the embedded server's outcom
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import urllib3
@@ -22,8 +23,20 @@ CONFLICT_MSG = ("the object has been modified; please apply your changes to the 
 def check(pair: Pair, scenario: Any) -> Any:
     """Run ``scenario`` on both servers, assert equal outcomes, return the real one."""
     real, embedded = pair.run(scenario)
-    assert embedded == real, "embedded server differs from kube-apiserver"
+    assert embedded == real, "embedded server differs from kube-apiserver:\n" + "\n".join(
+        differences(real, embedded))
     return real
+
+
+def differences(real: Any, embedded: Any, path: str = "") -> list[str]:
+    """Lines ``path: kube-apiserver=X embedded=Y`` for every leaf where the outcomes differ."""
+    if isinstance(real, dict) and isinstance(embedded, dict):
+        return [line for key in sorted(set(real) | set(embedded), key=str)
+                for line in differences(real.get(key, "<absent>"), embedded.get(key, "<absent>"),
+                                        f"{path}.{key}")]
+    if real == embedded:
+        return []
+    return [f"{path or '.'}: kube-apiserver={real!r} embedded={embedded!r}"]
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -425,3 +438,63 @@ def test_discovery_agrees_on_served_resources(both: Pair) -> None:
     embedded_groups = {g["name"]: g["preferredVersion"]["groupVersion"]
                        for g in both.embedded.kube.get("/apis").body["groups"]}
     assert {k: real_groups.get(k) for k in embedded_groups} == embedded_groups
+
+
+# -- more request semantics ------------------------------------------------------------------
+
+
+def test_write_edge_cases_answer_alike(both: Pair) -> None:
+    """PUT of a missing ConfigMap (404, no create-on-update), a body namespace that differs
+    from the URL's (400), generateName (prefix + 5 characters), and a DELETE whose uid
+    precondition fails (409 Conflict)."""
+    def scenario(t: Target) -> Any:
+        put_missing = t.kube.request("PUT", cm_path(t.ns, "nope"), configmap("nope"))
+        wrong_ns = configmap("w")
+        wrong_ns["metadata"]["namespace"] = f"{t.ns}-elsewhere"
+        mismatch = t.kube.request("POST", cm_path(t.ns), wrong_ns)
+        generated = create(t.kube, cm_path(t.ns),
+                           {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"generateName": "gen-"}})
+        name = generated["metadata"]["name"]
+        uid = create(t.kube, cm_path(t.ns), configmap("pre"))["metadata"]["uid"]
+        precondition = t.kube.request("DELETE", cm_path(t.ns, "pre"),
+                                      {"apiVersion": "v1", "kind": "DeleteOptions",
+                                       "preconditions": {"uid": "not-the-uid"}})
+        view = status_view(precondition)
+        view["message"] = view["message"].replace(uid, "<uid>")
+        return {"put_missing": status_view(put_missing), "mismatch": status_view(mismatch),
+                "generated": (name.startswith("gen-"), len(name)), "precondition": view}
+
+    real = check(both, scenario)
+    assert real["put_missing"]["code"] == 404 and real["mismatch"]["code"] == 400
+    assert real["precondition"]["code"] == 409
+
+
+def test_list_at_expired_exact_resource_version_is_410(both: Pair) -> None:
+    """LIST with resourceVersionMatch=Exact at a resourceVersion older than the history: 410."""
+    def scenario(t: Target) -> Any:
+        create(t.kube, cm_path(t.ns), configmap("x1"))
+        old_rv = t.kube.get(cm_path(t.ns)).body["metadata"]["resourceVersion"]
+        exact_now = names(t.kube.get(cm_path(t.ns), resourceVersion=old_rv,
+                                     resourceVersionMatch="Exact").body["items"])
+        create(t.kube, cm_path(t.ns), configmap("x2"))
+        t.expire_history()
+        later = status_view(t.kube.get(cm_path(t.ns), resourceVersion=old_rv,
+                                       resourceVersionMatch="Exact"))
+        return {"exact_before": exact_now, "after": later}
+
+    real = check(both, scenario)
+    assert real["exact_before"] == ["x1"] and real["after"]["code"] == 410
+
+
+def test_list_from_future_resource_version_is_504_too_large(both: Pair) -> None:
+    """LIST (and WATCH) from a resourceVersion the server has not reached: 504 Timeout with a
+    ResourceVersionTooLarge cause and retryAfterSeconds 1 (the real server first waits ~3 s)."""
+    def scenario(t: Target) -> Any:
+        future = str(int(t.kube.get(cm_path(t.ns)).body["metadata"]["resourceVersion"]) + 10**6)
+        listed = status_view(t.kube.get(cm_path(t.ns), resourceVersion=future))
+        listed["message"] = re.sub(r"\d+", "N", listed["message"])
+        return listed
+
+    real = check(both, scenario)
+    assert (real["code"], real["reason"]) == (504, "Timeout")
