@@ -14,8 +14,7 @@ import enum
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kinrun.cache.listwatch import Obj
 from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
@@ -31,9 +30,9 @@ class DeltaType(enum.Enum):
     SYNC = "Sync"  # periodic resync replay of the cached object
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """One change: ``type`` and the object after it (a tombstone for missed deletions)."""
+class Delta(NamedTuple):
+    """One change: ``type`` and the object after it (a tombstone for missed deletions).
+    A NamedTuple: immutable and cheap to build on the hot path."""
 
     type: DeltaType
     object: Any  # Obj | DeletedFinalStateUnknown

@@ -217,7 +217,7 @@ class SharedIndexInformer:
         store = self._store
         out: list[tuple[tuple[int, Any, Any], bool]] = []
         with self._block_deltas:
-            with store.locked():
+            with store.lock:
                 for delta in deltas:
                     self._apply_locked(store, key, delta, is_in_initial_list, out)
             distribute = self._processor.distribute

@@ -63,6 +63,7 @@ class ThreadSafeStore:
 
     def __init__(self, indexers: Indexers | None = None) -> None:
         self._lock = threading.Lock()
+        self.lock = self._lock  # for ``with store.lock:`` around ``*_locked`` calls (hot path)
         self._items: dict[str, Obj] = {}
         self._indexers: Indexers = {}
         self._indices: dict[str, dict[str, set[str]]] = {}

@@ -41,6 +41,10 @@ class DelayingQueue:
         self._seq = itertools.count()
         self._wakeup = threading.Event()
         self._stopped = False
+        # the wrapped level's methods, bound directly (saves a call per item on the hot path)
+        self.add = self._queue.add  # type: ignore[method-assign]
+        self.get = self._queue.get  # type: ignore[method-assign]
+        self.done = self._queue.done  # type: ignore[method-assign]
         self._thread = threading.Thread(target=self._waiting_loop, name=f"workqueue-delay-{name}",
                                          daemon=True)
         self._thread.start()

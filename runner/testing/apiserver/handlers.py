@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .rest import Answer, Api, Request, WatchAnswer
 
 POLL = 0.5           # seconds between liveness checks of an idle watch connection
+IOV_BATCH = 512      # buffers per sendmsg call (below IOV_MAX)
 MAX_BODY = 64 << 20  # bytes accepted in one request body
 
 
@@ -44,6 +45,20 @@ class APIHTTPServer(ThreadingHTTPServer):
         if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
             return
         super().handle_error(request, client_address)
+
+
+def _sendmsg_all(sock: socket.socket, buffers: list[bytes]) -> None:
+    """Send every byte of ``buffers`` in order with ``sendmsg`` (handles partial sends)."""
+    views = [memoryview(b) for b in buffers if b]
+    while views:
+        sent = sock.sendmsg(views)
+        while sent and views:
+            if sent >= len(views[0]):
+                sent -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
 
 
 def _reason(code: int) -> str:
@@ -150,9 +165,9 @@ class APIRequestHandler(BaseHTTPRequestHandler):
     def _pump(self, watcher, deadline: float | None) -> None:  # noqa: ANN001
         while True:
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
-            lines, ended = watcher.next_lines(wait)
-            if lines:
-                self._chunk(b"".join(lines))
+            pieces, ended = watcher.next_lines(wait)
+            if pieces:
+                self._chunk_pieces(pieces)
             elif not ended and self._client_gone():
                 self.close_connection = True
                 return
@@ -171,6 +186,14 @@ class APIRequestHandler(BaseHTTPRequestHandler):
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+
+    def _chunk_pieces(self, pieces: list[bytes]) -> None:
+        """Write ``pieces`` as one chunk with scatter/gather sends (no copy of the objects)."""
+        size = sum(len(p) for p in pieces)
+        buffers = [b"%x\r\n" % size, *pieces, b"\r\n"]
+        sock = self.connection
+        for start in range(0, len(buffers), IOV_BATCH):
+            _sendmsg_all(sock, buffers[start:start + IOV_BATCH])
 
     def _finish(self) -> None:
         self.wfile.write(b"0\r\n\r\n")

@@ -12,7 +12,7 @@ held are ``seq`` in ``[base_seq, next_seq)``. A watcher keeps the ``seq`` of the
 must deliver; when it falls below ``base_seq`` it lagged too far and is expired.
 
 Concurrency: an ``EventLog`` is guarded by the store's lock (``cond`` is built on it); every
-method expects that lock held (``_locked``) except ``Event.deleted_line``, which is idempotent.
+method expects that lock held (``_locked``) except ``Event``'s, which are idempotent.
 """
 
 from __future__ import annotations
@@ -27,36 +27,51 @@ if TYPE_CHECKING:
     from .store import Entry
 
 
+_PREFIX = {t: b'{"type":"' + t.encode() + b'","object":'
+           for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")}
+_SUFFIX = b"}\n"
+
+
+def event_pieces(event_type: str, raw: bytes) -> tuple[bytes, bytes, bytes]:
+    """The newline-terminated JSON watch event for an object serialised as ``raw``, as three
+    buffers (prefix, object, suffix) so it can be written without copying the object."""
+    return (_PREFIX[event_type], raw, _SUFFIX)
+
+
 def event_line(event_type: str, raw: bytes) -> bytes:
-    """The newline-terminated JSON watch event for an object already serialised as ``raw``."""
-    return b'{"type":"' + event_type.encode() + b'","object":' + raw + b"}\n"
+    """The watch event for ``raw`` as one bytes line."""
+    return b"".join(event_pieces(event_type, raw))
 
 
 class Event:
     """One write: ``type`` (ADDED/MODIFIED/DELETED), ``rv`` (the write's resourceVersion),
     ``entry`` (the object after the write; for DELETED its last state stamped with ``rv``),
-    ``old`` (the entry before, None for ADDED), ``line`` (the watch line for ``entry``).
-    Immutable after construction except the lazily built ``deleted_line`` cache."""
+    ``old`` (the entry before, None for ADDED). The object bytes are shared by every watcher
+    (``pieces``). Immutable after construction except the lazily built ``_deleted_raw``."""
 
-    __slots__ = ("type", "rv", "entry", "old", "line", "_deleted_line")
+    __slots__ = ("type", "rv", "entry", "old", "_deleted_raw")
 
     def __init__(self, event_type: str, rv: int, entry: Entry, old: Entry | None) -> None:
         self.type = event_type
         self.rv = rv
         self.entry = entry
         self.old = old
-        self.line = event_line(event_type, entry.raw)
-        self._deleted_line: bytes | None = None
+        self._deleted_raw: bytes | None = None
 
-    def deleted_line(self) -> bytes:
+    def pieces(self, as_type: str | None = None) -> tuple[bytes, bytes, bytes]:
+        """This event's watch line as buffers, optionally under another type (ADDED for an
+        object that starts matching a selector)."""
+        return event_pieces(as_type or self.type, self.entry.raw)
+
+    def deleted_pieces(self) -> tuple[bytes, bytes, bytes]:
         """A DELETED line carrying the *previous* object stamped with this event's rv: what a
         watcher whose selector stops matching receives (as the cacher's convertToWatchEvent)."""
-        if self._deleted_line is None:
+        if self._deleted_raw is None:
             assert self.old is not None
             obj = orjson.loads(self.old.raw)
             obj["metadata"]["resourceVersion"] = str(self.rv)
-            self._deleted_line = event_line("DELETED", orjson.dumps(obj))
-        return self._deleted_line
+            self._deleted_raw = orjson.dumps(obj)
+        return event_pieces("DELETED", self._deleted_raw)
 
 
 class EventLog:

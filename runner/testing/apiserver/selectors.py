@@ -13,6 +13,7 @@ Selectors are immutable after parsing and safe to share between threads.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ _DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([
 _SPECIAL = set(" \t\n,()!=<>")
 
 
+@functools.lru_cache(maxsize=4096)
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid label key (a qualified name), or None when it is."""
     prefix, slash, name = key.rpartition("/")
@@ -36,6 +38,7 @@ def label_key_error(key: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None when it is ("" is valid)."""
     if value == "" or (len(value) <= 63 and _NAME_RE.match(value)):
@@ -296,18 +299,27 @@ def _find_unescaped(text: str, sym: str) -> int:
 def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string a field selector compares for dotted ``path`` in ``obj`` ("" when absent;
     booleans as ``true``/``false``)."""
-    cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
+    return _field_value(obj, _split_path(path))
+
+
+@functools.lru_cache(maxsize=1024)
+def _split_path(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
+def _field_value(obj: Any, parts: tuple[str, ...]) -> str:
+    cur = obj
+    for part in parts:
+        if not isinstance(cur, dict):
             return ""
         cur = cur.get(part)
     if cur is None:
         return ""
-    if isinstance(cur, bool):
+    if cur is True or cur is False:
         return "true" if cur else "false"
-    return str(cur)
+    return cur if isinstance(cur, str) else str(cur)
 
 
 def selectable_fields(obj: Mapping[str, Any], keys: frozenset[str]) -> dict[str, str]:
     """The field-selector values of ``obj`` for every key in ``keys``."""
-    return {k: field_value(obj, k) for k in keys}
+    return {k: _field_value(obj, _split_path(k)) for k in keys}

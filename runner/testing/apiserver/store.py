@@ -118,6 +118,9 @@ class Store:
         self._continue_floor = 0                       # tokens with serial <= this are expired
         self.watch_epoch = 0                           # bumped to end every open watch
         self._defer_finish = False                     # True while a container empties itself
+        self._now_cache: tuple[int, str] = (-1, "")
+        self._uid_prefix = str(uuid.uuid4())[:23]      # 8-4-4-4 hex groups
+        self._uid_counter = 0
         self.closed = False
         ns_type = self.registry.get(NAMESPACES)
         assert ns_type is not None
@@ -134,7 +137,16 @@ class Store:
 
     def now(self) -> str:
         """The current time as RFC 3339 (seconds, UTC), as metav1.Time serialises."""
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock()))
+        second = int(self._clock())
+        if second != self._now_cache[0]:
+            self._now_cache = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+        return self._now_cache[1]
+
+    def _new_uid(self) -> str:
+        """A unique RFC 4122-shaped uid: a random per-store prefix and a counter (cheaper than
+        uuid4 on every create; unique within the process)."""
+        self._uid_counter += 1
+        return f"{self._uid_prefix}-{self._uid_counter:012x}"
 
     def log_locked(self, rtype: ResourceType) -> EventLog:
         """The event log of ``rtype`` (created empty on first use)."""
@@ -219,7 +231,7 @@ class Store:
                     ("metadata.name", "FieldValueRequired",
                      "Required value: name or generateName is required")])
             meta["name"] = generate_name(str(meta["generateName"]))
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self.now()
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(field, None)

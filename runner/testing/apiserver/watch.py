@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from .history import Event, EventLog, event_line
+from .history import Event, EventLog, event_line, event_pieces
 from .registry import ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .status import StatusError, too_old
@@ -59,7 +59,7 @@ class Watcher:
         self._filtered = bool(namespace) or not labels.empty or not fields.empty
         self._cursor = cursor                       # seq of the next event to deliver
         self._last_rv = store.resource_version      # rv the client has seen up to (approx.)
-        self._pending = [event_line("ADDED", e.raw) for e in initial]
+        self._pending = [p for e in initial for p in event_pieces("ADDED", e.raw)]
         self._initial_end = initial_end_bookmark
         self._bookmarks = bookmarks
         self._interval = max(0.001, bookmark_interval)
@@ -108,9 +108,10 @@ class Watcher:
         return self._store.log_for_key_locked(self._rtype.key) is not self._log
 
     def next_lines(self, max_wait: float) -> tuple[list[bytes], bool]:
-        """The next watch lines, waiting at most ``max_wait`` seconds for some; returns
-        ``(lines, ended)``. ``lines`` may be empty (nothing happened); once ``ended`` is True
-        the stream must be closed (it may still carry a final ERROR line)."""
+        """The next watch events, waiting at most ``max_wait`` seconds for some; returns
+        ``(buffers, ended)``: ``buffers`` concatenated are newline-terminated JSON events (it
+        may be empty: nothing happened); once ``ended`` is True the stream must be closed (it
+        may still carry a final ERROR event)."""
         if self._pending:
             lines = self._convert_lines(self._pending)
             self._pending = []
@@ -145,29 +146,32 @@ class Watcher:
         return self._convert_lines(self._select(events)), False
 
     def _select(self, events: list[Event]) -> list[bytes]:
-        if not self._filtered:
-            return [e.line for e in events]
-        ns, labels, fields = self._namespace, self._labels, self._fields
         out: list[bytes] = []
+        if not self._filtered:
+            for ev in events:
+                out.extend(ev.pieces())
+            return out
+        ns, labels, fields = self._namespace, self._labels, self._fields
         for ev in events:
             now_ok = ev.type != "DELETED" and ev.entry.matches(ns, labels, fields)
             old_ok = ev.old is not None and ev.old.matches(ns, labels, fields)
             if now_ok and (old_ok or ev.type == "ADDED"):
-                out.append(ev.line)
+                out.extend(ev.pieces())
             elif now_ok:
-                out.append(event_line("ADDED", ev.entry.raw))
+                out.extend(ev.pieces("ADDED"))
             elif old_ok:
-                out.append(ev.line if ev.type == "DELETED" else ev.deleted_line())
+                out.extend(ev.pieces() if ev.type == "DELETED" else ev.deleted_pieces())
         return out
 
-    def _convert_lines(self, lines: list[bytes]) -> list[bytes]:
+    def _convert_lines(self, pieces: list[bytes]) -> list[bytes]:
         if not self._convert:
-            return lines
+            return pieces
         api_version = self._rtype.api_version(self._version)
         out = []
-        for line in lines:
+        for line in b"".join(pieces).splitlines():
             event = orjson.loads(line)
-            event["object"]["apiVersion"] = api_version
+            if isinstance(event.get("object"), dict) and event.get("type") != "ERROR":
+                event["object"]["apiVersion"] = api_version
             out.append(orjson.dumps(event) + b"\n")
         return out
 
