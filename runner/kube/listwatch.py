@@ -27,6 +27,7 @@ import urllib3
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
+from kinrun.kube.jsondecode import loads
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import Transport
 
@@ -249,7 +250,7 @@ class StreamWatch:
 
     def _decode(self, line: bytes) -> WatchEvent:
         try:
-            event = orjson.loads(line)
+            event = loads(line)
             etype = event["type"]
             obj = event["object"]
         except (orjson.JSONDecodeError, KeyError, TypeError):

@@ -25,6 +25,7 @@ import urllib3
 
 from kinrun.errors import ApiError
 from kinrun.kube.http_errors import error_from_exception, error_from_response
+from kinrun.kube.jsondecode import loads
 from kinrun.kube.ratelimit import TokenBucket
 from kinrun.kube.retry import RetryPolicy
 
@@ -96,7 +97,13 @@ class Transport:
         resp = self._send_with_retries(method, path, query, encode_body(body), content_type,
                                        stream=False, read_timeout=self.read_timeout)
         data = resp.data
-        return orjson.loads(data) if data else None
+        if not data:
+            return None
+        try:
+            return loads(data)
+        except orjson.JSONDecodeError:
+            text = data[:200].decode("utf-8", errors="replace")
+            raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None
 
     def open_stream(self, path: str, *, query: Query | None = None,
                     read_timeout: float | None = None) -> urllib3.BaseHTTPResponse:

@@ -1,0 +1,82 @@
+"""jsondecode.loads: decodes like orjson and restores the collector's state afterwards."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import orjson
+import pytest
+
+from kinrun.kube.jsondecode import loads
+
+
+def test_loads_decodes_like_orjson() -> None:
+    """The result equals orjson's."""
+    data = orjson.dumps({"a": [1, {"b": None}], "c": "é"})
+    assert loads(data) == orjson.loads(data)
+
+
+def test_collector_is_enabled_again_after_a_decode() -> None:
+    """An enabled collector is enabled after loads, also when decoding fails."""
+    assert gc.isenabled()
+    loads(b"[1]")
+    assert gc.isenabled()
+    with pytest.raises(orjson.JSONDecodeError):
+        loads(b"{nope")
+    assert gc.isenabled()
+
+
+def test_collector_disabled_by_the_program_stays_disabled() -> None:
+    """loads never turns on a collector the program turned off."""
+    gc.disable()
+    try:
+        loads(b"{}")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_no_collection_runs_inside_a_decode() -> None:
+    """Decoding many containers triggers no GC collection (it would with the collector on)."""
+    data = orjson.dumps([{"i": i, "l": [i]} for i in range(20_000)])
+    starts: list[int] = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    old = gc.get_threshold()
+    gc.set_threshold(50)
+    gc.callbacks.append(on_gc)
+    try:
+        orjson.loads(data)
+        with_collector = len(starts)
+        starts.clear()
+        loads(data)
+        paused = len(starts)
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.set_threshold(*old)
+    assert with_collector > 0
+    assert paused == 0
+
+
+def test_collector_is_enabled_after_concurrent_decodes() -> None:
+    """Overlapping decodes on several threads leave the collector enabled at the end."""
+    done: list[bool] = []
+    barrier = threading.Barrier(4)
+
+    def decode_many() -> None:
+        barrier.wait(timeout=5)
+        for _ in range(200):
+            loads(b'{"k": [1, 2, 3]}')
+        done.append(True)
+
+    threads = [threading.Thread(target=decode_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert done == [True] * 4
+    assert gc.isenabled()
