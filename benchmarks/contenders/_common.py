@@ -1,0 +1,212 @@
+"""What every contender shares: arguments, CPU pinning, the recorder, GC and memory probes.
+
+A contender is one process that runs one workload against one API server and prints exactly
+one JSON line on stdout (its result), then exits. The harness (``benchmarks/run.py``) starts it,
+reads that line, and never measures inside the contender's process.
+
+Workloads (the harness prepares the server; the contender only reads):
+
+- ``events``: a watch from ``--since`` (an old resourceVersion) replays the server's history;
+  the informer-style contenders skip their initial LIST (it would return "now", and nothing
+  would be replayed), so only the watch path is measured. Done when the object named
+  ``--marker`` carries the annotation ``bench/final`` (the last event of the history).
+- ``sync``: ``--n`` Pods exist; list (and watch) as the contender does by default; done when
+  ``--n`` distinct objects were handled once.
+- ``latency``: like ``sync`` for the existing objects (then prints the line ``synced`` so that
+  the harness starts writing), then every handled object's annotation
+  ``bench/stamp`` (a ``time.time()`` written by the harness just before its API write) gives
+  one write -> handler latency sample (seconds); done at the marker (as in ``events``).
+
+Timestamps are ``time.time()`` seconds (wall clock, comparable across processes on one
+machine); durations use the same clock so the harness can combine them with its own stamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+#: Taken at import of this module: the first thing a contender imports, before any library.
+T_IMPORTED = time.time()
+
+STAMP_ANNOTATION = "bench/stamp"
+FINAL_ANNOTATION = "bench/final"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line every contender accepts (see the module docstring for workloads)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--workload", choices=["events", "sync", "latency"], required=True)
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--n", type=int, default=0, help="objects to handle once (sync)")
+    p.add_argument("--since", default="", help="resourceVersion to replay from (events)")
+    p.add_argument("--marker", default="bench-marker", help="name of the last object written")
+    p.add_argument("--cpu", type=int, default=-1, help="pin to this CPU (-1: no pinning)")
+    p.add_argument("--t-spawn", type=float, default=0.0, help="harness time.time() at spawn")
+    p.add_argument("--tracemalloc", action="store_true", help="trace allocations (sync)")
+    p.add_argument("--timeout", type=float, default=600.0, help="give up after seconds")
+    p.add_argument("--variant", default="", help="contender-specific variant")
+    return p.parse_args(argv)
+
+
+def pin(cpu: int) -> None:
+    """Pin this process (all its threads, present and future) to one CPU; -1 leaves it."""
+    if cpu >= 0:
+        os.sched_setaffinity(0, {cpu})
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process, bytes (from /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class GcMonitor:
+    """Times every cyclic-GC collection through ``gc.callbacks``.
+
+    Fields after ``stop()``: ``max_pause`` (seconds), ``total`` (seconds), ``count`` per
+    generation. The callback runs on whatever thread triggered the collection, with the GIL
+    held, so no lock is needed.
+    """
+
+    def __init__(self) -> None:
+        self.max_pause = 0.0
+        self.total = 0.0
+        self.count = [0, 0, 0]
+        self._started = 0.0
+
+    def _cb(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        d = time.perf_counter() - self._started
+        self.total += d
+        self.max_pause = max(self.max_pause, d)
+        self.count[info.get("generation", 0)] += 1
+
+    def start(self) -> "GcMonitor":
+        gc.callbacks.append(self._cb)
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        if self._cb in gc.callbacks:
+            gc.callbacks.remove(self._cb)
+        return {"gc_max_pause": self.max_pause, "gc_total": self.total, "gc_count": self.count}
+
+
+class Recorder:
+    """Counts handler calls and decides when the workload is done.
+
+    ``handled(name, namespace, annotations)`` is called by the contender's handler for every
+    object it handles (any thread; a lock guards the counters). ``done`` is set when the
+    workload's end condition holds; ``t_first``/``t_last`` are the first and the last handler
+    call (time.time()). Latency samples are seconds.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.done = threading.Event()
+        self.calls = 0
+        self.keys: set[str] = set()
+        self.t_open = 0.0
+        self.t_first = 0.0
+        self.t_last = 0.0
+        self.t_synced = 0.0
+        self.latencies: list[float] = []
+        self._lock = threading.Lock()
+
+    def opened(self) -> None:
+        """The contender is about to send its first LIST or WATCH request."""
+        if not self.t_open:
+            self.t_open = time.time()
+
+    def handled(self, name: str, namespace: str, annotations: dict[str, str] | None) -> None:
+        now = time.time()
+        with self._lock:
+            self.calls += 1
+            if not self.t_first:
+                self.t_first = now
+            self.t_last = now
+            self._workload_locked(now, name, namespace, annotations or {})
+
+    def _workload_locked(self, now: float, name: str, namespace: str,
+                         annotations: dict[str, str]) -> None:
+        w = self.args.workload
+        if w == "sync" or (w == "latency" and not self.t_synced):
+            self.keys.add(f"{namespace}/{name}")
+            if len(self.keys) >= self.args.n and not self.t_synced:
+                self.t_synced = now
+                if w == "sync":
+                    self.done.set()
+                else:
+                    sys.stdout.write("synced\n")
+                    sys.stdout.flush()
+            return
+        stamp = annotations.get(STAMP_ANNOTATION)
+        if w == "latency" and stamp:
+            self.latencies.append(now - float(stamp))
+        if name == self.args.marker and FINAL_ANNOTATION in annotations:
+            self.done.set()
+
+    def result(self) -> dict[str, Any]:
+        with self._lock:
+            r = {"calls": self.calls, "distinct": len(self.keys), "t_open": self.t_open,
+                 "t_first": self.t_first, "t_last": self.t_last, "t_synced": self.t_synced}
+            if self.latencies:
+                r["latency"] = summarize(self.latencies)
+            return r
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    """p50/p90/p99/max and count of latency samples (seconds)."""
+    s = sorted(samples)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, int(p * len(s)))]
+
+    return {"n": len(s), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": s[-1]}
+
+
+def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, Any]) -> None:
+    """Print the one result line and end the process at once (no thread joins, no atexit)."""
+    out = {"contender": name, "workload": args.workload, "variant": args.variant,
+           "t_spawn": args.t_spawn, "t_imported": T_IMPORTED, "ok": rec.done.is_set(),
+           "pid": os.getpid(), "cpu": args.cpu}
+    out.update(rec.result())
+    out.update(extra)
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+    os._exit(0 if out["ok"] else 3)
+
+
+def wait_and_emit(name: str, args: argparse.Namespace, rec: Recorder, gcmon: GcMonitor,
+                  rss_before: int, extra: dict[str, Any] | None = None) -> None:
+    """Wait for the workload's end (or ``--timeout``), take the memory probes, then emit."""
+    rec.done.wait(args.timeout)
+    res = dict(extra or {})
+    res.update(gcmon.stop())
+    res["t_done"] = time.time()
+    gc.collect()
+    res["rss_before"] = rss_before
+    res["rss_after"] = rss_bytes()
+    if args.tracemalloc:
+        import tracemalloc
+        res["traced_bytes"] = tracemalloc.get_traced_memory()[0]
+    emit(name, args, rec, res)
+
+
+def start(args: argparse.Namespace) -> tuple[Recorder, GcMonitor, int]:
+    """Pin, start the probes; returns (recorder, GC monitor, RSS before any object arrived)."""
+    pin(args.cpu)
+    rss0 = rss_bytes()
+    if args.tracemalloc:
+        import tracemalloc
+        tracemalloc.start()
+    return Recorder(args), GcMonitor().start(), rss0

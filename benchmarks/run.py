@@ -1,0 +1,342 @@
+"""Run kinrun and its peers side by side, in one run, on the same server and the same objects.
+
+    .venv/bin/python benchmarks/run.py                  # everything, 3 repetitions, full scale
+    .venv/bin/python benchmarks/run.py --quick          # 1/10 scale, 1 repetition
+    .venv/bin/python benchmarks/run.py --workloads events,sync --contenders kinrun,kopf
+
+Prints a table and writes ``benchmarks/results/<UTC time>.json`` and ``results/latest.json``
+(plus ``latest.md``, the table in Markdown). What each workload does and how it is measured is
+in BENCHMARKS.md; what a contender process does is in ``contenders/_common.py``.
+
+Layout of one run: this process hosts the embedded API server (pinned to CPU 0); every
+contender is its own process pinned to CPU 1, started once per (workload, repetition), with
+the contenders' order rotated between repetitions. The objects are Deployment-managed Pods from
+``podgen.make_pod`` (~9 KB of JSON with managedFields).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import podgen  # noqa: E402  (benchmarks/podgen.py)
+import servers  # noqa: E402  (benchmarks/servers.py)
+
+PY = sys.executable
+PROFILE_DIR: Path | None = None  # --profile: run every contender under py-spy (slower)
+SERVER_CPU, CONTENDER_CPU = 0, 1
+WORKLOADS = ("events", "sync", "memory", "latency", "envtest", "workqueue")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big each workload is. ``events`` = pods x updates_per_pod watch events (+1 marker)."""
+
+    event_pods: int = 10_000
+    updates_per_pod: int = 10
+    sync_pods: int = 10_000
+    latency_pods: int = 1_000
+    latency_rate: float = 1_000.0      # writes/s
+    latency_seconds: float = 10.0
+    envtest_pods: int = 10_000
+    repeat: int = 3
+    wq_items: int = 200_000
+
+    @property
+    def events(self) -> int:
+        return self.event_pods * self.updates_per_pod + 1
+
+
+FULL = Scale()
+QUICK = Scale(event_pods=1_000, updates_per_pod=10, sync_pods=1_000, latency_pods=200,
+              latency_seconds=3.0, envtest_pods=1_000, repeat=1, wq_items=20_000)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One contender: a script under contenders/ (or a command), the workloads it takes."""
+
+    name: str
+    argv: tuple[str, ...]
+    workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest")
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def script(name: str, *extra: str) -> tuple[str, ...]:
+    return (PY, str(HERE / "contenders" / name), *extra)
+
+
+CONTENDERS: dict[str, Contender] = {c.name: c for c in (
+    Contender("kinrun", script("kinrun_lib.py", "--variant", "noop")),
+    Contender("kinrun-action", script("kinrun_lib.py", "--variant", "action"),
+              ("events", "latency")),
+    Contender("kinrun-cli", script("kinrun_cli.py")),
+    Contender("client-watch", script("client_watch.py")),
+    Contender("client-informer", script("client_informer.py")),
+    Contender("kopf", script("kopf_operator.py")),
+    Contender("bare", script("bare.py")),
+)}
+
+
+# -- running one contender -------------------------------------------------------------------
+
+def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: int = 0,
+          since: str = "", marker: str = "bench-marker", tracemalloc: bool = False,
+          on_synced: Callable[[], None] | None = None, timeout: float = 900.0) -> dict[str, Any]:
+    """Start ``c`` for one workload, wait for its JSON line, return it (``ok`` False on failure).
+
+    ``on_synced`` is called (on this thread) when the contender prints ``synced`` (latency).
+    """
+    argv = [*c.argv, "--workload", workload, "--kubeconfig", kubeconfig, "--namespace",
+            namespace, "--n", str(n), "--since", since, "--marker", marker,
+            "--cpu", str(CONTENDER_CPU), "--timeout", str(timeout)]
+    if tracemalloc:
+        argv.append("--tracemalloc")
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"} | c.env
+    if PROFILE_DIR:
+        out = PROFILE_DIR / f"{c.name}-{workload}.collapsed"
+        argv = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250",
+                "--threads", "--nonblocking", "-o", str(out), "--", *argv]
+    argv += ["--t-spawn", repr(time.time())]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         cwd=ROOT, text=True)
+    err: list[str] = []
+    t = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
+    t.start()
+    result: dict[str, Any] = {}
+    for line in p.stdout:
+        if line.strip() == "synced" and on_synced:
+            on_synced()
+        elif line.startswith("{"):
+            result = json.loads(line)
+    p.wait(timeout)
+    t.join(5)
+    if not result:
+        result = {"contender": c.name, "workload": workload, "ok": False}
+    if not result.get("ok"):
+        result["stderr_tail"] = "".join(err)[-2000:]
+    result["exit_code"] = p.returncode
+    return result
+
+
+# -- workloads ---------------------------------------------------------------------------------
+
+def run_events(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dict]:
+    """Workload 1: every contender replays the same history of ``scale.events`` watch events."""
+    since = srv.prepare_history("bench-events", scale.event_pods, scale.updates_per_pod)
+    out = []
+    for rep in range(scale.repeat):
+        for name in rotate(names, rep):
+            c = CONTENDERS[name]
+            if "events" not in c.workloads:
+                continue
+            r = spawn(c, "events", srv.kubeconfig, "bench-events", since=since)
+            r.update(rep=rep, events=scale.events)
+            if r.get("ok"):
+                r["events_per_s"] = scale.events / (r["t_last"] - r["t_open"])
+            report(r)
+            out.append(r)
+    return out
+
+
+def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str,
+             n: int, workload: str = "sync", repeat: int | None = None,
+             tracemalloc: bool = False) -> list[dict]:
+    """Workload 2 (and 3): ``n`` Pods exist; from process start to every Pod handled once."""
+    out = []
+    for rep in range(scale.repeat if repeat is None else repeat):
+        for name in rotate(names, rep):
+            c = CONTENDERS[name]
+            if workload not in c.workloads:
+                continue
+            r = spawn(c, "sync", srv.kubeconfig, namespace, n=n, tracemalloc=tracemalloc)
+            r.update(rep=rep, n=n, server=srv.name, measure=workload)
+            if r.get("ok"):
+                r["sync_s"] = r["t_synced"] - r["t_spawn"]
+                r["sync_from_open_s"] = r["t_synced"] - r["t_open"]
+                r["rss_per_obj"] = (r["rss_after"] - r["rss_before"]) / n
+                if "traced_bytes" in r:
+                    r["traced_per_obj"] = r["traced_bytes"] / n
+            report(r)
+            out.append(r)
+    return out
+
+
+def run_latency(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dict]:
+    """Workload 4: write at ``latency_rate``/s, stamp in an annotation, latency at the handler."""
+    ns = "bench-latency"
+    srv.prepare_pods(ns, scale.latency_pods)
+    writes = int(scale.latency_rate * scale.latency_seconds)
+    out = []
+    for rep in range(scale.repeat):
+        for name in rotate(names, rep):
+            c = CONTENDERS[name]
+            if "latency" not in c.workloads:
+                continue
+            writer = srv.stamp_writer(ns, scale.latency_pods, scale.latency_rate, writes)
+            r = spawn(c, "latency", srv.kubeconfig, ns, n=scale.latency_pods,
+                      on_synced=writer.start)
+            writer.join()
+            r.update(rep=rep, writes=writes, rate=scale.latency_rate,
+                     achieved_rate=writer.achieved_rate)
+            report(r)
+            out.append(r)
+    return out
+
+
+def run_workqueue(scale: Scale) -> list[dict]:
+    """Workload 5: add/get/done cycles per second (kinrun's queue vs queue.Queue)."""
+    out = []
+    for rep in range(scale.repeat):
+        argv = [PY, str(HERE / "contenders" / "workqueue.py"), "--items", str(scale.wq_items),
+                "--cpu", str(CONTENDER_CPU)]
+        p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=900)
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                r = json.loads(line) | {"rep": rep}
+                report(r)
+                out.append(r)
+        if p.returncode:
+            out.append({"contender": "workqueue", "ok": False, "stderr_tail": p.stderr[-2000:]})
+    return out
+
+
+def rotate(names: list[str], rep: int) -> list[str]:
+    """The contenders' order for repetition ``rep`` (each goes first once in a while)."""
+    k = rep % max(1, len(names))
+    return names[k:] + names[:k]
+
+
+def report(r: dict) -> None:
+    keys = ("events_per_s", "sync_s", "rss_per_obj", "traced_per_obj", "gc_max_pause", "calls")
+    shown = {k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keys if k in r}
+    lat = r.get("latency")
+    if lat:
+        shown["p50_ms"], shown["p99_ms"] = round(lat["p50"] * 1e3, 2), round(lat["p99"] * 1e3, 2)
+    status = "ok" if r.get("ok", True) else f"FAILED {r.get('stderr_tail', '')[-600:]}"
+    print(f"  {r.get('workload', '?'):8} {r.get('contender', '?'):16} {shown} {status}",
+          flush=True)
+
+
+# -- machine ---------------------------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    """nproc, CPU model, Python and library versions, load average."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    libs = {}
+    for lib in ("kinrun", "kubernetes", "kopf", "orjson", "aiohttp", "urllib3"):
+        try:
+            libs[lib] = version(lib)
+        except PackageNotFoundError:
+            libs[lib] = None
+    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+            "platform": platform.platform(), "libs": libs, "loadavg": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="1/10 scale, one repetition")
+    p.add_argument("--repeat", type=int, help="repetitions (default 3; --quick: 1)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--profile", metavar="DIR",
+                   help="run contenders under py-spy; collapsed stacks to DIR (see profile_top.py)")
+    args = p.parse_args(argv)
+    if args.profile:
+        global PROFILE_DIR
+        PROFILE_DIR = Path(args.profile)
+        PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+    scale = QUICK if args.quick else FULL
+    if args.repeat:
+        scale = Scale(**(asdict(scale) | {"repeat": args.repeat}))
+    workloads = [w for w in args.workloads.split(",") if w]
+    names = [n for n in args.contenders.split(",") if n]
+    unknown = [n for n in names if n not in CONTENDERS] + [w for w in workloads
+                                                           if w not in WORKLOADS]
+    if unknown:
+        p.error(f"unknown: {unknown}")
+    os.sched_setaffinity(0, {SERVER_CPU})
+    started = time.time()
+    res: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "machine": machine(), "scale": asdict(scale), "quick": args.quick,
+                           "workloads": workloads, "contenders": names, "runs": {}}
+    print(f"machine: {res['machine']}", flush=True)
+    embedded = [w for w in workloads if w in ("events", "sync", "memory", "latency")]
+    if embedded:
+        with servers.Embedded(history=scale.events + scale.sync_pods + 1000) as srv:
+            if "events" in workloads:
+                print(f"events: {scale.events} watch events", flush=True)
+                res["runs"]["events"] = run_events(srv, scale, names)
+                srv.drop_history()
+            if "sync" in workloads or "memory" in workloads:
+                srv.prepare_pods("bench-sync", scale.sync_pods)
+            if "sync" in workloads:
+                print(f"sync: {scale.sync_pods} Pods (embedded)", flush=True)
+                res["runs"]["sync"] = run_sync(srv, scale, names, "bench-sync", scale.sync_pods)
+            if "memory" in workloads:
+                print(f"memory: tracemalloc after sync of {scale.sync_pods} Pods", flush=True)
+                res["runs"]["memory"] = run_sync(srv, scale, names, "bench-sync",
+                                                 scale.sync_pods, "memory", 1, True)
+            if "latency" in workloads:
+                print(f"latency: {scale.latency_rate:.0f} writes/s for "
+                      f"{scale.latency_seconds}s", flush=True)
+                res["runs"]["latency"] = run_latency(srv, scale, names)
+    if "envtest" in workloads:
+        with servers.Envtest.start_or_none() as srv:
+            if srv is None:
+                res["runs"]["envtest"] = [{"ok": False, "skipped": servers.Envtest.why_not}]
+                print(f"envtest: skipped ({servers.Envtest.why_not})", flush=True)
+            else:
+                print(f"envtest: {scale.envtest_pods} Pods on kube-apiserver", flush=True)
+                srv.prepare_pods("bench-sync", scale.envtest_pods)
+                res["runs"]["envtest"] = run_sync(srv, scale, names, "bench-sync",
+                                                  scale.envtest_pods, "envtest")
+    if "workqueue" in workloads:
+        print("workqueue", flush=True)
+        res["runs"]["workqueue"] = run_workqueue(scale)
+    res["machine"]["loadavg_end"] = os.getloadavg()
+    res["duration_s"] = time.time() - started
+    import summary
+
+    res["summary"] = summary.summarize(res)
+    table = summary.markdown(res)
+    print(table)
+    write(res, table, Path(args.out))
+    return 0
+
+
+def write(res: dict, table: str, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for path in (out / f"{stamp}{'-quick' if res['quick'] else ''}.json", out / "latest.json"):
+        path.write_text(json.dumps(res, indent=1, default=str))
+    (out / "latest.md").write_text(table)
+    print(f"wrote {out / 'latest.json'}")
+
+
+if __name__ == "__main__":
+    gc.freeze()
+    sys.exit(main())

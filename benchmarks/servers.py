@@ -1,0 +1,264 @@
+"""The API servers the benchmarks run against, and how each is filled with Pods.
+
+``Embedded``: kinrun's ``EmbeddedAPIServer`` in this (the harness's) process. Its store is
+written directly (``srv.store``: the server's own write path, storage semantics and watch
+history, without HTTP parsing), so preparing 100,000 events takes seconds, and the latency
+writer's stamp is taken at the server's write itself.
+
+``Envtest``: a real kube-apiserver + etcd (``kinrun.testing.envtest.EnvtestServer``, assets
+from ``$KUBEBUILDER_ASSETS`` or ``scripts/envtest-assets.sh``), filled once per run through its
+HTTP API with concurrent creates.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import json
+import os
+import ssl
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import podgen
+from kinrun.testing.apiserver import EmbeddedAPIServer
+from kinrun.testing.apiserver import handlers as _handlers
+from kinrun.testing.apiserver import watch as _watch
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = "bench-marker"
+STAMP = "bench/stamp"
+FINAL = "bench/final"
+
+
+class Server:
+    """What the harness needs of a server: ``name``, ``kubeconfig`` (a path)."""
+
+    name = ""
+    kubeconfig = ""
+
+
+WATCH_BATCH = 256
+"""At most this many events are taken from the history per write to a watch stream."""
+
+
+def frame_like_kube_apiserver() -> None:
+    """Make the embedded server frame watch streams as kube-apiserver does: one HTTP chunk per
+    event (Go's watch encoder flushes after every event), and a backlog written in batches of
+    ``WATCH_BATCH`` events instead of one chunk holding the whole backlog.
+
+    Why: the official client splits its read buffer with ``buffer = buffer[i+1:]`` per line,
+    which is quadratic in the chunk size; a 100,000-event chunk would measure that artefact
+    (20 events/s) instead of the client. It also keeps the harness's memory flat. Applied once,
+    in the harness process only (the server's own code is unchanged).
+    """
+    if getattr(_watch.Watcher, "_bench_framed", False):
+        return
+    next_lines = _watch.Watcher.next_lines
+
+    def batched(self, max_wait: float) -> tuple[list[bytes], bool]:
+        rest = getattr(self, "_bench_rest", None)
+        if rest:
+            self._bench_rest = rest[WATCH_BATCH:]
+            return rest[:WATCH_BATCH], False
+        lines, ended = next_lines(self, max_wait)
+        if len(lines) > WATCH_BATCH and not ended:
+            self._bench_rest = lines[WATCH_BATCH:]
+            return lines[:WATCH_BATCH], False
+        return lines, ended
+
+    def chunk_per_event(self, data: bytes) -> None:
+        self.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(line), line)
+                                  for line in data.splitlines(keepends=True)))
+
+    _watch.Watcher.next_lines = batched
+    _handlers.APIRequestHandler._chunk = chunk_per_event
+    _watch.Watcher._bench_framed = True
+
+
+class Embedded(Server):
+    """The embedded API server, retaining ``history`` watch events per resource.
+
+    Not thread-safe except ``StampWriter`` (which writes through the thread-safe store).
+    """
+
+    name = "embedded"
+
+    def __init__(self, history: int) -> None:
+        frame_like_kube_apiserver()
+        self.srv = EmbeddedAPIServer(history_size=history, bookmark_interval=60.0)
+
+    def __enter__(self) -> Embedded:
+        self.srv.start()
+        self.kubeconfig = self.srv.kubeconfig_path
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.srv.stop()
+
+    def _namespace(self, ns: str) -> None:
+        if not self.srv.store.namespace_exists(ns):
+            self.srv.store.create({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": ns}})
+
+    def prepare_history(self, ns: str, pods: int, updates_per_pod: int) -> str:
+        """Write ``pods`` creations, then ``updates_per_pod - 1`` rounds of one update per Pod
+        (an annotation changes), then the marker Pod with ``bench/final``: ``pods *
+        updates_per_pod + 1`` watch events after the returned resourceVersion."""
+        self._namespace(ns)
+        store = self.srv.store
+        since = str(store.resource_version)
+        t = time.perf_counter()
+        objs = [podgen.make_pod(i, namespace=ns) for i in range(pods)]
+        for obj in objs:
+            store.create(obj)
+        for u in range(1, updates_per_pod):
+            for obj in objs:
+                obj["metadata"].setdefault("annotations", {})["bench/generation"] = str(u)
+                store.update(obj)
+        store.create(marker(ns, final=True))
+        print(f"  prepared {pods * updates_per_pod + 1} events in "
+              f"{time.perf_counter() - t:.1f}s", flush=True)
+        return since
+
+    def drop_history(self) -> None:
+        """Forget every retained event (frees the memory of the events workload)."""
+        self.srv.store.expire_history()
+
+    def prepare_pods(self, ns: str, n: int) -> None:
+        """Create ``n`` Pods (with managedFields) in ``ns``, plus the (not final) marker."""
+        self._namespace(ns)
+        for i in range(n):
+            self.srv.store.create(podgen.make_pod(i, namespace=ns))
+
+    def stamp_writer(self, ns: str, pods: int, rate: float, writes: int) -> StampWriter:
+        """A writer (not started) for the latency workload; see ``StampWriter``."""
+        return StampWriter(self.srv.store, ns, pods, rate, writes)
+
+
+def marker(ns: str, *, final: bool) -> dict[str, Any]:
+    """The marker Pod: the last object a workload writes (``bench/final`` when ``final``)."""
+    pod = podgen.make_pod(999_999, namespace=ns)
+    pod["metadata"]["name"] = MARKER
+    if final:
+        pod["metadata"].setdefault("annotations", {})[FINAL] = "true"
+    return pod
+
+
+class StampWriter:
+    """Updates Pods ``0..pods-1`` round-robin at ``rate`` writes/s, ``writes`` times, each with
+    ``bench/stamp`` = ``time.time()`` taken inside the store's write; then creates the final
+    marker. ``start()`` runs it on a thread (idempotent); ``join()`` waits (returns at once if it
+    was never started). ``achieved_rate`` = writes / seconds actually taken."""
+
+    def __init__(self, store: Any, ns: str, pods: int, rate: float, writes: int) -> None:
+        self.store, self.ns, self.pods, self.rate, self.writes = store, ns, pods, rate, writes
+        self.achieved_rate = 0.0
+        self._thread = threading.Thread(target=self._run, name="stamp-writer", daemon=True)
+        self._started = False
+        self._rtype = store.resolve("v1", "Pod")
+        self._names = [podgen.make_pod(i, namespace=ns)["metadata"]["name"] for i in range(pods)]
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+
+    def join(self) -> None:
+        if self._started:
+            self._thread.join()
+
+    def _stamp(self, current: dict) -> dict:
+        current["metadata"].setdefault("annotations", {})[STAMP] = repr(time.time())
+        return current
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        for i in range(self.writes):
+            delay = t0 + i / self.rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            self.store.guaranteed_update(self._rtype, self.ns, self._names[i % self.pods],
+                                         self._stamp)
+        self.achieved_rate = self.writes / (time.perf_counter() - t0)
+        with contextlib.suppress(Exception):
+            self.store.delete("v1", "Pod", MARKER, self.ns)
+        self.store.create(self._stamp(marker(self.ns, final=True)))
+
+
+class Envtest(Server):
+    """A real kube-apiserver (envtest). ``start_or_none()`` yields None (and sets ``why_not``)
+    when the assets cannot be found or built."""
+
+    name = "envtest"
+    why_not = ""
+
+    def __init__(self, srv: Any) -> None:
+        self.srv = srv
+        self.kubeconfig = srv.kubeconfig_path
+
+    @classmethod
+    @contextlib.contextmanager
+    def start_or_none(cls) -> Iterator[Envtest | None]:
+        from kinrun.testing.envtest import EnvtestServer
+
+        assets = os.environ.get("KUBEBUILDER_ASSETS") or _build_assets()
+        if not assets:
+            yield None
+            return
+        try:
+            srv = EnvtestServer(assets).start()
+        except Exception as exc:  # noqa: BLE001  (reported, the other workloads go on)
+            cls.why_not = f"envtest did not start: {exc}"[:500]
+            yield None
+            return
+        try:
+            yield cls(srv)
+        finally:
+            srv.stop()
+
+    def prepare_pods(self, ns: str, n: int, workers: int = 16) -> None:
+        """Create ``n`` Pods in ``ns`` with ``workers`` concurrent POSTs. The server sets
+        status to Pending and writes its own managedFields, so the objects are smaller than
+        the embedded server's (their mean size is printed)."""
+        self.srv.create_namespace(ns)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        url = f"{self.srv.url}/api/v1/namespaces/{ns}/pods"
+        headers = {"Authorization": f"Bearer {self.srv.token}",
+                   "Content-Type": "application/json"}
+
+        def create(i: int) -> int:
+            pod = podgen.make_pod(i, namespace=ns, with_managed_fields=False)
+            for k in ("uid", "resourceVersion", "creationTimestamp"):
+                pod["metadata"].pop(k, None)
+            req = urllib.request.Request(url, data=json.dumps(pod).encode(), headers=headers,
+                                         method="POST")
+            with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+                return len(resp.read())
+
+        t = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            sizes = list(pool.map(create, range(n)))
+        print(f"  created {n} Pods in {time.perf_counter() - t:.1f}s, mean "
+              f"{sum(sizes) / len(sizes):,.0f} bytes", flush=True)
+
+
+def _build_assets() -> str:
+    """``scripts/envtest-assets.sh`` (cached after the first build): the folder, or ""."""
+    try:
+        p = subprocess.run(["bash", str(ROOT / "scripts" / "envtest-assets.sh")],
+                           capture_output=True, text=True, timeout=3600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        Envtest.why_not = f"scripts/envtest-assets.sh: {exc}"
+        return ""
+    lines = p.stdout.strip().splitlines()
+    if p.returncode or not lines:
+        Envtest.why_not = f"scripts/envtest-assets.sh failed: {p.stderr[-300:]}"
+        return ""
+    return lines[-1]

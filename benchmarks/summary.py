@@ -1,0 +1,194 @@
+"""Medians, ratios and the targets of issue 6, from the raw runs of ``run.py``; the Markdown table.
+
+``summarize(res) -> dict`` takes the whole result document (``res["runs"][workload]`` is a list
+of contender results, one per repetition) and returns, per workload and contender, the median
+of each measure over the successful repetitions, the ratios of kinrun to each peer, and one
+entry per target with the measured value and whether it holds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+KINRUN = "kinrun"
+
+
+def _median(runs: list[dict], key: str, sub: str | None = None) -> float | None:
+    vals = [(r[key][sub] if sub else r[key]) for r in runs
+            if r.get("ok") and key in r and (sub is None or sub in r[key])]
+    return statistics.median(vals) if vals else None
+
+
+def _by_contender(runs: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in runs:
+        if "contender" in r:
+            out.setdefault(r["contender"], []).append(r)
+    return out
+
+
+MEASURES = {
+    "events": [("events_per_s", None), ("gc_max_pause", None), ("gc_total", None),
+               ("calls", None)],
+    "sync": [("sync_s", None), ("sync_from_open_s", None), ("rss_per_obj", None),
+             ("gc_max_pause", None)],
+    "memory": [("traced_per_obj", None), ("rss_per_obj", None), ("gc_max_pause", None)],
+    "latency": [("latency", "p50"), ("latency", "p99"), ("latency", "max"),
+                ("achieved_rate", None), ("calls", None)],
+    "envtest": [("sync_s", None), ("sync_from_open_s", None), ("rss_per_obj", None)],
+}
+
+
+def summarize(res: dict[str, Any]) -> dict[str, Any]:
+    """Medians per workload and contender, kinrun's ratios, and the targets (see module doc)."""
+    med: dict[str, dict[str, dict[str, Any]]] = {}
+    for workload, measures in MEASURES.items():
+        for name, runs in _by_contender(res["runs"].get(workload, [])).items():
+            row = {"ok_runs": sum(1 for r in runs if r.get("ok")), "runs": len(runs)}
+            for key, sub in measures:
+                row[f"{key}.{sub}" if sub else key] = _median(runs, key, sub)
+            med.setdefault(workload, {})[name] = row
+    wq = res["runs"].get("workqueue", [])
+    if wq:
+        med["workqueue"] = _workqueue(wq)
+    return {"medians": med, "ratios": _ratios(med), "targets": _targets(med)}
+
+
+def _workqueue(runs: list[dict]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in runs:
+        if r.get("ok", True) and "cycles_per_s" in r:
+            out.setdefault(f"{r['queue']} workers={r['workers']}", []).append(r["cycles_per_s"])
+    return {k: {"cycles_per_s": statistics.median(v)} for k, v in out.items()}
+
+
+def _get(med: dict, workload: str, name: str, key: str) -> float | None:
+    return (med.get(workload, {}).get(name) or {}).get(key)
+
+
+def _ratios(med: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    k = _get(med, "events", KINRUN, "events_per_s")
+    for peer in ("client-watch", "client-informer", "kopf", "bare", "kinrun-cli"):
+        v = _get(med, "events", peer, "events_per_s")
+        if k and v:
+            out[f"events kinrun/{peer}"] = k / v
+    for wl in ("sync", "envtest"):
+        kb, bb = _get(med, wl, KINRUN, "sync_s"), _get(med, wl, "bare", "sync_s")
+        if kb and bb:
+            out[f"{wl} kinrun/bare (from process start)"] = kb / bb
+        kb, bb = _get(med, wl, KINRUN, "sync_from_open_s"), _get(med, wl, "bare",
+                                                                  "sync_from_open_s")
+        if kb and bb:
+            out[f"{wl} kinrun/bare (from first request)"] = kb / bb
+    return out
+
+
+def _target(name: str, value: float | None, ok: bool | None, goal: str) -> dict[str, Any]:
+    return {"target": name, "goal": goal, "value": value,
+            "met": None if value is None else ok}
+
+
+def _targets(med: dict) -> list[dict[str, Any]]:
+    r = _ratios(med)
+    ev = _get(med, "events", KINRUN, "events_per_s")
+    out = [_target("event throughput", ev, ev is not None and ev >= 10_000, ">= 10,000 events/s")]
+    for peer, goal in (("client-watch", 15), ("kopf", 10), ("client-informer", 10)):
+        v = r.get(f"events kinrun/{peer}")
+        out.append(_target(f"events vs {peer}", v, v is not None and v >= goal, f">= {goal}x"))
+    for wl in ("sync", "envtest"):
+        v = r.get(f"{wl} kinrun/bare (from process start)")
+        out.append(_target(f"initial sync ({wl}) vs bare LIST+orjson", v,
+                           v is not None and v <= 2, "<= 2x"))
+    mem = _get(med, "memory", KINRUN, "traced_per_obj") or _get(med, "sync", KINRUN,
+                                                                 "rss_per_obj")
+    out.append(_target("bytes per cached Pod", mem, mem is not None and mem <= 30 * 1024,
+                       "<= 30 KB"))
+    gcp = max([v for v in (_get(med, "events", KINRUN, "gc_max_pause"),
+                           _get(med, "sync", KINRUN, "gc_max_pause")) if v is not None],
+              default=None)
+    out.append(_target("longest GC pause (10k Pods cached)", gcp,
+                       gcp is not None and gcp <= 0.050, "<= 50 ms"))
+    p99 = _get(med, "latency", KINRUN, "latency.p99")
+    out.append(_target("p99 write -> reconcile at 1,000 writes/s", p99,
+                       p99 is not None and p99 < 0.050, "< 50 ms"))
+    return out
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+def _fmt(v: Any, unit: str = "") -> str:
+    if v is None:
+        return "—"
+    if unit == "ms":
+        return f"{v * 1e3:,.1f} ms"
+    if unit == "KB":
+        return f"{v / 1024:,.1f} KB"
+    if unit == "s":
+        return f"{v:,.2f} s"
+    if unit == "x":
+        return f"{v:,.2f}x"
+    if isinstance(v, float):
+        return f"{v:,.0f}"
+    return str(v)
+
+
+COLUMNS = {
+    "events": [("events_per_s", "events/s", ""), ("gc_max_pause", "longest GC pause", "ms"),
+               ("gc_total", "GC total", "s"), ("calls", "handler calls", "")],
+    "sync": [("sync_s", "from process start", "s"), ("sync_from_open_s", "from first request",
+                                                       "s"),
+             ("rss_per_obj", "RSS per Pod", "KB"), ("gc_max_pause", "longest GC pause", "ms")],
+    "memory": [("traced_per_obj", "tracemalloc per Pod", "KB"),
+               ("rss_per_obj", "RSS per Pod (traced run)", "KB")],
+    "latency": [("latency.p50", "p50", "ms"), ("latency.p99", "p99", "ms"),
+                ("latency.max", "max", "ms"), ("achieved_rate", "writes/s achieved", ""),
+                ("calls", "handler calls", "")],
+    "envtest": [("sync_s", "from process start", "s"),
+                ("sync_from_open_s", "from first request", "s"),
+                ("rss_per_obj", "RSS per Pod", "KB")],
+}
+
+TITLES = {
+    "events": "Workload 1 — event throughput (watch replay, embedded server)",
+    "sync": "Workload 2 — initial sync (embedded server)",
+    "envtest": "Workload 2 — initial sync (real kube-apiserver, envtest)",
+    "memory": "Workload 3 — memory after sync (tracemalloc run)",
+    "latency": "Workload 4 — write -> handler latency (embedded server)",
+}
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The results as Markdown tables (medians of the repetitions), ratios and targets."""
+    s = res["summary"]
+    sc = res["scale"]
+    lines = [f"Run {res['started']}, {sc['repeat']} repetition(s), medians"
+             f"{' (QUICK scale)' if res.get('quick') else ''}.", ""]
+    for wl, cols in COLUMNS.items():
+        rows = s["medians"].get(wl)
+        if not rows:
+            continue
+        lines += [f"### {TITLES[wl]}", "",
+                  "| contender | " + " | ".join(c[1] for c in cols) + " | ok runs |",
+                  "|---|" + "---:|" * (len(cols) + 1)]
+        for name, row in rows.items():
+            cells = [_fmt(row.get(k), u) for k, _, u in cols]
+            lines.append(f"| {name} | " + " | ".join(cells) +
+                         f" | {row['ok_runs']}/{row['runs']} |")
+        lines.append("")
+    if s["medians"].get("workqueue"):
+        lines += ["### Workload 5 — workqueue add/get/done cycles", "",
+                  "| queue | cycles/s |", "|---|---:|"]
+        for k, v in s["medians"]["workqueue"].items():
+            lines.append(f"| {k} | {_fmt(v['cycles_per_s'])} |")
+        lines.append("")
+    lines += ["### Ratios", "", "| ratio | value |", "|---|---:|"]
+    lines += [f"| {k} | {_fmt(v, 'x')} |" for k, v in s["ratios"].items()]
+    lines += ["", "### Targets", "", "| target | goal | measured | met |", "|---|---|---:|:---:|"]
+    for t in s["targets"]:
+        unit = ("x" if t["goal"].endswith("x") else "ms" if "ms" in t["goal"] else
+                "KB" if "KB" in t["goal"] else "")
+        met = {True: "yes", False: "**no**", None: "—"}[t["met"]]
+        lines.append(f"| {t['target']} | {t['goal']} | {_fmt(t['value'], unit)} | {met} |")
+    return "\n".join(lines) + "\n"
