@@ -50,14 +50,15 @@ class APIHTTPServer(ThreadingHTTPServer):
 def _sendmsg_all(sock: socket.socket, buffers: list[bytes]) -> None:
     """Send every byte of ``buffers`` in order with ``sendmsg`` (handles partial sends)."""
     views = [memoryview(b) for b in buffers if b]
-    while views:
-        sent = sock.sendmsg(views)
-        while sent and views:
-            if sent >= len(views[0]):
-                sent -= len(views[0])
-                views.pop(0)
+    first = 0
+    while first < len(views):
+        sent = sock.sendmsg(views[first:])
+        while sent and first < len(views):
+            if sent >= len(views[first]):
+                sent -= len(views[first])
+                first += 1
             else:
-                views[0] = views[0][sent:]
+                views[first] = views[first][sent:]
                 sent = 0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,10 +228,11 @@ class FieldSelector:
             if name not in allowed:
                 raise bad_request(f'field label not supported: {name}')
 
-    def matches(self, fields: Mapping[str, str]) -> bool:
-        """Whether an object whose selectable fields are ``fields`` is selected."""
+    def matches(self, field: Callable[[str], str]) -> bool:
+        """Whether an object is selected; ``field(name)`` returns its value for a field key
+        ("" when absent)."""
         for name, op, value in self.terms:
-            if (fields.get(name, "") == value) != (op == "="):
+            if (field(name) == value) != (op == "="):
                 return False
         return True
 

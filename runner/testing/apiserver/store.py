@@ -56,11 +56,12 @@ def object_key(namespace: str | None, name: str) -> str:
 class Entry:
     """One stored object version: ``raw`` (its JSON bytes, apiVersion = storage version),
     ``key``, ``namespace`` ("" when cluster-scoped), ``name``, ``rv``, ``uid``, ``labels``,
-    ``fields`` (field-selector values), ``finalizers``, ``deleting`` (deletionTimestamp set).
+    ``finalizers``, ``deleting`` (deletionTimestamp set); ``field(name)`` gives field-selector
+    values.
     Immutable once built."""
 
-    __slots__ = ("raw", "key", "namespace", "name", "rv", "uid", "labels", "fields",
-                 "finalizers", "deleting")
+    __slots__ = ("raw", "key", "namespace", "name", "rv", "uid", "labels", "_field_keys",
+                 "_fields", "finalizers", "deleting")
 
     def __init__(self, rtype: ResourceType, obj: Obj, rv: int) -> None:
         meta = obj["metadata"]
@@ -70,7 +71,8 @@ class Entry:
         self.rv = rv
         self.uid = meta.get("uid", "")
         self.labels = dict(meta.get("labels") or {})
-        self.fields = selectable_fields(obj, rtype.field_keys)
+        self._field_keys = rtype.field_keys
+        self._fields: dict[str, str] | None = None       # decoded on first use
         self.finalizers = tuple(meta.get("finalizers") or ())
         self.deleting = bool(meta.get("deletionTimestamp"))
         try:
@@ -82,11 +84,23 @@ class Entry:
         """A fresh dict of this object (the caller owns it)."""
         return orjson.loads(self.raw)
 
+    def field(self, name: str) -> str:
+        """The field-selector value of ``name`` ("" when absent). Fields other than
+        metadata.name/namespace are extracted from ``raw`` on first use (benign race: two
+        threads may both compute the same dict)."""
+        if name == "metadata.name":
+            return self.name
+        if name == "metadata.namespace":
+            return self.namespace
+        if self._fields is None:
+            self._fields = selectable_fields(orjson.loads(self.raw), self._field_keys)
+        return self._fields.get(name, "")
+
     def matches(self, namespace: str | None, labels: LabelSelector, fields: FieldSelector) -> bool:
         """Whether this object is in ``namespace`` (None = any) and passes both selectors."""
         if namespace and self.namespace != namespace:
             return False
-        return labels.matches(self.labels) and fields.matches(self.fields)
+        return labels.matches(self.labels) and fields.matches(self.field)
 
 
 @dataclass(frozen=True, slots=True)
