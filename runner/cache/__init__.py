@@ -29,6 +29,7 @@ from kinrun.cache.index import (
 )
 from kinrun.cache.lister import Lister
 from kinrun.cache.listwatch import ListerWatcher, ObjectList, Watch, WatchEvent
+from kinrun.cache.multi_namespace import MultiNamespaceInformer, MultiNamespaceLister
 from kinrun.cache.reflector import Reflector
 from kinrun.cache.shared_informer import (
     InformerStoppedError,
@@ -67,6 +68,8 @@ __all__ = [
     "ListenerRegistration",
     "Lister",
     "ListerWatcher",
+    "MultiNamespaceInformer",
+    "MultiNamespaceLister",
     "NAMESPACE_INDEX",
     "ObjectList",
     "Reflector",

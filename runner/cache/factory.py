@@ -4,11 +4,12 @@ client-go ``informers.SharedInformerFactory``)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 from kinrun.cache.index import IndexConflictError, Indexers
 from kinrun.cache.listwatch import ListerWatcher
+from kinrun.cache.multi_namespace import MultiNamespaceInformer
 from kinrun.cache.shared_informer import SharedIndexInformer, Transform, wait_for_cache_sync
 from kinrun.clock import Clock
 
@@ -69,6 +70,25 @@ class SharedInformerFactory:
                 return informer
         _merge_indexers(informer, indexers or {})
         return informer
+
+    def informer_for_namespaces(self, key: InformerKey, namespaces: Iterable[str] | None, *,
+                                kind: str | None = None, resync_period: float = 0.0,
+                                indexers: Indexers | None = None,
+                                transform: Transform | None = None,
+                                name: str = "") -> SharedIndexInformer | MultiNamespaceInformer:
+        """For a config's ``namespaces`` list: None (all namespaces) or one namespace gives the
+        shared informer for ``key`` with that namespace; several give a
+        ``MultiNamespaceInformer`` over one shared informer per namespace (each shared with
+        any other request for that namespace). ``key.namespace`` is ignored."""
+        names = sorted(set(namespaces)) if namespaces is not None else None
+        kw = {"kind": kind, "resync_period": resync_period, "indexers": indexers,
+              "transform": transform}
+        if names is None or len(names) == 1:
+            ns = names[0] if names else None
+            return self.informer_for(replace(key, namespace=ns), name=name, **kw)  # type: ignore[arg-type]
+        return MultiNamespaceInformer({
+            ns: self.informer_for(replace(key, namespace=ns), name=f"{name}-{ns}" if name else "", **kw)  # type: ignore[arg-type]
+            for ns in names})
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
         """A snapshot of every informer created so far."""

@@ -64,3 +64,25 @@ def test_later_requests_add_their_indexers(factory):
     assert set(informer.indexer.get_indexers()) >= {"a", "b"}
     with pytest.raises(IndexConflictError):
         factory.informer_for(key, indexers={"a": lambda o: []})
+
+
+def test_several_namespaces_give_one_logical_informer_over_shared_ones(factory):
+    """namespaces [a, b]: one informer per namespace, shared with single-namespace requests;
+    the lister routes keys by namespace and handlers hear from both."""
+    from pipeline_fakes import Recorder
+
+    base = InformerKey("v1/pods")
+    multi = factory.informer_for_namespaces(base, ["b", "a"])
+    assert multi.informers["a"] is factory.informer_for(InformerKey("v1/pods", "a"))
+    assert factory.informer_for_namespaces(base, None) is factory.informer_for(base)
+    assert factory.informer_for_namespaces(base, ["a"]) is multi.informers["a"]
+    rec = Recorder()
+    multi.add_event_handler(rec)
+    factory.start()
+    assert multi.wait_for_sync(WAIT)
+    assert rec.wait_count(2)
+    factory.servers[InformerKey("v1/pods", "b")].create(pod("x", "b"))
+    assert rec.wait_count(3)
+    assert multi.lister.get("b/x")["metadata"]["name"] == "x"
+    assert multi.lister.get("a/x") is None and multi.lister.get("zz/x") is None
+    assert len(multi.lister.list()) == 3 and len(multi.lister.list("b")) == 1
