@@ -305,3 +305,17 @@ def test_reflector_feeds_a_delta_fifo(server, run_reflector):
     run_reflector(server, fifo)
     assert server.wait_for(n_watches(1))
     assert fifo.list_keys() == ["default/a"]
+
+
+def test_non_410_error_event_backs_off_then_resumes_without_relist(server, clock, run_reflector):
+    """An ERROR event other than 410 ends the watch, backs off, and re-watches from the same point."""
+    store = RecordingStore()
+    run_reflector(server, store, clock=clock)
+    assert server.wait_for(n_watches(1))
+    rv = server.resource_version
+    server.open_watches()[0].push(WatchEvent("ERROR", {"kind": "Status", "code": 500, "reason": "InternalError"}))
+    assert clock.wait_for_waiters(2, WAIT, timed=True)  # backoff wait (plus the watchdog)
+    clock.step(1.61)
+    assert server.wait_for(n_watches(2))
+    assert server.watch_requests[1]["resource_version"] == rv
+    assert len(server.list_requests) == 1 and [c[0] for c in store.calls] == ["replace"]
