@@ -160,6 +160,16 @@ class EmbeddedAPIServer:
             out.append(self.store.upsert(obj))
         return out
 
+    def wait_for_watchers(self, api_version: str, kind: str, count: int = 1,
+                          timeout: float = 10.0) -> bool:
+        """Block until ``count`` watch streams on the kind are open (e.g. an informer synced
+        and started watching); False after ``timeout`` seconds."""
+        return self.store.wait_for_watchers(self.store.resolve(api_version, kind), count, timeout)
+
+    def watcher_count(self, api_version: str, kind: str) -> int:
+        """How many watch streams on the kind are open now."""
+        return self.store.watcher_count(self.store.resolve(api_version, kind))
+
     def close_watches(self) -> None:
         """End every open watch stream (same as ``faults.close_watches``)."""
         self.store.close_watches()

@@ -132,6 +132,7 @@ class Store:
         self._continue_floor = 0                       # tokens with serial <= this are expired
         self.watch_epoch = 0                           # bumped to end every open watch
         self._defer_finish = False                     # True while a container empties itself
+        self._watchers: dict[ResourceKey, int] = {}    # open watch streams per resource
         self._now_cache: tuple[int, str] = (-1, "")
         self._uid_prefix = str(uuid.uuid4())[:23]      # 8-4-4-4 hex groups
         self._uid_counter = 0
@@ -173,6 +174,24 @@ class Store:
     def log_for_key_locked(self, key: ResourceKey) -> EventLog | None:
         """The event log stored under ``(group, plural)``, or None (e.g. its CRD is gone)."""
         return self._logs.get(key)
+
+    def watcher_count(self, rtype: ResourceType) -> int:
+        """How many watch streams on ``rtype`` are open now."""
+        with self.lock:
+            return self._watchers.get(rtype.key, 0)
+
+    def watcher_changed_locked(self, rtype: ResourceType, delta: int) -> None:
+        """Count a watch opening (+1) or closing (-1) and wake whoever waits on the log."""
+        self._watchers[rtype.key] = self._watchers.get(rtype.key, 0) + delta
+        log = self._logs.get(rtype.key)
+        if log is not None:
+            log.cond.notify_all()
+
+    def wait_for_watchers(self, rtype: ResourceType, count: int = 1, timeout: float = 10.0) -> bool:
+        """Block until at least ``count`` watches on ``rtype`` are open; False on timeout."""
+        with self.lock:
+            return self.log_locked(rtype).cond.wait_for(
+                lambda: self._watchers.get(rtype.key, 0) >= count, timeout)
 
     def entries_locked(self, rtype: ResourceType) -> dict[str, Entry]:
         """The live ``key -> Entry`` map of ``rtype`` (read-only; lock held while used)."""

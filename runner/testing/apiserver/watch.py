@@ -88,15 +88,19 @@ class Watcher:
                 if requested < log.floor_rv:
                     raise too_old(requested, log.floor_rv + 1)
                 cursor = log.seq_after_locked(requested)
-            return cls(store, rtype, log, version=version, namespace=namespace, labels=labels,
-                       fields=fields, cursor=cursor, initial=initial, bookmarks=bookmarks,
-                       bookmark_interval=bookmark_interval,
-                       initial_end_bookmark=send_initial_events and bookmarks)
+            watcher = cls(store, rtype, log, version=version, namespace=namespace, labels=labels,
+                          fields=fields, cursor=cursor, initial=initial, bookmarks=bookmarks,
+                          bookmark_interval=bookmark_interval,
+                          initial_end_bookmark=send_initial_events and bookmarks)
+            store.watcher_changed_locked(rtype, +1)
+            return watcher
 
     def stop(self) -> None:
         """End this watch at its next wake-up (thread-safe, idempotent)."""
         with self._store.lock:
-            self._stopped = True
+            if not self._stopped:
+                self._stopped = True
+                self._store.watcher_changed_locked(self._rtype, -1)
             self._log.cond.notify_all()
 
     def _ended_locked(self) -> bool:
