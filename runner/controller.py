@@ -71,7 +71,11 @@ class Controller:
     def stop(self, drain_timeout: float = 10.0) -> bool:
         """Refuse new keys, let workers finish queued and running keys for at most
         ``drain_timeout`` s, then make them exit after their current key and join them (again at
-        most ``drain_timeout`` s). Returns whether everything drained and every thread ended."""
+        most ``drain_timeout`` s). Returns whether everything drained and every thread ended.
+        Never started: the queue is shut down at once (queued keys are dropped)."""
+        if not self._threads:
+            self.queue.shut_down()
+            return True
         drained = self.queue.shut_down_with_drain(drain_timeout)
         self._stopping.set()
         self.queue.shut_down()

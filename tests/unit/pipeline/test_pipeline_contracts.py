@@ -20,7 +20,6 @@ from kinrun.cache import (
 from kinrun.clock import FakeClock, RealClock
 from kinrun.controller import enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.errors import ConflictError, ExpiredError, NotFoundError
-from kinrun.testing.memory import MemoryListerWatcher
 
 CLOCKS = {"real": RealClock, "fake": FakeClock}
 
