@@ -9,6 +9,8 @@ matches it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,7 @@ from .rawkube import RawKube
 
 # The embedded server used for differential tests keeps a short history, so "too old
 # resourceVersion" can be provoked by writing more than this many objects.
-EMBEDDED_HISTORY = 50
+EMBEDDED_HISTORY = 20
 EMBEDDED_BOOKMARK_INTERVAL = 1.0
 
 
@@ -48,6 +50,35 @@ def embedded_for_diff() -> Iterator[Any]:
 def embedded_raw(embedded_for_diff: Any) -> RawKube:
     """RawKube for the differential embedded server."""
     return RawKube(embedded_for_diff.kubeconfig_path, "embedded")
+
+
+_CHILD = """
+import sys
+from kinrun.testing.apiserver import EmbeddedAPIServer
+with EmbeddedAPIServer(port=0) as srv:
+    print(srv.kubeconfig_path, flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def isolated_embedded_raw() -> Iterator[RawKube]:
+    """RawKube for an EmbeddedAPIServer in a child process, for requests that may hang or spin
+    the server (a stuck handler thread then dies with the child instead of holding the GIL of
+    the test process)."""
+    try:
+        import kinrun.testing.apiserver  # noqa: F401, PLC0415
+    except ImportError as err:
+        pytest.skip(f"differential: kinrun.testing.apiserver not importable yet ({err})")
+    child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        kubeconfig = child.stdout.readline().strip() if child.stdout else ""
+        assert kubeconfig, "the embedded server child did not start"
+        yield RawKube(kubeconfig, "embedded")
+    finally:
+        child.kill()
+        child.wait(10)
 
 
 @dataclass
