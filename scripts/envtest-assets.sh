@@ -38,7 +38,10 @@ CACHE="${KINRUN_ENVTEST_CACHE:-/var/cache/kinrun/envtest}"
 WORK="${KINRUN_ENVTEST_WORK:-${CACHE%/}.build}"
 K8S_SRC_PKG=kubernetes
 REFLECT2_PKG=golang-github-modern-go-reflect2-dev
-PACKAGES=(etcd-server golang-go rsync dpkg-dev make "$REFLECT2_PKG" ca-certificates openssl)
+# gcc/libc6-dev: kube's hack/ scripts build their code generators with cgo left at Go's
+# default; openssl: EnvtestServer makes service-account keys with it.
+PACKAGES=(etcd-server golang-go rsync dpkg-dev make gcc libc6-dev "$REFLECT2_PKG" ca-certificates
+    openssl)
 
 mkdir -p "$CACHE"
 if has_assets "$CACHE"; then finish "$CACHE"; fi
@@ -104,7 +107,11 @@ fetch_source() {
     rm -rf "$WORK/apt-source" "$dest"
     mkdir -p "$WORK/apt-source" "$GOPATH/src/k8s.io"
     log "apt-get source $K8S_SRC_PKG (large: the tarball carries vendor/)"
-    (cd "$WORK/apt-source" && apt-get source -qq "$K8S_SRC_PKG")
+    if ! (cd "$WORK/apt-source" && apt-get source -qq "$K8S_SRC_PKG"); then
+        log "apt-get source failed; refreshing the package lists once and retrying"
+        apt-get update -qq
+        (cd "$WORK/apt-source" && apt-get source -qq "$K8S_SRC_PKG")
+    fi
     local tree
     tree="$(find "$WORK/apt-source" -mindepth 1 -maxdepth 1 -type d -name "$K8S_SRC_PKG-*" | head -n1)"
     [[ -n "$tree" && -d "$tree/cmd/kube-apiserver" ]] || die "no kubernetes tree in $WORK/apt-source"
