@@ -100,6 +100,16 @@ def _not_found_path() -> st.StatusError:
                           {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
 
 
+def _dry_run(req: Request) -> bool:
+    """Whether the request asks for ``dryRun=All`` (400 for any other value)."""
+    value = req.query.get("dryRun")
+    if value is None or value == "":
+        return False
+    if value != "All":
+        raise st.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return True
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -366,9 +376,8 @@ class Api:
         self._check_identity(t, body, need_name=False)
         body = self._record(req, t, body, "Update")
         reset_status(t.rtype, body)
-        if _truthy(req.query.get("dryRun")) or req.query.get("dryRun") == "All":
-            raise st.bad_request("dryRun is not supported by the embedded API server")
-        created = self.store.create_object(t.rtype, body, namespace=t.namespace)
+        created = self.store.create_object(t.rtype, body, namespace=t.namespace,
+                                           dry_run=_dry_run(req))
         return json_answer(201, self._out(t, created))
 
     def _update(self, req: Request, t: Target) -> Answer:
@@ -380,7 +389,8 @@ class Api:
         def mutate(current: Obj) -> Obj:
             return prepare_for_update(t.rtype, body, current, t.subresource)
 
-        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate)
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
+                                              dry_run=_dry_run(req))
         return json_answer(200, self._out(t, obj))
 
     def _patch(self, req: Request, t: Target) -> Answer:
@@ -399,7 +409,8 @@ class Api:
             patched = self._record(req, t, patched, "Update")
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
-        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate)
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
+                                              dry_run=_dry_run(req))
         return json_answer(200, self._out(t, obj))
 
     def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
@@ -423,7 +434,7 @@ class Api:
 
         del manager
         obj, created = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
-                                                    create=create)
+                                                    create=create, dry_run=_dry_run(req))
         return json_answer(201 if created else 200, self._out(t, obj))
 
     def _delete_options(self, req: Request) -> Obj:
@@ -444,7 +455,8 @@ class Api:
         options = self._delete_options(req)
         pre = options.get("preconditions") or {}
         obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
-                                             resource_version=pre.get("resourceVersion"))
+                                             resource_version=pre.get("resourceVersion"),
+                                             dry_run=_dry_run(req))
         if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
             return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
                                                obj["metadata"].get("uid", "")))

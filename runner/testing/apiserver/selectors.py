@@ -192,6 +192,8 @@ class _LabelParser:
         values: list[str] = []
         while True:
             tok = self.peek()
+            if tok is None:
+                raise self.fail("found 'end of string', expected: ')'")
             if tok == ")":
                 self.take()
                 return tuple(values)

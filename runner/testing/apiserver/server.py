@@ -16,7 +16,7 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
 - No authentication, authorization, admission, audit, TLS, API priority and fairness; no
   OpenAPI documents (``/openapi/v2``, ``/openapi/v3`` answer 404), no aggregated discovery
   (clients fall back to the legacy documents), JSON only (no protobuf, no Table output: kubectl
-  prints its default columns), no ``dryRun`` (400), no subresources but ``status`` (no
+  prints its default columns), no subresources but ``status`` (no
   ``log``, ``exec``, ``scale``, ``eviction``, ``binding``).
 - Validation is shallow: names, label keys and values, CRD names/scope/storage version.
   Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or

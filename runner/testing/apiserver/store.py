@@ -230,12 +230,14 @@ class Store:
 
     # -- create ---------------------------------------------------------------------------
 
-    def create_object(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None) -> Obj:
+    def create_object(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None,
+                      dry_run: bool = False) -> Obj:
         """Store a new object of ``rtype``; returns it as stored.
 
         ``obj`` is not mutated. Namespaced objects land in ``namespace`` (else the body's,
         else ``default``), which must exist (404) and not be terminating (403). A missing name
-        is generated from ``generateName``; raises 409 AlreadyExists, 422 Invalid, 400."""
+        is generated from ``generateName``; raises 409 AlreadyExists, 422 Invalid, 400.
+        ``dry_run``: check everything, store nothing (no resourceVersion)."""
         with self.lock:
             new = self._new_object_locked(rtype, obj, namespace)
             bucket = self._bucket_locked(rtype)
@@ -243,6 +245,8 @@ class Store:
             key = object_key(meta.get("namespace"), meta["name"])
             if key in bucket:
                 raise st.already_exists(rtype.group, rtype.plural, meta["name"])
+            if dry_run:
+                return new
             entry = self._stamp_locked(rtype, new)
             self._write_locked(rtype, "ADDED", entry, None)
             self._after_create_locked(rtype, new)
@@ -301,27 +305,30 @@ class Store:
 
     def guaranteed_update(self, rtype: ResourceType, namespace: str | None, name: str,
                           mutate: Callable[[Obj], Obj], *, check_resource_version: bool = True,
-                          create: Callable[[], Obj] | None = None) -> tuple[Obj, bool]:
+                          create: Callable[[], Obj] | None = None,
+                          dry_run: bool = False) -> tuple[Obj, bool]:
         """Read-modify-write one object under the lock, as the registry's GuaranteedUpdate.
 
         ``mutate(current) -> new`` gets the stored object (a fresh dict it must not rely on
         after returning) and returns the desired object; it may raise StatusError. When
         ``check_resource_version`` and the new object carries ``metadata.resourceVersion``, it
         must equal the stored one (else 409 Conflict). A missing object is created from
-        ``create()`` when given, else 404. Returns ``(object as stored, created)``."""
+        ``create()`` when given, else 404. Returns ``(object as stored, created)``.
+        ``dry_run``: check everything, store nothing."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
             old = self._bucket_locked(rtype).get(object_key(ns, name))
             if old is None:
                 if create is None:
                     raise st.not_found(rtype.group, rtype.plural, name)
-                return self.create_object(rtype, create(), namespace=ns), True
+                return self.create_object(rtype, create(), namespace=ns, dry_run=dry_run), True
             current = old.decode()
             new = mutate(current)
-            return self._update_locked(rtype, old, current, new, check_resource_version), False
+            return self._update_locked(rtype, old, current, new, check_resource_version,
+                                       dry_run), False
 
     def _update_locked(self, rtype: ResourceType, old: Entry, old_obj: Obj, new: Obj,
-                       check_rv: bool) -> Obj:
+                       check_rv: bool, dry_run: bool = False) -> Obj:
         if not isinstance(new, dict):
             raise st.bad_request("the object must be a JSON object")
         meta = dict(new.get("metadata") or {})
@@ -341,7 +348,7 @@ class Store:
             meta["generation"] = int(old_obj["metadata"].get("generation") or 1) + 1
         validate_object(rtype, new)
         meta["resourceVersion"] = str(old.rv)
-        if orjson.dumps(new) == old.raw:
+        if dry_run or orjson.dumps(new) == old.raw:
             return new
         entry = self._stamp_locked(rtype, new)
         if entry.deleting and not entry.finalizers:
@@ -367,7 +374,8 @@ class Store:
     # -- delete ---------------------------------------------------------------------------
 
     def delete_object(self, rtype: ResourceType, namespace: str | None, name: str, *,
-                      uid: str | None = None, resource_version: str | None = None) -> tuple[Obj, bool]:
+                      uid: str | None = None, resource_version: str | None = None,
+                      dry_run: bool = False) -> tuple[Obj, bool]:
         """Delete one object, honouring preconditions (409 on a uid/resourceVersion mismatch)
         and finalizers (then only ``deletionTimestamp`` is set). Returns ``(last state,
         gone)``: ``gone`` False while finalizers (or a namespace's content) keep it. 404 when
@@ -379,6 +387,8 @@ class Store:
                 raise st.not_found(rtype.group, rtype.plural, name)
             self._check_preconditions(rtype, old, uid, resource_version)
             obj = old.decode()
+            if dry_run:
+                return obj, not old.finalizers
             if rtype.key in (NAMESPACES, CRDS) and not old.finalizers:
                 return self._delete_container_locked(rtype, old, obj)
             if old.finalizers:
