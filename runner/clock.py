@@ -38,6 +38,10 @@ class RealClock:
         """``time.monotonic()``."""
         return time.monotonic()
 
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep(seconds)`` (uninterruptible: prefer ``wait``)."""
+        time.sleep(max(0.0, seconds))
+
     def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
         """``wakeup.wait(timeout)``; a negative timeout does not block."""
         if timeout is not None and timeout <= 0:

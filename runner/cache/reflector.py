@@ -115,7 +115,7 @@ class Reflector:
     def run(self) -> None:
         """List and watch until ``stop()``. Never raises for API errors (they are logged)."""
         self._start_helper(self._watchdog_loop, "watchdog")
-        if self.resync_period > 0 or self._should_resync is not None:
+        if self.resync_period > 0:
             self._start_helper(self._resync_loop, "resync")
         try:
             while not self._stop.is_set():

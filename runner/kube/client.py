@@ -56,7 +56,7 @@ class Client:
                  retry: RetryPolicy | None = None, connect_timeout: float = 10.0,
                  read_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        api_client.user_agent = USER_AGENT
+        api_client.user_agent = USER_AGENT  # the given ApiClient now identifies as kinrun
         self.api_client = api_client
         self.rate_limiter = TokenBucket(qps, burst, clock=clock, sleep=sleep)
         self.transport = Transport(api_client, rate_limiter=self.rate_limiter, retry=retry,
@@ -215,18 +215,18 @@ class Client:
                                  subresource=req.subresource, params=req.params or None)
 
     def _exec_create(self, ref: ResourceRef, req: ApiRequest) -> Obj:
-        return writes.create_object(self.transport, ref, _named(req), namespace=req.namespace,
+        return writes.create_object(self.transport, ref, _named(ref, req), namespace=req.namespace,
                                     params=req.params or None)
 
     def _exec_update(self, ref: ResourceRef, req: ApiRequest) -> Obj:
-        return writes.replace_object(self.transport, ref, _named(req), namespace=req.namespace,
+        return writes.replace_object(self.transport, ref, _named(ref, req), namespace=req.namespace,
                                      subresource=req.subresource, params=req.params or None)
 
     def _exec_apply(self, ref: ResourceRef, req: ApiRequest) -> Obj:
         params = dict(req.params)
         manager = str(params.pop("fieldManager", writes.FIELD_MANAGER))
         force = _truthy(params.pop("force", False))
-        return writes.apply_object(self.transport, ref, _named(req), namespace=req.namespace,
+        return writes.apply_object(self.transport, ref, _named(ref, req), namespace=req.namespace,
                                    force=force, field_manager=manager,
                                    subresource=req.subresource, params=params)
 
@@ -277,16 +277,18 @@ class Client:
         return writes.replace_object(self.transport, LEASE, lease)
 
 
-def _named(req: ApiRequest) -> Mapping[str, Any]:
-    """The request's body, with the request's name/namespace when the body lacks them."""
+def _named(ref: ResourceRef, req: ApiRequest) -> Mapping[str, Any]:
+    """The request's body, with the request's name (and namespace, for a namespaced kind)
+    filled in when the body lacks them; a new dict then, the request's body is not modified."""
     body = req.body
     if not isinstance(body, Mapping):
         raise ValueError(f"{req.verb} needs an object body: {req.describe()}")
     meta = body.get("metadata") or {}
-    if (req.name and not meta.get("name")) or (req.namespace and not meta.get("namespace")):
+    namespace = req.namespace if ref.namespaced else None
+    if (req.name and not meta.get("name")) or (namespace and not meta.get("namespace")):
         meta = {**meta, "name": meta.get("name") or req.name}
-        if req.namespace:
-            meta["namespace"] = meta.get("namespace") or req.namespace
+        if namespace:
+            meta["namespace"] = meta.get("namespace") or namespace
         body = {**body, "metadata": meta}
     return body
 

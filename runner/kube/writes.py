@@ -35,7 +35,8 @@ Obj = dict[str, Any]
 Params = Mapping[str, Any] | None
 
 
-def object_namespace(ref: ResourceRef, body: Mapping[str, Any], namespace: str | None) -> str | None:
+def object_namespace(ref: ResourceRef, body: Mapping[str, Any],
+                     namespace: str | None) -> str | None:
     """The namespace a body-carrying write goes to: ``namespace``, else the body's own; None
     for cluster-scoped resources. Raises ValueError for a namespaced kind with neither."""
     if not ref.namespaced:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import select
 import socket
 import sys
+import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,7 +38,24 @@ class APIHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], api: Api) -> None:
         self.api = api
+        self._connections: set[socket.socket] = set()   # open client sockets (guarded by _lock)
+        self._lock = threading.Lock()
         super().__init__(address, APIRequestHandler)
+
+    def track(self, sock: socket.socket, open_: bool) -> None:
+        """Remember (or forget) an open client connection, so ``close_connections`` can end it."""
+        with self._lock:
+            (self._connections.add if open_ else self._connections.discard)(sock)
+
+    def close_connections(self) -> None:
+        """Shut down every open client connection (their threads then end)."""
+        with self._lock:
+            socks = list(self._connections)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def handle_error(self, request: object, client_address: object) -> None:
         """Ignore clients that went away; report anything else as the stdlib does."""
@@ -79,6 +97,14 @@ class APIRequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, False)
+        try:
+            super().finish()
+        except OSError:
+            pass
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         """Silence the stdlib's per-request stderr log."""

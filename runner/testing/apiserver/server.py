@@ -129,6 +129,7 @@ class EmbeddedAPIServer:
         self.store.close()
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
