@@ -1,4 +1,4 @@
-"""Fakes for kube-layer unit tests (imported as ``kube_fakes``; test dirs are not packages): a urllib3-pool stand-in that answers from a handler.
+"""Fakes for kube-layer unit tests (imported as ``kube_fakes``: test dirs are not packages).
 
 ``FakePool(handler)``: ``handler(call)`` returns a urllib3.HTTPResponse (see ``response``) or
 raises; every call is recorded as a ``Call`` (method, path, query dict, body decoded, headers).
