@@ -53,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tracemalloc", action="store_true", help="trace allocations (sync)")
     p.add_argument("--timeout", type=float, default=600.0, help="give up after seconds")
     p.add_argument("--variant", default="", help="contender-specific variant")
+    p.add_argument("--limit", type=int, default=0,
+                   help="events: done after this many handler calls (0: at the marker)")
     return p.parse_args(argv)
 
 
@@ -116,6 +118,7 @@ class Recorder:
         self.calls = 0
         self.keys: set[str] = set()
         self.t_open = 0.0
+        self.rss_open = 0
         self.t_first = 0.0
         self.t_last = 0.0
         self.t_synced = 0.0
@@ -123,8 +126,13 @@ class Recorder:
         self._lock = threading.Lock()
 
     def opened(self) -> None:
-        """The contender is about to send its first LIST or WATCH request."""
+        """The contender is about to send its first LIST or WATCH request (its libraries are
+        imported): the memory baseline is taken here and tracemalloc starts here."""
         if not self.t_open:
+            self.rss_open = rss_bytes()
+            if self.args.tracemalloc:
+                import tracemalloc
+                tracemalloc.start()
             self.t_open = time.time()
 
     def handled(self, name: str, namespace: str, annotations: dict[str, str] | None) -> None:
@@ -153,6 +161,8 @@ class Recorder:
         if w == "latency" and stamp:
             self.latencies.append(now - float(stamp))
         if name == self.args.marker and FINAL_ANNOTATION in annotations:
+            self.done.set()
+        elif self.args.limit and self.calls >= self.args.limit:
             self.done.set()
 
     def result(self) -> dict[str, Any]:
@@ -194,19 +204,17 @@ def wait_and_emit(name: str, args: argparse.Namespace, rec: Recorder, gcmon: GcM
     res.update(gcmon.stop())
     res["t_done"] = time.time()
     gc.collect()
-    res["rss_before"] = rss_before
+    res["rss_start"] = rss_before
+    res["rss_before"] = rec.rss_open or rss_before
     res["rss_after"] = rss_bytes()
     if args.tracemalloc:
         import tracemalloc
-        res["traced_bytes"] = tracemalloc.get_traced_memory()[0]
+        if tracemalloc.is_tracing():
+            res["traced_bytes"] = tracemalloc.get_traced_memory()[0]
     emit(name, args, rec, res)
 
 
 def start(args: argparse.Namespace) -> tuple[Recorder, GcMonitor, int]:
-    """Pin, start the probes; returns (recorder, GC monitor, RSS before any object arrived)."""
+    """Pin, start the GC probe; returns (recorder, GC monitor, RSS at start, bytes)."""
     pin(args.cpu)
-    rss0 = rss_bytes()
-    if args.tracemalloc:
-        import tracemalloc
-        tracemalloc.start()
-    return Recorder(args), GcMonitor().start(), rss0
+    return Recorder(args), GcMonitor().start(), rss_bytes()

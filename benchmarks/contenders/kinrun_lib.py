@@ -3,8 +3,9 @@
 ``Client.from_config`` -> ``client.lister_watcher`` (paged LIST, streamed WATCH, orjson dicts)
 -> ``SharedIndexInformer`` (Reflector, DeltaFIFO, indexer; transform ``strip_managed_fields``,
 the config's default) -> a handler that enqueues the object's key -> ``Controller`` (one
-worker, default rate limiter) -> reconcile. After the initial list the GC is tuned as the main
-job does (``gc_tuning.freeze_after_initial_list``).
+worker, default rate limiter) -> reconcile. As the main job (``kinrun.manager.Manager.start``):
+the workers start once the cache has synced, after ``gc_tuning.freeze()`` and
+``gc_tuning.raise_thresholds()``.
 
 Variants (``--variant``):
 - ``noop``: the reconcile reads the object and returns (the config's ``reconcile: {hooks:
@@ -112,11 +113,12 @@ def main() -> None:
                       workers=1)
     informer.add_event_handler(enqueue_own_key(ctrl.enqueue))
     informer.start()
+    informer.wait_for_sync()
+    gc_tuning.freeze()
+    gc_tuning.raise_thresholds()
     ctrl.start()
-    threading.Thread(target=gc_tuning.freeze_after_initial_list, args=([informer],),
-                     daemon=True, name="gc-tuning").start()
 
 
-main()
+threading.Thread(target=main, daemon=True, name="bench-main").start()
 _common.wait_and_emit(f"kinrun{'-action' if ARGS.variant == 'action' else ''}", ARGS, REC,
                       GCMON, RSS0)
