@@ -207,6 +207,12 @@ def print_table(r: dict[str, Any]) -> None:
         g = t["gc"]
         print(f"{label:34} {t['events_per_s']:>10.0f} {t['events_per_cpu_s']:>9.0f} {t['reconciles']:>10} {g['count']:>6} "
               f"{g['gen2_count']:>5} {g['total_s'] * 1000:>11.1f} {g['max_s'] * 1000:>9.2f}")
+    d, f = r["throughput_default_gc"], r["throughput_tuned_gc"]
+    print(f"GC tuning (gc.freeze() after the initial list, thresholds {gc_tuning.DEFAULT_THRESHOLDS}): "
+          f"collections {d['gc']['count']} -> {f['gc']['count']}, pause total "
+          f"{d['gc']['total_s'] * 1000:.0f} -> {f['gc']['total_s'] * 1000:.0f} ms, max "
+          f"{d['gc']['max_s'] * 1000:.1f} -> {f['gc']['max_s'] * 1000:.1f} ms, events per CPU-second "
+          f"{d['events_per_cpu_s']:.0f} -> {f['events_per_cpu_s']:.0f}")
     print(f"memory per cached Pod ({m['pods']} pods, managedFields stripped): "
           f"{m['traced_bytes_per_object'] / 1024:.1f} KiB traced, {m['rss_bytes_per_object'] / 1024:.1f} KiB RSS")
     print(f"load average at end: {r['load_average_at_end'][0]:.1f} on {r['cpus']} CPUs "
