@@ -1,11 +1,15 @@
 """PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and the approximations used
 for strategic merge patch and server-side apply.
 
-Strategic merge patch is applied as a JSON merge patch: maps merge, lists are replaced whole
-(a real server merges lists such as ``containers`` by their merge key and honours ``$patch``
-directives). Server-side apply is create-or-merge: the applied configuration is merge-patched
-onto the live object (no field ownership, so no apply conflicts and no removal of fields a
-manager stopped applying). Functions here are pure: they never mutate their inputs.
+Strategic merge patch is approximated without schemas: maps merge as in a merge patch; lists
+of objects whose field name is a well-known merge list of the built-in types (``containers``,
+``env``, ``volumes``, ``ports``, ``conditions``, ...: ``MERGE_KEYS``) merge item by item on
+their merge key, ``finalizers`` merge as a set, every other list is replaced; the directives
+``$patch: delete|replace``, ``$setElementOrder/<list>``, ``$deleteFromPrimitiveList/<list>`` and
+``$retainKeys`` are honoured or dropped. Server-side apply is create-or-merge: the applied
+configuration is merge-patched onto the live object (no field ownership, so no apply conflicts
+and no removal of fields a manager stopped applying). Functions here are pure: they never
+mutate their inputs.
 """
 
 from __future__ import annotations
@@ -154,10 +158,94 @@ def decode_patch(content_type: str, body: bytes) -> Any:
         raise bad_request(f"error decoding patch: {exc}") from None
 
 
+# field name -> merge key of the built-in types' "patchStrategy: merge" lists of objects
+MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+              "env": "name", "volumes": "name", "volumeMounts": "mountPath",
+              "volumeDevices": "devicePath", "imagePullSecrets": "name", "hostAliases": "ip",
+              "conditions": "type", "ownerReferences": "uid", "resourceClaims": "name",
+              "topologySpreadConstraints": "topologyKey", "taints": "key",
+              "readinessGates": "conditionType"}
+SET_LISTS = ("finalizers",)
+
+
+def _merge_key(field: str, items: list[Any]) -> str | None:
+    if field == "ports":
+        return "containerPort" if any(isinstance(i, dict) and "containerPort" in i for i in items) else "port"
+    return MERGE_KEYS.get(field)
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """Strategic merge patch approximated without schemas (see module docstring)."""
+    if not isinstance(patch, dict):
+        return _copy(patch)
+    if patch.get("$patch") == "replace":
+        return _copy({k: v for k, v in patch.items() if k != "$patch"})
+    if patch.get("$patch") == "delete":
+        return None
+    result = dict(target) if isinstance(target, dict) else {}
+    order: dict[str, list[Any]] = {}
+    for key, value in patch.items():
+        if key.startswith("$setElementOrder/"):
+            order[key.split("/", 1)[1]] = value
+        elif key.startswith("$deleteFromPrimitiveList/"):
+            field = key.split("/", 1)[1]
+            result[field] = [v for v in result.get(field) or [] if v not in (value or [])]
+        elif key.startswith("$"):
+            continue
+        elif value is None:
+            result.pop(key, None)
+        elif isinstance(value, list):
+            result[key] = _merge_list(key, result.get(key), value)
+        else:
+            merged = strategic_merge_patch(result.get(key), value)
+            if merged is None:
+                result.pop(key, None)
+            else:
+                result[key] = merged
+    for field, wanted in order.items():
+        result[field] = _reorder(field, result.get(field), wanted)
+    return result
+
+
+def _merge_list(field: str, target: Any, patch: list[Any]) -> list[Any]:
+    current = target if isinstance(target, list) else []
+    if field in SET_LISTS:
+        return _copy(current) + [_copy(v) for v in patch if v not in current]
+    key = _merge_key(field, current + patch)
+    if key is None or not all(isinstance(i, dict) for i in patch):
+        return [_copy(i) for i in patch if not (isinstance(i, dict) and i.get("$patch") == "delete")]
+    out = [dict(i) if isinstance(i, dict) else i for i in current]
+    for item in patch:
+        index = next((n for n, cur in enumerate(out)
+                      if isinstance(cur, dict) and cur.get(key) == item.get(key)), None)
+        if item.get("$patch") == "delete":
+            if index is not None:
+                del out[index]
+        elif index is None:
+            out.append(strategic_merge_patch({}, item))
+        else:
+            out[index] = strategic_merge_patch(out[index], item)
+    return out
+
+
+def _reorder(field: str, items: Any, wanted: list[Any]) -> Any:
+    if not isinstance(items, list):
+        return items
+    key = _merge_key(field, items)
+    if key is None:
+        return items
+    rank = {w.get(key) if isinstance(w, dict) else w: n for n, w in enumerate(wanted)}
+    return sorted(items, key=lambda i: rank.get(i.get(key) if isinstance(i, dict) else i, len(rank)))
+
+
 def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]:
     """Apply a decoded ``patch`` of ``content_type`` to ``target``; returns a new dict."""
     if content_type == JSON_PATCH:
         result = json_patch(target, patch)
+    elif content_type == STRATEGIC:
+        if not isinstance(patch, dict):
+            raise bad_request("patch body must be a JSON object")
+        result = strategic_merge_patch(target, patch)
     else:
         if not isinstance(patch, dict):
             raise bad_request("patch body must be a JSON object")

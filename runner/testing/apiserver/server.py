@@ -21,7 +21,8 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
 - Validation is shallow: names, label keys and values, CRD names/scope/storage version.
   Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
   pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
-- Strategic merge patch is a JSON merge patch (lists replaced, no ``$patch`` directives);
+- Strategic merge patch knows no schemas: well-known merge lists (containers, env, volumes,
+  ports, conditions, ...) merge by key, other lists are replaced (see ``patch``);
   server-side apply is create-or-merge: ``fieldManager`` is required (422 otherwise) and
   ``force`` is accepted only with apply, but there is no field ownership, so no apply
   conflicts and fields a manager stops applying are not removed. ``managedFields`` are coarse.

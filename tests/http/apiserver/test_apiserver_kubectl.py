@@ -82,3 +82,13 @@ def test_kubectl_get_watch_sees_new_pod(embedded_server):
         proc.terminate()
         proc.wait(10)
 
+
+
+def test_kubectl_apply_image_change_keeps_other_container_fields(embedded_server):
+    """A second kubectl apply (strategic merge with $setElementOrder) changes the image only."""
+    manifest = POD.replace("{name: c, image: nginx}", "{name: c, image: nginx, ports: [{containerPort: 80}]}")
+    assert kubectl(embedded_server, "apply", "-f", "-", stdin=manifest).returncode == 0
+    r = kubectl(embedded_server, "apply", "-f", "-", stdin=manifest.replace("image: nginx", "image: nginx:2"))
+    assert r.returncode == 0, r.stderr
+    containers = embedded_server.store.get("v1", "Pod", "web")["spec"]["containers"]
+    assert containers == [{"name": "c", "image": "nginx:2", "ports": [{"containerPort": 80}]}]
