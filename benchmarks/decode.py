@@ -431,7 +431,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 add("decode", "kinrun", decode_kinrun(lines))
                 add("decode", "client", decode_client(lines))
             done += n
-            print(f"  watch round: {done}/{args.events} events")
+            if done == args.events or done // round_size % 20 == 0:
+                print(f"  watch: {done}/{args.events} events", flush=True)
         counts = {"list": args.pods, "watch": args.events, "decode": len(lines)}
     finally:
         server.close()

@@ -241,3 +241,18 @@ def test_unreachable_server_is_connection_error() -> None:
     client = Client.from_api_client(api, retry=RetryPolicy(attempts=1), connect_timeout=2.0)
     with pytest.raises(ApiConnectionError):
         client.resolve("v1", "Pod")
+
+
+def test_rate_limit_is_shared_by_every_request(embedded_server: EmbeddedAPIServer) -> None:
+    """One token bucket throttles discovery, LIST, WATCH and writes alike (waits recorded)."""
+    sleeps: list[float] = []
+    client = Client.from_config(kubeconfig=str(embedded_server.kubeconfig_path), qps=5,
+                                burst=1, sleep=sleeps.append)
+    ref = client.resolve("v1", "ConfigMap")                          # token 1 (burst)
+    lw = client.lister_watcher(ref, namespace=NS)
+    rv = lw.list().resource_version                                  # waits ~0.2 s
+    lw.watch(resource_version=rv, timeout_seconds=1).close()         # waits ~0.4 s
+    client.create(CM)                                                # waits ~0.6 s
+    client.close()
+    assert len(sleeps) == 3
+    assert sleeps == sorted(sleeps) and 0.1 < sleeps[0] <= 0.2 and sleeps[2] > 0.4
