@@ -82,9 +82,15 @@ class KubeListerWatcher:
 
         Raises ExpiredError when ``resource_version`` itself is too old (410 on the first
         page), other ApiErrors as the transport maps them.
+
+        A LIST at a specific resourceVersion (not "" or "0") is not paged, as client-go's
+        reflector does: with a limit the server reads etcd at exactly that revision (possibly
+        older than its watch cache, so the following watch answers 410 again and again); without
+        one it serves "not older than" from the watch cache.
         """
+        paged = self.page_size and resource_version in ("", "0")
         query = {**self._selectors(), "resourceVersion": resource_version or None,
-                 "limit": self.page_size or None}
+                 "limit": self.page_size if paged else None}
         items: list[dict[str, Any]] = []
         pages = 0
         while True:

@@ -69,13 +69,23 @@ def test_list_items_get_api_version_and_kind_from_the_list() -> None:
 def test_expired_continue_token_falls_back_to_one_unpaged_list() -> None:
     """A 410 on a continue page drops the partial pages and LISTs once without paging."""
     pool = FakePool(PagedServer(5, expire_continue=True))
-    result = make_client(pool).lister_watcher(PODS, page_size=2).list(resource_version="9")
+    result = make_client(pool).lister_watcher(PODS, page_size=2).list(resource_version="0")
     assert len(result.items) == 5
     assert result.extra["unpaged_after_expired"] is True
     last = pool.calls[-1]
     assert len(pool.calls) == 3
     assert "limit" not in last.query and "continue" not in last.query
-    assert last.query["resourceVersion"] == "9"
+    assert last.query["resourceVersion"] == "0"
+
+
+def test_list_at_a_specific_resource_version_is_not_paged() -> None:
+    """A relist at a known resourceVersion goes unpaged (watch cache, not an exact etcd read)."""
+    pool = FakePool(PagedServer(5))
+    result = make_client(pool).lister_watcher(PODS, page_size=2).list(resource_version="9")
+    assert len(result.items) == 5
+    assert len(pool.calls) == 1
+    assert "limit" not in pool.calls[0].query
+    assert pool.calls[0].query["resourceVersion"] == "9"
 
 
 def test_expired_first_page_raises_expired() -> None:
