@@ -21,10 +21,12 @@ Typical use::
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -43,6 +45,7 @@ ASSETS_ENV = "KUBEBUILDER_ASSETS"
 BINARIES = ("kube-apiserver", "etcd")
 ADMIN_TOKEN = "kinrun-envtest-admin-token"
 LOG_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1  # prctl(2) option
 
 
 def _insecure_tls() -> ssl.SSLContext:
@@ -105,6 +108,19 @@ def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when the parent goes away, so a
+    killed test run leaves no kube-apiserver or etcd behind (best effort; Linux only).
+
+    The signal follows the *thread* that started the child: start EnvtestServer from a
+    thread that outlives it (a pytest fixture runs on the main thread)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def _stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
     """Terminate ``proc``, kill it if it has not exited within ``timeout`` seconds, reap it."""
     if proc is None or proc.poll() is not None:
@@ -131,7 +147,8 @@ class _Process:
         """Start the process, appending its stdout and stderr to ``log_path``."""
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -217,13 +217,15 @@ def test_watch_close_from_another_thread_ends_iteration(client: Any,
     lw = client.lister_watcher(client.resolve("v1", "ConfigMap"), namespace=envtest_namespace)
     watch = lw.watch(resource_version=lw.list().resource_version, timeout_seconds=60,
                      allow_bookmarks=False)
-    done = threading.Event()
+    started, done = threading.Event(), threading.Event()
 
     def consume() -> None:
+        started.set()
         list(watch)
         done.set()
 
     threading.Thread(target=consume, daemon=True).start()
+    assert started.wait(5)
     watch.close()
     assert done.wait(10), "iteration did not end after close()"
 
