@@ -29,7 +29,7 @@ from .registry import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .store import Entry, Store
 from .strategy import prepare_for_update, reset_status
-from .watch import Watcher
+from .watch import Watcher, error_line
 
 Obj = dict[str, Any]
 VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-kinrun.embedded",
@@ -357,7 +357,6 @@ class Api:
             return WatchAnswer(None, timeout=None, stall=True)
         if self.faults.take("watch_event"):
             error = st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
-            from .watch import error_line  # noqa: PLC0415
             return WatchAnswer(None, first_lines=[error_line(error)], end_after_first=True)
         if t.name:
             fields = parse_field_selector(f"metadata.name={t.name}" + (
@@ -414,7 +413,7 @@ class Api:
         return json_answer(200, self._out(t, obj))
 
     def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
-        manager = self._manager(req, required=True)
+        self._manager(req, required=True)
         if not isinstance(applied, dict):
             raise st.bad_request("apply patch body must be an object")
         self._check_type(t, applied)
@@ -432,7 +431,6 @@ class Api:
             reset_status(t.rtype, obj)
             return obj
 
-        del manager
         obj, created = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
                                                     create=create, dry_run=_dry_run(req))
         return json_answer(201 if created else 200, self._out(t, obj))

@@ -124,3 +124,22 @@ def test_stop_is_idempotent_and_removes_temp_kubeconfig():
     srv.stop()
     srv.stop()
     assert not os.path.exists(path)
+
+
+def test_module_main_serves_until_terminated(tmp_path):
+    """``python -m kinrun.testing.apiserver`` prints its URL, serves, and exits on SIGTERM."""
+    import subprocess
+    import sys
+    import urllib.request
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: seeded, namespace: default}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "kinrun.testing.apiserver", "--load", str(manifest),
+                             "--kubeconfig", str(tmp_path / "kc")], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().split()[-1]
+        with urllib.request.urlopen(f"{url}/api/v1/namespaces/default/configmaps/seeded", timeout=10) as resp:
+            assert resp.status == 200
+        assert (tmp_path / "kc").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
