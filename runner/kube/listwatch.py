@@ -192,11 +192,15 @@ class StreamWatch:
         # Iteration started: if its generator is suspended (the consumer stopped pulling),
         # finish it here so the connection is released now, not at garbage collection.
         gen = self._gen
-        if gen is not None and not gen.gi_running:
-            try:
-                gen.close()
-            except ValueError:  # it resumed on another thread meanwhile: it will see _closed
-                pass
+        if gen is None or gen.gi_running:
+            return  # the iterating thread is inside a read: it sees _closed and releases
+        try:
+            gen.close()
+        except ValueError:  # it resumed on another thread meanwhile: it will see _closed
+            return
+        with self._lock:  # a generator closed before its first step never ran its finally
+            if not self._released:
+                self._release_locked(clean=False)
 
     @property
     def closed(self) -> bool:

@@ -290,3 +290,40 @@ def test_watch_http_410_raises_expired_at_open() -> None:
     pool = FakePool(lambda call: response(410, status_body(410, "Expired", "gone")))
     with pytest.raises(ExpiredError):
         make_client(pool).lister_watcher(PODS).watch(resource_version="1")
+
+
+class ReturnedConnections:
+    """Stands in for the urllib3 connection pool: records connections given back."""
+
+    def __init__(self) -> None:
+        self.returned: list[Any] = []
+
+    def _put_conn(self, conn: Any) -> None:
+        self.returned.append(conn)
+
+
+def test_close_after_iter_before_first_event_releases_the_connection() -> None:
+    """iter() then close() before any next(): the response is still closed and released."""
+    fp = PiecesFP([line("ADDED", pod(1))])
+    resp = urllib3.HTTPResponse(body=fp, status=200, preload_content=False)
+    conn, pool = FakeConnection(), ReturnedConnections()
+    resp._connection, resp._pool = conn, pool  # type: ignore[assignment]
+    w = StreamWatch(resp, api_version="v1", kind="Pod")
+    it = iter(w)
+    w.close()
+    assert list(it) == []
+    assert conn.closed and pool.returned == [conn]
+
+
+def test_close_after_consumer_stopped_pulling_releases_the_connection() -> None:
+    """A consumer that took one event then closed: the suspended stream is finished at once."""
+    fp = PiecesFP([line("ADDED", pod(1)), line("ADDED", pod(2))])
+    resp = urllib3.HTTPResponse(body=fp, status=200, preload_content=False)
+    conn, pool = FakeConnection(), ReturnedConnections()
+    resp._connection, resp._pool = conn, pool  # type: ignore[assignment]
+    w = StreamWatch(resp, api_version="v1", kind="Pod")
+    it = iter(w)
+    assert next(it).object["metadata"]["name"] == "p1"
+    w.close()
+    assert conn.closed and pool.returned == [conn]
+    assert list(it) == []
