@@ -14,6 +14,7 @@ from many connection threads at once.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-kinrun.embedded",
                 "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
                 "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",
@@ -136,6 +138,10 @@ class Api:
             return self._route(req)
         except st.StatusError as exc:
             return Answer(exc.code, exc.to_json(), headers=dict(exc.headers))
+        except Exception as exc:  # noqa: BLE001 - a server bug must not kill the connection
+            log.exception("embedded API server failed on %s %s", req.method, req.path)
+            error = st.internal_error(f"embedded API server error: {type(exc).__name__}: {exc}")
+            return Answer(500, error.to_json())
 
     @staticmethod
     def _injected(code: int, retry_after: float | None) -> st.StatusError:

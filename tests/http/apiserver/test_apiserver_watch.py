@@ -206,3 +206,30 @@ def test_legacy_watch_path(embedded_server, embedded_api_client):
     w = WatchStream(embedded_api_client, "/api/v1/watch/namespaces/default/configmaps", {"watch": "false"})
     assert kinds([w.next()]) == [("ADDED", "a")]
     w.close()
+
+
+def test_rewatch_from_last_seen_resource_version_loses_nothing(embedded_server, embedded_api_client):
+    """After close_watches, a watch from the last delivered resourceVersion resumes exactly."""
+    store = embedded_server.store
+    w = WatchStream(embedded_api_client, CM, {"resourceVersion": str(store.resource_version)})
+    store.create(configmap("a"))
+    last = w.next()["object"]["metadata"]["resourceVersion"]
+    embedded_server.faults.close_watches()
+    assert w.wait_end()
+    store.create(configmap("b"))
+    store.update(configmap("a", data={"k": "v"}))
+    again = WatchStream(embedded_api_client, CM, {"resourceVersion": last})
+    assert kinds(again.take(2)) == [("ADDED", "b"), ("MODIFIED", "a")]
+    again.close()
+
+
+def test_deleted_event_carries_final_state_with_new_resource_version(embedded_server, embedded_api_client):
+    """A DELETED event holds the object's last state stamped with the deletion's resourceVersion."""
+    embedded_server.load([configmap("a", data={"k": "v"})])
+    before = embedded_server.store.resource_version
+    w = WatchStream(embedded_api_client, CM, {"resourceVersion": str(before)})
+    embedded_server.store.delete("v1", "ConfigMap", "a", "default")
+    event = w.next()
+    assert event["type"] == "DELETED" and event["object"]["data"] == {"k": "v"}
+    assert int(event["object"]["metadata"]["resourceVersion"]) == before + 1
+    w.close()
