@@ -353,7 +353,7 @@ class Api:
         timeout = None
         if q.get("timeoutSeconds"):
             try:
-                timeout = max(0.0, float(q["timeoutSeconds"]))
+                timeout = max(0.0, float(q["timeoutSeconds"])) or None   # 0: no timeout
             except ValueError:
                 raise st.bad_request("invalid timeoutSeconds") from None
         if self.faults.take("watch"):

@@ -66,11 +66,14 @@ def prepare_for_update(rtype: ResourceType, new: Obj, old: Obj, subresource: str
     if subresource == "status":
         result = dict(old)
         meta = dict(old.get("metadata") or {})
-        new_rv = (new.get("metadata") or {}).get("resourceVersion")
+        new_meta = new.get("metadata") or {}
+        new_rv = new_meta.get("resourceVersion")
         if new_rv:
             meta["resourceVersion"] = new_rv
         else:
             meta.pop("resourceVersion", None)
+        if "managedFields" in new_meta:            # the status writer's own entry
+            meta["managedFields"] = new_meta["managedFields"]
         result["metadata"] = meta
         if "status" in new:
             result["status"] = new["status"]
