@@ -4,9 +4,10 @@ One concept per module: ``registry`` (served kinds, discovery), ``store`` (objec
 resourceVersion), ``history`` (bounded event log per resource), ``watch`` (streams),
 ``selectors``, ``patch``, ``strategy`` (status subresource rules), ``validation``,
 ``managed_fields``, ``status`` (metav1.Status errors), ``faults``, ``rest`` (routing, verbs),
-``handlers`` (HTTP), ``kubeconfig``, ``server`` (``EmbeddedAPIServer``; its docstring lists
-how this server differs from a real kube-apiserver). Test-only code: nothing in kinrun's
-runtime path imports it unless ``--embedded`` is used.
+``openapi`` (the minimal documents kubectl needs), ``handlers`` (HTTP), ``kubeconfig``,
+``server`` (``EmbeddedAPIServer``; its docstring lists how this server differs from a real
+kube-apiserver), ``__main__`` (``python -m kinrun.testing.apiserver``). Test-only code:
+nothing in kinrun's runtime path imports it unless ``--embedded`` is used.
 """
 
 from .faults import Faults

@@ -13,11 +13,16 @@ bearer token, or none, is accepted).
 How it differs from a real kube-apiserver (see also the module docstrings of ``patch``,
 ``store``, ``watch``):
 
-- No authentication, authorization, admission, audit, TLS, API priority and fairness; no
-  OpenAPI documents (``/openapi/v2``, ``/openapi/v3`` answer 404), no aggregated discovery
-  (clients fall back to the legacy documents), JSON only (no protobuf, no Table output: kubectl
-  prints its default columns), no subresources but ``status`` (no
-  ``log``, ``exec``, ``scale``, ``eviction``, ``binding``).
+- No authentication, authorization, admission, audit, TLS, API priority and fairness. No
+  OpenAPI schemas: ``/openapi/v3`` only lists PATCH operations so kubectl leaves validation
+  to the server (which ignores ``fieldValidation``), ``/openapi/v2`` answers 404. No
+  aggregated discovery (clients fall back to the legacy documents). JSON only (no protobuf,
+  no Table output: kubectl prints NAME and AGE). No subresources but ``status`` (no ``log``,
+  ``exec``, ``scale``, ``eviction``, ``binding``, namespace ``finalize``).
+- Writes: ``dryRun=All`` works for create/update/patch/delete (not deletecollection); a
+  ``metadata.resourceVersion`` sent on create is ignored (the real server refuses it); no
+  create-on-update for any kind; deletes answer the object for pods, namespaces, CRDs and
+  custom resources and a Success Status otherwise; graceful deletion is not modelled.
 - Validation is shallow: names, label keys and values, CRD names/scope/storage version.
   Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
   pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
@@ -36,6 +41,9 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that
   history. A future resourceVersion answers 504 at once (the real server waits up to 3 s).
   ``resourceVersion=0`` LISTs ignore ``limit`` (as the real watch cache does).
+- A watch from a resourceVersion older than the history answers HTTP 410 (the real cacher
+  answers 200 then an ERROR event; ``faults.expire_next_watch_event`` gives that form, and a
+  watcher that falls behind the history gets it too).
 - Watches without ``timeoutSeconds`` stay open until the client leaves, ``close_watches`` or
   shutdown (the real server closes them after a random 30-60 min). Bookmarks come every
   ``bookmark_interval`` seconds (real: about every minute) and carry the global
