@@ -61,6 +61,7 @@ class Watcher:
         self._last_rv = store.resource_version      # rv the client has seen up to (approx.)
         self._pending = [p for e in initial for p in event_pieces("ADDED", e.raw)]
         self._initial_end = initial_end_bookmark
+        self._snapshot_rv = store.resource_version   # rv of the initial events' state (lock held)
         self._bookmarks = bookmarks
         self._interval = max(0.001, bookmark_interval)
         self._next_bookmark = time.monotonic() + self._interval
@@ -116,12 +117,12 @@ class Watcher:
         ``(buffers, ended)``: ``buffers`` concatenated are newline-terminated JSON events (it
         may be empty: nothing happened); once ``ended`` is True the stream must be closed (it
         may still carry a final ERROR event)."""
-        if self._pending:
+        if self._pending or self._initial_end:
             lines = self._convert_lines(self._pending)
             self._pending = []
             if self._initial_end:
                 self._initial_end = False
-                lines.append(self._bookmark_line(self._store.resource_version, True))
+                lines.append(self._bookmark_line(self._snapshot_rv, True))
             return lines, False
         deadline = time.monotonic() + max_wait
         with self._store.lock:

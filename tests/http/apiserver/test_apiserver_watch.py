@@ -233,3 +233,13 @@ def test_deleted_event_carries_final_state_with_new_resource_version(embedded_se
     assert event["type"] == "DELETED" and event["object"]["data"] == {"k": "v"}
     assert int(event["object"]["metadata"]["resourceVersion"]) == before + 1
     w.close()
+
+
+def test_send_initial_events_with_no_objects_still_sends_the_end_bookmark(embedded_server, embedded_api_client):
+    """An empty initial state is announced by the initial-events-end bookmark alone."""
+    w = WatchStream(embedded_api_client, CM, {"sendInitialEvents": "true", "allowWatchBookmarks": "true",
+                                              "resourceVersionMatch": "NotOlderThan"})
+    mark = w.next()
+    assert mark["type"] == "BOOKMARK"
+    assert mark["object"]["metadata"]["resourceVersion"] == str(embedded_server.store.resource_version)
+    w.close()
