@@ -7,6 +7,7 @@ understanding of Kubernetes is wrong), then asserts the embedded server's outcom
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -350,7 +351,7 @@ def test_bookmark_shape(both: Pair) -> None:
                                                    "timeoutSeconds": 4,
                                                    "allowWatchBookmarks": True},
                                    read_timeout=8)
-        other = f"{t.ns}-other"
+        other = f"other-{t.ns[-6:]}"
         if t.kube.get(f"/api/v1/namespaces/{other}").status == 404:
             t.kube.request("POST", "/api/v1/namespaces",
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
@@ -507,3 +508,78 @@ def test_list_from_future_resource_version_is_504_too_large(both: Pair) -> None:
 
     real = check(both, scenario)
     assert (real["code"], real["reason"]) == (504, "Timeout")
+
+
+# -- pods and namespaces (objects whose deletion needs a kubelet or a controller) ------------
+
+
+def _pod(name: str, node: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def test_pod_create_defaults_and_field_selectors(both: Pair) -> None:
+    """A created Pod is Pending (BestEffort, no generation in 1.20 here), keeps its defaulted
+    restartPolicy, and spec.nodeName / status.phase field selectors select it."""
+    def scenario(t: Target) -> Any:
+        path = f"/api/v1/namespaces/{t.ns}/pods"
+        made = create(t.kube, path, _pod("p1", node="n1"))
+        create(t.kube, path, _pod("p2"))
+        select = {s: names(t.kube.get(path, fieldSelector=s).body["items"])
+                  for s in ("spec.nodeName=n1", "spec.nodeName=", "status.phase=Pending",
+                            "status.phase!=Pending")}
+        return {"phase": made.get("status", {}).get("phase"),
+                "qosClass": made.get("status", {}).get("qosClass"),
+                "has_generation": "generation" in made["metadata"],
+                "restartPolicy": made["spec"].get("restartPolicy"), "select": select}
+
+    real = check(both, scenario)
+    assert real["phase"] == "Pending" and real["select"]["spec.nodeName=n1"] == ["p1"]
+
+
+def test_pod_delete_is_graceful_only_when_scheduled(both: Pair) -> None:
+    """DELETE of an unscheduled Pod removes it at once; of a scheduled Pod (no kubelet here)
+    it sets deletionTimestamp with a 30 s grace period and the Pod stays; both answer 200 with
+    the Pod, not a Status."""
+    def scenario(t: Target) -> Any:
+        path = f"/api/v1/namespaces/{t.ns}/pods"
+        create(t.kube, path, _pod("free"))
+        create(t.kube, path, _pod("bound", node="n1"))
+        out = {}
+        for name in ("free", "bound"):
+            resp = t.kube.request("DELETE", f"{path}/{name}")
+            after = t.kube.get(f"{path}/{name}")
+            meta = after.body.get("metadata", {}) if after.status == 200 else {}
+            out[name] = {"code": resp.status, "kind": resp.body.get("kind"),
+                         "still_there": after.status == 200,
+                         "terminating": "deletionTimestamp" in meta,
+                         "grace": meta.get("deletionGracePeriodSeconds")}
+        return out
+
+    real = check(both, scenario)
+    assert real["free"]["still_there"] is False and real["bound"]["terminating"] is True
+
+
+def _phase(obj: dict[str, Any]) -> Any:
+    """status.phase of an object; None for a metav1.Status (whose ``status`` is a string)."""
+    return obj["status"].get("phase") if isinstance(obj.get("status"), dict) else None
+
+
+def test_deleted_namespace_stays_terminating(both: Pair) -> None:
+    """DELETE of a namespace answers 200 with it in phase Terminating; with no controller it
+    stays; creating an object in it is then refused (403 Forbidden)."""
+    def scenario(t: Target) -> Any:
+        ns = f"doomed-{t.ns[-6:]}"
+        t.kube.request("POST", "/api/v1/namespaces",
+                       {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        resp = t.kube.request("DELETE", f"/api/v1/namespaces/{ns}")
+        after = t.kube.get(f"/api/v1/namespaces/{ns}")
+        refused = json.loads(json.dumps(status_view(
+            t.kube.request("POST", cm_path(ns), configmap("late")))).replace(ns, "<ns>"))
+        return {"code": resp.status, "kind": resp.body.get("kind"), "phase": _phase(resp.body),
+                "after": (after.status, _phase(after.body)), "create_in_it": refused}
+
+    real = check(both, scenario)
+    assert real["after"] == (200, "Terminating")
