@@ -34,6 +34,8 @@ from kinrun.cache import (
     STRIP_MANAGED_FIELDS,
     IndexConflictError,
     InformerKey,
+    MultiNamespaceInformer,
+    SharedIndexInformer,
     SharedInformerFactory,
     gc_tuning,
     meta_namespace_key,
@@ -42,7 +44,6 @@ from kinrun.cache import (
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, WatchSpec
 from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.hooks import ReconcileContext
-from kinrun.informer_set import InformerSet
 from kinrun.kube import Client, ResourceRef
 from kinrun.metrics import Metrics
 from kinrun.predicates import filter_updates
@@ -50,6 +51,9 @@ from kinrun.templating import TemplateEngine, compile_index_func, compile_key_ma
 from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 _log = logging.getLogger("kinrun.manager")
+
+Informer = SharedIndexInformer | MultiNamespaceInformer
+"""A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
 
 
 class Manager:
@@ -59,7 +63,7 @@ class Manager:
     ``kinrun.plugin_manager.load_plugins``; ``metrics``: optional Metrics to record into.
     Construction resolves every informer's resource through discovery and compiles every
     template, so a bad config fails here (ConfigError, UnknownKindError, ApiError) before
-    anything runs. Attributes after construction: ``informers`` (name -> InformerSet),
+    anything runs. Attributes after construction: ``informers`` (name -> Informer),
     ``controllers`` (name -> Controller), ``refs`` (informer name -> ResourceRef).
     """
 
@@ -72,7 +76,7 @@ class Manager:
         self.refs: dict[str, ResourceRef] = {}
         self._refs_by_id: dict[str, ResourceRef] = {}
         self.factory = SharedInformerFactory(self._lister_watcher_for)
-        self.informers: dict[str, InformerSet] = {
+        self.informers: dict[str, Informer] = {
             name: self._build_informer(spec) for name, spec in config.informers.items()}
         self.controllers: dict[str, Controller] = {
             spec.name: self._build_controller(spec) for spec in config.controllers}
@@ -85,33 +89,28 @@ class Manager:
             self._refs_by_id[key.resource], namespace=key.namespace,
             label_selector=key.label_selector or None, field_selector=key.field_selector or None)
 
-    def _build_informer(self, spec: InformerSpec) -> InformerSet:
+    def _build_informer(self, spec: InformerSpec) -> Informer:
         ref = self.client.resolve(spec.api_version, spec.kind or spec.resource or "")
         self.refs[spec.name] = self._refs_by_id[ref.id] = ref
-        namespaces: tuple[str | None, ...] = (None,)
-        if ref.namespaced and spec.namespaces:
-            namespaces = tuple(dict.fromkeys(spec.namespaces))
-        elif spec.namespaces:
+        namespaces = spec.namespaces if ref.namespaced else None
+        if spec.namespaces and not ref.namespaced:
             _log.warning("informer %s: %s is cluster-scoped; namespaces %s ignored",
                          spec.name, ref.kind, list(spec.namespaces))
         strip = spec.transform.strip_managed_fields
-        indexers = self._indexers(spec)
-        by_namespace = {}
-        for namespace in namespaces:
-            key = InformerKey(ref.id, namespace, spec.label_selector or "",
-                              spec.field_selector or "", STRIP_MANAGED_FIELDS if strip else "")
-            try:
-                by_namespace[namespace] = self.factory.informer_for(
-                    key, kind=ref.kind, resync_period=spec.resync_period, indexers=indexers,
-                    transform=strip_managed_fields if strip else None, name=spec.name)
-            except IndexConflictError as exc:
-                raise spec.location.error(
-                    f"index {exc} is defined differently by another informer watching the "
-                    f"same objects; give it another name") from exc
-        informers = InformerSet(spec.name, by_namespace)
+        key = InformerKey(ref.id, None, spec.label_selector or "", spec.field_selector or "",
+                          STRIP_MANAGED_FIELDS if strip else "")
+        try:
+            informer = self.factory.informer_for_namespaces(
+                key, namespaces, kind=ref.kind, resync_period=spec.resync_period,
+                indexers=self._indexers(spec),
+                transform=strip_managed_fields if strip else None, name=spec.name)
+        except IndexConflictError as exc:
+            raise spec.location.error(
+                f"index {exc} is defined differently by another informer watching the "
+                f"same objects; give it another name") from exc
         if self.metrics is not None:
-            self.metrics.track_informer(spec.name, informers.__len__)
-        return informers
+            self.metrics.track_informer(spec.name, lambda: len(informer.lister.list()))
+        return informer
 
     def _indexers(self, spec: InformerSpec) -> dict[str, Callable[[dict], list[str]]]:
         from_plugins = plugins.collect_index_funcs(self.pm, spec.name)
@@ -145,7 +144,7 @@ class Manager:
         if self.metrics is not None:
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.track_queue(spec.name, queue.__len__)
-        controller = Controller(spec.name, queue, primary.get, reconcile,
+        controller = Controller(spec.name, queue, primary.lister.get, reconcile,
                                 workers=spec.workers, max_retries=spec.max_retries)
         primary_spec = self.config.informers[spec.primary]
         primary.add_event_handler(filter_updates(enqueue_own_key(controller.enqueue),
@@ -167,7 +166,7 @@ class Manager:
         primary, index = self.informers[spec.primary], watch.index or ""
 
         def by_index(obj: dict) -> list[str]:
-            return primary.index_keys(index, meta_namespace_key(obj))
+            return primary.lister.index_keys(index, meta_namespace_key(obj))
         return enqueue_mapped(enqueue, by_index)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -190,22 +189,15 @@ class Manager:
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        pending = dict(self.informers)
-        while pending:
-            for name, informers in list(pending.items()):
-                if informers.has_synced():
-                    del pending[name]
-                    ref = self.refs[name]
-                    _log.info("informer %s synced: %d %s", name, len(informers), ref.resource)
-            if not pending:
-                return True
-            if stop is not None and stop.is_set():
-                return False
-            if deadline is not None and time.monotonic() > deadline:
-                _log.error("informers not synced after %.0fs: %s", timeout, ", ".join(pending))
-                return False
-            for informer in next(iter(pending.values())).informers:
-                informer.wait_for_sync(0.1)
+        for name, informer in self.informers.items():
+            while not informer.wait_for_sync(0.2):
+                if stop is not None and stop.is_set():
+                    return False
+                if deadline is not None and time.monotonic() > deadline:
+                    _log.error("informer %s not synced after %.0fs", name, timeout)
+                    return False
+            _log.info("informer %s synced: %d %s", name, len(informer.lister.list()),
+                      self.refs[name].resource)
         return True
 
     def stop(self, drain_timeout: float = 10.0) -> bool:
@@ -237,7 +229,7 @@ class Reconciler:
     def __init__(self, manager: Manager, spec: ControllerSpec) -> None:
         self.name = spec.name
         self.client = manager.client
-        self.listers = dict(manager.informers)
+        self.listers = {name: inf.lister for name, inf in manager.informers.items()}
         self.logger = logging.getLogger(f"kinrun.controller.{spec.name}")
         rec = spec.reconcile
         self.actions = _program(manager, spec, rec.actions, "actions")
