@@ -95,11 +95,13 @@ class APIRequestHandler(BaseHTTPRequestHandler):
     server: APIHTTPServer
 
     def setup(self) -> None:
+        """Disable Nagle (answers go out in one send) and register the connection."""
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.track(self.connection, True)
 
     def finish(self) -> None:
+        """Forget the connection; a peer that already left is not an error."""
         self.server.track(self.connection, False)
         try:
             super().finish()
@@ -110,6 +112,7 @@ class APIRequestHandler(BaseHTTPRequestHandler):
         """Silence the stdlib's per-request stderr log."""
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        """Every method (GET, HEAD, POST, PUT, PATCH, DELETE) is routed by ``rest.Api``."""
         self._serve()
 
     do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
