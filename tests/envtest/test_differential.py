@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import pytest
@@ -583,3 +584,56 @@ def test_deleted_namespace_stays_terminating(both: Pair) -> None:
 
     real = check(both, scenario)
     assert real["after"] == (200, "Terminating")
+
+
+# -- custom resources ---------------------------------------------------------------------------
+
+
+def _crd(group: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                               "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}}}]}}
+
+
+def _wait_served(t: Target, path: str, timeout: float = 30.0) -> None:
+    """Poll ``path`` until it answers 200: a new CRD is served asynchronously (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while t.kube.get(path).status != 200:
+        assert time.monotonic() < deadline, f"{t.name}: {path} not served after {timeout} s"
+        time.sleep(0.2)
+
+
+def test_custom_resource_generation_status_and_discovery(both: Pair) -> None:
+    """A CRD with a status subresource: discovery lists it; CR generation bumps on spec changes
+    only; the main resource ignores status and /status ignores spec; unknown kinds 404."""
+    def scenario(t: Target) -> Any:
+        group = f"g{t.ns[-6:]}.kinrun.dev"
+        crd = create(t.kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                     _crd(group))
+        path = f"/apis/{group}/v1/namespaces/{t.ns}/widgets"
+        _wait_served(t, path)
+        made = create(t.kube, path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "w"}, "spec": {"size": 1},
+                                     "status": {"ready": True}})
+        label = merge_patch(t.kube, f"{path}/w", {"metadata": {"labels": {"a": "b"}}}).body
+        spec = merge_patch(t.kube, f"{path}/w", {"spec": {"size": 2}, "status": {"x": 1}}).body
+        status = merge_patch(t.kube, f"{path}/w/status",
+                             {"status": {"ready": True}, "spec": {"size": 9}}).body
+        resources = t.kube.get(f"/apis/{group}/v1").body["resources"]
+        return {"crd_generation": crd["metadata"].get("generation"),
+                "generations": [o["metadata"]["generation"] for o in (made, label, spec, status)],
+                "created_status": made.get("status"), "main_status": spec.get("status"),
+                "status_spec": status["spec"], "status_status": status.get("status"),
+                "discovery": sorted((r["name"], r["kind"], r["namespaced"]) for r in resources),
+                "missing": t.kube.get(f"/apis/{group}/v1/namespaces/{t.ns}/gadgets").status}
+
+    real = check(both, scenario)
+    assert real["generations"] == [1, 1, 2, 2] and real["status_spec"] == {"size": 2}
