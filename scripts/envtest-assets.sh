@@ -43,16 +43,16 @@ REFLECT2_PKG=golang-github-modern-go-reflect2-dev
 PACKAGES=(etcd-server golang-go rsync dpkg-dev make gcc libc6-dev "$REFLECT2_PKG" ca-certificates
     openssl)
 
-mkdir -p "$CACHE"
 if has_assets "$CACHE"; then finish "$CACHE"; fi
 
+[[ "$(id -u)" == 0 ]] || die "no assets in $CACHE and building them needs root (apt-get); run as root or set KUBEBUILDER_ASSETS"
+command -v apt-get >/dev/null || die "apt-get not found: the build supports Debian 12 only"
+
 # Serialise concurrent builds; re-check after taking the lock (another run may have finished).
+mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 if has_assets "$CACHE"; then finish "$CACHE"; fi
-
-[[ "$(id -u)" == 0 ]] || die "building the assets needs root (apt-get); or set KUBEBUILDER_ASSETS"
-command -v apt-get >/dev/null || die "apt-get not found: the build supports Debian 12 only"
 
 START=$SECONDS
 export DEBIAN_FRONTEND=noninteractive
