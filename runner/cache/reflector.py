@@ -9,7 +9,9 @@ What it does when things go wrong:
     relist;
   * 410 Gone/Expired (HTTP status from ``watch()``, during iteration, or an ERROR event) ends
     the watch and relists at once, first at the last resourceVersion, then, if that is expired
-    too, with "" (a quorum read);
+    too, with "" (a quorum read); "expired too" is a 410 on that LIST, or a second 410 on
+    watching from it before any event arrived (a server that lists at a version it can no longer
+    watch from, as kube-apiserver does for an exact paged LIST after a restart);
   * a watch that delivers nothing (no event, no bookmark) for longer than the inactivity limit
     is closed by a watchdog and re-opened;
   * other errors (connection, 429, 5xx, other ERROR events) back off with jitter (800 ms
@@ -97,6 +99,8 @@ class Reflector:
         self._last_activity = 0.0  # clock time of the last event on the open watch
         self._last_rv = ""  # resume point: list metadata, then every event/bookmark
         self._rv_unavailable = False  # the last rv was 410 on LIST: next list uses ""
+        self._listed_rv = ""  # the resourceVersion of the last successful LIST
+        self._stale_expiries = 0  # watches expired in a row with no event since the LIST
         self._threads: list[threading.Thread] = []
 
     # -- public ------------------------------------------------------------------------------
@@ -172,7 +176,7 @@ class Reflector:
             self._rv_unavailable = False
             items = [o for o in result.items if self._kind_ok(o)]
             self._store.replace(items, result.resource_version)
-            self._last_rv = result.resource_version
+            self._last_rv = self._listed_rv = result.resource_version
             return
 
     # -- watch -------------------------------------------------------------------------------
@@ -185,6 +189,7 @@ class Reflector:
                                    allow_bookmarks=True)
         except ExpiredError as err:
             log.info("%s: watch at %r expired (%s); relisting", self.name, self._last_rv, err)
+            self._expired_since_list()
             return False
         except Exception as err:  # noqa: BLE001
             log.warning("%s: watch failed to open: %s", self.name, err)
@@ -192,6 +197,18 @@ class Reflector:
             return True
         limit = self._inactivity_timeout if self._inactivity_timeout is not None else timeout + INACTIVITY_GRACE
         return self._consume(watch, limit)
+
+    def _expired_since_list(self) -> None:
+        """Called when a watch expired. Twice in a row without any event moving past the last
+        LIST's resourceVersion means the server lists at a version it cannot watch from
+        (relisting there would loop), so the next LIST asks for the latest ("")."""
+        if self._last_rv != self._listed_rv:
+            self._stale_expiries = 0
+            return
+        self._stale_expiries += 1
+        if self._stale_expiries >= 2:
+            self._rv_unavailable = True
+            self._stale_expiries = 0
 
     def _consume(self, watch: Watch, limit: float) -> bool:
         self._arm(watch, limit)
@@ -201,6 +218,7 @@ class Reflector:
                 self._handle(event)
         except ExpiredError as err:
             log.info("%s: watch expired (%s); relisting", self.name, err)
+            self._expired_since_list()
             return False
         except Exception as err:  # noqa: BLE001
             if self._stop.is_set():

@@ -141,6 +141,17 @@ def test_watch_410_status_relists_at_the_last_resource_version(server, run_refle
     assert server.list_requests[:2] == ["0", first_rv]
 
 
+def test_second_watch_410_without_progress_relists_with_an_empty_resource_version(
+        server, run_reflector):
+    """Watches from the listed resourceVersion expiring twice in a row: the next LIST uses ""."""
+    server.create(pod("a"))
+    server.expire_next_watch(2)
+    store = RecordingStore()
+    run_reflector(server, store)
+    assert server.wait_for(lambda s: len(s.list_requests) >= 3)
+    assert server.list_requests[2] == ""
+
+
 def test_expired_relist_falls_back_to_an_empty_resource_version(server, run_reflector):
     """If the relist at the last resourceVersion is 410 too, the next LIST uses ""."""
     store = RecordingStore()
