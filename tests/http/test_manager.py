@@ -1,0 +1,192 @@
+"""The Manager (a config's informers and controllers) against the embedded API server, through
+the real client: namespaces lists, update predicates, hooks and actions together, metrics and
+leader election."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from kinrun.config import load_text
+from kinrun.config.model import LeaderElectionSpec
+from kinrun.hooks import hookimpl
+from kinrun.kube import Client
+from kinrun.leader_election import LeaderElector
+from kinrun.manager import Manager
+from kinrun.metrics import Metrics
+from kinrun.plugin_manager import new_plugin_manager
+from kinrun.predicates import PREDICATES, filter_updates
+
+WAIT = 30.0
+
+
+class Recorder:
+    """A hook plugin that puts every reconcile's (controller, key, exists) on a queue."""
+
+    def __init__(self) -> None:
+        self.calls: queue.Queue[tuple[str, str, bool]] = queue.Queue()
+
+    @hookimpl
+    def kinrun_reconcile(self, controller, key, obj, ctx):
+        self.calls.put((controller, key, obj is not None))
+
+    def next(self) -> tuple[str, str, bool]:
+        return self.calls.get(timeout=WAIT)
+
+    def drain_until(self, wanted: tuple[str, str, bool]) -> None:
+        while self.next() != wanted:
+            pass
+
+
+@pytest.fixture
+def client(embedded_server) -> Iterator[Client]:
+    client = Client.from_config(kubeconfig=embedded_server.kubeconfig_path)
+    yield client
+    client.close()
+
+
+def start_manager(text: str, client: Client, metrics: Metrics | None = None
+                  ) -> tuple[Manager, Recorder]:
+    recorder = Recorder()
+    pm = new_plugin_manager()
+    pm.register(recorder, name="recorder")
+    manager = Manager(load_text(text), client, pm, metrics=metrics)
+    assert manager.start(sync_timeout=WAIT)
+    return manager, recorder
+
+
+def cm(name: str, namespace: str, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": {}}
+
+
+def test_namespaces_list_watches_only_those_namespaces(client: Client) -> None:
+    """An informer with namespaces [a, b] reconciles objects of a and b, never of c."""
+    for ns in ("a", "b", "c"):
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    manager, rec = start_manager("""
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [a, b]}
+controllers:
+  - {name: c1, for: cms, reconcile: {hooks: true}}
+""", client)
+    try:
+        for ns in ("c", "a", "b"):
+            client.create(cm("x", ns))
+        client.create(cm("last", "b"))
+        seen = set()
+        while "b/last" not in seen:
+            seen.add(rec.next()[1])
+        assert seen == {"a/x", "b/x", "b/last"}
+        assert manager.informers["cms"].lister.get("a/x") is not None
+        assert manager.informers["cms"].lister.get("c/x") is None
+    finally:
+        manager.stop(5)
+
+
+def test_label_predicate_skips_updates_that_change_no_label(client: Client) -> None:
+    """predicates: [labelsChanged] reconciles a label change, not a data change."""
+    manager, rec = start_manager("""
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default]}
+controllers:
+  - {name: c1, for: cms, predicates: [labelsChanged], reconcile: {hooks: true}}
+""", client)
+    try:
+        client.create(cm("p", "default"))
+        assert rec.next() == ("c1", "default/p", True)
+        client.patch("v1", "ConfigMap", "p", {"data": {"k": "1"}}, namespace="default")
+        client.patch("v1", "ConfigMap", "p", {"metadata": {"labels": {"l": "1"}}},
+                     namespace="default")
+        assert rec.next() == ("c1", "default/p", True)
+        client.delete("v1", "ConfigMap", "p", "default")
+        assert rec.next() == ("c1", "default/p", False)
+        assert rec.calls.empty()
+    finally:
+        manager.stop(5)
+
+
+def test_filter_updates_passes_adds_and_deletes_and_matching_updates() -> None:
+    """UpdateFilteringHandler: adds/deletes always pass; updates only when a predicate holds."""
+    got = []
+
+    class Inner:
+        def on_add(self, obj, initial): got.append("add")
+        def on_update(self, old, new): got.append("update")
+        def on_delete(self, obj): got.append("delete")
+
+    handler = filter_updates(Inner(), ["generationChanged"])
+    old = {"metadata": {"generation": 1, "labels": {}}}
+    handler.on_add(old, False)
+    handler.on_update(old, {"metadata": {"generation": 1, "labels": {"x": "y"}}})
+    handler.on_update(old, {"metadata": {"generation": 2}})
+    handler.on_delete(old)
+    assert got == ["add", "update", "delete"]
+    assert set(PREDICATES) == {"generationChanged", "labelsChanged", "annotationsChanged",
+                               "resourceVersionChanged"}
+
+
+def test_actions_then_hooks_run_and_metrics_count_reconciles(client: Client) -> None:
+    """A controller with actions and hooks applies its child, calls the hook, and counts both in /metrics."""
+    metrics = Metrics()
+    manager, rec = start_manager("""
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default], labelSelector: parent=yes}
+controllers:
+  - name: c1
+    for: cms
+    reconcile:
+      hooks: true
+      actions:
+        - apply:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata: {name: "{{ obj.metadata.name }}-child"}
+""", client, metrics)
+    port = metrics.serve(0, "127.0.0.1")
+    try:
+        client.create(cm("p", "default", parent="yes"))
+        assert rec.next() == ("c1", "default/p", True)
+        child = client.get("v1", "ConfigMap", "p-child", "default")
+        assert child["metadata"]["ownerReferences"][0]["name"] == "p"
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT).read()
+        text = body.decode()
+        assert 'kinrun_reconcile_total{controller="c1",result="success"} 1.0' in text
+        assert 'kinrun_informer_objects{informer="cms"} 1.0' in text
+    finally:
+        metrics.close()
+        manager.stop(5)
+
+
+def test_leader_election_admits_one_leader_until_it_releases(client: Client) -> None:
+    """Two candidates on one Lease: the second leads only after the first releases."""
+    spec = LeaderElectionSpec(lease_name="kinrun-test", namespace="default", lease_duration=15,
+                              renew_deadline=10, retry_period=0.05)
+    first = LeaderElector(client, spec, identity="one")
+    second = LeaderElector(client, spec, identity="two")
+    assert first.acquire(threading.Event())
+    stop_second = threading.Event()
+    won = threading.Event()
+    thread = threading.Thread(target=lambda: second.acquire(stop_second) and won.set())
+    thread.start()
+    try:
+        assert not won.wait(0.5)
+        assert client.get_lease("kinrun-test", "default")["spec"]["holderIdentity"] == "one"
+        first.release()
+        assert won.wait(WAIT)
+        assert client.get_lease("kinrun-test", "default")["spec"]["holderIdentity"] == "two"
+    finally:
+        stop_second.set()
+        thread.join(WAIT)
+        second.release()
