@@ -15,6 +15,7 @@ Typical use::
         srv.url                           # "https://127.0.0.1:PORT"
         srv.kubeconfig_path               # kubeconfig with the admin token
         srv.restart_apiserver()           # same port, same etcd: clients see a brief outage
+        srv.stop_apiserver(); srv.start_apiserver()   # the same, with an outage you control
         srv.compact_etcd()                # expire every resourceVersion handed out so far
 """
 
@@ -241,9 +242,23 @@ class EnvtestServer:
         Returns when the new process answers ``/readyz`` ok. Clients with open watches see
         their streams end and connections refused meanwhile. Raises EnvtestError.
         """
+        self.stop_apiserver()
+        self.start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (etcd keeps running); clients get connection refused
+        until ``start_apiserver()``. Raises EnvtestError when the server was never started."""
         if self._apiserver is None:
-            raise EnvtestError("kube-apiserver is not running")
+            raise EnvtestError("kube-apiserver was not started")
         self._apiserver.stop()
+
+    def start_apiserver(self) -> None:
+        """Start a stopped kube-apiserver again with the same flags and port; return when
+        ``/readyz`` says ok. No-op when it is running. Raises EnvtestError."""
+        if self._apiserver is None:
+            raise EnvtestError("kube-apiserver was not started")
+        if self._apiserver.alive():
+            return
         self._apiserver.start()
         self._wait_apiserver_ready()
 
@@ -251,7 +266,10 @@ class EnvtestServer:
 
     def _start_etcd(self) -> None:
         assert self.work_dir is not None
-        client_port, peer_port = free_port(), free_port()
+        client_port = free_port()
+        peer_port = free_port()
+        while peer_port == client_port:  # two probes may hand out the same port
+            peer_port = free_port()
         self.etcd_url = f"http://127.0.0.1:{client_port}"
         self._etcd = _Process("etcd", [
             str(self.assets_dir / "etcd"),
