@@ -28,22 +28,41 @@ _active = 0          # decodes running now; guarded by _lock
 _reenable = False    # the collector was enabled when _active went 0 -> 1; guarded by _lock
 
 
+class _GcPause:
+    """The pause as a context manager; stateless itself (the counters are module-level), so
+    one shared instance serves every thread and nesting level without allocating."""
+
+    def __enter__(self) -> None:
+        global _active, _reenable
+        with _lock:
+            if _active == 0:
+                _reenable = gc.isenabled()
+                if _reenable:
+                    gc.disable()
+            _active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _active
+        with _lock:
+            _active -= 1
+            if _active == 0 and _reenable:
+                gc.enable()
+
+
+_PAUSE = _GcPause()
+
+
+def gc_paused() -> _GcPause:
+    """A context manager pausing the cyclic GC for its block (nestable, any thread; see the
+    module docstring). Used around one decode, and around a whole paged LIST so that the pages
+    decoded so far are not traversed again by collections triggered between pages."""
+    return _PAUSE
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """``orjson.loads(data)`` with the cyclic GC paused for its duration.
 
     Raises ``orjson.JSONDecodeError`` (a ValueError) for invalid JSON.
     """
-    global _active, _reenable
-    with _lock:
-        if _active == 0:
-            _reenable = gc.isenabled()
-            if _reenable:
-                gc.disable()
-        _active += 1
-    try:
+    with _PAUSE:
         return orjson.loads(data)
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0 and _reenable:
-                gc.enable()

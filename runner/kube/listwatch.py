@@ -27,7 +27,7 @@ import urllib3
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
-from kinrun.kube.jsondecode import loads
+from kinrun.kube.jsondecode import gc_paused, loads
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import Transport
 
@@ -88,6 +88,10 @@ class KubeListerWatcher:
         older than its watch cache, so the following watch answers 410 again and again); without
         one it serves "not older than" from the watch cache.
         """
+        with gc_paused():  # the pages decoded so far are not traversed between pages
+            return self._list_pages(resource_version)
+
+    def _list_pages(self, resource_version: str) -> ObjectList:
         paged = self.page_size and resource_version in ("", "0")
         query = {**self._selectors(), "resourceVersion": resource_version or None,
                  "limit": self.page_size if paged else None}
