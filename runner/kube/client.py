@@ -13,10 +13,13 @@ one for its lifetime, each worker one per write).
 
 from __future__ import annotations
 
+import logging
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import urllib3
 from kubernetes import client as k8s_client
 
 from kinrun import __version__
@@ -31,6 +34,8 @@ from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.retry import RetryPolicy
 from kinrun.kube.transport import Transport
+
+_log = logging.getLogger("kinrun.kube")
 
 USER_AGENT = f"kinrun/{__version__}"
 DEFAULT_POOL_SIZE = 64
@@ -75,6 +80,8 @@ class Client:
         """
         config = load_configuration(kubeconfig=kubeconfig, context=context)
         config.connection_pool_maxsize = pool_size or DEFAULT_POOL_SIZE
+        if not config.verify_ssl:
+            _warn_insecure_once(config.host)
         return cls(k8s_client.ApiClient(config), qps=qps, burst=burst, **kwargs)
 
     @classmethod
@@ -307,3 +314,15 @@ _EXECUTORS: dict[str, Callable[[Client, ResourceRef, ApiRequest], Obj | None]] =
     "patch": Client._exec_patch,
     "delete": Client._exec_delete,
 }
+
+
+def _warn_insecure_once(host: str) -> None:
+    """Say once per host that TLS is not verified (kubeconfig ``insecure-skip-tls-verify``),
+    instead of urllib3's InsecureRequestWarning on every request."""
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    if host not in _INSECURE_HOSTS_WARNED:
+        _INSECURE_HOSTS_WARNED.add(host)
+        _log.warning("TLS certificate of %s is not verified (insecure-skip-tls-verify)", host)
+
+
+_INSECURE_HOSTS_WARNED: set[str] = set()
