@@ -134,7 +134,7 @@ def _builtin(group: str, kind: str, plural: str, namespaced: bool = True, *,
 
 
 BUILTINS: tuple[ResourceType, ...] = (
-    _builtin("", "Pod", "pods", short=["po"], status=True, generation=True, fields=POD_FIELDS,
+    _builtin("", "Pod", "pods", short=["po"], status=True, fields=POD_FIELDS,
              categories=["all"]),
     _builtin("", "ConfigMap", "configmaps", short=["cm"]),
     _builtin("", "Secret", "secrets", fields=["type"]),

@@ -367,12 +367,18 @@ class Api:
         if t.name:
             fields = parse_field_selector(f"metadata.name={t.name}" + (
                 "," + q["fieldSelector"] if q.get("fieldSelector") else ""))
-        watcher = Watcher.open(
-            self.store, t.rtype, version=t.version, resource_version=q.get("resourceVersion", ""),
-            namespace=namespace, labels=labels, fields=fields,
-            bookmarks=_truthy(q.get("allowWatchBookmarks")),
-            bookmark_interval=self.bookmark_interval,
-            send_initial_events=_truthy(q.get("sendInitialEvents")))
+        try:
+            watcher = Watcher.open(
+                self.store, t.rtype, version=t.version, resource_version=q.get("resourceVersion", ""),
+                namespace=namespace, labels=labels, fields=fields,
+                bookmarks=_truthy(q.get("allowWatchBookmarks")),
+                bookmark_interval=self.bookmark_interval,
+                send_initial_events=_truthy(q.get("sendInitialEvents")))
+        except st.StatusError as exc:
+            if exc.code != 410:
+                raise
+            # as the cacher: the watch is accepted (200), then one ERROR event ends it
+            return WatchAnswer(None, first_lines=[error_line(exc)], end_after_first=True)
         return WatchAnswer(watcher, timeout=timeout)
 
     def _create(self, req: Request, t: Target) -> Answer:
@@ -458,9 +464,14 @@ class Api:
     def _delete(self, req: Request, t: Target) -> Answer:
         options = self._delete_options(req)
         pre = options.get("preconditions") or {}
+        grace = options.get("gracePeriodSeconds")
+        try:
+            grace = None if grace is None else int(grace)
+        except (TypeError, ValueError):
+            raise st.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
         obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
                                              resource_version=pre.get("resourceVersion"),
-                                             dry_run=_dry_run(req))
+                                             grace_period=grace, dry_run=_dry_run(req))
         if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
             return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
                                                obj["metadata"].get("uid", "")))

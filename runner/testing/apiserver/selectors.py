@@ -224,11 +224,17 @@ class FieldSelector:
         return not self.terms
 
     def check(self, allowed: frozenset[str], resource: str) -> None:
-        """Raise 400 BadRequest for a field the resource does not index (as the real server's
-        ``field label not supported`` error)."""
+        """Raise 400 BadRequest for a field the resource does not index, with the real
+        server's message: the field-label conversion of kinds with their own selectable fields
+        says ``field label not supported: F``, the default metav1 one lists the metadata
+        fields."""
         for name, _, _ in self.terms:
-            if name not in allowed:
-                raise bad_request(f'field label not supported: {name}')
+            if name in allowed:
+                continue
+            if len(allowed) > 2:
+                raise bad_request(f"field label not supported: {name}")
+            raise bad_request(f'"{name}" is not a known field selector: only "metadata.name", '
+                              '"metadata.namespace"')
 
     def matches(self, field: Callable[[str], str]) -> bool:
         """Whether an object is selected; ``field(name)`` returns its value for a field key

@@ -31,11 +31,14 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   server-side apply is create-or-merge: ``fieldManager`` is required (422 otherwise) and
   ``force`` is accepted only with apply, but there is no field ownership, so no apply
   conflicts and fields a manager stops applying are not removed. ``managedFields`` are coarse.
-- No controllers: no garbage collector (ownerReferences and propagationPolicy are accepted
-  but dependents are never deleted; Foreground/Orphan add no finalizer), no kubelet (pods are
-  deleted at once unless they have finalizers; nothing sets pod status), no scheduler. The
-  store itself plays the namespace and CRD-cleanup controllers: deleting a Namespace (or a
-  CRD) deletes its content and the container goes once that content is gone.
+- No controllers, as in envtest: no garbage collector (ownerReferences and propagationPolicy
+  are accepted but dependents are never deleted; Foreground/Orphan add no finalizer), no
+  namespace controller (a deleted Namespace stays Terminating with its content; new content
+  is refused with 403), no kubelet (a scheduled Pod deleted with a grace period stays
+  terminating until deleted with ``gracePeriodSeconds=0``; unscheduled pods go at once;
+  nothing sets pod status), no scheduler. Deleting a CRD deletes its custom resources (that
+  cleanup runs inside the real API server too). Defaulting is limited to a few Pod spec
+  fields, Namespace phase/finalizer and CRD status.
 - One process, one store: resourceVersions are a dense global counter; the watch history is
   kept per resource with at least ``history_size`` events (the real watch cache sizes itself);
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that

@@ -6,9 +6,11 @@ resource's ``EventLog``; create sets ``uid``, ``creationTimestamp`` and ``genera
 are optimistic (a stale ``metadata.resourceVersion`` is a 409 Conflict), keep the immutable
 fields, bump ``generation`` when anything but metadata/status changes, and are no-ops (no new
 resourceVersion, no event) when nothing changes; a delete of an object with finalizers only sets
-``deletionTimestamp`` (the object goes when an update removes the last finalizer). Deleting a
-Namespace or a CustomResourceDefinition deletes its content first (acting as the namespace and
-CRD-cleanup controllers), and the container goes once its content is gone.
+``deletionTimestamp`` (the object goes when an update removes the last finalizer); a scheduled
+Pod is deleted gracefully and, with no kubelet, stays until deleted with grace 0. A deleted
+Namespace turns Terminating and stays (no namespace controller, as in envtest); a deleted
+CustomResourceDefinition deletes its custom resources first, then goes (the apiextensions
+cleanup finalizer runs inside the real API server too).
 
 Objects are held serialised (``Entry.raw``, the bytes every LIST and watch reuses) with the few
 fields selectors need; they are decoded only when a write needs the previous state.
@@ -150,8 +152,11 @@ class Store:
         with self.lock:
             return self._rv
 
-    def now(self) -> str:
-        """The current time as RFC 3339 (seconds, UTC), as metav1.Time serialises."""
+    def now(self, offset: float = 0) -> str:
+        """The current time (plus ``offset`` seconds) as RFC 3339 (seconds, UTC), as
+        metav1.Time serialises."""
+        if offset:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock() + offset))
         second = int(self._clock())
         if second != self._now_cache[0]:
             self._now_cache = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
@@ -259,7 +264,7 @@ class Store:
         new = _with_header(rtype, obj, meta)
         if rtype.namespaced:
             meta["namespace"] = namespace or meta.get("namespace") or "default"
-            self._check_namespace_locked(meta["namespace"], meta.get("name", ""))
+            self._check_namespace_locked(rtype, meta["namespace"], meta.get("name") or "")
         else:
             meta.pop("namespace", None)
         if not meta.get("name"):
@@ -280,16 +285,19 @@ class Store:
         validate_object(rtype, new)
         return new
 
-    def _check_namespace_locked(self, namespace: str, name: str) -> None:
+    def _check_namespace_locked(self, rtype: ResourceType, namespace: str, name: str) -> None:
         ns = self._objects.get(NAMESPACES, {}).get(namespace)
         if ns is None:
             raise st.not_found("", "namespaces", namespace)
         if ns.deleting:
-            raise st.StatusError(403, "Forbidden",
-                                 f"unable to create new content in namespace {namespace} because "
-                                 "it is being terminated",
-                                 {"name": name, "causes": [{"reason": "NamespaceTerminating",
-                                                            "field": "metadata.namespace"}]})
+            error = st.forbidden(rtype.group, rtype.plural, name,
+                                 f"unable to create new content in namespace {namespace} "
+                                 "because it is being terminated")
+            assert error.details is not None
+            error.details["causes"] = [{"reason": "NamespaceTerminating",
+                                        "message": f"namespace {namespace} is being terminated",
+                                        "field": "metadata.namespace"}]
+            raise error
 
     def _after_create_locked(self, rtype: ResourceType, obj: Obj) -> None:
         if rtype.key == CRDS:
@@ -351,7 +359,7 @@ class Store:
         if dry_run or orjson.dumps(new) == old.raw:
             return new
         entry = self._stamp_locked(rtype, new)
-        if entry.deleting and not entry.finalizers:
+        if entry.deleting and not entry.finalizers and not meta.get("deletionGracePeriodSeconds"):
             self._write_locked(rtype, "DELETED", entry, old)
             self._after_delete_locked(rtype, entry)
         else:
@@ -375,11 +383,17 @@ class Store:
 
     def delete_object(self, rtype: ResourceType, namespace: str | None, name: str, *,
                       uid: str | None = None, resource_version: str | None = None,
+                      grace_period: int | None = None,
                       dry_run: bool = False) -> tuple[Obj, bool]:
         """Delete one object, honouring preconditions (409 on a uid/resourceVersion mismatch)
         and finalizers (then only ``deletionTimestamp`` is set). Returns ``(last state,
-        gone)``: ``gone`` False while finalizers (or a namespace's content) keep it. 404 when
-        absent."""
+        gone)``; ``gone`` is False while the object stays. 404 when absent.
+
+        As the generic registry: a scheduled Pod (``spec.nodeName``) is deleted gracefully
+        (``grace_period`` seconds, default its terminationGracePeriodSeconds) and, with no
+        kubelet, stays terminating until deleted again with grace 0; a Namespace only turns
+        Terminating (no namespace controller runs); a CRD deletes its custom resources and
+        goes once they are gone (as apiextensions' cleanup finalizer)."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
             old = self._bucket_locked(rtype).get(object_key(ns, name))
@@ -389,34 +403,56 @@ class Store:
             obj = old.decode()
             if dry_run:
                 return obj, not old.finalizers
-            if rtype.key in (NAMESPACES, CRDS) and not old.finalizers:
-                return self._delete_container_locked(rtype, old, obj)
-            if old.finalizers:
-                if not old.deleting:
-                    self._mark_deleting(rtype, obj)
-                    entry = self._stamp_locked(rtype, obj)
-                    self._write_locked(rtype, "MODIFIED", entry, old)
-                return obj, False
+            grace = self._grace_period(rtype, obj, grace_period)
+            if rtype.key == CRDS and not old.finalizers:
+                return self._delete_crd_locked(rtype, old, obj)
+            if rtype.key == NAMESPACES or old.finalizers or grace > 0:
+                return self._mark_deleting_locked(rtype, old, obj, grace), False
             return self._remove_locked(rtype, old, obj), True
+
+    @staticmethod
+    def _grace_period(rtype: ResourceType, obj: Obj, requested: int | None) -> int:
+        """Seconds of graceful deletion: only scheduled Pods have any (rest.BeforeDelete)."""
+        if rtype.key != ("", "pods") or not (obj.get("spec") or {}).get("nodeName"):
+            return 0
+        if requested is not None:
+            return max(0, int(requested))
+        meta_grace = obj["metadata"].get("deletionGracePeriodSeconds")
+        if meta_grace is not None:
+            return int(meta_grace)
+        return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+    def _mark_deleting_locked(self, rtype: ResourceType, old: Entry, obj: Obj, grace: int) -> Obj:
+        """Set deletionTimestamp (now + grace) and deletionGracePeriodSeconds, bump generation
+        on the first mark, and for a Namespace the Terminating phase; a repeated delete only
+        shortens the grace period."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp") and grace >= int(meta.get("deletionGracePeriodSeconds") or 0):
+            return obj
+        if not meta.get("deletionTimestamp") and int(meta.get("generation") or 0) > 0:
+            meta["generation"] = int(meta["generation"]) + 1
+        meta["deletionTimestamp"] = self.now(grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        if rtype.key == NAMESPACES:
+            obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        entry = self._stamp_locked(rtype, obj)
+        self._write_locked(rtype, "MODIFIED", entry, old)
+        return obj
 
     @staticmethod
     def _check_preconditions(rtype: ResourceType, old: Entry, uid: str | None,
                              resource_version: str | None) -> None:
+        # as the generic registry's delete: the "resource" named is the Kind
         if uid and uid != old.uid:
-            raise st.conflict(rtype.group, rtype.plural, old.name,
-                              f"Precondition failed: UID in precondition: {uid}, UID in object "
-                              f"meta: {old.uid}")
+            raise st.conflict(rtype.group, rtype.kind, old.name,
+                              f"the UID in the precondition ({uid}) does not match the UID in "
+                              f"record ({old.uid}). The object might have been deleted and then "
+                              "recreated")
         if resource_version and str(resource_version) != str(old.rv):
-            raise st.conflict(rtype.group, rtype.plural, old.name,
-                              f"Precondition failed: ResourceVersion in precondition: "
-                              f"{resource_version}, ResourceVersion in object meta: {old.rv}")
-
-    def _mark_deleting(self, rtype: ResourceType, obj: Obj) -> None:
-        meta = obj["metadata"]
-        if not meta.get("deletionTimestamp") and int(meta.get("generation") or 0) > 0:
-            meta["generation"] = int(meta["generation"]) + 1
-        meta["deletionTimestamp"] = self.now()
-        meta["deletionGracePeriodSeconds"] = 0
+            raise st.conflict(rtype.group, rtype.kind, old.name,
+                              f"the ResourceVersion in the precondition ({resource_version}) does "
+                              f"not match the ResourceVersion in record ({old.rv}). The object "
+                              "might have been modified")
 
     def _remove_locked(self, rtype: ResourceType, old: Entry, obj: Obj) -> Obj:
         entry = self._stamp_locked(rtype, obj)
@@ -424,47 +460,32 @@ class Store:
         self._after_delete_locked(rtype, entry)
         return obj
 
-    def _delete_container_locked(self, rtype: ResourceType, old: Entry, obj: Obj) -> tuple[Obj, bool]:
-        """A Namespace or CRD: mark it terminating, delete its content, go when empty."""
+    def _delete_crd_locked(self, rtype: ResourceType, old: Entry, obj: Obj) -> tuple[Obj, bool]:
+        """Mark the CRD terminating, delete its custom resources, go once none is left."""
         if not old.deleting:
-            self._mark_deleting(rtype, obj)
-            if rtype.key == NAMESPACES:
-                obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
-            entry = self._stamp_locked(rtype, obj)
-            self._write_locked(rtype, "MODIFIED", entry, old)
+            obj = self._mark_deleting_locked(rtype, old, obj, 0)
+            crd_type = self._crd_type_locked(old.name)
             self._defer_finish = True
             try:
-                for content_type, entries in self._content_locked(rtype, old.name):
-                    for item in entries:
-                        self.delete_object(content_type, item.namespace or None, item.name)
+                for item in list(self._objects.get(crd_type.key, {}).values()) if crd_type else []:
+                    self.delete_object(crd_type, item.namespace or None, item.name)
             finally:
                 self._defer_finish = False
         current = self._bucket_locked(rtype).get(old.key)
         if current is None:
             return obj, True
-        gone = self._maybe_finish_container_locked(rtype, current)
+        gone = self._maybe_finish_crd_locked(current)
         return (obj if gone else current.decode()), gone
-
-    def _content_locked(self, rtype: ResourceType, name: str) -> list[tuple[ResourceType, list[Entry]]]:
-        if rtype.key == NAMESPACES:
-            out = []
-            for t in self.registry.types():
-                entries = [e for e in self._objects.get(t.key, {}).values() if e.namespace == name]
-                if t.namespaced and entries:
-                    out.append((t, entries))
-            return out
-        crd_type = self._crd_type_locked(name)
-        entries = list(self._objects.get(crd_type.key, {}).values()) if crd_type else []
-        return [(crd_type, entries)] if crd_type and entries else []
 
     def _crd_type_locked(self, crd_name: str) -> ResourceType | None:
         plural, _, group = crd_name.partition(".")
         return self.registry.get((group, plural))
 
-    def _maybe_finish_container_locked(self, rtype: ResourceType, entry: Entry) -> bool:
-        if not entry.deleting or entry.finalizers or self._content_locked(rtype, entry.name):
+    def _maybe_finish_crd_locked(self, crd: Entry) -> bool:
+        crd_type = self._crd_type_locked(crd.name)
+        if not crd.deleting or crd.finalizers or (crd_type and self._objects.get(crd_type.key)):
             return False
-        self._remove_locked(rtype, entry, entry.decode())
+        self._remove_locked(self.registry.get(CRDS), crd, crd.decode())  # type: ignore[arg-type]
         return True
 
     def _after_delete_locked(self, rtype: ResourceType, entry: Entry) -> None:
@@ -476,18 +497,10 @@ class Store:
                 if log is not None:
                     log.cond.notify_all()
                 self.registry.remove(crd_type.key)
-            return
-        if self._defer_finish:
-            return
-        container = None
-        if entry.namespace:
-            container = (self.registry.get(NAMESPACES), entry.namespace)
-        elif rtype.custom:
-            container = (self.registry.get(CRDS), f"{rtype.plural}.{rtype.group}")
-        if container and container[0] is not None:
-            holder = self._objects.get(container[0].key, {}).get(container[1])
-            if holder is not None:
-                self._maybe_finish_container_locked(container[0], holder)
+        elif rtype.custom and not self._defer_finish:
+            crd = self._objects.get(CRDS, {}).get(f"{rtype.plural}.{rtype.group}")
+            if crd is not None:
+                self._maybe_finish_crd_locked(crd)
 
     # -- read -----------------------------------------------------------------------------
 
@@ -517,11 +530,14 @@ class Store:
         with self.lock:
             if continue_token:
                 at, start = self._decode_continue_locked(continue_token)
+                objects = self._snapshot_locked(rtype, at,
+                                                lambda: self._continue_expired(start))
             else:
                 at, start = self._list_rv_locked(rtype, resource_version, match), ""
                 if resource_version == "0":
                     limit = 0
-            objects = self._snapshot_locked(rtype, at)
+                objects = self._snapshot_locked(rtype, at, lambda: st.expired(
+                    "The resourceVersion for the provided list is too old."))
             keys = sorted(k for k in objects if k > start) if start else sorted(objects)
             selected: list[Entry] = []
             filtered = not (labels.empty and fields.empty)
@@ -559,13 +575,19 @@ class Store:
         return at, start
 
     def _continue_expired(self, start: str) -> st.StatusError:
+        """410 for a continue token too old to serve consistently; like the real server it
+        carries a new token that continues after ``start`` from the latest state."""
+        self._continue_serial += 1
+        token = base64.urlsafe_b64encode(orjson.dumps(
+            {"v": "meta.k8s.io/v1", "rv": self._rv, "start": start,
+             "s": self._continue_serial})).decode()
         return st.expired(
             "The provided continue parameter is too old to display a consistent list result. "
             "You can start a new list without the continue parameter, or use the continue "
             "token in this response to retrieve the remainder of the results. Continuing with "
             "the provided token results in an inconsistent list - objects that were created, "
             "modified, or deleted between the time the first chunk was returned and now may "
-            "show up in the list.")
+            "show up in the list.", continue_token=token)
 
     def _list_rv_locked(self, rtype: ResourceType, resource_version: str, match: str) -> int:
         if resource_version in ("", "0"):
@@ -579,15 +601,16 @@ class Store:
             raise too_large(requested, self._rv)
         return self._rv
 
-    def _snapshot_locked(self, rtype: ResourceType, at: int) -> dict[str, Entry]:
+    def _snapshot_locked(self, rtype: ResourceType, at: int,
+                         too_old: Callable[[], st.StatusError]) -> dict[str, Entry]:
         """The objects of ``rtype`` as they were at resourceVersion ``at`` (undoing newer
-        events); 410 Expired when ``at`` predates the retained history."""
+        events); ``too_old()`` is raised when ``at`` predates the retained history."""
         objects = self._objects.get(rtype.key, {})
         if at >= self._rv:
             return objects
         log = self.log_locked(rtype)
         if at < log.floor_rv:
-            raise st.too_old(at, log.floor_rv + 1)
+            raise too_old()
         newer = log.after_rv_locked(at)
         if not newer:
             return objects
@@ -650,10 +673,11 @@ class Store:
                                       check_resource_version=False, create=lambda: obj)[0]
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
-        """Delete an object (finalizers respected); returns its last state, None if absent."""
+        """Delete an object with grace period 0 (finalizers still respected); returns its last
+        state, None if absent."""
         rtype = self.resolve(api_version, kind)
         try:
-            return self.delete_object(rtype, namespace or "default", name)[0]
+            return self.delete_object(rtype, namespace or "default", name, grace_period=0)[0]
         except st.StatusError as exc:
             if exc.code == 404:
                 return None
@@ -696,7 +720,7 @@ def too_large(requested: int, current: int) -> st.StatusError:
     """504 Timeout for a resourceVersion newer than the store's (the watch cache's
     ``Too large resource version`` after its wait)."""
     return st.StatusError(504, "Timeout",
-                          f"Too large resource version: {requested}, current: {current}",
+                          f"Timeout: Too large resource version: {requested}, current: {current}",
                           {"causes": [{"reason": "ResourceVersionTooLarge",
                                        "message": "Too large resource version"}],
                            "retryAfterSeconds": 1})

@@ -3,7 +3,8 @@
 As kube-apiserver's registry strategies (``PrepareForCreate``/``PrepareForUpdate``): for a kind
 with a status subresource, create resets ``status`` (a Pod starts ``Pending``), the main
 endpoint keeps the stored ``status`` whatever the body says, and ``/status`` changes only
-``status``. Namespaces default to phase ``Active``; a CustomResourceDefinition is marked
+``status``. Namespaces default to phase ``Active`` (with the ``kubernetes`` spec finalizer),
+Pods get the common spec defaults (restartPolicy, terminationGracePeriodSeconds, ...); a CustomResourceDefinition is marked
 ``Established`` and ``NamesAccepted`` at once (the real server does it a moment later). All
 functions are pure except ``apply_defaults``/``reset_status``, which fill an object the caller
 owns.
@@ -16,6 +17,9 @@ from typing import Any
 from .registry import ResourceType
 
 Obj = dict[str, Any]
+POD_SPEC_DEFAULTS: Obj = {"restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                          "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
+                          "securityContext": {}}
 
 
 def crd_status(crd: Obj, now: str) -> Obj:
@@ -39,6 +43,10 @@ def apply_defaults(rtype: ResourceType, obj: Obj, now: str) -> None:
     if rtype.group == "" and rtype.kind == "Namespace":
         status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         obj["status"] = {**status, "phase": status.get("phase") or "Active"}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        obj["spec"] = {**spec, "finalizers": spec.get("finalizers") or ["kubernetes"]}
+    elif rtype.group == "" and rtype.kind == "Pod" and isinstance(obj.get("spec"), dict):
+        obj["spec"] = {**POD_SPEC_DEFAULTS, **obj["spec"]}
     elif rtype.group == "apiextensions.k8s.io" and rtype.kind == "CustomResourceDefinition":
         if not (obj.get("status") or {}).get("conditions"):
             obj["status"] = crd_status(obj, now)

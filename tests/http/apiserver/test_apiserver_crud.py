@@ -298,7 +298,7 @@ def test_delete_preconditions_are_honoured(embedded_api_client):
     """A uid or resourceVersion precondition that does not match answers 409."""
     cm = call(embedded_api_client, "POST", CM, body=configmap("a")).body
     wrong_uid = call(embedded_api_client, "DELETE", f"{CM}/a", body={"preconditions": {"uid": "x"}})
-    assert wrong_uid.status == 409 and "Precondition failed" in wrong_uid.body["message"]
+    assert wrong_uid.status == 409 and "does not match the UID in record" in wrong_uid.body["message"]
     wrong_rv = call(embedded_api_client, "DELETE", f"{CM}/a",
                     body={"preconditions": {"resourceVersion": "1"}})
     assert wrong_rv.status == 409
@@ -334,32 +334,43 @@ def test_delete_collection_by_label(embedded_api_client):
     assert [i["metadata"]["name"] for i in left] == ["b"]
 
 
-def test_deleting_namespace_deletes_its_content(embedded_api_client):
-    """A deleted namespace takes its objects with it, then goes."""
+def test_deleted_namespace_stays_terminating_and_refuses_new_content(embedded_api_client):
+    """With no namespace controller a deleted namespace stays Terminating with its content;
+    creating in it answers 403 Forbidden (NamespaceTerminating)."""
     call(embedded_api_client, "POST", "/api/v1/namespaces", body={"metadata": {"name": "team"}})
     call(embedded_api_client, "POST", "/api/v1/namespaces/team/configmaps",
          body=configmap("a", namespace="team"))
     r = call(embedded_api_client, "DELETE", "/api/v1/namespaces/team")
-    assert r.status == 200
-    assert call(embedded_api_client, "GET", "/api/v1/namespaces/team/configmaps/a").status == 404
-    assert call(embedded_api_client, "GET", "/api/v1/namespaces/team").status == 404
-
-
-def test_namespace_with_finalized_content_stays_terminating(embedded_api_client):
-    """Content held by finalizers keeps its namespace Terminating; new content is refused."""
-    call(embedded_api_client, "POST", "/api/v1/namespaces", body={"metadata": {"name": "team"}})
-    held = configmap("a", namespace="team")
-    held["metadata"]["finalizers"] = ["example.com/hold"]
-    call(embedded_api_client, "POST", "/api/v1/namespaces/team/configmaps", body=held)
-    call(embedded_api_client, "DELETE", "/api/v1/namespaces/team")
-    ns = call(embedded_api_client, "GET", "/api/v1/namespaces/team").body
-    assert ns["status"]["phase"] == "Terminating"
+    assert r.status == 200 and r.body["status"]["phase"] == "Terminating"
+    assert call(embedded_api_client, "GET", "/api/v1/namespaces/team").body["status"]["phase"] == "Terminating"
+    assert call(embedded_api_client, "GET", "/api/v1/namespaces/team/configmaps/a").status == 200
     refused = call(embedded_api_client, "POST", "/api/v1/namespaces/team/configmaps",
                    body=configmap("b", namespace="team"))
-    assert refused.status == 403
-    call(embedded_api_client, "PATCH", "/api/v1/namespaces/team/configmaps/a",
-         body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
-    assert call(embedded_api_client, "GET", "/api/v1/namespaces/team").status == 404
+    assert refused.status == 403 and refused.body["reason"] == "Forbidden"
+    assert refused.body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+
+
+def test_scheduled_pod_deletion_is_graceful(embedded_api_client):
+    """A scheduled pod is only marked (grace 30 s) until deleted with grace 0; an unscheduled
+    one goes at once."""
+    call(embedded_api_client, "POST", PODS, body=pod("bound", nodeName="n1"))
+    call(embedded_api_client, "POST", PODS, body=pod("free"))
+    assert call(embedded_api_client, "DELETE", f"{PODS}/free").status == 200
+    assert call(embedded_api_client, "GET", f"{PODS}/free").status == 404
+    marked = call(embedded_api_client, "DELETE", f"{PODS}/bound").body
+    assert marked["kind"] == "Pod" and marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    status = call(embedded_api_client, "PATCH", f"{PODS}/bound/status", body={"status": {"phase": "Running"}},
+                  content_type="application/merge-patch+json")
+    assert status.status == 200          # updates do not finish a graceful deletion
+    assert call(embedded_api_client, "GET", f"{PODS}/bound").status == 200
+    call(embedded_api_client, "DELETE", f"{PODS}/bound", query={"gracePeriodSeconds": "0"})
+    assert call(embedded_api_client, "GET", f"{PODS}/bound").status == 404
+
+
+def test_pod_create_applies_spec_defaults(embedded_api_client):
+    """A created Pod gets restartPolicy Always and the other common spec defaults."""
+    spec = call(embedded_api_client, "POST", PODS, body=pod("p")).body["spec"]
+    assert spec["restartPolicy"] == "Always" and spec["terminationGracePeriodSeconds"] == 30
 
 
 def test_method_not_supported_on_collection(embedded_api_client):

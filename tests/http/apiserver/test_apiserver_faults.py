@@ -104,6 +104,8 @@ def test_expire_continue_tokens(embedded_server, embedded_api_client):
     embedded_server.faults.expire_continue_tokens()
     r = call(embedded_api_client, "GET", CM, query={"limit": 2, "continue": token})
     assert r.status == 410 and r.body["reason"] == "Expired"
+    rest = call(embedded_api_client, "GET", CM, query={"continue": r.body["metadata"]["continue"]})
+    assert [i["metadata"]["name"] for i in rest.body["items"]] == ["c2", "c3"]   # inconsistent token
     fresh = call(embedded_api_client, "GET", CM, query={"limit": 2}).body["metadata"]["continue"]
     assert call(embedded_api_client, "GET", CM, query={"continue": fresh}).status == 200
 
@@ -113,8 +115,10 @@ def test_expire_history_makes_old_watches_expire(embedded_server, embedded_api_c
     embedded_server.load([configmap("a")])
     rv = str(embedded_server.store.resource_version)
     embedded_server.faults.expire_history()
-    r = call(embedded_api_client, "GET", CM, query={"watch": "1", "resourceVersion": str(int(rv) - 1)})
-    assert r.status == 410
+    w = WatchStream(embedded_api_client, CM, {"resourceVersion": str(int(rv) - 1)})
+    event = w.next()
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert w.wait_end()
 
 
 def test_latency_delays_but_answers(embedded_server, embedded_api_client):

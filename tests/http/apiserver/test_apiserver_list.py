@@ -83,9 +83,12 @@ def test_pod_field_selectors(embedded_server, embedded_api_client):
 def test_unsupported_field_selector_is_bad_request(embedded_api_client):
     """A field the resource does not index answers 400, as the real server."""
     r = call(embedded_api_client, "GET", CM, query={"fieldSelector": "data.k=v"})
-    assert r.status == 400 and "field label not supported" in r.body["message"]
+    assert r.status == 400 and r.body["message"] == (
+        '"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"')
     r = call(embedded_api_client, "GET", CM, query={"fieldSelector": "status.phase=Running"})
     assert r.status == 400
+    r = call(embedded_api_client, "GET", PODS, query={"fieldSelector": "spec.foo=x"})
+    assert r.status == 400 and r.body["message"] == "field label not supported: spec.foo"
 
 
 def test_list_across_namespaces(embedded_server, embedded_api_client):

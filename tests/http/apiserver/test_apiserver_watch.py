@@ -54,16 +54,20 @@ def test_watch_without_resource_version_starts_with_current_objects(embedded_ser
     w.close()
 
 
-def test_watch_too_old_resource_version_is_http_410(embedded_api_client):
-    """A watch from before the retained history answers HTTP 410 with reason Expired."""
+def test_watch_too_old_resource_version_is_error_event_410(embedded_api_client):
+    """A watch from before the retained history is accepted (200), then one ERROR event with a
+    410 Expired Status ends it, as the real cacher does."""
     with EmbeddedAPIServer(history_size=2) as srv:
         client = kubernetes.config.new_client_from_config(config_file=srv.kubeconfig_path)
         srv.load([configmap("a")])
         old = str(srv.store.resource_version - 1)
         srv.load([configmap(f"x{i}") for i in range(5)])
-        r = call(client, "GET", CM, query={"watch": "1", "resourceVersion": old})
-        assert r.status == 410 and r.body["reason"] == "Expired" and r.body["code"] == 410
-        assert r.body["message"].startswith("too old resource version")
+        w = WatchStream(client, CM, {"resourceVersion": old})
+        event = w.next()
+        assert w.status == 200 and event["type"] == "ERROR"
+        assert event["object"]["reason"] == "Expired" and event["object"]["code"] == 410
+        assert event["object"]["message"].startswith("too old resource version")
+        assert w.wait_end()
         client.close()
 
 
