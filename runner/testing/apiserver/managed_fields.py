@@ -40,11 +40,14 @@ def record(obj: Obj, *, manager: str, operation: str, api_version: str, subresou
     """Set or refresh ``obj``'s managedFields entry for this writer (``obj`` and its metadata
     are owned by the caller and are modified)."""
     meta = obj.setdefault("metadata", {})
+    fields = fields_v1(obj, subresource)
+    entries = [m for m in meta.get("managedFields") or [] if isinstance(m, dict)]
+    same = [m for m in entries if m.get("manager") == manager and m.get("operation") == operation
+            and m.get("subresource", "") == subresource]
+    if same and same[0].get("fieldsV1") == fields:
+        return                          # unchanged ownership: keep the entry (and its time)
     entry: Obj = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                  "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields_v1(obj, subresource)}
+                  "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields}
     if subresource:
         entry["subresource"] = subresource
-    others = [m for m in meta.get("managedFields") or [] if isinstance(m, dict) and not (
-        m.get("manager") == manager and m.get("operation") == operation
-        and m.get("subresource", "") == subresource)]
-    meta["managedFields"] = others + [entry]
+    meta["managedFields"] = [m for m in entries if not any(m is x for x in same)] + [entry]

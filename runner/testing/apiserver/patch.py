@@ -6,10 +6,8 @@ of objects whose field name is a well-known merge list of the built-in types (``
 ``env``, ``volumes``, ``ports``, ``conditions``, ...: ``MERGE_KEYS``) merge item by item on
 their merge key, ``finalizers`` merge as a set, every other list is replaced; the directives
 ``$patch: delete|replace``, ``$setElementOrder/<list>``, ``$deleteFromPrimitiveList/<list>`` and
-``$retainKeys`` are honoured or dropped. Server-side apply is create-or-merge: the applied
-configuration is merge-patched onto the live object (no field ownership, so no apply conflicts
-and no removal of fields a manager stopped applying). Functions here are pure: they never
-mutate their inputs.
+``$retainKeys`` are honoured or dropped. Server-side apply lives in ``apply``. Functions here
+are pure: they never mutate their inputs.
 """
 
 from __future__ import annotations

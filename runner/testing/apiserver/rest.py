@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from . import apply as server_side_apply
 from . import managed_fields, openapi
 from . import patch as patches
 from . import status as st
@@ -425,21 +426,25 @@ class Api:
         return json_answer(200, self._out(t, obj))
 
     def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
-        self._manager(req, required=True)
+        manager = self._manager(req, required=True)
         if not isinstance(applied, dict):
             raise st.bad_request("apply patch body must be an object")
         self._check_type(t, applied)
         self._check_identity(t, applied, need_name=True)
+        force = _truthy(req.query.get("force"))
+        api_version = t.rtype.api_version(t.version)
 
         def mutate(current: Obj) -> Obj:
-            merged = patches.merge_patch(current, applied)
-            merged = self._record(req, t, merged, "Apply", required=True)
+            merged = server_side_apply.apply(current, applied, manager=manager, force=force,
+                                             api_version=api_version, now=self.store.now(),
+                                             subresource=t.subresource)
             return prepare_for_update(t.rtype, merged, current, t.subresource)
 
         def create() -> Obj:
             if t.subresource:
                 raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
-            obj = self._record(req, t, applied, "Apply", required=True)
+            obj = server_side_apply.apply(None, applied, manager=manager, force=force,
+                                          api_version=api_version, now=self.store.now())
             reset_status(t.rtype, obj)
             return obj
 

@@ -28,9 +28,11 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
 - Strategic merge patch knows no schemas: well-known merge lists (containers, env, volumes,
   ports, conditions, ...) merge by key, other lists are replaced (see ``patch``);
-  server-side apply is create-or-merge: ``fieldManager`` is required (422 otherwise) and
-  ``force`` is accepted only with apply, but there is no field ownership, so no apply
-  conflicts and fields a manager stops applying are not removed. ``managedFields`` are coarse.
+  server-side apply tracks which leaf fields each Apply manager owns (conflicts -> 409 with
+  FieldManagerConflict causes, ``force`` takes ownership, fields a manager stops applying are
+  removed) but Update managers never conflict and lists are atomic (see ``apply``);
+  ``fieldManager`` is required (422 otherwise), ``force`` only with apply (400 otherwise).
+  ``managedFields`` of Update operations are coarse.
 - No controllers, as in envtest: no garbage collector (ownerReferences and propagationPolicy
   are accepted but dependents are never deleted; Foreground/Orphan add no finalizer), no
   namespace controller (a deleted Namespace stays Terminating with its content; new content

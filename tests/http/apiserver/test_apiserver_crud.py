@@ -227,19 +227,47 @@ def test_patch_missing_object_is_not_found(embedded_api_client):
     assert r.status == 404
 
 
-def test_apply_creates_then_merges(embedded_api_client):
-    """Server-side apply creates a missing object (201) then merges into it (200)."""
-    apply = "application/apply-patch+yaml"
-    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: '1'}\n"
-    r = call(embedded_api_client, "PATCH", f"{CM}/a", body=doc, content_type=apply,
-             query={"fieldManager": "me"})
-    assert r.status == 201 and r.body["data"] == {"a": "1"}
-    doc2 = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {b: '2'}\n"
-    r2 = call(embedded_api_client, "PATCH", f"{CM}/a", body=doc2, content_type=apply,
-              query={"fieldManager": "me", "force": "true"})
-    assert r2.status == 200 and r2.body["data"] == {"a": "1", "b": "2"}
-    managers = [m["manager"] for m in r2.body["metadata"]["managedFields"]]
-    assert "me" in managers
+APPLY = "application/apply-patch+yaml"
+
+
+def _apply(client, manager: str, data: str, force: bool = False):
+    doc = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {data}\n"
+    query = {"fieldManager": manager, **({"force": "true"} if force else {})}
+    return call(client, "PATCH", f"{CM}/a", body=doc, content_type=APPLY, query=query)
+
+
+def test_apply_creates_then_merges_managers(embedded_api_client):
+    """Apply creates (201, one Apply entry); another manager's fields merge in (200)."""
+    first = _apply(embedded_api_client, "one", "{a: '1'}")
+    assert first.status == 201 and first.body["data"] == {"a": "1"}
+    assert [(m["manager"], m["operation"]) for m in first.body["metadata"]["managedFields"]] == [("one", "Apply")]
+    second = _apply(embedded_api_client, "two", "{b: '2'}")
+    assert second.status == 200 and second.body["data"] == {"a": "1", "b": "2"}
+
+
+def test_reapplying_the_same_config_changes_nothing(embedded_api_client):
+    """A repeated identical apply keeps the resourceVersion."""
+    first = _apply(embedded_api_client, "one", "{a: '1'}").body
+    again = _apply(embedded_api_client, "one", "{a: '1'}").body
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_apply_removes_fields_the_manager_stopped_applying(embedded_api_client):
+    """A field dropped from a manager's configuration is removed unless another owns it."""
+    _apply(embedded_api_client, "one", "{a: '1', b: '2'}")
+    assert _apply(embedded_api_client, "one", "{b: '2'}").body["data"] == {"b": "2"}
+
+
+def test_apply_conflict_and_force(embedded_api_client):
+    """Changing another Apply manager's field is a 409 naming it; force takes ownership."""
+    _apply(embedded_api_client, "one", "{k: '1'}")
+    clash = _apply(embedded_api_client, "two", "{k: '2'}")
+    assert clash.status == 409 and clash.body["reason"] == "Conflict"
+    assert clash.body["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "one"', "field": ".data.k"}]
+    forced = _apply(embedded_api_client, "two", "{k: '2'}", force=True)
+    assert forced.status == 200 and forced.body["data"] == {"k": "2"}
+    assert [m["manager"] for m in forced.body["metadata"]["managedFields"]] == ["two"]
 
 
 def test_apply_without_field_manager_is_rejected(embedded_api_client):
