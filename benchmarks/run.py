@@ -154,6 +154,7 @@ def run_events(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[di
             r.update(rep=rep, events=limit or scale.events)
             if r.get("ok"):
                 r["events_per_s"] = r["events"] / (r["t_last"] - r["t_open"])
+                r["events_per_cpu_s"] = r["events"] / r["cpu_s"]
             report(r)
             out.append(r)
     return out
@@ -174,6 +175,8 @@ def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str
             if r.get("ok"):
                 r["sync_s"] = r["t_synced"] - r["t_spawn"]
                 r["sync_from_open_s"] = r["t_synced"] - r["t_open"]
+                r["sync_cpu_s"] = r["cpu_s"]
+                r["sync_cpu_total_s"] = r["cpu_total_s"]
                 r["rss_per_obj"] = (r["rss_after"] - r["rss_before"]) / n
                 if "traced_bytes" in r:
                     r["traced_per_obj"] = r["traced_bytes"] / n
@@ -228,7 +231,7 @@ def rotate(names: list[str], rep: int) -> list[str]:
 
 
 def report(r: dict) -> None:
-    keys = ("events_per_s", "sync_s", "rss_per_obj", "traced_per_obj", "gc_max_pause", "calls")
+    keys = ("events_per_s", "events_per_cpu_s", "sync_s", "sync_cpu_s", "rss_per_obj", "traced_per_obj", "gc_max_pause", "calls")
     shown = {k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keys if k in r}
     lat = r.get("latency")
     if lat:

@@ -17,6 +17,9 @@ Workloads (the harness prepares the server; the contender only reads):
   ``bench/stamp`` (a ``time.time()`` written by the harness just before its API write) gives
   one write -> handler latency sample (seconds); done at the marker (as in ``events``).
 
+``cpu_s`` is the contender's CPU time (every thread, user + system) from its first request to
+the end condition: rates per CPU-second do not depend on how busy the machine is.
+
 Timestamps are ``time.time()`` seconds (wall clock, comparable across processes on one
 machine); durations use the same clock so the harness can combine them with its own stamps.
 """
@@ -82,6 +85,7 @@ class GcMonitor:
         self.max_pause = 0.0
         self.total = 0.0
         self.count = [0, 0, 0]
+        self.long: list[tuple[float, int, float]] = []  # (time.time(), generation, seconds) > 10 ms
         self._started = 0.0
 
     def _cb(self, phase: str, info: dict[str, Any]) -> None:
@@ -91,7 +95,10 @@ class GcMonitor:
         d = time.perf_counter() - self._started
         self.total += d
         self.max_pause = max(self.max_pause, d)
-        self.count[info.get("generation", 0)] += 1
+        gen = info.get("generation", 0)
+        self.count[gen] += 1
+        if d > 0.010 and len(self.long) < 50:
+            self.long.append((round(time.time(), 3), gen, round(d, 4)))
 
     def start(self) -> "GcMonitor":
         gc.callbacks.append(self._cb)
@@ -100,7 +107,8 @@ class GcMonitor:
     def stop(self) -> dict[str, Any]:
         if self._cb in gc.callbacks:
             gc.callbacks.remove(self._cb)
-        return {"gc_max_pause": self.max_pause, "gc_total": self.total, "gc_count": self.count}
+        return {"gc_max_pause": self.max_pause, "gc_total": self.total, "gc_count": self.count,
+                "gc_long": self.long}
 
 
 class Recorder:
@@ -119,6 +127,8 @@ class Recorder:
         self.keys: set[str] = set()
         self.t_open = 0.0
         self.rss_open = 0
+        self.cpu_open = 0.0     # process CPU seconds (all threads) at opened()
+        self.cpu_done = 0.0     # ... when the end condition held
         self.t_first = 0.0
         self.t_last = 0.0
         self.t_synced = 0.0
@@ -134,6 +144,7 @@ class Recorder:
                 import tracemalloc
                 tracemalloc.start()
             self.t_open = time.time()
+            self.cpu_open = time.process_time()
 
     def handled(self, name: str, namespace: str, annotations: dict[str, str] | None) -> None:
         now = time.time()
@@ -152,7 +163,7 @@ class Recorder:
             if len(self.keys) >= self.args.n and not self.t_synced:
                 self.t_synced = now
                 if w == "sync":
-                    self.done.set()
+                    self._finish_locked()
                 else:
                     sys.stdout.write("synced\n")
                     sys.stdout.flush()
@@ -161,14 +172,21 @@ class Recorder:
         if w == "latency" and stamp:
             self.latencies.append(now - float(stamp))
         if name == self.args.marker and FINAL_ANNOTATION in annotations:
-            self.done.set()
+            self._finish_locked()
         elif self.args.limit and self.calls >= self.args.limit:
+            self._finish_locked()
+
+    def _finish_locked(self) -> None:
+        if not self.done.is_set():
+            self.cpu_done = time.process_time()
             self.done.set()
 
     def result(self) -> dict[str, Any]:
         with self._lock:
             r = {"calls": self.calls, "distinct": len(self.keys), "t_open": self.t_open,
-                 "t_first": self.t_first, "t_last": self.t_last, "t_synced": self.t_synced}
+                 "t_first": self.t_first, "t_last": self.t_last, "t_synced": self.t_synced,
+                 "cpu_s": self.cpu_done - self.cpu_open if self.cpu_done else None,
+                 "cpu_total_s": self.cpu_done or None}
             if self.latencies:
                 r["latency"] = summarize(self.latencies)
             return r

@@ -28,9 +28,12 @@ def handle(cache: dict, etype: str, pod) -> None:
     REC.handled(md.name, md.namespace, md.annotations)
 
 
+CACHE: dict = {}  # key -> model object; module-level so it outlives run() (memory probes)
+
+
 def run() -> None:
     api = client.CoreV1Api(config.new_client_from_config(config_file=ARGS.kubeconfig))
-    cache: dict = {}
+    cache = CACHE
     REC.opened()
     since = ARGS.since
     if ARGS.workload != "events":

@@ -12,7 +12,11 @@ Variants (``--variant``):
   true}`` with a plugin hook that does nothing);
 - ``action``: the reconcile renders one templated ``log`` action at level ``debug`` and
   executes it while the logger is at WARNING: the template is rendered in full (kinrun renders
-  every action before sending anything) and nothing is sent or printed.
+  every action before sending anything) and nothing is sent or printed;
+- ``gc-fix``: ``noop`` plus a proposed GC policy, to measure it (not kinrun's behaviour, not
+  in the default run): the raised thresholds are set *before* the informer starts, every LIST
+  runs with the collector off and ends with ``gc.freeze()``, and the survivors of every
+  generation-0 collection are frozen (``freeze_survivors``).
 
 For the ``events`` workload the informer's initial LIST answers nothing at ``--since`` (a
 wrapper around the ListerWatcher), so that its watch replays the server's history.
@@ -25,6 +29,7 @@ import _common
 ARGS = _common.parse_args()
 REC, GCMON, RSS0 = _common.start(ARGS)
 
+import gc  # noqa: E402
 import logging  # noqa: E402
 import threading  # noqa: E402
 
@@ -69,7 +74,17 @@ class Opened:
 
     def list(self, **kwargs):
         REC.opened()
-        return self._inner.list(**kwargs)
+        if ARGS.variant != "gc-fix":
+            return self._inner.list(**kwargs)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            result = self._inner.list(**kwargs)
+            gc.freeze()  # the decoded pages (acyclic, bound for the cache) leave the young gen
+            return result
+        finally:
+            if enabled:
+                gc.enable()
 
     def watch(self, **kwargs):
         REC.opened()
@@ -78,7 +93,7 @@ class Opened:
 
 def reconciler(informer: SharedIndexInformer):
     """The reconcile function of the chosen variant."""
-    if ARGS.variant != "action":
+    if ARGS.variant != "action":  # noop, gc-fix
         def reconcile(key: str, obj: dict | None) -> None:
             if obj is not None:
                 md = obj["metadata"]
@@ -112,11 +127,22 @@ def main() -> None:
     ctrl = Controller("bench", queue, informer.indexer.get_by_key, reconciler(informer),
                       workers=1)
     informer.add_event_handler(enqueue_own_key(ctrl.enqueue))
+    if ARGS.variant == "gc-fix":
+        gc_tuning.raise_thresholds()
+        gc.callbacks.append(freeze_survivors)
     informer.start()
     informer.wait_for_sync()
     gc_tuning.freeze()
     gc_tuning.raise_thresholds()
     ctrl.start()
+
+
+def freeze_survivors(phase: str, info: dict) -> None:
+    """Experimental (variant ``gc-fix``, not kinrun's behaviour): after every generation-0
+    collection move the survivors to the permanent generation, so that no collection ever
+    walks the cache (only objects younger than one gen-0 period)."""
+    if phase == "stop" and info.get("generation") == 0:
+        gc.freeze()
 
 
 threading.Thread(target=main, daemon=True, name="bench-main").start()
