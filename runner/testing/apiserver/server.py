@@ -46,9 +46,9 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that
   history. A future resourceVersion answers 504 at once (the real server waits up to 3 s).
   ``resourceVersion=0`` LISTs ignore ``limit`` (as the real watch cache does).
-- A watch from a resourceVersion older than the history answers HTTP 410 (the real cacher
-  answers 200 then an ERROR event; ``faults.expire_next_watch_event`` gives that form, and a
-  watcher that falls behind the history gets it too).
+- A watch from a resourceVersion older than the history is answered as the cacher does: 200,
+  then one ERROR event (Status 410 Expired), then the end (``faults.expire_next_watch`` gives
+  the HTTP 410 form instead). A watcher that falls behind the history gets the same event.
 - Watches without ``timeoutSeconds`` stay open until the client leaves, ``close_watches`` or
   shutdown (the real server closes them after a random 30-60 min). Bookmarks come every
   ``bookmark_interval`` seconds (real: about every minute) and carry the global

@@ -133,7 +133,7 @@ class Store:
         self._continue_serial = 0                      # serial of the last continue token
         self._continue_floor = 0                       # tokens with serial <= this are expired
         self.watch_epoch = 0                           # bumped to end every open watch
-        self._defer_finish = False                     # True while a container empties itself
+        self._defer_finish = False                     # True while a deleted CRD empties itself
         self._watchers: dict[ResourceKey, int] = {}    # open watch streams per resource
         self._now_cache: tuple[int, str] = (-1, "")
         self._uid_prefix = str(uuid.uuid4())[:23]      # 8-4-4-4 hex groups
