@@ -175,6 +175,7 @@ class StreamWatch:
         self._gen: Any = None     # the event generator, once iteration started
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        """The events, decoded as the bytes arrive. Raises RuntimeError on a second call."""
         if self._iterating:
             raise RuntimeError("a watch stream can be iterated only once")
         self._iterating = True
