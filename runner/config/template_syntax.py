@@ -8,7 +8,7 @@ rendered, so filters that plugins add later are not required here). Which string
   ``requeueAfter`` containing ``{{``, and ``mapTo.template``;
 - expressions: ``when`` and string indexers, bare (``obj.spec.nodeName``) or wrapped
   (``{{ obj.spec.nodeName }}``); one mixing text and ``{{ }}`` is a template whose value is the
-  rendered string (see :func:`bare_expression`).
+  rendered string (see :func:`kinrun.templating.split_expression`).
 
 An error names the YAML position of the offending template line: for block scalars (``|``)
 template line n is n lines below the indicator; the message also gives the template line.
@@ -24,25 +24,11 @@ from jinja2.parser import Parser
 
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
 from kinrun.errors import ConfigError
+from kinrun.templating import split_expression
 
 _ENV = jinja2.Environment()
 
 _TARGET_FIELDS = ("apiVersion", "kind", "name", "namespace")
-
-
-def bare_expression(text: str) -> str | None:
-    """The expression inside ``text``: ``"{{ a.b }}"`` -> ``"a.b"``; ``"a.b"`` -> ``"a.b"``;
-    None when ``text`` is a template (text around ``{{ }}``, several of them, or ``{% %}``/``{# #}``),
-    whose value is then the rendered string. The same rule as
-    ``kinrun.templating.split_expression``, which renders these at run time."""
-    stripped = text.strip()
-    if "{%" in stripped or "{#" in stripped:
-        return None
-    if "{{" not in stripped:
-        return stripped
-    if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
-        return stripped[2:-2].strip()
-    return None
 
 
 def parse_template(source: str) -> None:
@@ -53,7 +39,7 @@ def parse_template(source: str) -> None:
 def parse_expression(source: str) -> None:
     """Parse an expression (bare or wrapped in ``{{ }}``; a template-valued one is parsed as a
     template); raises TemplateSyntaxError."""
-    bare = bare_expression(source)
+    bare = split_expression(source)
     if bare is None:
         _ENV.parse(source)
         return

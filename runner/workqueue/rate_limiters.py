@@ -29,61 +29,61 @@ class RateLimiter(Protocol):
         ...
 
 
-class ItemExponentialFailureRateLimiter:
+class _FailureCounts:
+    """Per-item failure counts, the state both per-item limiters keep. Thread-safe: every
+    access holds ``_lock``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[Item, int] = {}  # item -> failures since it was last forgotten
+
+    def _count_failure(self, item: Item) -> int:
+        """Count one more failure of ``item``; returns the failures counted before this one."""
+        with self._lock:
+            before = self._failures.get(item, 0)
+            self._failures[item] = before + 1
+        return before
+
+    def forget(self, item: Item) -> None:
+        """See RateLimiter.forget."""
+        with self._lock:
+            self._failures.pop(item, None)
+
+    def num_requeues(self, item: Item) -> int:
+        """See RateLimiter.num_requeues."""
+        with self._lock:
+            return self._failures.get(item, 0)
+
+
+class ItemExponentialFailureRateLimiter(_FailureCounts):
     """``base_delay * 2**failures`` seconds per item, capped at ``max_delay`` (client-go
     ItemExponentialFailureRateLimiter; defaults 5 ms and 1000 s)."""
 
     def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
+        super().__init__()
         self.base_delay, self.max_delay = base_delay, max_delay
-        self._lock = threading.Lock()
-        self._failures: dict[Item, int] = {}
 
     def when(self, item: Item) -> float:
         """See RateLimiter.when."""
-        with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
+        exp = self._count_failure(item)
         if exp >= 64:
             return self.max_delay
         return min(self.base_delay * (2 ** exp), self.max_delay)
 
-    def forget(self, item: Item) -> None:
-        """See RateLimiter.forget."""
-        with self._lock:
-            self._failures.pop(item, None)
 
-    def num_requeues(self, item: Item) -> int:
-        """See RateLimiter.num_requeues."""
-        with self._lock:
-            return self._failures.get(item, 0)
-
-
-class ItemFastSlowRateLimiter:
+class ItemFastSlowRateLimiter(_FailureCounts):
     """``fast_delay`` for the first ``max_fast_attempts`` failures of an item, then ``slow_delay``
     (client-go ItemFastSlowRateLimiter)."""
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
+        super().__init__()
         self.fast_delay, self.slow_delay = fast_delay, slow_delay
         self.max_fast_attempts = max_fast_attempts
-        self._lock = threading.Lock()
-        self._failures: dict[Item, int] = {}
 
     def when(self, item: Item) -> float:
         """See RateLimiter.when."""
-        with self._lock:
-            count = self._failures.get(item, 0) + 1
-            self._failures[item] = count
+        count = self._count_failure(item) + 1
         return self.fast_delay if count <= self.max_fast_attempts else self.slow_delay
-
-    def forget(self, item: Item) -> None:
-        """See RateLimiter.forget."""
-        with self._lock:
-            self._failures.pop(item, None)
-
-    def num_requeues(self, item: Item) -> int:
-        """See RateLimiter.num_requeues."""
-        with self._lock:
-            return self._failures.get(item, 0)
 
 
 class BucketRateLimiter:

@@ -6,7 +6,7 @@ import jinja2
 import pytest
 
 from kinrun.config import ConfigErrors, load_text
-from kinrun.config.template_syntax import bare_expression, parse_expression
+from kinrun.config.template_syntax import parse_expression
 
 HEAD = """\
 apiVersion: kinrun.dev/v1alpha1
@@ -52,16 +52,6 @@ def test_plugin_parameters_are_not_templates_checked() -> None:
     config = load_text(HEAD + "    reconcile: {actions: [{plugin: x, with: {a: '{{'}}]}\n",
                        file="t.yaml")
     assert config.controllers[0].reconcile.actions[0].kind == "x"
-
-
-@pytest.mark.parametrize("text", [
-    "{{ obj.spec }}", "  {{ a }}  ", "obj.spec", "{{ a }}/{{ b }}", "x-{{ a }}", "{% if a %}y{% endif %}",
-    "{# c #}a", "{{}}",
-])
-def test_bare_expression_agrees_with_the_renderer(text: str) -> None:
-    """Load-time checks split expressions from templates exactly as kinrun.templating does."""
-    templating = pytest.importorskip("kinrun.templating")
-    assert bare_expression(text) == templating.split_expression(text)
 
 
 @pytest.mark.parametrize("source", ["obj.metadata.labels.get('a') == 'b'", "{{ obj.x }}",
