@@ -230,6 +230,9 @@ class Reconciler:
         self.name = spec.name
         self.client = manager.client
         self.listers = {name: inf.lister for name, inf in manager.informers.items()}
+        # one namespace or all: the informer's Indexer; several namespaces: their merged lister
+        self.indexers = {name: getattr(inf, "indexer", inf.lister)
+                         for name, inf in manager.informers.items()}
         self.logger = logging.getLogger(f"kinrun.controller.{spec.name}")
         rec = spec.reconcile
         self.actions = _program(manager, spec, rec.actions, "actions")
@@ -241,7 +244,8 @@ class Reconciler:
     def __call__(self, key: str, obj: dict | None) -> float | None:
         old = self._last.get(key)
         ctx = ReconcileContext(controller=self.name, key=key, listers=self.listers,
-                               client=self.client, logger=self.logger, old=old)
+                               client=self.client, logger=self.logger, old=old,
+                               indexers=self.indexers)
         program = self.actions if obj is not None else self.on_delete
         delays = []
         if program is not None:
