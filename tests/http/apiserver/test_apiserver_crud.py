@@ -450,3 +450,19 @@ def test_concurrent_optimistic_updates_lose_nothing(embedded_server, embedded_ap
     for t in threads:
         t.join(30)
     assert call(embedded_api_client, "GET", f"{CM}/counter").body["data"]["n"] == "100"
+
+
+def test_create_from_yaml_body_is_accepted(embedded_api_client):
+    """A create whose body is application/yaml is decoded like JSON (as kube-apiserver does)."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-yaml}\ndata: {k: v}\n"
+    reply = call(embedded_api_client, "POST", CM, body=text, content_type="application/yaml")
+    assert reply.status == 201
+    assert call(embedded_api_client, "GET", f"{CM}/from-yaml").body["data"] == {"k": "v"}
+
+
+def test_create_with_protobuf_body_answers_415(embedded_api_client):
+    """A protobuf body (kubectl create's typed clients) is refused with 415, not misread."""
+    reply = call(embedded_api_client, "POST", CM, body="k8s\x00\x0a",
+                 content_type="application/vnd.kubernetes.protobuf")
+    assert reply.status == 415
+    assert reply.body["reason"] == "UnsupportedMediaType"
