@@ -86,7 +86,7 @@ def _build(config: Config, kubeconfig: str | None, context: str | None, cluster:
     client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
                                 burst=cluster.burst, pool_size=pool)
     stack.callback(client.close)
-    _log.info("connected to %s", client.host)
+    _log.info("API server %s", client.host)
     pm = load_plugins(config.plugins, config.base_dir)
     return Manager(config, client, pm, metrics=Metrics())
 
@@ -99,14 +99,26 @@ def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitS
         return cluster.kubeconfig, cluster.context
     from kinrun.testing.apiserver import EmbeddedAPIServer
 
-    seeds = [obj for path in options.seeds for obj in load_seed_file(path)]
+    seeds = {path: load_seed_file(path) for path in dict.fromkeys(options.seeds)}
     server = EmbeddedAPIServer()
     server.start()
     stack.callback(server.stop)
-    loaded = server.load(seeds)
-    _log.info("embedded API server at %s (%d seed object(s))", server.url, len(loaded))
+    loaded = sum(_load_seeds(server, path, objects) for path, objects in seeds.items())
+    _log.info("embedded API server at %s (%d seed object(s))", server.url, loaded)
     print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
     return server.kubeconfig_path, None
+
+
+def _load_seeds(server: Any, path: Path, objects: list[dict]) -> int:
+    """Load one seed file's objects into the embedded server; ConfigError naming the file and
+    document when the server refuses one (unknown kind, invalid object)."""
+    for index, obj in enumerate(objects):
+        try:
+            server.load([obj])
+        except Exception as exc:  # noqa: BLE001 - the server's StatusError, whatever its code
+            raise ConfigError(f"cannot load {obj.get('kind')} {obj['metadata'].get('name')!r}: "
+                              f"{exc}", file=str(path), path=f"document[{index}]") from None
+    return len(objects)
 
 
 def load_seed_file(path: Path) -> list[dict]:

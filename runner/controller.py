@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -69,19 +70,21 @@ class Controller:
             thread.start()
 
     def stop(self, drain_timeout: float = 10.0) -> bool:
-        """Refuse new keys, let workers finish queued and running keys for at most
-        ``drain_timeout`` s, then make them exit after their current key and join them (again at
-        most ``drain_timeout`` s). Returns whether everything drained and every thread ended.
-        Never started: the queue is shut down at once (queued keys are dropped)."""
+        """Refuse new keys, let workers finish queued and running keys, make them exit after
+        their current key and join them: all within ``drain_timeout`` s in total (a reconcile
+        still running then is left to finish on its daemon thread). Returns whether everything
+        drained and every thread ended. Never started: the queue is shut down at once (queued
+        keys are dropped)."""
         if not self._threads:
             self.queue.shut_down()
             return True
+        deadline = time.monotonic() + drain_timeout
         drained = self.queue.shut_down_with_drain(drain_timeout)
         self._stopping.set()
         self.queue.shut_down()
         joined = True
         for thread in self._threads:
-            thread.join(drain_timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
             joined = joined and not thread.is_alive()
         if not (drained and joined):
             self.log.error("%s: stopped without draining (reconciles still running)", self.name)
@@ -126,7 +129,8 @@ class Controller:
 
     def _retry(self, key: Any, err: BaseException) -> None:
         if self.queue.num_requeues(key) < self.max_retries:
-            self.log.warning("%s: reconcile %s failed (will retry): %s", self.name, key, err)
+            self.log.warning("%s: reconcile %s failed (will retry): %s: %s", self.name, key,
+                             type(err).__name__, err)
             self.queue.add_rate_limited(key)
             return
         self.queue.forget(key)

@@ -85,7 +85,7 @@ def load_configuration(*, kubeconfig: str | None = None, context: str | None = N
     ``environ`` and ``home_kubeconfig`` are injectable for tests. Raises ClusterConfigError.
     """
     if kubeconfig:
-        return load_kubeconfig(kubeconfig, context, "given explicitly")
+        return load_kubeconfig(kubeconfig, context, "--kubeconfig or cluster.kubeconfig")
     env_paths = environ.get("KUBECONFIG", "")
     if env_paths:
         return load_kubeconfig(env_paths, context, "$KUBECONFIG")
