@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kinrun.durations import parse_duration
+from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
 from kinrun.config.loader import LoadedYaml, PathKey
 from kinrun.config.model import BUILTIN_ACTION_KINDS
 from kinrun.config.paths import is_plugin_path, resolve_path
@@ -41,6 +42,20 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
         errors += _check_controller(loaded, base, controller, informers)
     errors += _check_hook_plugins(loaded, data)
     errors += _check_leader_election(loaded, data.get("leaderElection"))
+    errors += _check_selectors(loaded, informers)
+    return errors
+
+
+def _check_selectors(loaded: LoadedYaml, informers: dict[str, Any]) -> list[ConfigError]:
+    """Label and field selectors the API server would refuse (400) are config errors."""
+    errors = []
+    for name, spec in informers.items():
+        for key, parse in (("labelSelector", parse_label_selector),
+                           ("fieldSelector", parse_field_selector)):
+            try:
+                parse(spec.get(key))
+            except SelectorError as exc:
+                errors.append(locate(loaded, ("informers", name, key), str(exc)))
     return errors
 
 

@@ -29,7 +29,7 @@ from . import patch as patches
 from . import status as st
 from .faults import Faults
 from .registry import ResourceType
-from .selectors import parse_field_selector, parse_label_selector
+from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
 from .store import Entry, Store
 from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
@@ -173,7 +173,10 @@ class Api:
         target = self._target(path)
         if target is None:
             raise _not_found_path()
-        return self._dispatch(req, target)
+        try:
+            return self._dispatch(req, target)
+        except SelectorError as exc:
+            raise st.bad_request(str(exc)) from None
 
     def _fixed(self, path: str) -> Answer | None:
         reg = self.store.registry

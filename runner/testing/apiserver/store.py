@@ -38,7 +38,7 @@ import orjson
 from . import status as st
 from .history import Event, EventLog
 from .registry import Registry, ResourceType
-from .selectors import FieldSelector, LabelSelector, selectable_fields
+from kinrun.selectors import FieldSelector, LabelSelector, selectable_fields
 from .strategy import apply_defaults
 from .validation import generate_name, validate_object
 

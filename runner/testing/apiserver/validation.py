@@ -11,7 +11,7 @@ import secrets
 from typing import Any
 
 from .registry import ResourceType
-from .selectors import label_key_error, label_value_error
+from kinrun.selectors import label_key_error, label_value_error
 from .status import StatusError, invalid
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

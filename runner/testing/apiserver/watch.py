@@ -26,7 +26,7 @@ import orjson
 
 from .history import Event, EventLog, event_line, event_pieces
 from .registry import ResourceType
-from .selectors import FieldSelector, LabelSelector
+from kinrun.selectors import FieldSelector, LabelSelector
 from .status import StatusError, too_old
 
 if TYPE_CHECKING:

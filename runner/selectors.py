@@ -1,5 +1,8 @@
 """Label and field selectors: parsing (with the errors a real server gives) and matching.
 
+Used by config validation (a selector that the server would refuse is a config error) and by the
+embedded API server (which answers SelectorError as 400 BadRequest).
+
 Label selectors follow apimachinery ``labels.Parse``: comma-separated requirements, each one of
 ``key``, ``!key``, ``key=v``, ``key==v``, ``key!=v``, ``key in (a,b)``, ``key notin (a,b)``,
 ``key>n``, ``key<n``; keys are qualified names and values label values (validated). ``!=`` and
@@ -19,7 +22,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .status import StatusError, bad_request
+
+
+class SelectorError(ValueError):
+    """A selector the API server would refuse (400 BadRequest); ``str()`` is the server's
+    message, e.g. ``unable to parse requirement: ...``."""
+
+
+def bad_request(message: str) -> SelectorError:
+    return SelectorError(message)
 
 _NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -120,7 +131,7 @@ class _LabelParser:
         self.tokens = _lex(text)
         self.pos = 0
 
-    def fail(self, why: str) -> StatusError:
+    def fail(self, why: str) -> SelectorError:
         return bad_request(f"unable to parse requirement: {why}")
 
     def peek(self) -> str | None:
@@ -206,7 +217,7 @@ class _LabelParser:
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
-    """Parse a ``labelSelector`` query value; raises StatusError 400 on bad syntax."""
+    """Parse a ``labelSelector`` query value; raises SelectorError on bad syntax."""
     if not text or not text.strip():
         return LabelSelector()
     return _LabelParser(text).parse()
@@ -275,7 +286,7 @@ def _unescape(text: str) -> str:
 
 
 def parse_field_selector(text: str | None) -> FieldSelector:
-    """Parse a ``fieldSelector`` query value; raises StatusError 400 on bad syntax."""
+    """Parse a ``fieldSelector`` query value; raises SelectorError on bad syntax."""
     if not text or not text.strip():
         return FieldSelector()
     terms = []
