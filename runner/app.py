@@ -87,7 +87,7 @@ def _build(config: Config, kubeconfig: str | None, context: str | None, cluster:
                                 burst=cluster.burst, pool_size=pool)
     stack.callback(client.close)
     _log.info("API server %s", client.host)
-    pm = load_plugins(config.plugins, config.base_dir)
+    pm = load_plugins(config.plugins, config.base_dir, config_file=config.file)
     return Manager(config, client, pm, metrics=Metrics())
 
 

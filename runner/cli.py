@@ -189,10 +189,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
                          namespace=ns.namespace, embedded=ns.embedded,
                          seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
                          log_format=ns.log_format)
-    run = _import_run()
-    if run is None:
-        _err("kinrun: cannot run: the main job (kinrun.app) is not part of this build yet")
-        return EXIT_RUNTIME
+    from kinrun.app import run  # imported here: it pulls in the kubernetes client
+
     try:
         return int(run(config, options))
     except (KinrunError, KeyboardInterrupt):
@@ -202,24 +200,14 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         return EXIT_RUNTIME
 
 
-def _import_run() -> Callable[..., int] | None:
-    try:
-        from kinrun.app import run
-    except ModuleNotFoundError as exc:
-        if exc.name == "kinrun.app":
-            return None
-        raise
-    return run
-
-
 def _cmd_validate(ns: argparse.Namespace) -> int:
-    from kinrun.config import ConfigErrors, load
+    from kinrun.config import load
 
     status = EXIT_OK
     for path in ns.configs:
         try:
-            load(path)
-        except ConfigErrors as exc:
+            _load_plugins(load(path))  # plugins are imported: a plugin that fails is caught here
+        except ConfigError as exc:
             _err(str(exc))
             status = EXIT_USAGE
         else:
@@ -241,24 +229,17 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
     configure_logging(ns.log_level, ns.log_format)
     config = load(ns.config)
     manager = _load_plugins(config)
-    if manager is None:
-        return EXIT_RUNTIME
     for line in plugin_lines(manager):
         print(line)
     return EXIT_OK
 
 
 def _load_plugins(config: Any) -> Any:
-    """D2's ``kinrun.plugin_manager.load_plugins(specs, base_dir)``, or None (reported) if that
-    module is not part of this build."""
-    try:
-        from kinrun.plugin_manager import load_plugins
-    except ModuleNotFoundError as exc:
-        if exc.name != "kinrun.plugin_manager":
-            raise
-        _err("kinrun: cannot load plugins: kinrun.plugin_manager is not part of this build yet")
-        return None
-    return load_plugins(list(config.plugins), config.base_dir)
+    """The config's plugins (``kinrun.plugin_manager.load_plugins``); ConfigError names the
+    config file and ``plugins[i]``."""
+    from kinrun.plugin_manager import load_plugins
+
+    return load_plugins(list(config.plugins), config.base_dir, config_file=config.file)
 
 
 def plugin_lines(manager: Any) -> list[str]:

@@ -177,7 +177,7 @@ class _LabelParser:
         if op in (">", "<"):
             bound = self.identifier()
             if not bound.lstrip("-").isdigit():
-                raise self.fail(f"for 'Gt', 'Lt' operators, the value must be an integer")
+                raise self.fail("for 'Gt', 'Lt' operators, the value must be an integer")
             return Requirement(key, "gt" if op == ">" else "lt", (bound,))
         raise self.fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
 

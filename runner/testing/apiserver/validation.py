@@ -62,7 +62,7 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
         if why:
             causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{key}": {why}'))
         if not isinstance(value, str) or label_value_error(value):
-            causes.append((f"metadata.labels", "FieldValueInvalid",
+            causes.append(("metadata.labels", "FieldValueInvalid",
                            f'Invalid value: "{value}": {label_value_error(str(value)) or "must be a string"}'))
     if rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
         causes.extend(crd_errors(obj))

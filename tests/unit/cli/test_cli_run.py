@@ -72,12 +72,3 @@ def test_run_outcomes_map_to_exit_codes(fake_app: dict[str, Any], capsys: pytest
     fake_app["result"] = outcome
     assert cli.main([str(POD_LOGGER)]) == code
     assert message in capsys.readouterr().err + caplog.text
-
-
-def test_missing_app_module_is_reported(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """Without kinrun.app the run says so and exits 1 (instead of a traceback)."""
-    monkeypatch.setattr(cli, "_import_run", lambda: None)
-    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
-    assert cli.main([str(POD_LOGGER)]) == 1
-    assert "kinrun.app" in capsys.readouterr().err
