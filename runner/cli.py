@@ -265,8 +265,6 @@ def _cmd_render(ns: argparse.Namespace) -> int:
     old = _read_object(ns.old, "--old") if ns.old else None
     key = object_key(obj)
     steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted)
-    if steps is None:
-        return EXIT_RUNTIME
     print(_dump(steps, ns.output), end="")
     return EXIT_OK
 
@@ -307,14 +305,12 @@ def object_key(obj: dict[str, Any]) -> str:
 
 
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
-            old: dict[str, Any] | None, deleted: bool) -> list[dict[str, Any]] | None:
-    """The described steps of the controller's actions (or onDelete), via D2's kinrun.actions.
-    None (reported) when that API is not part of this build."""
-    try:
-        from kinrun.actions import compile_actions
-    except ImportError as exc:
-        _err(f"kinrun render: not available in this build ({exc})")
-        return None
+            old: dict[str, Any] | None, deleted: bool) -> list[dict[str, Any]]:
+    """The described steps of the controller's actions (or onDelete). Lookups in templates
+    (``get``/``list``/``by_index``) see an empty cache: render has no cluster."""
+    from kinrun.actions import compile_actions
+    from kinrun.hooks import ReconcileContext
+
     specs = controller.reconcile.on_delete if deleted else controller.reconcile.actions
     if not specs:
         _err(f"kinrun render: controller {controller.name!r} has no "
@@ -323,8 +319,26 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     manager = _load_plugins(config)  # plugin action kinds and template filters
     program = compile_actions(
         [s.raw for s in specs], controller=controller.name, templates_options=config.templates,
-        plugin_manager=manager, locations=[s.location for s in specs])
-    return program.render(key=key, obj=obj, old=old).describe()
+        plugin_manager=manager, locations=[s.location for s in specs], base_dir=config.base_dir)
+    listers = {name: _EmptyLister() for name in config.informers}
+    ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old)
+    return program.render(key=key, obj=obj, old=old, ctx=ctx).describe()
+
+
+class _EmptyLister:
+    """A lister over an empty cache (``kinrun render`` has no informers)."""
+
+    def get(self, key: str) -> None:
+        return None
+
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return []
+
+    def by_index(self, index_name: str, value: str) -> list[dict[str, Any]]:
+        return []
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        return []
 
 
 def _dump(steps: list[dict[str, Any]], output: str) -> str:

@@ -187,3 +187,16 @@ def test_render_needs_controller_when_there_are_several(tmp_path: Path, pod_file
     assert unknown.returncode == 2 and "no controller 'c' (known: a, b)" in unknown.stderr
     chosen = kinrun("render", config, "--object", pod_file, "--controller", "b")
     assert chosen.returncode == 0 and yaml.safe_load(chosen.stdout) == [{"log": "b", "level": "info"}]
+
+
+def test_render_sees_an_empty_cache_for_lookups(tmp_path: Path) -> None:
+    """render of an action that looks up an informer's index works (empty cache, no cluster)."""
+    obj = tmp_path / "deployment.yaml"
+    obj.write_text("apiVersion: apps/v1\nkind: Deployment\n"
+                   "metadata: {name: web, namespace: default, generation: 3, uid: u-1}\n")
+    done = kinrun("render", ROOT / "examples/configs/secondary-watch.yaml", "--object", obj,
+                  "-o", "json")
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)
+    patch = next(s for s in steps if s.get("verb") == "patch")
+    assert "kinrun.dev/config-hash" in patch["body"]["spec"]["template"]["metadata"]["annotations"]
