@@ -206,7 +206,7 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
     status = EXIT_OK
     for path in ns.configs:
         try:
-            _load_plugins(load(path))  # plugins are imported: a plugin that fails is caught here
+            _check_plugins(load(path))
         except ConfigError as exc:
             _err(str(exc))
             status = EXIT_USAGE
@@ -232,6 +232,22 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
     for line in plugin_lines(manager):
         print(line)
     return EXIT_OK
+
+
+def _check_plugins(config: Any) -> None:
+    """Import the config's plugins and check every controller's ``reconcile.hooks`` selects a
+    ``kinrun_reconcile``; ConfigError otherwise (validate runs what the main job would)."""
+    from kinrun.plugin_manager import reconcile_caller
+
+    pm = _load_plugins(config)
+    for controller in config.controllers:
+        rec = controller.reconcile
+        try:
+            reconcile_caller(pm, rec.hook_plugins if rec.hook_plugins is not None else rec.hooks)
+        except ConfigError as exc:
+            loc = controller.location
+            raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,
+                              path=f"{loc.path}.reconcile.hooks") from None
 
 
 def _load_plugins(config: Any) -> Any:

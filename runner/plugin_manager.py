@@ -247,7 +247,8 @@ def reconcile_caller(pm: pluggy.PluginManager,
     """A function ``(controller, key, obj, ctx) -> float | None`` calling ``kinrun_reconcile``
     on the plugins a controller's ``reconcile.hooks`` selects (True: all; a list: those plugin
     names; False/None/[]: none -> returns None). Results combine with :func:`combine_delays`;
-    exceptions propagate (PermanentError, TemporaryError, others). Unknown names: ConfigError.
+    exceptions propagate (PermanentError, TemporaryError, others). Unknown names, or no selected
+    plugin implementing ``kinrun_reconcile``: ConfigError.
     """
     if not selection:
         return None
@@ -263,6 +264,9 @@ def reconcile_caller(pm: pluggy.PluginManager,
         keep = {id(pm.get_plugin(n)) for n in names}
         others = [p for p in pm.get_plugins() if id(p) not in keep]
         caller = pm.subset_hook_caller("kinrun_reconcile", others)
+    if not caller.get_hookimpls():
+        raise ConfigError("reconcile.hooks is set but no plugin it selects implements "
+                          "kinrun_reconcile (list one under plugins:)")
 
     def call(controller: str, key: str, obj: dict | None, ctx: hooks.ReconcileContext
              ) -> float | None:

@@ -200,3 +200,28 @@ def test_render_sees_an_empty_cache_for_lookups(tmp_path: Path) -> None:
     steps = json.loads(done.stdout)
     patch = next(s for s in steps if s.get("verb") == "patch")
     assert "kinrun.dev/config-hash" in patch["body"]["spec"]["template"]["metadata"]["annotations"]
+
+
+def test_validate_refuses_hooks_that_no_plugin_implements(tmp_path: Path) -> None:
+    """validate: reconcile.hooks with no plugin implementing kinrun_reconcile is an error (exit 2)."""
+    config = tmp_path / "c.yaml"
+    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                      "informers:\n  pods: {apiVersion: v1, kind: Pod}\n"
+                      "controllers:\n  - {name: c, for: pods, reconcile: {hooks: true}}\n")
+    done = kinrun("validate", config)
+    assert done.returncode == 2
+    assert f"{config}:6:5: controllers[0].reconcile.hooks: " in done.stderr
+    assert "kinrun_reconcile" in done.stderr
+
+
+def test_validate_refuses_a_plugin_that_fails_to_import(tmp_path: Path) -> None:
+    """validate imports plugins: one raising at import is an error naming the config and plugin."""
+    (tmp_path / "bad.py").write_text("raise RuntimeError('boom at import')\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                      "plugins: [./bad.py]\n"
+                      "informers:\n  pods: {apiVersion: v1, kind: Pod}\n"
+                      "controllers:\n  - {name: c, for: pods, reconcile: {hooks: true}}\n")
+    done = kinrun("validate", config)
+    assert done.returncode == 2
+    assert f"{config}: plugins[0]: " in done.stderr and "boom at import" in done.stderr
