@@ -97,7 +97,7 @@ _NOWHERE = Location("<config>")
 @dataclass(frozen=True)
 class ClusterSpec:
     """Cluster access. ``kubeconfig``: absolute path (resolved against the config file's folder)
-    or None (in-cluster, then $KUBECONFIG, then ~/.kube/config); ``context``: None = current;
+    or None ($KUBECONFIG, then in-cluster, then ~/.kube/config); ``context``: None = current;
     ``qps`` (requests/s, default 50.0) and ``burst`` (requests, default 100) of the client-side
     rate limiter (client-go QPS/Burst)."""
 
