@@ -49,7 +49,7 @@ class Scale:
 
     event_pods: int = 10_000
     updates_per_pod: int = 10
-    slow_events: int = 30_000          # slow contenders: rate over the first N events
+    slow_events: int = 20_000          # slow contenders: rate over the first N events
     sync_pods: int = 10_000
     latency_pods: int = 1_000
     latency_rate: float = 1_000.0      # writes/s
@@ -86,6 +86,8 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("kinrun", script("kinrun_lib.py", "--variant", "noop")),
     Contender("kinrun-action", script("kinrun_lib.py", "--variant", "action"),
               ("events", "latency")),
+    Contender("kinrun-gc-fix", script("kinrun_lib.py", "--variant", "gc-fix"),
+              ("events", "sync", "memory", "latency")),
     Contender("kinrun-cli", script("kinrun_cli.py")),
     Contender("kinrun-cli-action", script("kinrun_cli.py", "--variant", "action"),
               ("events", "latency")),
@@ -131,7 +133,8 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
     p.wait(timeout)
     t.join(5)
     if not result:
-        result = {"contender": c.name, "workload": workload, "ok": False}
+        result = {"workload": workload, "ok": False}
+    result["contender"] = c.name  # the harness's name for what it started
     if not result.get("ok"):
         result["stderr_tail"] = "".join(err)[-2000:]
     result["exit_code"] = p.returncode
@@ -231,7 +234,8 @@ def rotate(names: list[str], rep: int) -> list[str]:
 
 
 def report(r: dict) -> None:
-    keys = ("events_per_s", "events_per_cpu_s", "sync_s", "sync_cpu_s", "rss_per_obj", "traced_per_obj", "gc_max_pause", "calls")
+    keys = ("events_per_s", "events_per_cpu_s", "sync_s", "sync_cpu_s", "queue", "workers",
+            "cycles_per_s", "rss_per_obj", "traced_per_obj", "gc_max_pause", "calls")
     shown = {k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keys if k in r}
     lat = r.get("latency")
     if lat:

@@ -146,5 +146,5 @@ def freeze_survivors(phase: str, info: dict) -> None:
 
 
 threading.Thread(target=main, daemon=True, name="bench-main").start()
-_common.wait_and_emit(f"kinrun{'-action' if ARGS.variant == 'action' else ''}", ARGS, REC,
-                      GCMON, RSS0)
+NAMES = {"noop": "kinrun", "action": "kinrun-action", "gc-fix": "kinrun-gc-fix"}
+_common.wait_and_emit(NAMES.get(ARGS.variant, f"kinrun-{ARGS.variant}"), ARGS, REC, GCMON, RSS0)
