@@ -73,6 +73,7 @@ class Manager:
         self.engine = TemplateEngine(config.templates,
                                      extra_filters=plugin_template_filters(plugin_manager),
                                      base_dir=config.base_dir)
+        self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
         self.refs: dict[str, ResourceRef] = {}
         self._refs_by_id: dict[str, ResourceRef] = {}
         self.factory = SharedInformerFactory(self._lister_watcher_for)
@@ -172,16 +173,16 @@ class Manager:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, stop: threading.Event | None = None, sync_timeout: float | None = None) -> bool:
-        """Call the startup hooks, start every informer, wait for their caches to sync (logging
-        each informer's object count), freeze the GC over the initial list, then start every
-        controller's workers. Returns False (controllers not started) when ``stop`` was set or
+        """Call the startup hooks, apply kinrun's GC policy (``gc_tuning.manage``), start every
+        informer, wait for their caches to sync (logging each informer's object count), freeze
+        the GC over the initial list, then start every controller's workers. Returns False (controllers not started) when ``stop`` was set or
         ``sync_timeout`` seconds passed before every cache synced."""
         self.pm.hook.kinrun_startup(config=self.config, client=self.client)
+        self._gc_thresholds = gc_tuning.manage()
         self.factory.start()
         if not self._wait_for_sync(stop, sync_timeout):
             return False
         gc_tuning.freeze()
-        gc_tuning.raise_thresholds()
         for name, controller in self.controllers.items():
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)
@@ -202,8 +203,8 @@ class Manager:
 
     def stop(self, drain_timeout: float = 10.0) -> bool:
         """Stop the informers (no new keys), then drain every controller's workqueue for at
-        most ``drain_timeout`` seconds in all, then call the shutdown hooks. Returns whether
-        every queue drained and every worker ended."""
+        most ``drain_timeout`` seconds in all, then call the shutdown hooks and undo the GC
+        policy. Returns whether every queue drained and every worker ended."""
         self.factory.stop()
         deadline = time.monotonic() + drain_timeout
         drained = True
@@ -213,6 +214,9 @@ class Manager:
             drained = drained and ok
             _log.info("controller %s stopped%s", name, "" if ok else " (not drained)")
         plugins.call_shutdown(self.pm, _log)
+        if self._gc_thresholds is not None:
+            gc_tuning.unfreeze(self._gc_thresholds)  # the process may go on without kinrun
+            self._gc_thresholds = None
         return drained
 
 

@@ -184,3 +184,19 @@ def test_gc_pause_recorder_records_collections():
     with gc_tuning.GCPauseRecorder() as recorder:
         gc.collect()
     assert recorder.summary()["gen2_count"] >= 1 and recorder.summary()["max_s"] >= 0
+
+
+def test_gc_policy_freezes_gen0_survivors_until_undone():
+    """manage(): thresholds raised and gen-0 survivors frozen; unfreeze() undoes both."""
+    before = gc.get_threshold()
+    try:
+        gc_tuning.manage((10_000, 20, 100))
+        keep = [[i] for i in range(1000)]
+        gc.collect(0)
+        assert gc.get_freeze_count() >= len(keep)
+        assert gc.get_threshold() == (10_000, 20, 100)
+    finally:
+        gc_tuning.unfreeze(before)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    gc.collect(0)
+    assert gc.get_freeze_count() == 0
