@@ -12,8 +12,8 @@ Run: ``python benchmarks/pipeline.py [--events N] [--pods N]``. Prints a table a
 2. Memory: 10,000 Pods listed (decoded from JSON per object, as from the wire), managedFields
    stripped, cached. Per object: tracemalloc's traced bytes and the RSS growth, divided by N.
 3. GC: the throughput run over a cache of ``--pods`` objects, with CPython's default GC and
-   with ``kinrun.cache.gc_tuning.freeze_after_initial_list`` (collect + gc.freeze after the
-   initial list, thresholds (50000, 20, 100)); pauses measured through gc.callbacks.
+   with kinrun's policy (``kinrun.cache.gc_tuning.manage`` before the informer starts, then
+   ``gc.freeze`` after the initial list, as the Manager does); pauses via gc.callbacks.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ def run_throughput(n_events: int, n_cached: int, *, tuned: bool) -> dict[str, An
         reconciles[0] += 1
         if key == sentinel_key:
             done.set()
+    previous = gc_tuning.manage() if tuned else None  # kinrun's policy, as the Manager applies it
     informer = SharedIndexInformer(lw, kind="Pod", transform=strip_managed_fields, name="bench")
     queue = RateLimitingQueue()
     controller = Controller("bench", queue, informer.lister.get, reconcile, workers=1)
@@ -114,7 +115,7 @@ def run_throughput(n_events: int, n_cached: int, *, tuned: bool) -> dict[str, An
     while len(queue) or reconciles[0] < n_cached and not done.is_set():
         time.sleep(0.01)  # benchmark only: let the initial adds drain
     if tuned:
-        gc_tuning.freeze_after_initial_list([informer])
+        gc_tuning.freeze()
     else:
         gc.collect()
     # built after the tuning step, so in both runs the events are young, not frozen, objects
@@ -128,7 +129,7 @@ def run_throughput(n_events: int, n_cached: int, *, tuned: bool) -> dict[str, An
     controller.stop(10)
     informer.stop()
     if tuned:
-        gc_tuning.unfreeze()
+        gc_tuning.unfreeze(previous)
     return {"events": n_events, "cached": n_cached, "seconds": elapsed, "cpu_seconds": cpu,
             "events_per_s": n_events / elapsed, "events_per_cpu_s": n_events / cpu,
             "reconciles": reconciles[0],
@@ -209,7 +210,7 @@ def print_table(r: dict[str, Any]) -> None:
         print(f"{label:34} {t['events_per_s']:>10.0f} {t['events_per_cpu_s']:>9.0f} {t['reconciles']:>10} {g['count']:>6} "
               f"{g['gen2_count']:>5} {g['total_s'] * 1000:>11.1f} {g['max_s'] * 1000:>9.2f}")
     d, f = r["throughput_default_gc"], r["throughput_tuned_gc"]
-    print(f"GC tuning (gc.freeze() after the initial list, thresholds {gc_tuning.DEFAULT_THRESHOLDS}): "
+    print(f"GC policy (gc_tuning.manage + gc.freeze after the initial list, thresholds {gc_tuning.DEFAULT_THRESHOLDS}): "
           f"collections {d['gc']['count']} -> {f['gc']['count']}, pause total "
           f"{d['gc']['total_s'] * 1000:.0f} -> {f['gc']['total_s'] * 1000:.0f} ms, max "
           f"{d['gc']['max_s'] * 1000:.1f} -> {f['gc']['max_s'] * 1000:.1f} ms, events per CPU-second "
