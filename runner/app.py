@@ -48,8 +48,8 @@ SECOND_SIGNAL_GRACE = 1.0
 def run(config: Config, options: RunOptions, *, stop: threading.Event | None = None) -> int:
     """Run ``config``'s controllers until ``stop`` is set or SIGINT/SIGTERM arrives.
 
-    Returns the exit code: 0 after a clean stop, 1 when the caches never synced or the drain
-    timed out, 130 on a second signal. Raises ConfigError (bad seed file, bad template,
+    Returns the exit code: 0 after a clean stop, 1 when the caches never synced, the drain
+    timed out or leadership was lost, 130 on a second signal. Raises ConfigError (bad seed file, bad template,
     unknown plugin), ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError
     and ApiError (discovery failed): the CLI maps them to exit codes.
     """
@@ -59,10 +59,11 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         kubeconfig, context = _cluster_access(config, options, stack)
         cluster = config.cluster
         manager = _build(config, kubeconfig, context, cluster, stack)
-        if config.metrics is not None:
+        if manager.metrics is not None:
             metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
             stack.callback(manager.metrics.close)
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
+        elector = None
         if config.leader_election is not None:
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
             if not elector.acquire(stop):
@@ -77,6 +78,8 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         _log.info("stopping: draining workqueues (at most %.0fs)", DRAIN_TIMEOUT)
         drained = manager.stop(DRAIN_TIMEOUT)
         _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
+        if elector is not None and elector.lost:
+            return 1  # leadership lost: a supervisor should restart this replica as a candidate
         return 0 if drained else 1
 
 
@@ -88,7 +91,7 @@ def _build(config: Config, kubeconfig: str | None, context: str | None, cluster:
     stack.callback(client.close)
     _log.info("API server %s", client.host)
     pm = load_plugins(config.plugins, config.base_dir, config_file=config.file)
-    return Manager(config, client, pm, metrics=Metrics())
+    return Manager(config, client, pm, metrics=Metrics() if config.metrics is not None else None)
 
 
 def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack

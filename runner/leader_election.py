@@ -57,6 +57,7 @@ class LeaderElector:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lease: dict[str, Any] | None = None
+        self.lost = False  # set (before on_lost is called) when leadership was lost
 
     def acquire(self, stop: threading.Event) -> bool:
         """Block until this candidate holds the Lease (True) or ``stop`` is set (False); then
@@ -96,6 +97,7 @@ class LeaderElector:
             elif time.monotonic() - last_renew > self.spec.renew_deadline:
                 _log.error("lost leadership of lease %s/%s", self.spec.namespace,
                            self.spec.lease_name)
+                self.lost = True
                 self.on_lost()
                 return
 
