@@ -62,6 +62,11 @@ def freeze_survivors() -> None:
         gc.callbacks.append(_freeze_gen0_survivors)
 
 
+def freezing_survivors() -> bool:
+    """Whether ``freeze_survivors`` is in effect."""
+    return _freeze_gen0_survivors in gc.callbacks
+
+
 def stop_freezing_survivors() -> None:
     """Undo ``freeze_survivors``."""
     if _freeze_gen0_survivors in gc.callbacks:
