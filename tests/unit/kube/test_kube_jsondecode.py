@@ -85,3 +85,22 @@ def test_collector_is_enabled_after_concurrent_decodes() -> None:
         t.join(timeout=10)
     assert done == [True] * 4
     assert gc.isenabled()
+
+
+def test_decode_pause_end_freezes_under_the_gc_policy():
+    """With gc_tuning's policy active, the end of a decode pause freezes what was decoded."""
+    import gc
+
+    from kinrun.cache import gc_tuning
+    from kinrun.kube.jsondecode import gc_paused, loads
+
+    before = gc_tuning.manage()
+    try:
+        with gc_paused():
+            decoded = [loads(b'{"a": [1, {"b": [2]}]}') for _ in range(100)]
+        assert gc.get_freeze_count() >= 3 * len(decoded)
+    finally:
+        gc_tuning.unfreeze(before)
+    with gc_paused():
+        loads(b"[[1]]")
+    assert gc.get_freeze_count() == 0
