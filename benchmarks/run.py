@@ -76,6 +76,7 @@ class Contender:
     argv: tuple[str, ...]
     workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest")
     slow: bool = False  # handles every event, one by one: its event rate is taken over a prefix
+    default: bool = True  # in the run when --contenders is not given
 
 
 def script(name: str, *extra: str) -> tuple[str, ...]:
@@ -87,7 +88,7 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("kinrun-action", script("kinrun_lib.py", "--variant", "action"),
               ("events", "latency")),
     Contender("kinrun-gc-fix", script("kinrun_lib.py", "--variant", "gc-fix"),
-              ("events", "sync", "memory", "latency")),
+              ("events", "sync", "memory", "latency"), default=False),
     Contender("kinrun-cli", script("kinrun_cli.py")),
     Contender("kinrun-cli-action", script("kinrun_cli.py", "--variant", "action"),
               ("events", "latency")),
@@ -263,8 +264,17 @@ def machine() -> dict[str, Any]:
             libs[lib] = version(lib)
         except PackageNotFoundError:
             libs[lib] = None
+    git = {}
+    for key, cmd in (("commit", ["git", "rev-parse", "--short", "HEAD"]),
+                     ("uncommitted", ["git", "status", "--porcelain", "runner", "plugins"])):
+        try:
+            git[key] = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                                      timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            git[key] = None
     return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "platform": platform.platform(), "libs": libs, "loadavg": os.getloadavg()}
+            "platform": platform.platform(), "libs": libs, "loadavg": os.getloadavg(),
+            "git": git}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="1/10 scale, one repetition")
     p.add_argument("--repeat", type=int, help="repetitions (default 3; --quick: 1)")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
-    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--contenders", default=",".join(n for n, c in CONTENDERS.items() if c.default),
+                   help=f"comma-separated, of: {', '.join(CONTENDERS)}")
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--profile", metavar="DIR",
                    help="run contenders under py-spy; collapsed stacks to DIR (see profile_top.py)")

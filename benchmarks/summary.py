@@ -125,11 +125,16 @@ def _targets(med: dict) -> list[dict[str, Any]]:
                  lambda n: _check(_get(med, "latency", n, "latency.p99"), lambda v: v < 0.050)))
     out = []
     for target, goal, fn in rows:
-        cells = {n: fn(n) for n in KINRUNS}
+        cells = {n: fn(n) for n in _present(med)}
         out.append({"target": target, "goal": goal,
                     "values": {n: c[0] for n, c in cells.items()},
                     "met": {n: c[1] for n, c in cells.items()}})
     return out
+
+
+def _present(med: dict) -> list[str]:
+    """The kinrun contenders that have results in this run."""
+    return [n for n in KINRUNS if any(n in rows for rows in med.values())]
 
 
 def _check(value: float | None, ok: Any) -> tuple[float | None, bool | None]:
@@ -216,14 +221,15 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append("")
     lines += ["### Ratios", "", "| ratio | value |", "|---|---:|"]
     lines += [f"| {k} | {_fmt(v, 'x')} |" for k, v in s["ratios"].items()]
+    names = list(s["targets"][0]["values"]) if s["targets"] else []
     lines += ["", "### Targets", "",
-              "| target | goal | " + " | ".join(KINRUNS) + " |",
-              "|---|---|" + "---:|" * len(KINRUNS)]
+              "| target | goal | " + " | ".join(names) + " |",
+              "|---|---|" + "---:|" * len(names)]
     for t in s["targets"]:
         unit = ("x" if t["goal"].endswith("x") else "ms" if "ms" in t["goal"] else
                 "KB" if "KB" in t["goal"] else "")
         cells = []
-        for n in KINRUNS:
+        for n in names:
             met = {True: "", False: " **no**", None: ""}[t["met"][n]]
             cells.append(_fmt(t["values"][n], unit) + met)
         lines.append(f"| {t['target']} | {t['goal']} | " + " | ".join(cells) + " |")

@@ -4,8 +4,8 @@
 -> ``SharedIndexInformer`` (Reflector, DeltaFIFO, indexer; transform ``strip_managed_fields``,
 the config's default) -> a handler that enqueues the object's key -> ``Controller`` (one
 worker, default rate limiter) -> reconcile. As the main job (``kinrun.manager.Manager.start``):
-the workers start once the cache has synced, after ``gc_tuning.freeze()`` and
-``gc_tuning.raise_thresholds()``.
+``gc_tuning.manage()`` (kinrun's GC policy) before the informer starts, ``gc_tuning.freeze()``
+once the cache has synced, then the workers.
 
 Variants (``--variant``):
 - ``noop``: the reconcile reads the object and returns (the config's ``reconcile: {hooks:
@@ -13,10 +13,9 @@ Variants (``--variant``):
 - ``action``: the reconcile renders one templated ``log`` action at level ``debug`` and
   executes it while the logger is at WARNING: the template is rendered in full (kinrun renders
   every action before sending anything) and nothing is sent or printed;
-- ``gc-fix``: ``noop`` plus a proposed GC policy, to measure it (not kinrun's behaviour, not
-  in the default run): the raised thresholds are set *before* the informer starts, every LIST
-  runs with the collector off and ends with ``gc.freeze()``, and the survivors of every
-  generation-0 collection are frozen (``freeze_survivors``).
+- ``gc-fix``: ``noop`` plus every LIST run with the collector off and ended with
+  ``gc.freeze()`` (the part of the GC policy proposed from these benchmarks that lives in the
+  kube layer); not in the default run.
 
 For the ``events`` workload the informer's initial LIST answers nothing at ``--since`` (a
 wrapper around the ListerWatcher), so that its watch replays the server's history.
@@ -127,22 +126,11 @@ def main() -> None:
     ctrl = Controller("bench", queue, informer.indexer.get_by_key, reconciler(informer),
                       workers=1)
     informer.add_event_handler(enqueue_own_key(ctrl.enqueue))
-    if ARGS.variant == "gc-fix":
-        gc_tuning.raise_thresholds()
-        gc.callbacks.append(freeze_survivors)
+    gc_tuning.manage()
     informer.start()
     informer.wait_for_sync()
     gc_tuning.freeze()
-    gc_tuning.raise_thresholds()
     ctrl.start()
-
-
-def freeze_survivors(phase: str, info: dict) -> None:
-    """Experimental (variant ``gc-fix``, not kinrun's behaviour): after every generation-0
-    collection move the survivors to the permanent generation, so that no collection ever
-    walks the cache (only objects younger than one gen-0 period)."""
-    if phase == "stop" and info.get("generation") == 0:
-        gc.freeze()
 
 
 threading.Thread(target=main, daemon=True, name="bench-main").start()
