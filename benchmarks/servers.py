@@ -137,7 +137,9 @@ class Embedded(Server):
             self.srv.store.create(podgen.make_pod(i, namespace=ns))
 
     def stamp_writer(self, ns: str, pods: int, rate: float, writes: int) -> StampWriter:
-        """A writer (not started) for the latency workload; see ``StampWriter``."""
+        """A writer (not started) for the latency workload; see ``StampWriter``. Deletes the
+        previous run's marker first, so that the next contender lists exactly ``pods`` Pods."""
+        self.srv.store.delete("v1", "Pod", MARKER, ns)
         return StampWriter(self.srv.store, ns, pods, rate, writes)
 
 
