@@ -241,9 +241,8 @@ def _check_plugins(config: Any) -> None:
 
     pm = _load_plugins(config)
     for controller in config.controllers:
-        rec = controller.reconcile
         try:
-            reconcile_caller(pm, rec.hook_plugins if rec.hook_plugins is not None else rec.hooks)
+            reconcile_caller(pm, controller.reconcile.hook_selection)
         except ConfigError as exc:
             loc = controller.location
             raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,

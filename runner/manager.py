@@ -94,7 +94,8 @@ class Manager:
         ref = self.client.resolve(spec.api_version, spec.kind or spec.resource or "")
         self.refs[spec.name] = self._refs_by_id[ref.id] = ref
         namespaces = spec.namespaces if ref.namespaced else None
-        if spec.namespaces and not ref.namespaced:
+        override = self.config.namespace_override
+        if spec.namespaces and not ref.namespaced and spec.namespaces != (override,):
             _log.warning("informer %s: %s is cluster-scoped; namespaces %s ignored",
                          spec.name, ref.kind, list(spec.namespaces))
         strip = spec.transform.strip_managed_fields
@@ -241,8 +242,7 @@ class Reconciler:
         rec = spec.reconcile
         self.actions = _program(manager, spec, rec.actions, "actions")
         self.on_delete = _program(manager, spec, rec.on_delete, "onDelete")
-        hooks = rec.hook_plugins if rec.hook_plugins is not None else rec.hooks
-        self.hooks = plugins.reconcile_caller(manager.pm, hooks)
+        self.hooks = plugins.reconcile_caller(manager.pm, rec.hook_selection)
         self._last: dict[str, dict] = {}
 
     def __call__(self, key: str, obj: dict | None) -> float | None:

@@ -21,19 +21,14 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 DEFAULT_THRESHOLDS = (10_000, 20, 100)
 """gen0 allocations, gen1 and gen2 collection counts (CPython's default is (700, 10, 10)).
 With gen-0 survivors frozen, a gen-0 collection walks at most ~10,000 young objects: pauses of a
 few ms (measured: max 7-11 ms with 10,000 Pods cached, against ~900 ms for a full collection),
 and less GC time in all than 50,000 gave."""
-
-
-class _Syncable(Protocol):
-    def wait_for_sync(self, timeout: float | None = None) -> bool: ...
 
 
 def raise_thresholds(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
@@ -79,16 +74,6 @@ def manage(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, 
     previous = raise_thresholds(thresholds)
     freeze_survivors()
     return previous
-
-
-def freeze_after_initial_list(informers: Iterable[_Syncable], *, timeout: float | None = None,
-                              thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> bool:
-    """Wait for every informer's initial list (``timeout`` s each), then ``freeze`` and
-    ``raise_thresholds``. Returns whether all synced (the tuning is applied either way)."""
-    synced = all([inf.wait_for_sync(timeout) for inf in informers])
-    freeze(collect=True)
-    raise_thresholds(thresholds)
-    return synced
 
 
 def unfreeze(thresholds: tuple[int, ...] = (700, 10, 10)) -> None:

@@ -245,6 +245,11 @@ class ReconcileSpec:
     actions: tuple[ActionSpec, ...] = ()
     on_delete: tuple[ActionSpec, ...] = ()
 
+    @property
+    def hook_selection(self) -> bool | tuple[str, ...]:
+        """Which plugins' ``kinrun_reconcile`` run: the named ones, else all (True) or none."""
+        return self.hook_plugins if self.hook_plugins is not None else self.hooks
+
 
 Predicate = Literal["generationChanged", "labelsChanged", "annotationsChanged",
                     "resourceVersionChanged"]

@@ -37,10 +37,8 @@ def envtest_raw(envtest_server: EnvtestServer) -> RawKube:
 @pytest.fixture(scope="session")
 def embedded_for_diff() -> Iterator[Any]:
     """An EmbeddedAPIServer for differential tests (short history, 1 s bookmarks)."""
-    try:
-        from kinrun.testing.apiserver import EmbeddedAPIServer
-    except ImportError as err:
-        pytest.skip(f"differential: kinrun.testing.apiserver not importable yet ({err})")
+    from kinrun.testing.apiserver import EmbeddedAPIServer
+
     with EmbeddedAPIServer(port=0, bookmark_interval=EMBEDDED_BOOKMARK_INTERVAL,
                            history_size=EMBEDDED_HISTORY) as srv:
         yield srv
@@ -66,10 +64,6 @@ def isolated_embedded_raw() -> Iterator[RawKube]:
     """RawKube for an EmbeddedAPIServer in a child process, for requests that may hang or spin
     the server (a stuck handler thread then dies with the child instead of holding the GIL of
     the test process)."""
-    try:
-        import kinrun.testing.apiserver  # noqa: F401, PLC0415
-    except ImportError as err:
-        pytest.skip(f"differential: kinrun.testing.apiserver not importable yet ({err})")
     child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     try:

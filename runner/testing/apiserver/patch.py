@@ -59,15 +59,19 @@ def _unprocessable(message: str) -> StatusError:
                        f"request: {message}")
 
 
+def _child(cur: Any, tok: str, path: str) -> Any:
+    """The member ``tok`` of a dict or list; 422 when it does not exist."""
+    if isinstance(cur, dict) and tok in cur:
+        return cur[tok]
+    if isinstance(cur, list) and tok.isdigit() and int(tok) < len(cur):
+        return cur[int(tok)]
+    raise _unprocessable(f"path {path!r} does not exist")
+
+
 def _parent(doc: Any, tokens: list[str], path: str) -> Any:
     cur = doc
     for tok in tokens[:-1]:
-        if isinstance(cur, dict) and tok in cur:
-            cur = cur[tok]
-        elif isinstance(cur, list) and tok.isdigit() and int(tok) < len(cur):
-            cur = cur[int(tok)]
-        else:
-            raise _unprocessable(f"path {path!r} does not exist")
+        cur = _child(cur, tok, path)
     return cur
 
 
@@ -75,12 +79,7 @@ def _get(doc: Any, path: str) -> Any:
     tokens = _pointer(path)
     if not tokens:
         return doc
-    parent, last = _parent(doc, tokens, path), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent[last]
-    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-        return parent[int(last)]
-    raise _unprocessable(f"path {path!r} does not exist")
+    return _child(_parent(doc, tokens, path), tokens[-1], path)
 
 
 def _add(doc: Any, path: str, value: Any) -> Any:

@@ -165,20 +165,6 @@ def test_strip_managed_fields_copies_only_what_it_changes():
     assert strip_managed_fields(plain) is plain
 
 
-def test_gc_tuning_freezes_after_sync_and_raises_thresholds():
-    """freeze_after_initial_list waits for sync, freezes survivors and sets thresholds; unfreeze undoes it."""
-    class Synced:
-        def wait_for_sync(self, timeout=None):
-            return True
-    before = gc.get_threshold()
-    try:
-        assert gc_tuning.freeze_after_initial_list([Synced()], thresholds=(10_000, 20, 100))
-        assert gc.get_threshold() == (10_000, 20, 100) and gc.get_freeze_count() > 0
-    finally:
-        gc_tuning.unfreeze(before)
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
-
-
 def test_gc_pause_recorder_records_collections():
     """GCPauseRecorder sees a forced collection with its generation."""
     with gc_tuning.GCPauseRecorder() as recorder:
