@@ -28,10 +28,6 @@ class SelectorError(ValueError):
     """A selector the API server would refuse (400 BadRequest); ``str()`` is the server's
     message, e.g. ``unable to parse requirement: ...``."""
 
-
-def bad_request(message: str) -> SelectorError:
-    return SelectorError(message)
-
 _NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SPECIAL = set(" \t\n,()!=<>")
@@ -132,7 +128,7 @@ class _LabelParser:
         self.pos = 0
 
     def fail(self, why: str) -> SelectorError:
-        return bad_request(f"unable to parse requirement: {why}")
+        return SelectorError(f"unable to parse requirement: {why}")
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -243,8 +239,8 @@ class FieldSelector:
             if name in allowed:
                 continue
             if len(allowed) > 2:
-                raise bad_request(f"field label not supported: {name}")
-            raise bad_request(f'"{name}" is not a known field selector: only "metadata.name", '
+                raise SelectorError(f"field label not supported: {name}")
+            raise SelectorError(f'"{name}" is not a known field selector: only "metadata.name", '
                               '"metadata.namespace"')
 
     def matches(self, field: Callable[[str], str]) -> bool:
@@ -297,9 +293,9 @@ def parse_field_selector(text: str | None) -> FieldSelector:
                 name, value = part[:idx].strip(), part[idx + len(sym):]
                 break
         else:
-            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         if not name:
-            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         terms.append((name, op, _unescape(value)))
     return FieldSelector(tuple(terms))
 
