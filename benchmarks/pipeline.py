@@ -108,7 +108,7 @@ def run_throughput(n_events: int, n_cached: int, *, tuned: bool) -> dict[str, An
     informer = SharedIndexInformer(lw, kind="Pod", transform=strip_managed_fields, name="bench")
     queue = RateLimitingQueue()
     controller = Controller("bench", queue, informer.lister.get, reconcile, workers=1)
-    informer.add_event_handler(enqueue_own_key(controller.enqueue))
+    informer.add_event_handler(enqueue_own_key(controller.enqueue), synchronous=True)
     informer.start()
     controller.start()
     informer.wait_for_sync()

@@ -88,7 +88,8 @@ class Manager:
     def _lister_watcher_for(self, key: InformerKey) -> Any:
         return self.client.lister_watcher(
             self._refs_by_id[key.resource], namespace=key.namespace,
-            label_selector=key.label_selector or None, field_selector=key.field_selector or None)
+            label_selector=key.label_selector or None, field_selector=key.field_selector or None,
+            drop_managed_fields=key.transform == STRIP_MANAGED_FIELDS)
 
     def _build_informer(self, spec: InformerSpec) -> Informer:
         ref = self.client.resolve(spec.api_version, spec.kind or spec.resource or "")
@@ -149,12 +150,14 @@ class Manager:
         controller = Controller(spec.name, queue, primary.lister.get, reconcile,
                                 workers=spec.workers, max_retries=spec.max_retries)
         primary_spec = self.config.informers[spec.primary]
+        # Enqueue handlers only map an object to keys and add them to the workqueue (never
+        # block): they run synchronously on the informer's processing thread.
         primary.add_event_handler(filter_updates(enqueue_own_key(controller.enqueue),
                                                  spec.predicates),
-                                  primary_spec.resync_period or None)
+                                  primary_spec.resync_period or None, synchronous=True)
         for watch in spec.watches:
             self.informers[watch.informer].add_event_handler(
-                self._secondary_handler(watch, spec, controller.enqueue))
+                self._secondary_handler(watch, spec, controller.enqueue), synchronous=True)
         return controller
 
     def _secondary_handler(self, watch: WatchSpec, spec: ControllerSpec,

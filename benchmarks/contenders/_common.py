@@ -202,6 +202,22 @@ def summarize(samples: list[float]) -> dict[str, float]:
     return {"n": len(s), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": s[-1]}
 
 
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system, since each thread started) of every live thread, by
+    thread name, from ``/proc/self/task/<tid>/stat`` (Linux; empty elsewhere): where a
+    contender's time goes between its threads."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[thread.name] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
 def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, Any]) -> None:
     """Print the one result line and end the process at once (no thread joins, no atexit)."""
     out = {"contender": name, "workload": args.workload, "variant": args.variant,
@@ -209,6 +225,7 @@ def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, An
            "pid": os.getpid(), "cpu": args.cpu}
     out.update(rec.result())
     out.update(extra)
+    out["thread_cpu_s"] = thread_cpu_seconds()
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     os._exit(0 if out["ok"] else 3)

@@ -118,14 +118,14 @@ def reconciler(informer: SharedIndexInformer):
 def main() -> None:
     client = Client.from_config(kubeconfig=ARGS.kubeconfig, qps=1e6, burst=10**6)
     ref = client.resolve("v1", "Pod")
-    lw = Opened(client.lister_watcher(ref, namespace=ARGS.namespace))
+    lw = Opened(client.lister_watcher(ref, namespace=ARGS.namespace, drop_managed_fields=True))
     if ARGS.workload == "events":
         lw = ReplayFrom(lw, ARGS.since)
     informer = SharedIndexInformer(lw, kind="Pod", transform=strip_managed_fields, name="pods")
     queue = RateLimitingQueue(name="bench")
     ctrl = Controller("bench", queue, informer.indexer.get_by_key, reconciler(informer),
                       workers=1)
-    informer.add_event_handler(enqueue_own_key(ctrl.enqueue))
+    informer.add_event_handler(enqueue_own_key(ctrl.enqueue), synchronous=True)
     gc_tuning.manage()
     informer.start()
     informer.wait_for_sync()

@@ -199,12 +199,14 @@ class DeltaFIFO:
         If ``process`` raises RequeueError the deltas go back to the end of the queue (unless
         new deltas arrived for the key meanwhile, which cannot happen here since the lock is
         held) and the error's cause is re-raised, or None returned if it had none. Returns the
-        deltas; None when ``timeout`` (real seconds) passed with nothing to pop.
+        deltas; None when ``timeout`` (real seconds; 0 = do not wait) passed with nothing to pop.
         Raises FIFOClosedError once closed and empty."""
         with self._lock:
             while not self._queue:
                 if self._closed:
                     raise FIFOClosedError("DeltaFIFO is closed")
+                if timeout is not None and timeout <= 0:
+                    return None
                 if not self._cond.wait(timeout) and not self._queue:
                     return None
             key = self._queue.popleft()

@@ -54,10 +54,13 @@ class MultiNamespaceInformer:
         self.informers = dict(informers)
         self.lister = MultiNamespaceLister(self.informers)
 
-    def add_event_handler(self, handler: ResourceEventHandler,
-                          resync_period: float | None = None) -> list[ListenerRegistration]:
-        """Register ``handler`` on every namespace's informer; returns the registrations."""
-        return [inf.add_event_handler(handler, resync_period) for inf in self.informers.values()]
+    def add_event_handler(self, handler: ResourceEventHandler, resync_period: float | None = None,
+                          *, synchronous: bool = False) -> list[ListenerRegistration]:
+        """Register ``handler`` on every namespace's informer (arguments as
+        ``SharedIndexInformer.add_event_handler``); returns the registrations. A synchronous
+        handler is called from every namespace's processing thread, so it must be thread-safe."""
+        return [inf.add_event_handler(handler, resync_period, synchronous=synchronous)
+                for inf in self.informers.values()]
 
     def remove_event_handler(self, registrations: list[ListenerRegistration]) -> bool:
         """Unregister what ``add_event_handler`` returned."""

@@ -2,7 +2,8 @@
 ``sharedProcessor`` and ``processorListener``).
 
 Each listener has its own unbounded buffer and its own thread, so a slow handler delays only
-itself: never the informer, the store, or the other handlers.
+itself: never the informer, the store, or the other handlers. A synchronous listener (for
+handlers that only enqueue keys) skips the buffer and the thread.
 """
 
 from __future__ import annotations
@@ -31,16 +32,26 @@ def determine_resync_period(desired: float, check: float) -> float:
 
 
 class ProcessorListener:
-    """One handler, its buffer and its thread.
+    """One handler, its buffer and its thread; or, when ``synchronous``, just the handler.
 
-    Thread-safety: ``add`` is thread-safe and never blocks on the handler; the handler runs on
-    the listener's thread only. A handler that raises is logged; later notifications still come.
-    Invariant: ``_initial_pending`` counts initial-list adds buffered or being handled.
+    A synchronous listener has no buffer and no thread: ``add`` calls the handler at once, on
+    the informer's processing thread, before the next change is applied. That saves a thread
+    hand-off per change (a wake-up and a GIL switch, ~15 us per event measured in
+    ``benchmarks/``) and suits handlers that only enqueue keys; a handler that may block or
+    take long must not be synchronous (client-go has only the buffered kind).
+
+    Thread-safety: ``add`` is thread-safe and never blocks on a buffered handler, which runs on
+    the listener's thread only. The informer serialises calls of a synchronous handler (they
+    happen under its processing lock). A handler that raises is logged; later notifications
+    still come. Invariant: ``_initial_pending`` counts initial-list adds buffered or being
+    handled (always 0 between calls for a synchronous listener).
     """
 
     def __init__(self, handler: ResourceEventHandler, requested_resync: float,
-                 resync_period: float, clock: Clock, name: str = "") -> None:
+                 resync_period: float, clock: Clock, name: str = "", *,
+                 synchronous: bool = False) -> None:
         self.handler = handler
+        self.synchronous = synchronous
         self.requested_resync_period = requested_resync
         self.resync_period = resync_period
         self.next_resync = clock.now() + resync_period
@@ -53,7 +64,12 @@ class ProcessorListener:
         self._thread: threading.Thread | None = None
 
     def add(self, notification: Notification) -> None:
-        """Buffer one notification (never blocks on the handler)."""
+        """Buffer one notification (never blocks on a buffered handler); a synchronous
+        listener handles it now, unless stopped."""
+        if self.synchronous:
+            if not self._stopped:
+                self._dispatch(*notification)
+            return
         with self._cond:
             if notification[0] == ADD and notification[2]:
                 self._initial_pending += 1
@@ -61,7 +77,9 @@ class ProcessorListener:
             self._cond.notify()
 
     def start(self) -> None:
-        """Start the listener's thread."""
+        """Start the listener's thread (a synchronous listener has none)."""
+        if self.synchronous:
+            return
         self._thread = threading.Thread(target=self.run, name=f"listener-{self._name}", daemon=True)
         self._thread.start()
 
@@ -94,21 +112,26 @@ class ProcessorListener:
             self._dispatch_batch(batch)
 
     def _dispatch_batch(self, batch: deque[Notification]) -> None:
-        handler = self.handler
+        dispatch = self._dispatch
         for kind, a, b in batch:
             try:
-                if kind == UPDATE:
-                    handler.on_update(a, b)
-                elif kind == ADD:
-                    handler.on_add(a, b)
-                else:
-                    handler.on_delete(a)
-            except Exception:  # noqa: BLE001 - a broken handler must not stop the others
-                log.exception("%s: event handler %r failed", self._name, self.handler)
+                dispatch(kind, a, b)
             finally:
                 if kind == ADD and b:
                     with self._cond:
                         self._initial_pending -= 1
+
+    def _dispatch(self, kind: int, a: Any, b: Any) -> None:
+        handler = self.handler
+        try:
+            if kind == UPDATE:
+                handler.on_update(a, b)
+            elif kind == ADD:
+                handler.on_add(a, b)
+            else:
+                handler.on_delete(a)
+        except Exception:  # noqa: BLE001 - a broken handler must not stop the others
+            log.exception("%s: event handler %r failed", self._name, self.handler)
 
     def should_resync(self, now: float) -> bool:
         """Whether this listener's resync is due at ``now``."""

@@ -18,7 +18,7 @@ raise typed errors (410 -> ExpiredError with the server's message).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -27,7 +27,9 @@ import urllib3
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
+from kinrun.kube.chunked import ChunkedBody
 from kinrun.kube.jsondecode import gc_paused, loads
+from kinrun.kube.managed_fields import event_object, list_items, loads_without_managed_fields
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import Transport
 
@@ -52,6 +54,9 @@ class KubeListerWatcher:
 
     ``page_size``: objects per LIST page (0 = unpaged). ``watch_read_timeout``: socket read
     timeout of watches in seconds; None = the watch's ``timeoutSeconds`` + 30 s.
+    ``drop_managed_fields``: objects come without ``metadata.managedFields`` where it can be cut
+    from the raw JSON before decoding (``kinrun.kube.managed_fields``; where it cannot, they
+    keep it, so an informer still strips it with its transform).
 
     Thread-safety: as the ListerWatcher protocol says, ``list``/``watch`` run on the
     reflector's thread; the returned Watch's ``close`` may be called from any thread. Holds no
@@ -60,8 +65,10 @@ class KubeListerWatcher:
 
     def __init__(self, transport: Transport, ref: ResourceRef, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
-                 page_size: int = 500, watch_read_timeout: float | None = None) -> None:
+                 page_size: int = 500, watch_read_timeout: float | None = None,
+                 drop_managed_fields: bool = False) -> None:
         self.transport = transport
+        self.drop_managed_fields = drop_managed_fields
         self.ref = ref
         self.namespace = namespace if ref.namespaced else None
         self.label_selector = label_selector or None
@@ -99,7 +106,7 @@ class KubeListerWatcher:
         pages = 0
         while True:
             try:
-                page = self.transport.request("GET", self.path, query=query)
+                page = self.transport.request("GET", self.path, query=query, decode=self._decode)
             except ExpiredError:
                 if not query.get("continue"):
                     raise
@@ -114,9 +121,16 @@ class KubeListerWatcher:
     def _list_unpaged(self, resource_version: str, pages_dropped: int) -> ObjectList:
         """client-go pager's fallback: a continue token expired, so LIST everything at once."""
         query = {**self._selectors(), "resourceVersion": resource_version or None}
-        page = self.transport.request("GET", self.path, query=query)
+        page = self.transport.request("GET", self.path, query=query, decode=self._decode)
         extra = {"pages": 1, "pages_dropped": pages_dropped, "unpaged_after_expired": True}
         return self._object_list(page, list(page.get("items") or ()), extra)
+
+    def _decode(self, data: bytes) -> Any:
+        """A LIST page: orjson with the GC paused; managedFields cut first when asked to."""
+        if not self.drop_managed_fields:
+            return loads(data)
+        with gc_paused():
+            return loads_without_managed_fields(data, list_items)
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:
@@ -145,7 +159,8 @@ class KubeListerWatcher:
             read_timeout = timeout + WATCH_READ_GRACE
         resp = self.transport.open_stream(self.path, query=query, read_timeout=read_timeout)
         return StreamWatch(resp, api_version=self.ref.api_version, kind=self.ref.kind,
-                           description=f"WATCH {self.path}", read_timeout=read_timeout)
+                           description=f"WATCH {self.path}", read_timeout=read_timeout,
+                           drop_managed_fields=self.drop_managed_fields)
 
 
 class StreamWatch:
@@ -153,7 +168,12 @@ class StreamWatch:
 
     Iterate once, on one thread: yields WatchEvent(type, object) per line; ends when the server
     ends the stream or after ``close()``; raises ExpiredError/ApiError for ERROR events, and
-    ApiConnectionError when the connection breaks or a read times out.
+    ApiConnectionError when the connection breaks or a read times out. ``drop_managed_fields``:
+    as for ``KubeListerWatcher``.
+
+    Each read takes every byte that has arrived (``ChunkedBody``); each event is decoded just
+    before it is yielded, so the consumer works on an object still in the CPU cache (decoding
+    a whole read first and then handing the events out measured ~12 us per event slower).
 
     Thread-safety: ``close()`` may be called from any thread, any number of times: it shuts the
     socket down for reading, which makes a read blocked in the iterating thread return, and the
@@ -162,8 +182,10 @@ class StreamWatch:
     """
 
     def __init__(self, response: urllib3.BaseHTTPResponse, *, api_version: str, kind: str,
-                 description: str = "WATCH", read_timeout: float | None = None) -> None:
+                 description: str = "WATCH", read_timeout: float | None = None,
+                 drop_managed_fields: bool = False) -> None:
         self._resp = response
+        self._drop_managed_fields = drop_managed_fields
         self._api_version = api_version
         self._kind = kind
         self._description = description
@@ -173,6 +195,7 @@ class StreamWatch:
         self._released = False    # the response was closed/released; never touch it again
         self._iterating = False   # __iter__ was called once (a stream is consumed once)
         self._gen: Any = None     # the event generator, once iteration started
+        self._raw = False         # the body is read past http.client: never reuse the connection
 
     def __iter__(self) -> Iterator[WatchEvent]:
         """The events, decoded as the bytes arrive. Raises RuntimeError on a second call."""
@@ -231,41 +254,65 @@ class StreamWatch:
     def _events(self) -> Iterator[WatchEvent]:
         clean = False
         try:
-            for line in self._lines():
-                yield self._decode(line)
+            decode = self._decode
+            for lines in self._line_batches():
+                for line in lines:
+                    with gc_paused():
+                        event = decode(line)
+                    yield event
             clean = True
         finally:
             with self._lock:
                 if not self._released:
-                    self._release_locked(clean=clean and not self._closed)
+                    self._release_locked(clean=clean and not self._closed and not self._raw)
 
-    def _lines(self) -> Iterator[bytes]:
-        """Complete non-empty lines of the body, as raw bytes arrive; quiet end after close."""
-        read = self._resp.read1
+    def _body_reader(self) -> Callable[[], bytes]:
+        """A function returning the next decoded body bytes (b"" at the end).
+
+        A chunked body (what every API server sends for a watch) is decoded by ``ChunkedBody``
+        straight from the connection's buffered socket reader, so one call returns every event
+        that has arrived. Other bodies (or a response without that reader) go through urllib3's
+        ``read1``. After a raw read the connection is never reused (``_raw``): http.client did
+        not see the body end."""
+        fp = getattr(getattr(self._resp, "_fp", None), "fp", None)
+        headers = self._resp.headers
+        chunked = headers.get("transfer-encoding", "").lower() == "chunked"
+        identity = headers.get("content-encoding", "identity").lower() == "identity"
+        if chunked and identity and hasattr(fp, "read1"):
+            self._raw = True
+            return ChunkedBody(fp.read1).read
+        read1 = self._resp.read1
+        return lambda: read1(_READ_SIZE)
+
+    def _line_batches(self) -> Iterator[list[bytes]]:
+        """The complete non-empty lines of each read, as raw bytes arrive; a quiet end after
+        close(). Raises ApiConnectionError when the connection breaks or a read times out."""
+        read = self._body_reader()
         rest = b""
         while not self._closed:
             try:
-                chunk = read(_READ_SIZE)
+                data = read()
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 if self._closed:
                     return
                 raise error_from_exception(exc, method="GET", url=self._description,
                                            read_timeout=self._read_timeout) from exc
-            if not chunk:
+            if not data:
                 break
-            if rest:
-                chunk = rest + chunk
-            lines = chunk.split(b"\n")
+            lines = (rest + data if rest else data).split(b"\n")
             rest = lines.pop()
-            for line in lines:
-                if line and not self._closed:
-                    yield line
+            lines = [line for line in lines if line]
+            if lines and not self._closed:
+                yield lines
         if rest.strip() and not self._closed:
-            yield rest
+            yield [rest]
 
     def _decode(self, line: bytes) -> WatchEvent:
         try:
-            event = loads(line)
+            if self._drop_managed_fields:
+                event = loads_without_managed_fields(line, event_object, 1)
+            else:
+                event = orjson.loads(line)
             etype = event["type"]
             obj = event["object"]
         except (orjson.JSONDecodeError, KeyError, TypeError):

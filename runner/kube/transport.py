@@ -88,11 +88,13 @@ class Transport:
         self.pool = pool if pool is not None else api_client.rest_client.pool_manager
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
-                content_type: str = JSON) -> Any:
+                content_type: str = JSON, decode: Callable[[bytes], Any] = loads) -> Any:
         """Send one request and return its decoded JSON body (None when empty).
 
-        ``path`` starts with ``/``; ``query`` values are strings, ints or bools. Raises the
-        ApiError subclass for a failure after retries, ApiConnectionError with no answer.
+        ``path`` starts with ``/``; ``query`` values are strings, ints or bools. ``decode``:
+        bytes -> document, raising ``orjson.JSONDecodeError`` for non-JSON (default: orjson
+        with the GC paused). Raises the ApiError subclass for a failure after retries,
+        ApiConnectionError with no answer.
         """
         resp = self._send_with_retries(method, path, query, encode_body(body), content_type,
                                        stream=False, read_timeout=self.read_timeout)
@@ -100,7 +102,7 @@ class Transport:
         if not data:
             return None
         try:
-            return loads(data)
+            return decode(data)
         except orjson.JSONDecodeError:
             text = data[:200].decode("utf-8", errors="replace")
             raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None

@@ -1,0 +1,215 @@
+"""The events workload offline: per-event CPU cost of kinrun's pipeline against the floor, in one
+process, without a server. For A/B comparisons while optimising (less noise than run.py).
+
+Run: ``python benchmarks/replay.py [--pods 3000] [--updates 10] [--repeat 5] [--variants ...]``.
+Not part of the test run; nothing is written.
+
+The input is what the embedded server sends for the ``events`` workload of ``run.py``: ``pods``
+creations then ``updates - 1`` rounds of one annotation change per Pod (podgen Pods with
+managedFields), as watch event lines framed as HTTP chunks, one chunk per event (as
+kube-apiserver does). Each variant consumes the same bytes from memory:
+
+- ``bare``: split lines, ``orjson.loads``, a dict of objects (the cyclic GC off): the floor;
+- ``stream``: kinrun's ``StreamWatch`` (chunked decoding, batched decode), objects dropped;
+- ``informer``: ``SharedIndexInformer`` over it (reflector, DeltaFIFO, strip managedFields,
+  indexer) and a synchronous no-op handler; the GC policy as the Manager applies it;
+- ``controller``: ``informer`` plus the enqueue handler, workqueue and one worker thread with a
+  no-op reconcile (the ``kinrun`` contender of run.py).
+
+Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
+(``time.process_time``, every thread), the variants interleaved run by run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from podgen import make_pod  # noqa: E402
+
+from kinrun.cache import ObjectList, SharedIndexInformer, gc_tuning, strip_managed_fields  # noqa: E402
+from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
+from kinrun.kube.listwatch import StreamWatch  # noqa: E402
+from kinrun.workqueue import RateLimitingQueue  # noqa: E402
+
+
+def history(pods: int, updates: int) -> tuple[bytes, int]:
+    """(the chunked body of the watch, number of events)."""
+    objs = [orjson.loads(orjson.dumps(make_pod(i, namespace="ev"))) for i in range(pods)]
+    rv = 1000
+    chunks = []
+    for u in range(updates):
+        for obj in objs:
+            rv += 1
+            obj["metadata"]["resourceVersion"] = str(rv)
+            if u:
+                obj["metadata"].setdefault("annotations", {})["bench/generation"] = str(u)
+            line = orjson.dumps({"type": "MODIFIED" if u else "ADDED", "object": obj}) + b"\n"
+            chunks.append(b"%x\r\n%s\r\n" % (len(line), line))
+    chunks.append(b"0\r\n\r\n")
+    return b"".join(chunks), pods * updates
+
+
+class _Fp:
+    def __init__(self, data: bytes) -> None:
+        self.fp = io.BufferedReader(io.BytesIO(data), 1 << 16)
+
+
+class FakeResponse:
+    """What StreamWatch uses of a urllib3 response, over bytes in memory."""
+
+    headers = {"transfer-encoding": "chunked"}
+
+    def __init__(self, data: bytes) -> None:
+        self._fp = _Fp(data)
+
+    def read1(self, n: int) -> bytes:  # the non-raw path (unused: the body is chunked)
+        raise NotImplementedError
+
+    def shutdown(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def release_conn(self) -> None: ...
+
+
+class _Quiet:
+    """A watch with no events that ends when closed."""
+
+    def __init__(self) -> None:
+        self._closed = threading.Event()
+
+    def __iter__(self):
+        self._closed.wait()
+        return iter(())
+
+    def close(self) -> None:
+        self._closed.set()
+
+
+class ReplayListerWatcher:
+    """An empty LIST, then one watch replaying ``data``; later watches are quiet."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.watched = data, False
+
+    def list(self, *, resource_version: str = "") -> ObjectList:
+        return ObjectList(items=[], resource_version="1000", kind="PodList")
+
+    def watch(self, **_: Any) -> Any:
+        if self.watched:
+            return _Quiet()
+        self.watched = True
+        return StreamWatch(FakeResponse(self.data), api_version="v1", kind="Pod",
+                           drop_managed_fields=True)
+
+
+def run_bare(data: bytes, n: int) -> float:
+    enabled = gc.isenabled()
+    gc.disable()
+    t = time.process_time()
+    cache: dict[str, Any] = {}
+    reader = io.BytesIO(data)
+    rest = b""
+    while chunk := reader.read(1 << 16):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.startswith(b"{"):
+                obj = orjson.loads(line)["object"]
+                md = obj["metadata"]
+                cache[f"{md['namespace']}/{md['name']}"] = obj
+    dt = time.process_time() - t
+    assert len(cache) * (n // len(cache)) == n
+    del cache
+    if enabled:
+        gc.enable()
+    return dt
+
+
+def run_stream(data: bytes, n: int) -> float:
+    t = time.process_time()
+    count = sum(1 for _ in StreamWatch(FakeResponse(data), api_version="v1", kind="Pod"))
+    dt = time.process_time() - t
+    assert count == n, count
+    return dt
+
+
+class _Counter:
+    def __init__(self, n: int) -> None:
+        self.n, self.count, self.done = n, 0, threading.Event()
+
+    def tick(self, *_: Any) -> None:
+        self.count += 1
+        if self.count >= self.n:
+            self.done.set()
+
+    on_add = on_update = on_delete = tick
+
+
+def run_informer(data: bytes, n: int, *, controller: bool) -> float:
+    counter = _Counter(n)
+    previous = gc_tuning.manage()
+    t = time.process_time()
+    informer = SharedIndexInformer(ReplayListerWatcher(data), kind="Pod",
+                                   transform=strip_managed_fields, name="replay")
+    ctrl = None
+    if controller:
+        ctrl = Controller("replay", RateLimitingQueue(), informer.indexer.get_by_key,
+                          lambda key, obj: counter.tick(), workers=1)
+        informer.add_event_handler(enqueue_own_key(ctrl.enqueue), synchronous=True)
+        ctrl.start()
+    else:
+        informer.add_event_handler(counter, synchronous=True)
+    informer.start()
+    if not counter.done.wait(300):
+        raise RuntimeError(f"only {counter.count} of {n} events handled")
+    dt = time.process_time() - t
+    informer.stop()
+    if ctrl is not None:
+        ctrl.stop(drain_timeout=0)
+    gc_tuning.unfreeze(previous)
+    gc.collect()
+    return dt
+
+
+VARIANTS: dict[str, Callable[[bytes, int], float]] = {
+    "bare": run_bare,
+    "stream": run_stream,
+    "informer": lambda d, n: run_informer(d, n, controller=False),
+    "controller": lambda d, n: run_informer(d, n, controller=True),
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pods", type=int, default=3000)
+    p.add_argument("--updates", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    args = p.parse_args()
+    data, n = history(args.pods, args.updates)
+    names = args.variants.split(",")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(args.repeat):
+        for name in names:
+            times[name].append(VARIANTS[name](data, n) / n * 1e6)
+    print(f"{n} events, {len(data) / n:,.0f} bytes each on the wire; CPU us per event")
+    for name in names:
+        print(f"  {name:11s} median {statistics.median(times[name]):6.1f}   "
+              f"min {min(times[name]):6.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""HTTP/1.1 chunked transfer decoding over a raw byte stream, everything available per read.
+
+Why not the standard library's: ``http.client`` decodes a chunked body one chunk at a time, and
+kube-apiserver sends one chunk per watch event, so each event costs a buffered ``readline`` for
+the chunk header and at least one socket read, and each socket read releases the GIL and wakes
+the informer's other threads. Under a backlog of events that is a thread switch per event.
+``ChunkedBody.read`` takes whatever bytes the socket has (one raw read of up to ``read_size``)
+and returns the payload of every chunk in them at once: one read, one wake-up per batch of
+events, and still no wait for more data than has arrived (a single event is returned as soon as
+it is complete).
+
+Framing (RFC 9112 section 7.1): ``<hex size>[;extensions]\\r\\n<size bytes>\\r\\n`` repeated,
+ended by a chunk of size 0 and optional trailer lines (ignored). Malformed framing raises
+``urllib3.exceptions.ProtocolError``, as ``http.client`` would, and so does a connection
+that ends before the last chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from urllib3.exceptions import ProtocolError
+
+MAX_HEADER = 4096
+"""Bytes a chunk-size line may take (with extensions) before the framing counts as malformed."""
+
+
+class ChunkedBody:
+    """Decode one chunked body from ``read1(n)`` (returns up to ``n`` bytes, at most one
+    blocking raw read, b"" at EOF; e.g. ``io.BufferedReader.read1`` of the socket).
+
+    Not thread-safe: one reader thread. State between reads: ``_pending`` holds raw bytes not
+    yet decoded (an incomplete chunk header or a chunk's trailing CRLF); ``_left`` counts the
+    payload bytes of the current chunk still to come (its CRLF follows them).
+    """
+
+    def __init__(self, read1: Callable[[int], bytes], read_size: int = 1 << 18) -> None:
+        self._read1 = read1
+        self._read_size = read_size
+        self._pending = b""
+        self._left = 0
+        self._crlf_due = False
+        self.done = False
+        """True once the terminating zero-size chunk was read: the body is complete."""
+
+    def read(self) -> bytes:
+        """Payload bytes of every chunk received so far and not yet returned; blocks for at
+        most as many raw reads as it takes to get at least one payload byte. Returns b"" at
+        the end of the body. Raises ProtocolError for malformed framing or an early EOF, and
+        whatever ``read1`` raises (timeouts, resets)."""
+        while not self.done:
+            raw = self._read1(self._read_size)
+            if not raw:
+                raise ProtocolError("connection ended before the last chunk of the body")
+            payload = self._decode(self._pending + raw if self._pending else raw)
+            if payload:
+                return payload
+        return b""
+
+    def _decode(self, buf: bytes) -> bytes:
+        parts: list[bytes] = []
+        pos, end = 0, len(buf)
+        while pos < end:
+            if self._left:
+                take = min(self._left, end - pos)
+                parts.append(buf[pos:pos + take])
+                pos += take
+                self._left -= take
+                if self._left:
+                    break
+                self._crlf_due = True
+            if self._crlf_due:
+                if end - pos < 2:
+                    break
+                if buf[pos:pos + 2] != b"\r\n":
+                    raise ProtocolError("chunk not followed by CRLF")
+                pos += 2
+                self._crlf_due = False
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                if end - pos > MAX_HEADER:
+                    raise ProtocolError("chunk-size line too long")
+                break
+            size = self._size(buf[pos:eol])
+            pos = eol + 2
+            if size == 0:
+                self.done = True  # trailers, if any, are not read: the body is complete
+                pos = end
+                break
+            self._left = size
+        self._pending = buf[pos:] if pos < end else b""
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    @staticmethod
+    def _size(line: bytes) -> int:
+        text = line.split(b";", 1)[0].strip()
+        try:
+            size = int(text, 16)
+        except ValueError:
+            raise ProtocolError(f"invalid chunk-size line {line[:40]!r}") from None
+        if size < 0:
+            raise ProtocolError(f"invalid chunk-size line {line[:40]!r}")
+        return size
