@@ -118,7 +118,7 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
     if PROFILE_DIR:
         out = PROFILE_DIR / f"{c.name}-{workload}.collapsed"
         argv = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250",
-                "--threads", "--gil", "-o", str(out), "--", *argv]
+                "--threads", "--nonblocking", "-o", str(out), "--", *argv]
     argv += ["--t-spawn", repr(time.time())]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                          cwd=ROOT, text=True)
