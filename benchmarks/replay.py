@@ -14,7 +14,10 @@ kube-apiserver does). Each variant consumes the same bytes from memory:
 - ``informer``: ``SharedIndexInformer`` over it (reflector, DeltaFIFO, strip managedFields,
   indexer) and a synchronous no-op handler; the GC policy as the Manager applies it;
 - ``controller``: ``informer`` plus the enqueue handler, workqueue and one worker thread with a
-  no-op reconcile (the ``kinrun`` contender of run.py).
+  no-op reconcile (the ``kinrun`` contender of run.py);
+- ``reconciler``: ``controller`` with the main job's reconcile (``kinrun.manager.Reconciler``:
+  a ``ReconcileContext``, the previous version kept for ``ctx.old``, the pluggy call) and a
+  plugin whose ``kinrun_reconcile`` does nothing (what the ``kinrun-cli`` contender runs).
 
 Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
 (``time.process_time``, every thread), the variants interleaved run by run.
@@ -158,7 +161,31 @@ class _Counter:
     on_add = on_update = on_delete = tick
 
 
-def run_informer(data: bytes, n: int, *, controller: bool) -> float:
+def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) -> Any:
+    """``kinrun.manager.Reconciler`` for one controller whose hook plugin only calls ``tick``."""
+    import types
+    from types import SimpleNamespace
+
+    import kinrun
+    from kinrun import plugin_manager
+    from kinrun.manager import Reconciler
+
+    plugin = types.ModuleType("replay_plugin")
+
+    @kinrun.hookimpl
+    def kinrun_reconcile(controller: str, key: str, obj: Any, ctx: Any) -> None:
+        tick()
+
+    plugin.kinrun_reconcile = kinrun_reconcile  # type: ignore[attr-defined]
+    pm = plugin_manager.new_plugin_manager()
+    pm.register(plugin, name="replay")
+    manager = SimpleNamespace(client=None, informers={"pods": informer}, pm=pm, engine=None)
+    spec = SimpleNamespace(name="replay", reconcile=SimpleNamespace(
+        actions=(), on_delete=(), hook_selection=True))
+    return Reconciler(manager, spec)  # type: ignore[arg-type]
+
+
+def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False) -> float:
     counter = _Counter(n)
     previous = gc_tuning.manage()
     t = time.process_time()
@@ -166,8 +193,10 @@ def run_informer(data: bytes, n: int, *, controller: bool) -> float:
                                    transform=strip_managed_fields, name="replay")
     ctrl = None
     if controller:
+        reconcile = (main_job_reconcile(informer, counter.tick) if main_job
+                     else lambda key, obj: counter.tick())
         ctrl = Controller("replay", RateLimitingQueue(), informer.indexer.get_by_key,
-                          lambda key, obj: counter.tick(), workers=1)
+                          reconcile, workers=1)
         informer.add_event_handler(enqueue_own_key(ctrl.enqueue), synchronous=True)
         ctrl.start()
     else:
@@ -189,6 +218,7 @@ VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "stream": run_stream,
     "informer": lambda d, n: run_informer(d, n, controller=False),
     "controller": lambda d, n: run_informer(d, n, controller=True),
+    "reconciler": lambda d, n: run_informer(d, n, controller=True, main_job=True),
 }
 
 

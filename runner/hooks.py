@@ -74,8 +74,10 @@ class ReconcileContext:
       ``client``: the :class:`kinrun.kube.Client` used to write, or None in dry-run / render-only
         mode (then nothing may be sent).
       ``logger``: the controller's logger (``kinrun.controller.<name>``).
-      ``old``: the previous version of the object when the key was enqueued by an update and the
-        controller still knows it, else None (a reconcile must not depend on it: keys coalesce).
+      ``old``: for a deletion (``obj`` None), the object's last known state; otherwise, when the
+        controller keeps old versions (config ``reconcile.keepOld``; default only for
+        controllers with actions), the object as this controller last reconciled it; else None.
+        A reconcile must not depend on it: keys coalesce.
       ``indexers``: informer name -> the informer's Indexer, for callers that need more than the
         lister (e.g. ``index_keys``); may be empty.
     """

@@ -13,11 +13,13 @@ CLI::
 
 Step 7 of the pipeline lives here: the primary informer enqueues each object's own key (updates
 filtered by the controller's predicates); each watched secondary informer maps its objects to
-primary keys by owner reference, by a template, or by an index of the primary informer.
+primary keys by owner reference, by a template, or by an index of the primary informer. These
+enqueue handlers are synchronous (they run on the informer's processing thread: a key mapping
+and a workqueue add never block); plugins' raw event hooks get listener threads of their own.
 
 Thread-safety: ``start``/``stop`` are called from one thread (the main job's); everything they
-start runs on its own threads (reflector, process loop and dispatchers per informer, workers per
-controller).
+start runs on its own threads (per informer a reflector thread, which also processes the
+DeltaFIFO, and a listener thread per plugin event handler; workers per controller).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
 from kinrun.cache import (
     STRIP_MANAGED_FIELDS,
+    DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
     MultiNamespaceInformer,
     SharedIndexInformer,
     SharedInformerFactory,
+    deletion_handling_meta_namespace_key,
     gc_tuning,
     meta_namespace_key,
     strip_managed_fields,
@@ -143,7 +147,8 @@ class Manager:
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
             burst=limiter.burst), name=spec.name)
         primary = self.informers[spec.primary]
-        reconcile: Callable[[str, Any], float | None] = Reconciler(self, spec)
+        reconciler = Reconciler(self, spec)
+        reconcile: Callable[[str, Any], float | None] = reconciler
         if self.metrics is not None:
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.track_queue(spec.name, queue.__len__)
@@ -152,9 +157,10 @@ class Manager:
         primary_spec = self.config.informers[spec.primary]
         # Enqueue handlers only map an object to keys and add them to the workqueue (never
         # block): they run synchronously on the informer's processing thread.
-        primary.add_event_handler(filter_updates(enqueue_own_key(controller.enqueue),
-                                                 spec.predicates),
-                                  primary_spec.resync_period or None, synchronous=True)
+        primary.add_event_handler(
+            _RecordDeletions(filter_updates(enqueue_own_key(controller.enqueue), spec.predicates),
+                             reconciler.deleted),
+            primary_spec.resync_period or None, synchronous=True)
         for watch in spec.watches:
             self.informers[watch.informer].add_event_handler(
                 self._secondary_handler(watch, spec, controller.enqueue), synchronous=True)
@@ -228,10 +234,18 @@ class Reconciler:
     """The reconcile of one controller: its actions (``reconcile.actions`` while the object
     exists, ``onDelete`` once it is gone), then its plugins' ``kinrun_reconcile`` hooks.
 
-    Returns the smallest requeue delay (seconds) asked for, or None. ``ctx.old`` is the object
-    as this controller last reconciled it (None at first and after a deletion). Called by the
-    controller's workers; never for the same key on two threads at once, so the per-key
-    ``_last`` entries need no lock (dict operations are atomic).
+    Returns the smallest requeue delay (seconds) asked for, or None. ``ctx.old`` (and ``old``
+    in templates): for a deletion, the object's final state as the informer last saw it (put in
+    ``deleted`` by ``record_deletions``); otherwise, when the controller keeps old versions
+    (``ReconcileSpec.keeps_old``), the object as this controller last reconciled it; else None.
+    Keeping old versions is opt-in for hook-only controllers because a version retained until
+    the key's next reconcile costs ~18% of the event rate (``benchmarks/replay.py``,
+    ``reconciler`` variant): the store's replaced object can no longer be freed before the next
+    event is decoded.
+
+    Called by the controller's workers; never for the same key on two threads at once, so the
+    per-key ``_last`` entries need no lock, and ``deleted`` is written by the informer's
+    processing thread and popped here (single dict operations are atomic).
     """
 
     def __init__(self, manager: Manager, spec: ControllerSpec) -> None:
@@ -246,10 +260,15 @@ class Reconciler:
         self.actions = _program(manager, spec, rec.actions, "actions")
         self.on_delete = _program(manager, spec, rec.on_delete, "onDelete")
         self.hooks = plugins.reconcile_caller(manager.pm, rec.hook_selection)
+        self.keep_old = rec.keeps_old
+        self.deleted: dict[str, dict] = {}  # key -> final state of a deleted object
         self._last: dict[str, dict] = {}
 
     def __call__(self, key: str, obj: dict | None) -> float | None:
-        old = self._last.get(key)
+        final = self.deleted.pop(key, None) if self.deleted else None
+        old = self._last.get(key) if self.keep_old else None
+        if obj is None and final is not None:
+            old = final
         ctx = ReconcileContext(controller=self.name, key=key, listers=self.listers,
                                client=self.client, logger=self.logger, old=old,
                                indexers=self.indexers)
@@ -261,10 +280,33 @@ class Reconciler:
             delays.append(self.hooks(self.name, key, obj, ctx))
         if obj is None:
             self._last.pop(key, None)
-        else:
+        elif self.keep_old:
             self._last[key] = obj
         asked = [d for d in delays if d is not None]
         return min(asked) if asked else None
+
+
+class _RecordDeletions:
+    """An event handler that notes each deleted object's final state for the reconcile
+    (``Reconciler.deleted``; a tombstone gives its last known object), then passes every
+    notification on to ``inner``. Synchronous, like ``inner``."""
+
+    __slots__ = ("inner", "deleted")
+
+    def __init__(self, inner: Any, deleted: dict[str, dict]) -> None:
+        self.inner, self.deleted = inner, deleted
+
+    def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
+        self.inner.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old: dict, new: dict) -> None:
+        self.inner.on_update(old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        final = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if isinstance(final, dict):
+            self.deleted[deletion_handling_meta_namespace_key(obj)] = final
+        self.inner.on_delete(obj)
 
 
 def _program(manager: Manager, spec: ControllerSpec, actions: tuple, field: str

@@ -250,7 +250,8 @@ class _DrainingFIFO:
     """The DeltaFIFO as the reflector sees it (a ``ReflectorStore``): every change is queued,
     then every queued key is popped and processed on the calling thread (see the module
     docstring). Stateless; thread-safe as the DeltaFIFO is: two threads draining at once (the
-    reflector and the resync timer) process one key at a time, under the FIFO lock."""
+    reflector and the resync timer) process one key at a time, under the FIFO lock. ``process``
+    must not raise ``RequeueError`` (the key would be popped again at once, forever)."""
 
     __slots__ = ("_fifo", "_process", "_name")
 

@@ -121,7 +121,8 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
         actions=tuple(_action(ctx, path + ("actions", k), a)
                       for k, a in enumerate(data.get("actions") or [])),
         on_delete=tuple(_action(ctx, path + ("onDelete", k), a)
-                        for k, a in enumerate(data.get("onDelete") or [])))
+                        for k, a in enumerate(data.get("onDelete") or [])),
+        keep_old=data.get("keepOld"))
 
 
 _DEFAULTS: dict[str, dict[str, Any]] = {

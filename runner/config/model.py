@@ -238,12 +238,22 @@ class ReconcileSpec:
     """What a controller does per key. ``hooks``: call plugins' ``kinrun_reconcile`` (default
     False); ``hook_plugins``: None = every plugin, else only these plugin names; ``actions``:
     run in order while the object exists; ``on_delete``: run in order once it is gone. With both
-    hooks and actions, the order is the main job's (``kinrun.hooks``: actions, then hooks)."""
+    hooks and actions, the order is the main job's (``kinrun.hooks``: actions, then hooks).
+    ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``)."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
     actions: tuple[ActionSpec, ...] = ()
     on_delete: tuple[ActionSpec, ...] = ()
+    keep_old: bool | None = None
+
+    @property
+    def keeps_old(self) -> bool:
+        """Whether the controller keeps each object as last reconciled (``old`` next time):
+        ``keepOld`` when given, else whether it has actions (templates may use ``old``)."""
+        if self.keep_old is not None:
+            return self.keep_old
+        return bool(self.actions or self.on_delete)
 
     @property
     def hook_selection(self) -> bool | tuple[str, ...]:

@@ -77,9 +77,9 @@ class ChunkedBody:
                 pos += 2
                 self._crlf_due = False
             eol = buf.find(b"\r\n", pos)
+            if (eol if eol >= 0 else end) - pos > MAX_HEADER:
+                raise ProtocolError("chunk-size line too long")
             if eol < 0:
-                if end - pos > MAX_HEADER:
-                    raise ProtocolError("chunk-size line too long")
                 break
             size = self._size(buf[pos:eol])
             pos = eol + 2

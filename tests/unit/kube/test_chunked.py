@@ -176,9 +176,6 @@ def test_a_size_line_longer_than_max_header_raises() -> None:
         body.read()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: MAX_HEADER is only checked while the size line's "
-                   "CRLF has not arrived; a longer line that arrives whole in one read is accepted, "
-                   "so the same body is rejected or accepted depending on where reads split")
 def test_a_size_line_longer_than_max_header_raises_when_it_arrives_whole() -> None:
     """The size-line limit does not depend on how reads split the line."""
     body = ChunkedBody(scripted(b"5;" + b"x" * MAX_HEADER + b"\r\nhello\r\n0\r\n\r\n"))
