@@ -49,6 +49,9 @@ class MarkedLoader(yaml.SafeLoader):
 
 
 MarkedLoader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)
+# A plain ``=`` resolves to YAML 1.1's "value key" type, which SafeLoader cannot construct: it
+# is the string "=" to anyone writing a config.
+MarkedLoader.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,11 @@ class _Builder:
             self._active.discard(id(node))
 
     def scalar(self, node: ScalarNode, path: PathKey) -> Any:
-        value = self.loader.construct_object(node, deep=True)
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:  # an explicit tag such as !!python/name
+            self.error(node, path, f"cannot load {node.value!r}: {exc.problem}")
+            return None
         if node.style is None and node.tag == _BOOL_TAG and node.value.lower() not in ("true", "false"):
             self.error(node, path, f"{node.value!r} loads as the boolean {str(value).lower()} in "
                        f"YAML 1.1: write true/false, or quote it ('{node.value}') for a string")

@@ -84,3 +84,17 @@ def test_all_errors_are_reported_in_file_order() -> None:
 def test_format_path(path: tuple, text: str) -> None:
     """Key paths render as dotted names with [index], quoting unusual keys."""
     assert format_path(path) == text
+
+
+def test_a_plain_equals_sign_is_the_string() -> None:
+    """YAML 1.1 resolves a plain ``=`` to its "value key" type; configs get the string."""
+    loaded = load_yaml("sep: =\n", "f.yaml")
+    assert loaded.errors == [] and loaded.data == {"sep": "="}
+
+
+@pytest.mark.parametrize("text", ["a: !!python/name:os.system x\n", "a: !custom x\n"])
+def test_unknown_scalar_tags_are_errors_with_the_position(text: str) -> None:
+    loaded = load_yaml(text, "f.yaml")
+    assert loaded.data is None
+    [error] = loaded.errors
+    assert str(error).startswith("f.yaml:1:4: a: cannot load 'x'")
