@@ -168,6 +168,7 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
 
     import kinrun
     from kinrun import plugin_manager
+    from kinrun.config.model import ReconcileSpec
     from kinrun.manager import Reconciler
 
     plugin = types.ModuleType("replay_plugin")
@@ -180,8 +181,7 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
     pm = plugin_manager.new_plugin_manager()
     pm.register(plugin, name="replay")
     manager = SimpleNamespace(client=None, informers={"pods": informer}, pm=pm, engine=None)
-    spec = SimpleNamespace(name="replay", reconcile=SimpleNamespace(
-        actions=(), on_delete=(), hook_selection=True))
+    spec = SimpleNamespace(name="replay", reconcile=ReconcileSpec(hooks=True))
     return Reconciler(manager, spec)  # type: ignore[arg-type]
 
 

@@ -46,6 +46,7 @@ from kinrun.cache import (
     strip_managed_fields,
 )
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, WatchSpec
+from kinrun.errors import PermanentError
 from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.hooks import ReconcileContext
 from kinrun.kube import Client, ResourceRef
@@ -243,6 +244,10 @@ class Reconciler:
     ``reconciler`` variant): the store's replaced object can no longer be freed before the next
     event is decoded.
 
+    A deletion's final state stays recorded until its reconcile succeeds without asking for a
+    requeue, or fails permanently, so retries see it too (a deletion whose retries run out
+    leaves its entry until the key is reconciled again).
+
     Called by the controller's workers; never for the same key on two threads at once, so the
     per-key ``_last`` entries need no lock, and ``deleted`` is written by the informer's
     processing thread and popped here (single dict operations are atomic).
@@ -265,25 +270,41 @@ class Reconciler:
         self._last: dict[str, dict] = {}
 
     def __call__(self, key: str, obj: dict | None) -> float | None:
-        final = self.deleted.pop(key, None) if self.deleted else None
+        final = self.deleted.get(key) if self.deleted else None
         old = self._last.get(key) if self.keep_old else None
         if obj is None and final is not None:
             old = final
         ctx = ReconcileContext(controller=self.name, key=key, listers=self.listers,
                                client=self.client, logger=self.logger, old=old,
                                indexers=self.indexers)
+        try:
+            delay = self._run(key, obj, old, ctx)
+        except PermanentError:
+            self._forget(key, obj)  # no retry will come
+            raise
+        if obj is not None or delay is None:  # a requeued deletion keeps its final state
+            self._forget(key, obj)
+        if obj is not None and self.keep_old:
+            self._last[key] = obj
+        return delay
+
+    def _run(self, key: str, obj: dict | None, old: dict | None,
+             ctx: ReconcileContext) -> float | None:
         program = self.actions if obj is not None else self.on_delete
         delays = []
         if program is not None:
             delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx))
         if self.hooks is not None:
             delays.append(self.hooks(self.name, key, obj, ctx))
-        if obj is None:
-            self._last.pop(key, None)
-        elif self.keep_old:
-            self._last[key] = obj
         asked = [d for d in delays if d is not None]
         return min(asked) if asked else None
+
+    def _forget(self, key: str, obj: dict | None) -> None:
+        """Drop the recorded final state (and, after a deletion, the last version)."""
+        if self.deleted:
+            self.deleted.pop(key, None)
+        if obj is None:
+            self._last.pop(key, None)
 
 
 class _RecordDeletions:

@@ -95,7 +95,7 @@ class KubeListerWatcher:
         older than its watch cache, so the following watch answers 410 again and again); without
         one it serves "not older than" from the watch cache.
         """
-        with gc_paused():  # the pages decoded so far are not traversed between pages
+        with gc_paused(freeze=True):  # pages decoded so far are not traversed between pages
             return self._list_pages(resource_version)
 
     def _list_pages(self, resource_version: str) -> ObjectList:
@@ -257,9 +257,7 @@ class StreamWatch:
             decode = self._decode
             for lines in self._line_batches():
                 for line in lines:
-                    with gc_paused():
-                        event = decode(line)
-                    yield event
+                    yield decode(line)
             clean = True
         finally:
             with self._lock:

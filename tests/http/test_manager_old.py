@@ -231,12 +231,6 @@ def test_deletion_missed_by_the_watch_brings_the_tombstones_object(
         manager.stop(5)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "Reconciler.__call__ pops the recorded final state (Reconciler.deleted) on the first "
-    "deletion reconcile, so a retried deletion (reconcile raised, or TemporaryError/requeue) "
-    "gets ctx.old None on a hook-only controller (and the last reconciled version, not the "
-    "final state, when it keeps old versions); hooks.ReconcileContext.old promises the last "
-    "known state for every deletion"))
 def test_retried_deletion_still_sees_the_final_state(client: Client) -> None:
     """A deletion reconcile that fails and is retried sees the final state as ctx.old again."""
     rec = OldRecorder(fail_deletions=1)

@@ -87,8 +87,9 @@ def test_collector_is_enabled_after_concurrent_decodes() -> None:
     assert gc.isenabled()
 
 
-def test_decode_pause_end_freezes_under_the_gc_policy():
-    """With gc_tuning's policy active, the end of a decode pause freezes what was decoded."""
+def test_only_a_freezing_pause_freezes_under_the_gc_policy():
+    """With gc_tuning's policy active, a pause entered with freeze=True (a LIST) freezes what
+    was decoded at its end; a plain pause (one request) does not; without the policy, neither."""
     import gc
 
     from kinrun.cache import gc_tuning
@@ -97,10 +98,34 @@ def test_decode_pause_end_freezes_under_the_gc_policy():
     before = gc_tuning.manage()
     try:
         with gc_paused():
-            decoded = [loads(b'{"a": [1, {"b": [2]}]}') for _ in range(100)]
+            kept = [loads(b'{"a": [1, {"b": [2]}]}') for _ in range(100)]
+        assert gc.get_freeze_count() == 0
+        with gc_paused(freeze=True):
+            with gc_paused():  # nested plain pauses inside a LIST still end in the freeze
+                decoded = [loads(b'{"a": [1, {"b": [2]}]}') for _ in range(100)]
         assert gc.get_freeze_count() >= 3 * len(decoded)
     finally:
         gc_tuning.unfreeze(before)
-    with gc_paused():
+    with gc_paused(freeze=True):
         loads(b"[[1]]")
     assert gc.get_freeze_count() == 0
+    assert kept
+
+
+def test_cyclic_garbage_from_other_code_is_not_frozen_by_a_plain_decode():
+    """A reference cycle that died before a request's decode stays collectable."""
+    import gc
+
+    from kinrun.cache import gc_tuning
+    from kinrun.kube.jsondecode import loads
+
+    before = gc_tuning.manage()
+    try:
+        cycle: dict = {}
+        cycle["self"] = cycle
+        del cycle
+        loads(b'{"kind": "Status"}')
+        assert gc.get_freeze_count() == 0
+        assert gc.collect(0) >= 1
+    finally:
+        gc_tuning.unfreeze(before)
