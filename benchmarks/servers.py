@@ -27,8 +27,6 @@ from typing import Any
 
 import podgen
 from kinrun.testing.apiserver import EmbeddedAPIServer
-from kinrun.testing.apiserver import handlers as _handlers
-from kinrun.testing.apiserver import watch as _watch
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "bench-marker"
@@ -43,44 +41,6 @@ class Server:
     kubeconfig = ""
 
 
-WATCH_BATCH = 256
-"""At most this many events are taken from the history per write to a watch stream."""
-
-
-def frame_like_kube_apiserver() -> None:
-    """Make the embedded server frame watch streams as kube-apiserver does: one HTTP chunk per
-    event (Go's watch encoder flushes after every event), and a backlog written in batches of
-    ``WATCH_BATCH`` events instead of one chunk holding the whole backlog.
-
-    Why: the official client splits its read buffer with ``buffer = buffer[i+1:]`` per line,
-    which is quadratic in the chunk size; a 100,000-event chunk would measure that artefact
-    (20 events/s) instead of the client. It also keeps the harness's memory flat. Applied once,
-    in the harness process only (the server's own code is unchanged).
-    """
-    if getattr(_watch.Watcher, "_bench_framed", False):
-        return
-    next_lines = _watch.Watcher.next_lines
-
-    def batched(self, max_wait: float) -> tuple[list[bytes], bool]:
-        rest = getattr(self, "_bench_rest", None)
-        if rest:
-            self._bench_rest = rest[WATCH_BATCH:]
-            return rest[:WATCH_BATCH], False
-        lines, ended = next_lines(self, max_wait)
-        if len(lines) > WATCH_BATCH and not ended:
-            self._bench_rest = lines[WATCH_BATCH:]
-            return lines[:WATCH_BATCH], False
-        return lines, ended
-
-    def chunk_per_event(self, data: bytes) -> None:
-        self.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(line), line)
-                                  for line in data.splitlines(keepends=True)))
-
-    _watch.Watcher.next_lines = batched
-    _handlers.APIRequestHandler._chunk = chunk_per_event
-    _watch.Watcher._bench_framed = True
-
-
 class Embedded(Server):
     """The embedded API server, retaining ``history`` watch events per resource.
 
@@ -90,7 +50,6 @@ class Embedded(Server):
     name = "embedded"
 
     def __init__(self, history: int) -> None:
-        frame_like_kube_apiserver()
         self.srv = EmbeddedAPIServer(history_size=history, bookmark_interval=60.0)
 
     def __enter__(self) -> Embedded:

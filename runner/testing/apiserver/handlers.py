@@ -181,7 +181,7 @@ class APIRequestHandler(BaseHTTPRequestHandler):
             self._stall()
             return
         if answer.first_lines:
-            self._chunk(b"".join(answer.first_lines))
+            self._chunk_pieces(answer.first_lines)
         watcher = answer.watcher
         if watcher is None or answer.end_after_first:
             self._finish()
@@ -214,13 +214,22 @@ class APIRequestHandler(BaseHTTPRequestHandler):
                 break
         self.close_connection = True
 
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
-
     def _chunk_pieces(self, pieces: list[bytes]) -> None:
-        """Write ``pieces`` as one chunk with scatter/gather sends (no copy of the objects)."""
-        size = sum(len(p) for p in pieces)
-        buffers = [b"%x\r\n" % size, *pieces, b"\r\n"]
+        """Write the events in ``pieces`` (buffers whose concatenation is newline-terminated
+        event lines; an event may span several buffers) as one HTTP chunk per event, as
+        kube-apiserver does (its watch encoder flushes after every event), with scatter/gather
+        sends (no copy of the objects)."""
+        buffers: list[bytes] = []
+        event: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            event.append(piece)
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                buffers += (b"%x\r\n" % size, *event, b"\r\n")
+                event, size = [], 0
+        if event:
+            buffers += (b"%x\r\n" % size, *event, b"\r\n")
         sock = self.connection
         for start in range(0, len(buffers), IOV_BATCH):
             _sendmsg_all(sock, buffers[start:start + IOV_BATCH])

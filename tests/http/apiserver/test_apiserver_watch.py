@@ -4,6 +4,7 @@ transitions, and the kubernetes client's own Watch."""
 from __future__ import annotations
 
 import kubernetes
+import orjson
 import pytest
 from apiserver_http import WatchStream, call, configmap, pod
 
@@ -40,6 +41,23 @@ def test_watch_replays_history_after_resource_version(embedded_server, embedded_
     w = WatchStream(embedded_api_client, CM, {"resourceVersion": rv})
     assert kinds(w.take(2)) == [("ADDED", "a"), ("ADDED", "b")]
     w.close()
+
+
+def test_each_watch_event_is_one_http_chunk(embedded_server, embedded_api_client):
+    """As kube-apiserver (whose watch encoder flushes per event): a replayed backlog arrives as
+    one chunk per event, never as one chunk holding many (the official client's line
+    splitter is quadratic in the chunk size)."""
+    rv = str(embedded_server.store.resource_version)
+    embedded_server.load([configmap(f"c{i}") for i in range(5)])
+    m, url, hdrs, _, _ = embedded_api_client.param_serialize(
+        "GET", CM, query_params=[("watch", "true"), ("resourceVersion", rv),
+                                 ("timeoutSeconds", "1")],
+        header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+    resp = embedded_api_client.call_api(m, url, hdrs, None, _request_timeout=10)
+    chunks = list(resp.response.read_chunked(decode_content=False))
+    assert all(chunk.count(b"\n") == 1 and chunk.endswith(b"\n") for chunk in chunks)
+    names = [orjson.loads(c)["object"]["metadata"]["name"] for c in chunks]
+    assert names == [f"c{i}" for i in range(5)]
 
 
 @pytest.mark.parametrize("rv", ["", "0"])
