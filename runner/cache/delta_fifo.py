@@ -11,6 +11,7 @@ delivered as ``DeletedFinalStateUnknown`` tombstones.
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -18,6 +19,11 @@ from typing import Any, NamedTuple, Protocol
 
 from kinrun.cache.listwatch import Obj
 from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+
+
+_SHRINK_ABOVE = 1 << 14
+"""Bytes; ``_items`` is replaced by a new dict once empty if it grew beyond this (a relist of
+thousands of keys), returning its table's memory."""
 
 
 class DeltaType(enum.Enum):
@@ -211,6 +217,8 @@ class DeltaFIFO:
                     return None
             key = self._queue.popleft()
             deltas = self._items.pop(key)
+            if not self._items and sys.getsizeof(self._items) > _SHRINK_ABOVE:
+                self._items = {}  # a dict never shrinks: give a drained relist's table back
             initial = not self._has_synced_locked()
             try:
                 process(deltas, initial)

@@ -34,7 +34,7 @@ class ChunkedBody:
     payload bytes of the current chunk still to come (its CRLF follows them).
     """
 
-    def __init__(self, read1: Callable[[int], bytes], read_size: int = 1 << 18) -> None:
+    def __init__(self, read1: Callable[[int], bytes], read_size: int = 1 << 16) -> None:
         self._read1 = read1
         self._read_size = read_size
         self._pending = b""

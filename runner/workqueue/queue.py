@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
 from collections.abc import Hashable
@@ -40,6 +41,11 @@ class QueueInterface(Protocol):
         ...
 
     def shutting_down(self) -> bool: ...
+
+
+_SHRINK_ABOVE = 1 << 14
+"""Bytes; an empty set or dict that grew beyond this during a burst (an initial list of
+thousands of keys) is replaced by a new one, returning its table's memory."""
 
 
 class Queue:
@@ -84,6 +90,8 @@ class Queue:
             item = self._queue.popleft()
             self._processing.add(item)
             self._dirty.discard(item)
+            if not self._dirty and sys.getsizeof(self._dirty) > _SHRINK_ABOVE:
+                self._dirty = set()  # a set never shrinks: give a drained burst's table back
             return item, False
 
     def done(self, item: Item) -> None:

@@ -190,3 +190,22 @@ def test_transform_runs_before_objects_are_queued_but_not_on_tombstones():
     added = fifo.get_by_key("default/a")[0].object
     assert "managedFields" not in added["metadata"]
     assert isinstance(fifo.get_by_key("default/gone")[0].object, DeletedFinalStateUnknown)
+
+
+def test_a_drained_relist_gives_its_memory_back() -> None:
+    """After a relist of 20,000 objects was popped, the empty DeltaFIFO holds no relist-sized table."""
+    import tracemalloc
+
+    objs = [{"metadata": {"name": f"pod-{i}", "namespace": "ns", "resourceVersion": "1"}}
+            for i in range(20_000)]
+    fifo = DeltaFIFO()
+    tracemalloc.start()
+    try:
+        fifo.replace(objs, "1")
+        while fifo.pop(lambda deltas, initial: None, 0) is not None:
+            pass
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(fifo) == 0
+    assert held < 64 * 1024

@@ -167,3 +167,25 @@ def test_concurrent_workers_never_hold_the_same_item(queue):
     for w in workers:
         w.join(WAIT)
     assert overlap == [] and processed == set(items)
+
+
+def test_a_drained_burst_gives_its_memory_back() -> None:
+    """After 20,000 keys were added and handed out, the empty queue holds no burst-sized table."""
+    import tracemalloc
+
+    from kinrun.workqueue import Queue
+
+    keys = [f"ns/pod-{i}" for i in range(20_000)]
+    q = Queue()
+    tracemalloc.start()
+    try:
+        for key in keys:
+            q.add(key)
+        for _ in keys:
+            item, _ = q.get()
+            q.done(item)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(q) == 0
+    assert held < 64 * 1024
