@@ -19,7 +19,8 @@ and a workqueue add never block); plugins' raw event hooks get listener threads 
 
 Thread-safety: ``start``/``stop`` are called from one thread (the main job's); everything they
 start runs on its own threads (per informer a reflector thread, which also processes the
-DeltaFIFO, and a listener thread per plugin event handler; workers per controller).
+DeltaFIFO, and a listener thread per plugin event handler; workers per controller; with
+``gc.collectFrozenEvery``, one thread collecting the cyclic garbage the GC policy froze).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class Manager:
                                      extra_filters=plugin_template_filters(plugin_manager),
                                      base_dir=config.base_dir)
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
+        self._gc_stop = threading.Event()  # set by stop: ends the collect-frozen thread at once
+        self._gc_thread: threading.Thread | None = None  # runs while gc.collectFrozenEvery > 0
         self.refs: dict[str, ResourceRef] = {}
         self._refs_by_id: dict[str, ResourceRef] = {}
         self.factory = SharedInformerFactory(self._lister_watcher_for)
@@ -186,7 +189,9 @@ class Manager:
     def start(self, stop: threading.Event | None = None, sync_timeout: float | None = None) -> bool:
         """Call the startup hooks, apply kinrun's GC policy (``gc_tuning.manage``), start every
         informer, wait for their caches to sync (logging each informer's object count), freeze
-        the GC over the initial list, then start every controller's workers. Returns False (controllers not started) when ``stop`` was set or
+        the GC over the initial list, then start every controller's workers and, with
+        ``gc.collectFrozenEvery`` set, the thread that runs ``collect_frozen_garbage`` that
+        often. Returns False (controllers not started) when ``stop`` was set or
         ``sync_timeout`` seconds passed before every cache synced."""
         self.pm.hook.kinrun_startup(config=self.config, client=self.client)
         self._gc_thresholds = gc_tuning.manage()
@@ -197,6 +202,7 @@ class Manager:
         for name, controller in self.controllers.items():
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)
+        self._start_collecting_frozen(self.config.gc.collect_frozen_every)
         return True
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
@@ -212,10 +218,45 @@ class Manager:
                       self.refs[name].resource)
         return True
 
+    # -- garbage collection (gc_tuning) ------------------------------------------------------
+
+    def collect_frozen_garbage(self) -> gc_tuning.FrozenCollection:
+        """Collect the cyclic garbage kinrun's GC policy froze (``gc_tuning.collect_frozen``:
+        pauses every thread for a full collection) and log it at INFO. Only between ``start``
+        and ``stop`` (the policy must be on: ``gc_tuning.PolicyOffError`` otherwise). Called
+        by the thread ``start`` runs when ``gc.collectFrozenEvery`` is set; callable directly."""
+        done = gc_tuning.collect_frozen()
+        _log.info("gc: collected %d frozen objects in %.0f ms", done.collected,
+                  done.seconds * 1000)
+        return done
+
+    def _start_collecting_frozen(self, period: float) -> None:
+        if period > 0 and self._gc_thread is None:
+            self._gc_stop.clear()
+            self._gc_thread = threading.Thread(
+                target=self._collect_frozen_every, args=(period,),
+                name="kinrun-gc-collect-frozen", daemon=True)
+            self._gc_thread.start()
+
+    def _collect_frozen_every(self, period: float) -> None:
+        while not self._gc_stop.wait(period):
+            try:
+                self.collect_frozen_garbage()
+            except Exception:  # noqa: BLE001 - never let one failure end the thread
+                _log.exception("gc: collecting frozen objects failed")
+
+    def _stop_collecting_frozen(self) -> None:
+        self._gc_stop.set()
+        if self._gc_thread is not None:
+            self._gc_thread.join()  # at most the collection under way
+            self._gc_thread = None
+
     def stop(self, drain_timeout: float = 10.0) -> bool:
-        """Stop the informers (no new keys), then drain every controller's workqueue for at
-        most ``drain_timeout`` seconds in all, then call the shutdown hooks and undo the GC
-        policy. Returns whether every queue drained and every worker ended."""
+        """Stop the collect-frozen thread, the informers (no new keys), then drain every
+        controller's workqueue for at most ``drain_timeout`` seconds in all, then call the
+        shutdown hooks and undo the GC policy. Returns whether every queue drained and every
+        worker ended."""
+        self._stop_collecting_frozen()
         self.factory.stop()
         deadline = time.monotonic() + drain_timeout
         drained = True

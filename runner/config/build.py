@@ -12,7 +12,7 @@ from typing import Any
 from kinrun.durations import parse_duration
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
 from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec, FrozenMap,
-                                 IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
+                                 GCSpec, IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.paths import resolve_path
@@ -49,6 +49,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         controllers=tuple(_controller(ctx, i, spec) for i, spec in enumerate(data["controllers"])),
         leader_election=_leader_election(le) if le is not None else None,
         metrics=MetricsSpec(**metrics) if metrics is not None else None,
+        gc=_gc(data.get("gc") or {}),
     )
 
 
@@ -170,3 +171,7 @@ def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
         lease_duration=parse_duration(data.get("leaseDuration", 15)),
         renew_deadline=parse_duration(data.get("renewDeadline", 10)),
         retry_period=parse_duration(data.get("retryPeriod", 2)))
+
+
+def _gc(data: dict[str, Any]) -> GCSpec:
+    return GCSpec(collect_frozen_every=parse_duration(data.get("collectFrozenEvery", 0)))

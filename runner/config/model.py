@@ -305,6 +305,16 @@ class MetricsSpec:
 
 
 @dataclass(frozen=True)
+class GCSpec:
+    """The main job's use of kinrun's GC policy (``kinrun.cache.gc_tuning``):
+    ``collect_frozen_every`` seconds between collections of the cyclic garbage the policy froze
+    (``gc_tuning.collect_frozen``: a full collection, pausing every thread about 0.8 s per
+    10,000 cached Pods); 0.0 (default) = never."""
+
+    collect_frozen_every: float = 0.0
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole config file.
 
@@ -313,8 +323,8 @@ class Config:
     written (module names, file paths) — they are the plugin names ``reconcile.hooks`` lists, and
     ``kinrun.plugin_manager.load_plugins(config.plugins, config.base_dir)`` resolves them;
     :meth:`plugin_files` gives the absolute paths of the file specs; ``informers``: name -> InformerSpec (file order); ``controllers`` in file order;
-    ``leader_election``/``metrics``: None when not configured; ``namespace_override``: the
-    namespace of :meth:`with_namespace`, else None.
+    ``leader_election``/``metrics``: None when not configured; ``gc``: a GCSpec (defaults when
+    not configured); ``namespace_override``: the namespace of :meth:`with_namespace`, else None.
     """
 
     file: str
@@ -328,6 +338,7 @@ class Config:
     controllers: tuple[ControllerSpec, ...] = ()
     leader_election: LeaderElectionSpec | None = None
     metrics: MetricsSpec | None = None
+    gc: GCSpec = field(default_factory=GCSpec)
     namespace_override: str | None = None
 
     def plugin_files(self) -> FrozenMap:
