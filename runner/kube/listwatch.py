@@ -8,8 +8,11 @@ rejects a resourceVersion next to a continue token); when a continue token expir
 (410), the partial pages are dropped and one unpaged LIST with the original resourceVersion is
 made instead. Items get ``apiVersion``/``kind`` from the list (the server omits them on items).
 
-WATCH is decoded line by line as bytes arrive: raw chunks of the urllib3 response are split on
-newlines and each line is one ``orjson.loads``. No model classes, no per-event copies. The
+WATCH is decoded line by line as bytes arrive: a chunked body is de-chunked by ``ChunkedBody``
+straight from the connection's socket reader (every event that has arrived, per read), split
+on newlines, and each line is one ``orjson.loads`` (with ``drop_managed_fields``, after
+``metadata.managedFields`` was cut from the bytes: ``kinrun.kube.managed_fields``). No model
+classes, no per-event copies. The
 socket read timeout is longer than the server's ``timeoutSeconds`` (the kubernetes client sets
 none, so a silently dead connection would otherwise block the reflector forever). ERROR events
 raise typed errors (410 -> ExpiredError with the server's message).
@@ -257,6 +260,8 @@ class StreamWatch:
             decode = self._decode
             for lines in self._line_batches():
                 for line in lines:
+                    if self._closed:  # close() ends the iteration mid-read too
+                        break
                     yield decode(line)
             clean = True
         finally:
