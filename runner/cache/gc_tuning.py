@@ -5,12 +5,16 @@ them: pauses of up to a second that stall every thread (measured in BENCHMARKS.m
 policy (``manage``), applied by the Manager before its informers start:
 
   * ``raise_thresholds``: collections run less often (gen0 every 10,000 net allocations);
-  * ``freeze_survivors``: after every generation-0 collection, its survivors move to the
-    permanent generation (``gc.freeze``), so no collection ever walks the cache again, only
-    objects younger than one gen-0 period; pauses stay at a gen-0 collection's size (a few ms);
+  * ``freeze_survivors``: after every collection (of any generation: most are generation 0),
+    its survivors move to the permanent generation (``gc.freeze``), so no collection ever walks
+    the cache again, only objects younger than one gen-0 period; pauses stay at a gen-0
+    collection's size (a few ms). Freezing after generation-0 collections only is not enough:
+    every 20th collection is a generation-1 one, whose survivors (recent cache updates) then
+    pile up in generation 2 until a full collection walks them (measured: 0.45 s pauses with a
+    templated action per event, ``benchmarks/`` kinrun-cli-action);
   * ``freeze`` once the initial lists are cached.
 
-The trade-off: cyclic garbage that is alive at a gen-0 collection and dies later (or that
+The trade-off: cyclic garbage that is alive at a collection and dies later (or that
 exists, dead or alive, at any other freeze: the end of a LIST, the Manager's start) is never
 collected by the policy's collections (frozen objects are freed by reference counting only).
 Cached objects are plain acyclic dicts, so they are freed as usual; but reconcile code that
@@ -62,20 +66,20 @@ def freeze(collect: bool = False) -> None:
     gc.freeze()
 
 
-def _freeze_gen0_survivors(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and info.get("generation") == 0:
+def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop":
         gc.freeze()
 
 
 def freeze_survivors() -> None:
-    """From now on, freeze the survivors of every generation-0 collection (idempotent)."""
+    """From now on, freeze the survivors of every collection (idempotent)."""
     with _lock:
         _add_callback_locked()
 
 
 def freezing_survivors() -> bool:
     """Whether ``freeze_survivors`` is in effect (False while a ``collect_frozen`` runs)."""
-    return _freeze_gen0_survivors in gc.callbacks
+    return _freeze_collection_survivors in gc.callbacks
 
 
 def stop_freezing_survivors() -> None:
@@ -85,13 +89,13 @@ def stop_freezing_survivors() -> None:
 
 
 def _add_callback_locked() -> None:
-    if _freeze_gen0_survivors not in gc.callbacks:
-        gc.callbacks.append(_freeze_gen0_survivors)
+    if _freeze_collection_survivors not in gc.callbacks:
+        gc.callbacks.append(_freeze_collection_survivors)
 
 
 def _remove_callback_locked() -> None:
-    if _freeze_gen0_survivors in gc.callbacks:
-        gc.callbacks.remove(_freeze_gen0_survivors)
+    if _freeze_collection_survivors in gc.callbacks:
+        gc.callbacks.remove(_freeze_collection_survivors)
 
 
 class PolicyOffError(RuntimeError):

@@ -48,16 +48,23 @@ class ChunkedBody:
         most as many raw reads as it takes to get at least one payload byte. Returns b"" at
         the end of the body. Raises ProtocolError for malformed framing or an early EOF, and
         whatever ``read1`` raises (timeouts, resets)."""
+        pieces = self.read_pieces()
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def read_pieces(self) -> list[bytes]:
+        """As ``read``, as a list of non-empty pieces (each a whole chunk's payload or part of
+        one: a watch event, when the server sends one chunk per event), without joining them;
+        [] at the end of the body."""
         while not self.done:
             raw = self._read1(self._read_size)
             if not raw:
                 raise ProtocolError("connection ended before the last chunk of the body")
-            payload = self._decode(self._pending + raw if self._pending else raw)
-            if payload:
-                return payload
-        return b""
+            pieces = self._decode(self._pending + raw if self._pending else raw)
+            if pieces:
+                return pieces
+        return []
 
-    def _decode(self, buf: bytes) -> bytes:
+    def _decode(self, buf: bytes) -> list[bytes]:
         parts: list[bytes] = []
         pos, end = 0, len(buf)
         while pos < end:
@@ -72,7 +79,7 @@ class ChunkedBody:
             if self._crlf_due:
                 if end - pos < 2:
                     break
-                if buf[pos:pos + 2] != b"\r\n":
+                if not buf.startswith(b"\r\n", pos):
                     raise ProtocolError("chunk not followed by CRLF")
                 pos += 2
                 self._crlf_due = False
@@ -89,15 +96,18 @@ class ChunkedBody:
                 break
             self._left = size
         self._pending = buf[pos:] if pos < end else b""
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return parts
 
     @staticmethod
     def _size(line: bytes) -> int:
-        text = line.split(b";", 1)[0].strip()
         try:
-            size = int(text, 16)
+            size = int(line, 16)  # the common case: hex digits only
         except ValueError:
-            raise ProtocolError(f"invalid chunk-size line {line[:40]!r}") from None
+            text = line.split(b";", 1)[0].strip()  # chunk extensions are ignored
+            try:
+                size = int(text, 16)
+            except ValueError:
+                raise ProtocolError(f"invalid chunk-size line {line[:40]!r}") from None
         if size < 0:
             raise ProtocolError(f"invalid chunk-size line {line[:40]!r}")
         return size

@@ -269,42 +269,57 @@ class StreamWatch:
                 if not self._released:
                     self._release_locked(clean=clean and not self._closed and not self._raw)
 
-    def _body_reader(self) -> Callable[[], bytes]:
-        """A function returning the next decoded body bytes (b"" at the end).
+    def _body_reader(self) -> Callable[[], list[bytes]]:
+        """A function returning the next pieces of the decoded body ([] at the end).
 
         A chunked body (what every API server sends for a watch) is decoded by ``ChunkedBody``
         straight from the connection's buffered socket reader, so one call returns every event
-        that has arrived. Other bodies (or a response without that reader) go through urllib3's
-        ``read1``. After a raw read the connection is never reused (``_raw``): http.client did
-        not see the body end."""
+        that has arrived, one piece per chunk. Other bodies (or a response without that reader)
+        go through urllib3's ``read1``. After a raw read the connection is never reused
+        (``_raw``): http.client did not see the body end."""
         fp = getattr(getattr(self._resp, "_fp", None), "fp", None)
         headers = self._resp.headers
         chunked = headers.get("transfer-encoding", "").lower() == "chunked"
         identity = headers.get("content-encoding", "identity").lower() == "identity"
         if chunked and identity and hasattr(fp, "read1"):
             self._raw = True
-            return ChunkedBody(fp.read1).read
+            return ChunkedBody(fp.read1).read_pieces
         read1 = self._resp.read1
-        return lambda: read1(_READ_SIZE)
+
+        def read() -> list[bytes]:
+            data = read1(_READ_SIZE)
+            return [data] if data else []
+        return read
 
     def _line_batches(self) -> Iterator[list[bytes]]:
         """The complete non-empty lines of each read, as raw bytes arrive; a quiet end after
-        close(). Raises ApiConnectionError when the connection breaks or a read times out."""
+        close(). Raises ApiConnectionError when the connection breaks or a read times out.
+
+        A piece that is exactly one line (a chunk per event, as API servers send) is taken as
+        it is, newline included (JSON allows trailing whitespace): no split, no copy."""
         read = self._body_reader()
         rest = b""
         while not self._closed:
             try:
-                data = read()
+                pieces = read()
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 if self._closed:
                     return
                 raise error_from_exception(exc, method="GET", url=self._description,
                                            read_timeout=self._read_timeout) from exc
-            if not data:
+            if not pieces:
                 break
-            lines = (rest + data if rest else data).split(b"\n")
-            rest = lines.pop()
-            lines = [line for line in lines if line]
+            lines: list[bytes] = []
+            for piece in pieces:
+                if rest:
+                    piece, rest = rest + piece, b""
+                if piece.find(b"\n") == len(piece) - 1:  # one whole line
+                    if len(piece) > 1:
+                        lines.append(piece)
+                    continue
+                split = piece.split(b"\n")
+                rest = split.pop()
+                lines += [line for line in split if line]
             if lines and not self._closed:
                 yield lines
         if rest.strip() and not self._closed:

@@ -172,13 +172,16 @@ def test_gc_pause_recorder_records_collections():
     assert recorder.summary()["gen2_count"] >= 1 and recorder.summary()["max_s"] >= 0
 
 
-def test_gc_policy_freezes_gen0_survivors_until_undone():
-    """manage(): thresholds raised and gen-0 survivors frozen; unfreeze() undoes both."""
+@pytest.mark.parametrize("generation", [0, 1, 2])
+def test_gc_policy_freezes_survivors_of_every_collection_until_undone(generation):
+    """manage(): thresholds raised and the survivors of a collection of any generation frozen
+    (a generation-1 collection's survivors must not pile up for a full one); unfreeze() undoes
+    both."""
     before = gc.get_threshold()
     try:
         gc_tuning.manage((10_000, 20, 100))
         keep = [[i] for i in range(1000)]
-        gc.collect(0)
+        gc.collect(generation)
         assert gc.get_freeze_count() >= len(keep)
         assert gc.get_threshold() == (10_000, 20, 100)
     finally:
