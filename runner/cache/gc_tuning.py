@@ -46,9 +46,9 @@ Reentrant: a finalizer run by ``collect_frozen``'s collection may call these fun
 
 DEFAULT_THRESHOLDS = (10_000, 20, 100)
 """gen0 allocations, gen1 and gen2 collection counts (CPython's default is (700, 10, 10)).
-With gen-0 survivors frozen, a gen-0 collection walks at most ~10,000 young objects: pauses of a
-few ms (measured: max 7-11 ms with 10,000 Pods cached, against ~900 ms for a full collection),
-and less GC time in all than 50,000 gave."""
+With every collection's survivors frozen, a collection walks at most ~10,000 young objects:
+pauses of a few ms (measured: max 1-5 ms with 10,000 Pods cached, against ~700 ms for a full
+collection), and less GC time in all than 50,000 gave."""
 
 
 def raise_thresholds(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
@@ -152,7 +152,7 @@ def collect_frozen() -> FrozenCollection:
 
 
 def manage(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
-    """kinrun's policy (module docstring): raised thresholds and frozen gen-0 survivors.
+    """kinrun's policy (module docstring): raised thresholds, survivors of collections frozen.
     Returns the previous thresholds, for ``unfreeze``."""
     previous = raise_thresholds(thresholds)
     freeze_survivors()
