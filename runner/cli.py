@@ -162,7 +162,8 @@ def _render_parser() -> argparse.ArgumentParser:
     parser.add_argument("--controller", metavar="NAME",
                         help="the controller (needed when the config has several)")
     parser.add_argument("--deleted", action="store_true",
-                        help="render onDelete instead (the object is gone; only its key is used)")
+                        help="render onDelete instead: the object is gone, so it is `old` (its "
+                             "final state, as at run time) unless --old is given")
     parser.add_argument("--output", "-o", default="yaml", choices=("yaml", "json"),
                         help="output format (default yaml)")
     _add_log_flags(parser)
@@ -278,6 +279,8 @@ def _cmd_render(ns: argparse.Namespace) -> int:
     controller = _pick_controller(config, ns.controller)
     obj = _read_object(ns.object, "--object")
     old = _read_object(ns.old, "--old") if ns.old else None
+    if ns.deleted and old is None:
+        old = obj  # at run time a deletion's old is the object's final state
     key = object_key(obj)
     steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted)
     print(_dump(steps, ns.output), end="")
@@ -305,7 +308,10 @@ def _read_object(path: str, flag: str) -> dict[str, Any]:
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise UsageError(f"{flag} {path}: not YAML/JSON: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
+        problem = getattr(exc, "problem", None) or exc
+        raise UsageError(f"{flag} {where}: not YAML/JSON: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict) \
             or not data["metadata"].get("name"):
         raise UsageError(f"{flag} {path}: not a Kubernetes object (no metadata.name)")

@@ -65,6 +65,8 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
     """Route every ``logging`` record at ``level`` or above to ``stream`` (default stderr) in
     ``fmt`` (text or json): sets the root level and adds one handler to the root logger,
     replacing the handler of an earlier call (other handlers stay). Returns the handler.
+    urllib3's own retry warnings ("Retrying (Retry(...)) after connection broken ...", three
+    per failed connection) are shown only at ``debug``: kinrun logs each failure itself.
 
     Raises ValueError for an unknown level or format.
     """
@@ -80,4 +82,5 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if level == "debug" else logging.ERROR)
     return handler

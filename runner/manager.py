@@ -193,7 +193,7 @@ class Manager:
         ``gc.collectFrozenEvery`` set, the thread that runs ``collect_frozen_garbage`` that
         often. Returns False (controllers not started) when ``stop`` was set or
         ``sync_timeout`` seconds passed before every cache synced."""
-        self.pm.hook.kinrun_startup(config=self.config, client=self.client)
+        plugins.call_startup(self.pm, config=self.config, client=self.client)
         self._gc_thresholds = gc_tuning.manage()
         self.factory.start()
         if not self._wait_for_sync(stop, sync_timeout):

@@ -39,7 +39,7 @@ from typing import Any
 import pluggy
 
 from kinrun import hooks
-from kinrun.errors import ConfigError
+from kinrun.errors import ConfigError, KinrunError
 from kinrun.templating import RateLimitedWarner, index_values
 
 ENTRY_POINT_GROUP = "kinrun"
@@ -347,6 +347,18 @@ def event_handler(pm: pluggy.PluginManager, informer: str,
     return EventHookHandler(pm, informer, logger)
 
 
+def call_startup(pm: pluggy.PluginManager, **kwargs: Any) -> None:
+    """Call every plugin's ``kinrun_startup(**kwargs)`` in pluggy's order. The first failure
+    raises KinrunError naming the plugin and the exception (the main job then stops cleanly
+    instead of crashing with a traceback); the plugins after it are not called."""
+    for impl in reversed(pm.hook.kinrun_startup.get_hookimpls()):
+        try:
+            impl.function(**{name: kwargs[name] for name in impl.argnames})
+        except Exception as exc:  # noqa: BLE001 - reported with the plugin's name
+            raise KinrunError(f"plugin {impl.plugin_name!r}: kinrun_startup failed: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+
 def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None) -> None:
     """Call every plugin's ``kinrun_shutdown``; each failure is logged, the others still run."""
     for impl in reversed(pm.hook.kinrun_shutdown.get_hookimpls()):
@@ -358,7 +370,7 @@ def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None
 
 __all__ = [
     "BUILTIN_PACKAGE", "ENTRY_POINT_GROUP", "EventHookHandler", "KinrunPluginManager",
-    "call_shutdown", "collect_index_funcs", "combine_delays", "describe_plugins",
+    "call_shutdown", "call_startup", "collect_index_funcs", "combine_delays", "describe_plugins",
     "event_handler", "file_module_name", "load_plugins", "new_plugin_manager",
     "reconcile_caller", "safe_index_func",
 ]

@@ -178,7 +178,7 @@ class APIRequestHandler(BaseHTTPRequestHandler):
                 b"Transfer-Encoding: chunked\r\nCache-Control: no-cache, private\r\n\r\n")
         self.wfile.write(head)
         if answer.stall:
-            self._stall()
+            self._stall(answer.stall_epoch)
             return
         if answer.first_lines:
             self._chunk_pieces(answer.first_lines)
@@ -205,9 +205,8 @@ class APIRequestHandler(BaseHTTPRequestHandler):
                 self._finish()
                 return
 
-    def _stall(self) -> None:
+    def _stall(self, epoch: int) -> None:
         store = self.server.api.store
-        epoch = store.watch_epoch
         while not store.closed and store.watch_epoch == epoch:
             time.sleep(0.05)
             if self._client_gone():

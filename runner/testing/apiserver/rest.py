@@ -74,12 +74,15 @@ class Answer:
 @dataclass(slots=True)
 class WatchAnswer:
     """A watch to stream: ``watcher``; ``timeout`` seconds (None = until closed); ``stall``
-    (send headers then nothing); ``first_lines`` (sent before the watcher's, e.g. an ERROR);
-    ``end_after_first`` (close once those are sent)."""
+    (send headers then nothing until the store's ``watch_epoch`` moves past ``stall_epoch``,
+    the epoch when the stall was answered: a ``close_watches`` right after the answer still
+    ends it); ``first_lines`` (sent before the watcher's, e.g. an ERROR); ``end_after_first``
+    (close once those are sent)."""
 
     watcher: Watcher | None
     timeout: float | None = None
     stall: bool = False
+    stall_epoch: int = 0
     first_lines: list[bytes] = field(default_factory=list)
     end_after_first: bool = False
 
@@ -376,8 +379,9 @@ class Api:
         if self.faults.take("watch"):
             raise st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
         if self.faults.take("stall"):
+            epoch = self.store.watch_epoch  # taken before a test can see ``stalled``
             self.faults.stalled.set()
-            return WatchAnswer(None, timeout=None, stall=True)
+            return WatchAnswer(None, timeout=None, stall=True, stall_epoch=epoch)
         if self.faults.take("watch_event"):
             error = st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
             return WatchAnswer(None, first_lines=[error_line(error)], end_after_first=True)

@@ -225,3 +225,23 @@ def test_validate_refuses_a_plugin_that_fails_to_import(tmp_path: Path) -> None:
     done = kinrun("validate", config)
     assert done.returncode == 2
     assert f"{config}: plugins[0]: " in done.stderr and "boom at import" in done.stderr
+
+
+def test_render_deleted_gives_the_object_as_old(tmp_path: Path, pod_file: Path) -> None:
+    """As at run time, an onDelete template sees the deleted object's final state as ``old``."""
+    config = tmp_path / "c.yaml"
+    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+                      "  - name: c\n    for: pods\n    reconcile:\n      onDelete:\n"
+                      "        - log: {message: 'gone: {{ old.metadata.name }}'}\n")
+    result = kinrun("render", config, "--object", pod_file, "--deleted", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"log": "gone: web-1", "level": "info"}]
+
+
+def test_render_object_that_is_not_yaml_names_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("metadata:\n  name: [x\n")
+    result = kinrun("render", ROOT / "examples/configs/pod-logger.yaml", "--object", bad)
+    assert result.returncode == 2
+    assert f"--object {bad}:3:1: not YAML/JSON" in result.stderr

@@ -71,3 +71,17 @@ def test_unknown_level_or_format_is_rejected(level: str, fmt: str) -> None:
     """Bad settings raise ValueError instead of being ignored."""
     with pytest.raises(ValueError):
         configure_logging(level, fmt, io.StringIO())
+
+
+@pytest.mark.parametrize("level, shown", [("info", False), ("warning", False), ("debug", True)])
+def test_urllib3_retry_warnings_show_only_at_debug(stream: io.StringIO, level: str,
+                                                   shown: bool) -> None:
+    """kinrun logs connection failures itself; urllib3's per-try warnings are debug detail."""
+    urllib3_log = logging.getLogger("urllib3.connectionpool")
+    before = logging.getLogger("urllib3").level
+    try:
+        configure_logging(level, "text", stream)
+        urllib3_log.warning("Retrying (Retry(total=None, connect=2)) after connection broken")
+        assert ("Retrying" in stream.getvalue()) is shown
+    finally:
+        logging.getLogger("urllib3").setLevel(before)

@@ -11,7 +11,7 @@ from kinrun.actions import LogLine, compile_actions
 from kinrun.errors import ConfigError, PermanentError, TemporaryError
 from kinrun.hooks import HOOK_NAMES, ReconcileContext, hookimpl
 from kinrun.plugin_manager import (
-    call_shutdown, collect_index_funcs, combine_delays, describe_plugins, event_handler,
+    call_shutdown, call_startup, collect_index_funcs, combine_delays, describe_plugins, event_handler,
     new_plugin_manager, reconcile_caller,
 )
 
@@ -206,6 +206,23 @@ def test_call_shutdown_runs_every_plugin_despite_failures(pm, plugin, caplog):
     call_shutdown(pm)
     assert ("kinrun_shutdown", {}) in plugin.calls
     assert "plugin 'broken': kinrun_shutdown failed" in caplog.text
+
+
+def test_call_startup_passes_arguments_and_names_a_failing_plugin(pm, plugin):
+    """Startup hooks get their arguments; a failure is a KinrunError naming the plugin."""
+    from kinrun.errors import KinrunError
+
+    call_startup(pm, config="cfg", client=None)
+    assert ("kinrun_startup", {"config": "cfg", "client": None}) in plugin.calls
+
+    class Broken:
+        @hookimpl
+        def kinrun_startup(self, config):
+            raise RuntimeError("no database")
+    pm.register(Broken(), name="broken")
+    with pytest.raises(KinrunError, match="plugin 'broken': kinrun_startup failed: "
+                                          "RuntimeError: no database"):
+        call_startup(pm, config="cfg", client=None)
 
 
 def test_describe_plugins_lists_hooks(pm):
