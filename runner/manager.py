@@ -278,7 +278,7 @@ class Reconciler:
 
     Returns the smallest requeue delay (seconds) asked for, or None. ``ctx.old`` (and ``old``
     in templates): for a deletion, the object's final state as the informer last saw it (put in
-    ``deleted`` by ``record_deletions``); otherwise, when the controller keeps old versions
+    ``deleted`` by ``_RecordDeletions``); otherwise, when the controller keeps old versions
     (``ReconcileSpec.keeps_old``), the object as this controller last reconciled it; else None.
     Keeping old versions is opt-in for hook-only controllers because a version retained until
     the key's next reconcile costs ~18% of the event rate (``benchmarks/replay.py``,
