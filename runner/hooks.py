@@ -75,8 +75,8 @@ class ReconcileContext:
         mode (then nothing may be sent).
       ``logger``: the controller's logger (``kinrun.controller.<name>``).
       ``old``: for a deletion (``obj`` None), the object's last known state; otherwise, when the
-        controller keeps old versions (config ``reconcile.keepOld``; default only for
-        controllers with actions), the object as this controller last reconciled it; else None.
+        controller keeps old versions (config ``reconcile.keepOld``; by default only when one of
+        its actions uses ``old``), the object as this controller last reconciled it; else None.
         A reconcile must not depend on it: keys coalesce.
       ``indexers``: informer name -> the informer's Indexer, for callers that need more than the
         lister (e.g. ``index_keys``); may be empty.

@@ -280,10 +280,10 @@ class Reconciler:
     in templates): for a deletion, the object's final state as the informer last saw it (put in
     ``deleted`` by ``_RecordDeletions``); otherwise, when the controller keeps old versions
     (``ReconcileSpec.keeps_old``), the object as this controller last reconciled it; else None.
-    Keeping old versions is opt-in for hook-only controllers because a version retained until
-    the key's next reconcile costs ~18% of the event rate (``benchmarks/replay.py``,
-    ``reconciler`` variant): the store's replaced object can no longer be freed before the next
-    event is decoded.
+    Keeping old versions is opt-in (or implied by an action naming ``old``) because a version
+    retained until the key's next reconcile costs ~18% of the event rate and many more GC
+    collections (``benchmarks/replay.py``, ``reconciler`` variant): the store's replaced object
+    is no longer freed before the next event is decoded, but later, on a worker thread.
 
     A deletion's final state stays recorded until its reconcile succeeds without asking for a
     requeue, or fails permanently, so retries see it too (a deletion whose retries run out

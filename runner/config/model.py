@@ -10,6 +10,7 @@ missing value. Each spec that errors may later be reported against carries a :cl
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,15 +251,31 @@ class ReconcileSpec:
     @property
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
-        ``keepOld`` when given, else whether it has actions (templates may use ``old``)."""
+        ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
+        (``actions``; ``onDelete`` needs no kept version: a deletion brings its final state).
+        The word test is conservative: a template that names ``old`` in any way keeps it."""
         if self.keep_old is not None:
             return self.keep_old
-        return bool(self.actions or self.on_delete)
+        return any(_mentions_old(action.raw) for action in self.actions)
 
     @property
     def hook_selection(self) -> bool | tuple[str, ...]:
         """Which plugins' ``kinrun_reconcile`` run: the named ones, else all (True) or none."""
         return self.hook_plugins if self.hook_plugins is not None else self.hooks
+
+
+_OLD = re.compile(r"\bold\b")
+
+
+def _mentions_old(value: Any) -> bool:
+    """Whether any string in ``value`` (nested mappings and lists) contains the word ``old``."""
+    if isinstance(value, str):
+        return _OLD.search(value) is not None
+    if isinstance(value, Mapping):
+        return any(_mentions_old(k) or _mentions_old(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions_old(v) for v in value)
+    return False
 
 
 Predicate = Literal["generationChanged", "labelsChanged", "annotationsChanged",

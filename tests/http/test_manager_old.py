@@ -153,15 +153,16 @@ def test_hook_only_controller_with_keep_old_sees_the_previous_reconcile(client: 
         manager.stop(5)
 
 
-def test_hooks_with_actions_keep_old_by_default(client: Client, controller_log: LineQueue) -> None:
-    """A controller with actions and hooks, no keepOld: its hooks also see the previous version."""
+def test_hooks_with_an_action_using_old_keep_old_by_default(client: Client,
+                                                           controller_log: LineQueue) -> None:
+    """A controller whose action uses old, no keepOld: its hooks also see the previous version."""
     rec = OldRecorder()
     manager = start("""\
   - name: c1
     for: cms
     reconcile:
       hooks: true
-      actions: [{log: "x={{ obj.data.x }}"}]
+      actions: [{log: "x={{ obj.data.x }}", when: "old is none or old.data.x != obj.data.x"}]
 """, client, rec)
     try:
         created = client.create(configmap("1"))

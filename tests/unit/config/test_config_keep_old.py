@@ -33,26 +33,31 @@ def reconcile_of(reconcile: str) -> ReconcileSpec:
 
 @pytest.mark.parametrize(("reconcile", "keep_old", "keeps_old"), [
     pytest.param("{hooks: true}", None, False, id="hooks-only"),
-    pytest.param("{actions: [{log: hi}]}", None, True, id="actions"),
-    pytest.param("{onDelete: [{log: bye}]}", None, True, id="onDelete-only"),
-    pytest.param("{hooks: true, actions: [{log: hi}]}", None, True, id="hooks-and-actions"),
+    pytest.param("{actions: [{log: hi}]}", None, False, id="actions-without-old"),
+    pytest.param("{actions: [{log: 'was {{ old.data.x }}'}]}", None, True, id="action-using-old"),
+    pytest.param("{actions: [{log: hi, when: 'old is none'}]}", None, True, id="when-using-old"),
+    pytest.param("{actions: [{log: 'holder {{ obj.data.bold }}'}]}", None, False,
+                 id="word-inside-another"),
+    pytest.param("{onDelete: [{log: 'bye {{ old.metadata.name }}'}]}", None, False,
+                 id="onDelete-gets-the-final-state-anyway"),
+    pytest.param("{hooks: true, actions: [{log: '{{ old }}'}]}", None, True,
+                 id="hooks-and-action-using-old"),
     pytest.param("{hooks: true, keepOld: true}", True, True, id="hooks-only-keepOld-true"),
-    pytest.param("{actions: [{log: hi}], keepOld: false}", False, False,
-                 id="actions-keepOld-false"),
-    pytest.param("{onDelete: [{log: bye}], keepOld: false}", False, False,
-                 id="onDelete-keepOld-false"),
+    pytest.param("{actions: [{log: '{{ old }}'}], keepOld: false}", False, False,
+                 id="action-using-old-keepOld-false"),
 ])
-def test_keeps_old_is_keep_old_when_given_else_whether_there_are_actions(
+def test_keeps_old_is_keep_old_when_given_else_whether_an_action_names_old(
         reconcile: str, keep_old: bool | None, keeps_old: bool) -> None:
-    """The builder copies keepOld (None when absent); keeps_old falls back to having actions."""
+    """The builder copies keepOld (None when absent); keeps_old falls back to whether any
+    action (not onDelete: a deletion brings its final state) mentions the word old."""
     spec = reconcile_of(reconcile)
     assert (spec.keep_old, spec.keeps_old) == (keep_old, keeps_old)
 
 
 def test_reconcile_spec_defaults_keep_no_old_versions() -> None:
-    """A bare ReconcileSpec keeps nothing; one with an action keeps old versions."""
+    """A bare ReconcileSpec keeps nothing; one with an action naming old keeps old versions."""
     assert (ReconcileSpec().keep_old, ReconcileSpec().keeps_old) == (None, False)
-    action = ActionSpec(kind="log", spec=reconcile_of("{actions: [{log: hi}]}").actions[0].spec)
+    [action] = reconcile_of("{actions: [{log: '{{ old }}'}]}").actions
     assert ReconcileSpec(actions=(action,)).keeps_old
     assert not ReconcileSpec(actions=(action,), keep_old=False).keeps_old
 
