@@ -15,6 +15,11 @@ EXAMPLES = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
 BAD = ROOT / "tests" / "data" / "bad-configs"
 
 
+POD_CONFIG = ("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+              "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n")
+"""The head of a Pod config for render tests; each test appends its controllers."""
+
+
 def kinrun(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kinrun.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=60)
@@ -146,8 +151,7 @@ def test_render_apply_with_owner_reference(tmp_path: Path) -> None:
 def test_render_template_failure_exits_1(tmp_path: Path, pod_file: Path) -> None:
     """A template that fails for this object is a runtime error naming the config location."""
     config = tmp_path / "c.yaml"
-    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
-                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+    config.write_text(POD_CONFIG +
                       "  - name: c\n    for: pods\n    reconcile:\n      actions:\n"
                       "        - log: \"{{ obj.metadata.nmae.upper() }}\"\n")
     result = kinrun("render", config, "--object", pod_file)
@@ -177,8 +181,7 @@ def test_plugins_lists_hooks_of_a_file_plugin() -> None:
 def test_render_needs_controller_when_there_are_several(tmp_path: Path, pod_file: Path) -> None:
     """With two controllers, render asks for --controller, and rejects an unknown one."""
     config = tmp_path / "two.yaml"
-    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
-                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+    config.write_text(POD_CONFIG +
                       "  - {name: a, for: pods, reconcile: {actions: [{log: a}]}}\n"
                       "  - {name: b, for: pods, reconcile: {actions: [{log: b}]}}\n")
     missing = kinrun("render", config, "--object", pod_file)
@@ -230,8 +233,7 @@ def test_validate_refuses_a_plugin_that_fails_to_import(tmp_path: Path) -> None:
 def test_render_deleted_gives_the_object_as_old(tmp_path: Path, pod_file: Path) -> None:
     """As at run time, an onDelete template sees the deleted object's final state as ``old``."""
     config = tmp_path / "c.yaml"
-    config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
-                      "informers: {pods: {apiVersion: v1, kind: Pod}}\ncontrollers:\n"
+    config.write_text(POD_CONFIG +
                       "  - name: c\n    for: pods\n    reconcile:\n      onDelete:\n"
                       "        - log: {message: 'gone: {{ old.metadata.name }}'}\n")
     result = kinrun("render", config, "--object", pod_file, "--deleted", "-o", "json")

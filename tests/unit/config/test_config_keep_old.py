@@ -1,5 +1,5 @@
 """``reconcile.keepOld``: a boolean only (positioned errors, also from ``kinrun validate``), and
-``ReconcileSpec.keeps_old``: keepOld when given, else whether the controller has actions."""
+``ReconcileSpec.keeps_old``: keepOld when given, else whether an action names ``old``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kinrun.config import ActionSpec, ConfigErrors, ReconcileSpec, load_text
+from kinrun.config import ConfigErrors, ReconcileSpec, load_text
 
 ROOT = Path(__file__).parents[3]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kinrun.cache import SharedIndexInformer
 from kinrun.clock import FakeClock
 from kinrun.testing.memory import MemoryListerWatcher
 
@@ -18,3 +19,17 @@ def clock() -> FakeClock:
 def server() -> MemoryListerWatcher:
     """An in-memory Pod collection."""
     return MemoryListerWatcher()
+
+
+@pytest.fixture
+def make_informer():
+    """``make(lister_watcher, **kwargs)`` -> a SharedIndexInformer, stopped after the test."""
+    informers = []
+
+    def make(lw, **kw):
+        informer = SharedIndexInformer(lw, **kw)
+        informers.append(informer)
+        return informer
+    yield make
+    for informer in informers:
+        informer.stop()

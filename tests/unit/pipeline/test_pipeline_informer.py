@@ -14,23 +14,9 @@ from kinrun.cache import (
     FilteringResourceEventHandler,
     InformerStoppedError,
     ResourceEventHandlerFuncs,
-    SharedIndexInformer,
     strip_managed_fields,
     wait_for_cache_sync,
 )
-
-
-@pytest.fixture
-def make_informer():
-    informers = []
-
-    def make(lw, **kw):
-        informer = SharedIndexInformer(lw, **kw)
-        informers.append(informer)
-        return informer
-    yield make
-    for informer in informers:
-        informer.stop()
 
 
 def test_initial_list_arrives_as_adds_flagged_initial(server, make_informer):

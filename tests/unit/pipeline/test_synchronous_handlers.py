@@ -8,7 +8,6 @@ import logging
 import threading
 from typing import Any
 
-import pytest
 from pipeline_fakes import WAIT, Recorder, pod
 
 from kinrun.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs, SharedIndexInformer
@@ -26,19 +25,6 @@ class ThreadRecorder(Recorder):
     def _record(self, item: tuple[Any, ...]) -> None:
         self.threads.append(threading.current_thread())
         super()._record(item)
-
-
-@pytest.fixture
-def make_informer():
-    informers = []
-
-    def make(lw, **kw):
-        informer = SharedIndexInformer(lw, **kw)
-        informers.append(informer)
-        return informer
-    yield make
-    for informer in informers:
-        informer.stop()
 
 
 def running(make_informer, server, **kw) -> SharedIndexInformer:
