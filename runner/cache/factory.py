@@ -49,21 +49,26 @@ class SharedInformerFactory:
 
     def informer_for(self, key: InformerKey, *, kind: str | None = None,
                      resync_period: float = 0.0, indexers: Indexers | None = None,
-                     transform: Transform | None = None, name: str = "") -> SharedIndexInformer:
+                     transform: Transform | None = None, name: str = "",
+                     inactivity_timeout: float | None = None) -> SharedIndexInformer:
         """The informer for ``key``, created on first request.
 
         Later requests for the same key get the same informer: their ``indexers`` are added
         (a name already present is kept when it is the same function, else IndexConflictError),
         and their ``resync_period`` should be given per handler to ``add_event_handler``
         (the informer keeps the first request's default). ``transform`` must match ``key.transform``;
-        only the first request's callable is used."""
+        only the first request's callable is used. ``inactivity_timeout`` (s, > 0): the
+        reflector's watch inactivity limit (``Reflector``; None = its default,
+        ``reflector.DEFAULT_INACTIVITY_TIMEOUT``); like ``resync_period``, the first request's
+        value is kept. Raises ValueError for a limit <= 0."""
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
                 informer = SharedIndexInformer(
                     self._lister_watcher_for(key), kind=kind, resync_period=resync_period,
                     indexers=indexers, transform=transform, clock=self._clock,
-                    name=name or _informer_name(key))
+                    name=name or _informer_name(key),
+                    reflector_options={"inactivity_timeout": inactivity_timeout})
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
@@ -74,15 +79,18 @@ class SharedInformerFactory:
     def informer_for_namespaces(self, key: InformerKey, namespaces: Iterable[str] | None, *,
                                 kind: str | None = None, resync_period: float = 0.0,
                                 indexers: Indexers | None = None,
-                                transform: Transform | None = None,
-                                name: str = "") -> SharedIndexInformer | MultiNamespaceInformer:
+                                transform: Transform | None = None, name: str = "",
+                                inactivity_timeout: float | None = None,
+                                ) -> SharedIndexInformer | MultiNamespaceInformer:
         """For a config's ``namespaces`` list: None (all namespaces) or one namespace gives the
         shared informer for ``key`` with that namespace; several give a
         ``MultiNamespaceInformer`` over one shared informer per namespace (each shared with
-        any other request for that namespace). ``key.namespace`` is ignored."""
+        any other request for that namespace). ``key.namespace`` is ignored. The other
+        arguments as for ``informer_for`` (``inactivity_timeout`` applies to every namespace's
+        reflector)."""
         names = sorted(set(namespaces)) if namespaces is not None else None
         kw = {"kind": kind, "resync_period": resync_period, "indexers": indexers,
-              "transform": transform}
+              "transform": transform, "inactivity_timeout": inactivity_timeout}
         if names is None or len(names) == 1:
             ns = names[0] if names else None
             return self.informer_for(replace(key, namespace=ns), name=name, **kw)  # type: ignore[arg-type]

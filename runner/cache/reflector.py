@@ -13,7 +13,10 @@ What it does when things go wrong:
     watching from it before any event arrived (a server that lists at a version it can no longer
     watch from, as kube-apiserver does for an exact paged LIST after a restart);
   * a watch that delivers nothing (no event, no bookmark) for longer than the inactivity limit
-    is closed by a watchdog and re-opened;
+    (``inactivity_timeout``, default ``DEFAULT_INACTIVITY_TIMEOUT``: three bookmark intervals)
+    is closed by a watchdog and re-opened from the last resourceVersion, no relist: a stalled
+    proxy or load balancer, or a half-open connection, otherwise holds the reflector until the
+    socket read timeout (the requested server timeout + 30 s, 5.5 to 10.5 minutes);
   * other errors (connection, 429, 5xx, other ERROR events) back off with jitter (800 ms
     doubling to 30 s, reset after 2 min without failures), then re-open the watch from the last
     resourceVersion (a LIST failure retries the LIST);
@@ -39,8 +42,21 @@ log = logging.getLogger("kinrun.reflector")
 MIN_WATCH_TIMEOUT = 300.0
 """Seconds; each watch asks the server for a timeout in [MIN, 2*MIN) (client-go minWatchTimeout)."""
 
-INACTIVITY_GRACE = 30.0
-"""Seconds a silent watch may outlive its requested server timeout before the watchdog drops it."""
+BOOKMARK_INTERVAL = 60.0
+"""Seconds between the BOOKMARK events kube-apiserver sends to a watch that asked for them
+(``allowWatchBookmarks=true``). Source: k8s.io/apiserver ``pkg/storage/cacher/cacher.go`` in
+v1.20.2, ``defaultBookmarkFrequency = time.Minute``; ``cacheWatcher.nextBookmarkTime`` schedules
+the next one a minute after the last ("roughly every minute", in 1-second time buckets), or
+2 s before the watch's deadline if that is sooner. Caveats from the same file
+(``Cacher.dispatchEvents``): no bookmark is sent until the watch cache has seen one event of
+that resource since the server started, and resources served without a watch cache (core
+Events) get none; such idle watches are re-opened by the watchdog every inactivity limit,
+which costs one WATCH request and no LIST."""
+
+DEFAULT_INACTIVITY_TIMEOUT = 3 * BOOKMARK_INTERVAL
+"""Seconds (180) a watch may stay silent (no event, no bookmark) before the watchdog drops and
+re-opens it: three bookmark intervals, so one late or lost bookmark never trips it. The one
+place this default is written; config ``informers.<name>.watchInactivityTimeout`` overrides it."""
 
 
 class ReflectorStore(Protocol):
@@ -66,8 +82,10 @@ class Reflector:
 
     ``kind``: expected ``kind`` of objects (others are skipped; objects without ``kind`` pass).
     ``resync_period`` (s, 0 = never): how often to ask ``should_resync()`` and call
-    ``store.resync()``. ``inactivity_timeout`` (s): drop a silent watch after this long; None
-    means the watch's requested server timeout + 30 s.
+    ``store.resync()``. ``inactivity_timeout`` (s, > 0): drop a silent watch (no event, no
+    bookmark: every event, BOOKMARK and ERROR included, restarts the clock) after this long and
+    re-open it from the last resourceVersion; None means ``DEFAULT_INACTIVITY_TIMEOUT``.
+    Raises ValueError for a limit <= 0.
 
     Thread-safety: ``run`` is called once, from one thread (``start`` makes one); ``stop`` and
     the read-only properties are thread-safe. ``_lock`` guards ``_watch`` and ``_stalled``.
@@ -85,7 +103,10 @@ class Reflector:
         self._should_resync = should_resync
         self._clock = clock or REAL_CLOCK
         self._min_watch_timeout = min_watch_timeout
-        self._inactivity_timeout = inactivity_timeout
+        if inactivity_timeout is not None and inactivity_timeout <= 0:
+            raise ValueError(f"inactivity_timeout must be > 0 seconds, got {inactivity_timeout!r}")
+        self._inactivity_timeout = (DEFAULT_INACTIVITY_TIMEOUT if inactivity_timeout is None
+                                    else float(inactivity_timeout))
         self._rand = rand or random.Random()
         self._backoff = backoff or Backoff(self._clock, rand=self._rand)
         self._stop = threading.Event()
@@ -104,6 +125,11 @@ class Reflector:
         self._threads: list[threading.Thread] = []
 
     # -- public ------------------------------------------------------------------------------
+
+    @property
+    def inactivity_timeout(self) -> float:
+        """Seconds a watch may stay silent before the watchdog re-opens it."""
+        return self._inactivity_timeout
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -195,8 +221,7 @@ class Reflector:
             log.warning("%s: watch failed to open: %s", self.name, err)
             self._pause()
             return True
-        limit = self._inactivity_timeout if self._inactivity_timeout is not None else timeout + INACTIVITY_GRACE
-        return self._consume(watch, limit)
+        return self._consume(watch, self._inactivity_timeout)
 
     def _expired_since_list(self) -> None:
         """Called when a watch expired. Twice in a row without any event moving past the last
@@ -228,8 +253,9 @@ class Reflector:
             return True
         finally:
             stalled = self._disarm(watch)
-        if stalled:
-            log.warning("%s: watch silent for over %.0f s; re-opening", self.name, limit)
+        if stalled:  # INFO: routine for an idle resource the server sends no bookmarks for
+            log.info("%s: watch silent (no event, no bookmark) for over %.0f s; re-opening "
+                     "from resourceVersion %r", self.name, limit, self._last_rv)
         return True
 
     def _handle(self, event: WatchEvent) -> None:

@@ -81,7 +81,14 @@ def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
         label_selector=data.get("labelSelector"), field_selector=data.get("fieldSelector"),
         resync_period=parse_duration(data.get("resyncPeriod", 0)),
         transform=TransformSpec(strip_managed_fields=transform.get("stripManagedFields", True)),
-        indexers=FrozenMap(indexers), location=ctx.at(base))
+        indexers=FrozenMap(indexers),
+        watch_inactivity_timeout=_optional_duration(data.get("watchInactivityTimeout")),
+        location=ctx.at(base))
+
+
+def _optional_duration(value: Any) -> float | None:
+    """Seconds, or None when the key is absent (the consumer's default applies)."""
+    return None if value is None else parse_duration(value)
 
 
 def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:

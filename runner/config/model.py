@@ -148,7 +148,9 @@ class InformerSpec:
     resources, where any namespaces given are ignored at discovery — including the one set by
     :meth:`Config.with_namespace`); ``label_selector``/``field_selector``: None or the string
     sent to the server; ``resync_period`` seconds (0.0 = no resync); ``transform``;
-    ``indexers``: name -> IndexerSpec.
+    ``indexers``: name -> IndexerSpec; ``watch_inactivity_timeout``: seconds (> 0) a watch may
+    stay silent (no event, no bookmark) before it is re-opened, or None for the reflector's
+    default (``kinrun.cache.reflector.DEFAULT_INACTIVITY_TIMEOUT``, the one place it is written).
     """
 
     name: str
@@ -161,6 +163,7 @@ class InformerSpec:
     resync_period: float = 0.0
     transform: TransformSpec = field(default_factory=TransformSpec)
     indexers: FrozenMap = field(default_factory=FrozenMap)
+    watch_inactivity_timeout: float | None = None
     location: Location = _NOWHERE
 
 

@@ -9,7 +9,9 @@ import threading
 import pytest
 from pipeline_fakes import WAIT, ScriptedListerWatcher, ScriptedWatch, pod
 
-from kinrun.cache import Backoff, DeltaFIFO, ObjectList, Reflector, WatchEvent, new_indexer
+from kinrun.cache import (Backoff, DeltaFIFO, InformerKey, ObjectList, Reflector,
+                          SharedInformerFactory, WatchEvent, new_indexer)
+from kinrun.cache.reflector import BOOKMARK_INTERVAL, DEFAULT_INACTIVITY_TIMEOUT, MIN_WATCH_TIMEOUT
 from kinrun.errors import ApiConnectionError, ExpiredError, ServerError, TooManyRequestsError
 
 
@@ -227,17 +229,62 @@ def test_silent_watch_is_dropped_by_the_watchdog_and_reopened(server, clock, run
     assert len(server.list_requests) == 1
 
 
-def test_default_inactivity_limit_exceeds_the_requested_server_timeout(server, clock, run_reflector):
-    """Without an explicit limit, a silent watch is dropped only after its server timeout + 30 s."""
+def test_default_inactivity_limit_is_three_bookmark_intervals(server, clock, run_reflector):
+    """Without an explicit limit, a silent watch is dropped after 3 x 60 s (kube-apiserver's
+    bookmark interval), well before its requested server timeout, and re-opened without a relist."""
+    assert DEFAULT_INACTIVITY_TIMEOUT == 3 * BOOKMARK_INTERVAL == 180.0
+    assert DEFAULT_INACTIVITY_TIMEOUT < MIN_WATCH_TIMEOUT
     server.stall_next_watch()
     run_reflector(server, RecordingStore(), clock=clock)
     assert server.wait_for(n_watches(1))
-    timeout = server.watch_requests[0]["timeout_seconds"]
     assert clock.wait_for_waiters(1, WAIT, timed=True)
-    clock.step(timeout + 29.0)
+    clock.step(DEFAULT_INACTIVITY_TIMEOUT - 1.0)
+    assert clock.wait_for_waiters(1, WAIT, timed=True)  # the watchdog parked again
     assert len(server.watch_requests) == 1
     clock.step(1.5)
     assert server.wait_for(n_watches(2))
+    assert server.watch_requests[1]["resource_version"] == server.watch_requests[0]["resource_version"]
+    assert len(server.list_requests) == 1
+
+
+def test_a_bookmark_restarts_the_inactivity_clock(server, clock, run_reflector):
+    """A BOOKMARK is activity: the watch lives until the limit has passed since the bookmark,
+    then is re-opened from the bookmark's resourceVersion."""
+    reflector = run_reflector(server, RecordingStore(), clock=clock, inactivity_timeout=100.0)
+    assert server.wait_for(n_watches(1))
+    assert clock.wait_for_waiters(1, WAIT, timed=True)
+    clock.step(60.0)
+    server._rv += 3  # the server moved on (other resources); the bookmark carries that
+    server.bookmark()
+    assert server.wait_for(lambda s: reflector.last_sync_resource_version == s.resource_version)
+    clock.step(60.0)  # 120 s since the watch opened, 60 s since the bookmark
+    assert clock.wait_for_waiters(1, WAIT, timed=True)
+    assert len(server.watch_requests) == 1
+    clock.step(41.0)  # 101 s since the bookmark
+    assert server.wait_for(n_watches(2))
+    assert server.watch_requests[1]["resource_version"] == server.resource_version
+    assert len(server.list_requests) == 1
+
+
+@pytest.mark.parametrize("limit", [0.0, -1.0], ids=["zero", "negative"])
+def test_a_limit_that_is_not_positive_is_refused(server, limit):
+    """inactivity_timeout <= 0 would drop every watch at once: ValueError at construction."""
+    with pytest.raises(ValueError, match="inactivity_timeout"):
+        Reflector(server, RecordingStore(), inactivity_timeout=limit)
+
+
+@pytest.mark.parametrize("namespaces", [None, ["a"], ["a", "b"]], ids=["all", "one", "several"])
+def test_factory_passes_the_inactivity_limit_to_every_reflector(server, namespaces):
+    """SharedInformerFactory.informer_for_namespaces(inactivity_timeout=...) reaches the
+    reflector of each namespace's informer; None gives the reflector's default."""
+    factory = SharedInformerFactory(lambda key: server)
+    informer = factory.informer_for_namespaces(InformerKey("v1/pods"), namespaces,
+                                               inactivity_timeout=42.0)
+    default = factory.informer_for_namespaces(InformerKey("v1/pods", label_selector="x=y"), None)
+    assert {inf.reflector.inactivity_timeout for inf in factory.informers().values()
+            if inf is not default} == {42.0}
+    assert default.reflector.inactivity_timeout == DEFAULT_INACTIVITY_TIMEOUT
+    assert informer is not None
 
 
 @pytest.mark.parametrize("error", [ApiConnectionError("refused"), TooManyRequestsError("slow"),
