@@ -77,10 +77,22 @@ class Contender:
     workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest")
     slow: bool = False  # handles every event, one by one: its event rate is taken over a prefix
     default: bool = True  # in the run when --contenders is not given
+    native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
 
 
 def script(name: str, *extra: str) -> tuple[str, ...]:
     return (PY, str(HERE / "contenders" / name), *extra)
+
+
+#: The client-go contender (contenders/clientgo/main.go): build.sh builds it against the
+#: client-go vendored in Debian's kubernetes source tree and prints the binary's path (outside
+#: the repository). Missing Go or tree: the client-go contenders are skipped with the reason.
+CLIENTGO_BUILD = HERE / "contenders" / "clientgo" / "build.sh"
+CLIENTGO_BIN = Path(os.environ.get("KINRUN_BENCH_CACHE", "/var/cache/kinrun/bench")) / "clientgo-bench"
+
+
+def clientgo(*extra: str) -> tuple[str, ...]:
+    return (str(CLIENTGO_BIN), *extra)
 
 
 CONTENDERS: dict[str, Contender] = {c.name: c for c in (
@@ -96,6 +108,23 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("client-informer", script("client_informer.py"), slow=True),
     Contender("kopf", script("kopf_operator.py"), slow=True),
     Contender("bare", script("bare.py")),
+    # client-go (Go, informer + rate-limited workqueue + one worker, as its examples/workqueue).
+    # JSON everywhere; protobuf (as kube-controller-manager asks) only on kube-apiserver: the
+    # embedded server speaks only JSON.
+    Contender("client-go", clientgo("--variant", "json"), native=True),
+    Contender("client-go-protobuf", clientgo("--variant", "protobuf"), ("envtest",), native=True),
+    # Not in the default run: what slows a client-go contender down (BENCHMARKS.md, client-go).
+    Contender("client-go-unpinned", clientgo("--variant", "json", "--no-pin"),
+              ("events", "latency"), default=False, native=True),
+    Contender("client-go-gomaxprocs2", clientgo("--variant", "json", "--gomaxprocs", "2"),
+              ("events", "latency"), default=False, native=True),
+    Contender("client-go-get", clientgo("--variant", "json", "--get"),
+              ("events", "latency"), default=False, native=True),
+    Contender("client-go-get-qps5", clientgo("--variant", "json", "--get", "--qps", "0",
+                                             "--burst", "0"),
+              ("latency",), default=False, native=True),
+    Contender("client-go-add-rate-limited", clientgo("--variant", "json", "--add-rate-limited"),
+              ("events", "latency"), default=False, native=True),
 )}
 
 
@@ -115,7 +144,7 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
     if tracemalloc:
         argv.append("--tracemalloc")
     env = os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    if PROFILE_DIR:
+    if PROFILE_DIR and not c.native:
         out = PROFILE_DIR / f"{c.name}-{workload}.collapsed"
         argv = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250",
                 "--threads", "--nonblocking", "-o", str(out), "--", *argv]
@@ -184,6 +213,9 @@ def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str
                 r["rss_per_obj"] = (r["rss_after"] - r["rss_before"]) / n
                 if "traced_bytes" in r:
                     r["traced_per_obj"] = r["traced_bytes"] / n
+                if "heap_alloc_bytes" in r:  # client-go: live Go heap after runtime.GC()
+                    r["heap_per_obj"] = r["heap_alloc_bytes"] / n
+                    r["heap_inuse_per_obj"] = r["heap_inuse_bytes"] / n
             report(r)
             out.append(r)
     return out
@@ -226,6 +258,19 @@ def run_workqueue(scale: Scale) -> list[dict]:
         if p.returncode:
             out.append({"contender": "workqueue", "ok": False, "stderr_tail": p.stderr[-2000:]})
     return out
+
+
+def build_clientgo() -> tuple[bool, str]:
+    """Build the client-go contender (``CLIENTGO_BUILD``): (True, binary) or (False, why not)."""
+    try:
+        p = subprocess.run(["bash", str(CLIENTGO_BUILD)], capture_output=True, text=True,
+                           timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{CLIENTGO_BUILD.name}: {exc}"
+    lines = p.stdout.strip().splitlines()
+    if p.returncode or not lines:
+        return False, (p.stderr.strip().splitlines() or ["build failed"])[-1][:400]
+    return True, lines[-1]
 
 
 def rotate(names: list[str], rep: int) -> list[str]:
@@ -272,9 +317,14 @@ def machine() -> dict[str, Any]:
                                       timeout=30).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             git[key] = None
+    try:  # the client-go contender's toolchain (its tree's version is in each result line)
+        go = subprocess.run(["go", "version"], capture_output=True, text=True,
+                            timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        go = None
     return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "platform": platform.platform(), "libs": libs, "loadavg": os.getloadavg(),
-            "git": git}
+            "platform": platform.platform(), "libs": libs, "go": go,
+            "loadavg": os.getloadavg(), "git": git}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,11 +351,21 @@ def main(argv: list[str] | None = None) -> int:
                                                            if w not in WORKLOADS]
     if unknown:
         p.error(f"unknown: {unknown}")
+    skipped: dict[str, str] = {}
+    native = [n for n in names if CONTENDERS[n].native]
+    if native:
+        built, why = build_clientgo()
+        if not built:
+            for n in native:
+                skipped[n] = why
+                print(f"{n}: skipped ({why})", flush=True)
+            names = [n for n in names if n not in native]
     os.sched_setaffinity(0, {SERVER_CPU})
     started = time.time()
     res: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "machine": machine(), "scale": asdict(scale), "quick": args.quick,
-                           "workloads": workloads, "contenders": names, "runs": {}}
+                           "workloads": workloads, "contenders": names, "skipped": skipped,
+                           "runs": {}}
     print(f"machine: {res['machine']}", flush=True)
     embedded = [w for w in workloads if w in ("events", "sync", "memory", "latency")]
     if embedded:

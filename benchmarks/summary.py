@@ -32,12 +32,14 @@ MEASURES = {
     "events": [("events_per_s", None), ("events_per_cpu_s", None), ("gc_max_pause", None),
                ("gc_total", None), ("calls", None)],
     "sync": [("sync_s", None), ("sync_from_open_s", None), ("sync_cpu_total_s", None),
-             ("sync_cpu_s", None), ("rss_per_obj", None), ("gc_max_pause", None)],
-    "memory": [("traced_per_obj", None), ("rss_per_obj", None), ("gc_max_pause", None)],
+             ("sync_cpu_s", None), ("rss_per_obj", None), ("gc_max_pause", None),
+             ("heap_per_obj", None)],
+    "memory": [("traced_per_obj", None), ("rss_per_obj", None), ("gc_max_pause", None),
+               ("heap_inuse_per_obj", None)],
     "latency": [("latency", "p50"), ("latency", "p99"), ("latency", "max"),
                 ("achieved_rate", None), ("calls", None)],
     "envtest": [("sync_s", None), ("sync_from_open_s", None), ("sync_cpu_total_s", None),
-                ("sync_cpu_s", None), ("rss_per_obj", None)],
+                ("sync_cpu_s", None), ("rss_per_obj", None), ("heap_per_obj", None)],
 }
 
 
@@ -68,7 +70,7 @@ def _get(med: dict, workload: str, name: str, key: str) -> float | None:
     return (med.get(workload, {}).get(name) or {}).get(key)
 
 
-PEERS = ("client-watch", "client-informer", "kopf", "bare")
+PEERS = ("client-watch", "client-informer", "kopf", "bare", "client-go")
 KINRUNS = ("kinrun", "kinrun-cli", "kinrun-gc-fix")
 """The kinrun contenders judged against the targets (the library, the CLI, the proposed GC fix)."""
 SYNC_MEASURES = (("sync_s", "wall, from process start"),
@@ -93,6 +95,10 @@ def _ratios(med: dict) -> dict[str, Any]:
                 kb, bb = _get(med, wl, name, key), _get(med, wl, "bare", key)
                 if kb and bb:
                     out[f"{wl} {name}/bare ({label})"] = kb / bb
+            for peer in ("client-go", "client-go-protobuf"):  # below 1: kinrun is faster
+                kb, gb = _get(med, wl, name, "sync_cpu_s"), _get(med, wl, peer, "sync_cpu_s")
+                if kb and gb:
+                    out[f"{wl} {name}/{peer} (CPU, from first request)"] = kb / gb
     return out
 
 
