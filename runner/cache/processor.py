@@ -44,7 +44,10 @@ class ProcessorListener:
     the listener's thread only. The informer serialises calls of a synchronous handler (they
     happen under its processing lock). A handler that raises is logged; later notifications
     still come. Invariant: ``_initial_pending`` counts initial-list adds buffered or being
-    handled (always 0 between calls for a synchronous listener).
+    handled (always 0 between calls for a synchronous listener). After ``stop`` no handler
+    call starts, not even for notifications the thread already took into its batch (a call
+    already running completes); ``_stopped`` only goes from False to True, under ``_cond``,
+    and is read without it before each call.
     """
 
     def __init__(self, handler: ResourceEventHandler, requested_resync: float,
@@ -71,6 +74,8 @@ class ProcessorListener:
                 self._dispatch(*notification)
             return
         with self._cond:
+            if self._stopped:
+                return
             if notification[0] == ADD and notification[2]:
                 self._initial_pending += 1
             self._buffer.append(notification)
@@ -84,9 +89,12 @@ class ProcessorListener:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop after the notification being handled; buffered ones are dropped."""
+        """Stop after the notification being handled: once this returns, the handler is
+        called no more; buffered notifications are dropped, also those the listener's thread
+        already took from the buffer into its current batch."""
         with self._cond:
             self._stopped = True
+            self._initial_pending -= sum(1 for kind, _, b in self._buffer if kind == ADD and b)
             self._buffer.clear()
             self._cond.notify()
 
@@ -112,14 +120,29 @@ class ProcessorListener:
             self._dispatch_batch(batch)
 
     def _dispatch_batch(self, batch: deque[Notification]) -> None:
+        """Hand ``batch`` to the handler in order; once stopped, drop the rest of it (a
+        stopped listener calls its handler no more; client-go's ``pop`` likewise drops the
+        notification it holds when its channel closes). ``_stopped`` is read without the lock
+        before every call: it only goes False -> True, so the only call that may still run
+        after ``stop`` returns is one already past that check (in practice: the one running)."""
         dispatch = self._dispatch
-        for kind, a, b in batch:
+        while batch:
+            if self._stopped:
+                self._drop(batch)
+                return
+            kind, a, b = batch.popleft()
             try:
                 dispatch(kind, a, b)
             finally:
                 if kind == ADD and b:
                     with self._cond:
                         self._initial_pending -= 1
+
+    def _drop(self, notifications: deque[Notification]) -> None:
+        """Forget undelivered ``notifications`` (keeps ``_initial_pending`` exact)."""
+        initial = sum(1 for kind, _, b in notifications if kind == ADD and b)
+        with self._cond:
+            self._initial_pending -= initial
 
     def _dispatch(self, kind: int, a: Any, b: Any) -> None:
         handler = self.handler
