@@ -8,6 +8,11 @@ cannot renew for ``renew_deadline`` seconds calls ``on_lost`` (the main job then
 client-go's OnStoppedLeading usually exits). ``release`` clears the holder on a clean stop
 (client-go ReleaseOnCancel) so a successor need not wait out the lease.
 
+``spec.leaseTransitions`` counts changes of holder, as client-go's ``LeaderTransitions``: 0 when
+the Lease is created, +1 whenever a candidate that is not the recorded holder acquires it
+(after the previous holder's lease expired or it released it: a released Lease records holder
+"" and keeps the count), unchanged on renewals and on release.
+
 Thread-safety: ``acquire`` and ``release`` are called from the main job's thread; the renewal
 runs on one daemon thread.
 """
@@ -116,9 +121,9 @@ class LeaderElector:
         if holder and holder != self.identity and time.time() < expires:
             return False
         now = _now_micro()
-        if holder != self.identity:
+        if holder != self.identity:  # a new holder, also after a release (holder ""): a transition
             spec["acquireTime"] = now
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         spec.update(holderIdentity=self.identity, renewTime=now,
                     leaseDurationSeconds=int(self.spec.lease_duration))
         try:

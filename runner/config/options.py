@@ -22,7 +22,9 @@ class RunOptions:
     ``--kubeconfig``/``--context`` (None = not given; they override the file's ``cluster``, see
     :meth:`effective_cluster`); ``namespace``: ``--namespace`` (already applied to the Config
     with ``Config.with_namespace``; kept for logging); ``embedded``: run against the in-process
-    embedded API server instead of a cluster; ``seeds``: YAML/JSON files of objects to load
+    embedded API server instead of a cluster; ``dry_run``: ``--dry-run`` (real reads; every write
+    sent with ``dryRun=All``, persisting nothing, see ``kinrun.kube.Client``; no leader
+    election); ``seeds``: YAML/JSON files of objects to load
     into the embedded server before start (only with ``embedded``); ``log_level``
     (debug/info/warning/error) and ``log_format`` (text/json), already applied by the CLI.
     """
@@ -32,6 +34,7 @@ class RunOptions:
     context: str | None = None
     namespace: str | None = None
     embedded: bool = False
+    dry_run: bool = False
     seeds: tuple[Path, ...] = ()
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"
