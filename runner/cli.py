@@ -127,6 +127,11 @@ def _run_parser() -> argparse.ArgumentParser:
                         help="run against an in-process embedded API server instead of a cluster")
     parser.add_argument("--seed", metavar="FILE", action="append", default=[],
                         help="with --embedded: load the objects of this YAML/JSON file first (repeatable)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="real reads, but every write (apply, patch, delete, Event) is sent "
+                             "with dryRun=All: the server validates it and persists nothing; "
+                             "logs 'dry-run: would patch KIND NS/NAME: field old -> new' per "
+                             "write; skips leader election")
     _add_log_flags(parser)
     parser.add_argument("--version", action="version", version=f"kinrun {__version__}")
     return parser
@@ -187,7 +192,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         config = config.with_namespace(ns.namespace)
     configure_logging(ns.log_level, ns.log_format)
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
-                         namespace=ns.namespace, embedded=ns.embedded,
+                         namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,
                          seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
                          log_format=ns.log_format)
     from kinrun.app import run  # imported here: it pulls in the kubernetes client

@@ -1,143 +1,154 @@
-"""Server-side apply, simplified: field ownership per Apply manager, conflicts, force.
+"""Server-side apply as kube-apiserver 1.20's fieldmanager does it (over ``managed_fields``).
 
-Each Apply manager owns the leaf fields of its last applied configuration (recorded in its
-``managedFields`` entry as ``fieldsV1``; lists count as single leaves). Applying:
+Applying configuration ``C`` as manager ``m`` onto the live object (structured-merge-diff v4
+``Updater.Apply`` and the fieldmanager wrappers of k8s.io/apiserver v1.20):
 
-- a field the configuration sets to a value different from the live one, owned by another
-  Apply manager, is a conflict: 409 ``Apply failed with N conflict(s)`` with one
-  ``FieldManagerConflict`` cause per field (``.data.k``), unless ``force``, which moves the
-  ownership (a manager left owning nothing loses its entry);
-- fields the manager applied before but no longer applies, and that no other Apply manager
-  owns, are removed;
-- the configuration is then merge-patched onto the live object.
+1. An existing object without managedFields is first owned, every field, by the Update
+   manager ``before-first-apply`` (skipNonApplied).
+2. ``C`` is merged onto the live object; fields ``m`` applied last time but not now, and that
+   no other manager (Apply or Update) owns, are removed (prune).
+3. Every field another manager owns - an applier, or an Update manager from a create, update
+   or patch - that the merge changes or adds is a conflict. Without ``force`` the answer is
+   409 Conflict, ``Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1:
+   .spec.replicas`` (several: ``Apply failed with N conflicts: conflicts with "a":\\n- .x``,
+   managers sorted by identifier), one ``FieldManagerConflict`` cause per field. With
+   ``force`` the fields move to ``m``. Fields the apply removes leave every other manager.
+4. ``m`` then owns exactly the leaves of ``C``. Setting a field to the value it already has is
+   no conflict and takes no ownership away (both managers own it).
+5. Manager ``kubectl`` (``kubectl apply --server-side``) may take, without ``force``, fields
+   whose live value still equals the ``kubectl.kubernetes.io/last-applied-configuration``
+   annotation, and keeps that annotation current (lastAppliedManager/lastAppliedUpdater).
 
-Differs from the real structured-merge-diff: Update managers' fields never conflict, lists are
-atomic (no merge by key), no schema-driven defaults. Functions are pure.
+Differences: lists are atomic (see ``managed_fields``), null in ``C`` deletes (merge patch),
+no schema defaults. Functions are pure.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
+from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_paths, path_order,
+                             path_string, same_value, take, with_managers)
 from .patch import merge_patch
-from .status import StatusError
+from .status import StatusError, bad_request
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
-_IDENTITY: set[Path] = {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
+BEFORE_FIRST_APPLY = "before-first-apply"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+KUBECTL = "kubectl"
 
 
-def leaf_paths(config: Any, prefix: Path = ()) -> dict[Path, Any]:
-    """Every leaf of ``config`` (dicts descended, anything else a leaf) -> its value, without
-    the identity fields (apiVersion, kind, metadata.name/namespace)."""
-    if isinstance(config, dict) and config:
-        out: dict[Path, Any] = {}
-        for key, value in config.items():
-            out.update(leaf_paths(value, prefix + (str(key),)))
-        return out
-    return {} if prefix in _IDENTITY or not prefix else {prefix: config}
-
-
-def fields_v1(paths: set[Path]) -> Obj:
-    """The managedFields ``fieldsV1`` set for ``paths``."""
-    root: Obj = {}
-    for path in sorted(paths):
-        node = root
-        for part in path:
-            node = node.setdefault(f"f:{part}", {})
-    return root
-
-
-def paths_of(fields: Any, prefix: Path = ()) -> set[Path]:
-    """The leaf paths recorded in a ``fieldsV1`` set."""
-    if not isinstance(fields, dict) or not fields:
-        return {prefix} if prefix else set()
-    out: set[Path] = set()
-    for key, value in fields.items():
-        if key.startswith("f:"):
-            out |= paths_of(value, prefix + (key[2:],))
+def _without(obj: Obj, path: Path) -> Obj:
+    """A copy of ``obj`` without ``path``, copying only the maps along it."""
+    if not path or not isinstance(obj, dict) or path[0] not in obj:
+        return obj
+    out = dict(obj)
+    if len(path) == 1:
+        del out[path[0]]
+    else:
+        out[path[0]] = _without(obj[path[0]], path[1:])
     return out
 
 
-def _get(obj: Any, path: Path) -> Any:
-    for part in path:
-        if not isinstance(obj, dict) or part not in obj:
-            return _MISSING
-        obj = obj[part]
-    return obj
-
-
-_MISSING = object()
-
-
-def _remove(obj: Obj, path: Path) -> None:
-    node: Any = obj
-    for part in path[:-1]:
-        node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
-            return
-    if isinstance(node, dict):
-        node.pop(path[-1], None)
-
-
-def _dotted(path: Path) -> str:
-    return "." + ".".join(path)
-
-
-def _apply_entries(live: Obj | None) -> list[Obj]:
-    meta = (live or {}).get("metadata") or {}
-    return [m for m in meta.get("managedFields") or [] if isinstance(m, dict)]
+def _starting_managers(live: Obj | None, api_version: str, now: str) -> list[Manager]:
+    if live is None:
+        return []
+    managers = decode((live.get("metadata") or {}).get("managedFields"))
+    if managers:
+        return managers
+    owned = set(field_paths(live))
+    return [Manager(BEFORE_FIRST_APPLY, UPDATE, api_version, "", now, owned)] if owned else []
 
 
 def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_version: str,
           now: str, subresource: str = "") -> Obj:
-    """The object after ``manager`` applies ``applied`` onto ``live`` (None: create).
-    Raises StatusError 409 on conflicts (see module docstring)."""
-    wanted = leaf_paths(applied)
-    entries = _apply_entries(live)
-    conflicts: list[tuple[Path, str]] = []
-    for entry in entries:
-        if entry.get("operation") != "Apply" or entry.get("manager") == manager:
-            continue
-        for path in paths_of(entry.get("fieldsV1")) & set(wanted):
-            if _get(live, path) != wanted[path]:
-                conflicts.append((path, str(entry.get("manager"))))
+    """The object after ``manager`` applies ``applied`` onto ``live`` (None: create), with
+    managedFields; ``now`` is the RFC 3339 time for entries that change. Raises StatusError
+    409 Conflict (see module docstring) and 400 when ``applied`` carries managedFields."""
+    if (applied.get("metadata") or {}).get("managedFields") is not None:
+        raise bad_request("metadata.managedFields must be nil")
+    managers = _starting_managers(live, api_version, now)
+    mine = Manager(manager, APPLY, api_version, subresource)
+    last = next((m for m in managers if m.key == mine.key), None)
+    others = [m for m in managers if m is not last]
+    wanted = set(field_paths(applied))
+    merged = merge_patch(live or {}, applied)
+    owned = wanted.union(*(m.fields for m in others))
+    for path in sorted((last.fields if last else set()) - owned):
+        merged = _without(merged, path)
+    change = compare(live, merged)
+    conflicts = _conflicts(others, change.modified | change.added)
     if conflicts and not force:
-        raise _conflict_error(conflicts)
-    taken = {path for path, _ in conflicts}
-    mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"
-                 and e.get("subresource", "") == subresource), None)
-    others = [e for e in entries if e is not mine]
-    owned_by_others = set().union(*(paths_of(e.get("fieldsV1")) for e in others
-                                    if e.get("operation") == "Apply")) if others else set()
-    result = merge_patch(live or {}, applied)
-    for path in (paths_of(mine.get("fieldsV1")) if mine else set()) - set(wanted) - owned_by_others:
-        _remove(result, path)
-    kept = []
-    for entry in others:
-        if entry.get("operation") == "Apply" and taken:
-            remaining = paths_of(entry.get("fieldsV1")) - taken
-            if not remaining:
-                continue
-            entry = {**entry, "fieldsV1": fields_v1(remaining)}
-        kept.append(entry)
-    new_fields = fields_v1(set(wanted))
-    if mine is not None and mine.get("fieldsV1") == new_fields:
-        entry = mine
-    else:
-        entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
-                 "fieldsType": "FieldsV1", "fieldsV1": new_fields}
-        if subresource:
-            entry["subresource"] = subresource
-    result["metadata"] = {**(result.get("metadata") or {}), "managedFields": kept + [entry]}
+        if manager != KUBECTL or not _allowed_by_last_applied(live, conflicts, api_version):
+            raise conflict_error(conflicts)
+    kept = take(others, change.modified | change.added | change.removed)
+    mine = replace(mine, fields=wanted, time=last.time if last else None)
+    if not change.same or _fields(kept + [mine]) != _fields(managers):
+        mine.time = now
+    result = with_managers(merged, kept + [mine])
+    if manager == KUBECTL and LAST_APPLIED in ((result.get("metadata") or {}).get("annotations") or {}):
+        result = _with_last_applied(result, applied)
     return result
 
 
-def _conflict_error(conflicts: list[tuple[Path, str]]) -> StatusError:
-    parts = [f'conflict with "{who}": {_dotted(path)}' for path, who in conflicts]
-    noun = "conflict" if len(conflicts) == 1 else "conflicts"
-    causes = [{"reason": "FieldManagerConflict", "message": f'conflict with "{who}"',
-               "field": _dotted(path)} for path, who in conflicts]
-    return StatusError(409, "Conflict",
-                       f"Apply failed with {len(conflicts)} {noun}: " + "\n".join(parts),
-                       {"causes": causes})
+def _fields(managers: list[Manager]) -> dict[tuple[str, str, str, str], set[Path]]:
+    return {m.key: m.fields for m in managers if m.fields}
+
+
+def _conflicts(others: list[Manager], changed: frozenset[Path]) -> list[tuple[Manager, list[Path]]]:
+    """(manager, its changed fields in set order) for every other manager losing fields,
+    managers sorted by identifier."""
+    out = [(m, sorted(m.fields & changed, key=path_order)) for m in others]
+    return sorted(((m, paths) for m, paths in out if paths), key=lambda mp: mp[0].identifier())
+
+
+def conflict_error(conflicts: list[tuple[Manager, list[Path]]]) -> StatusError:
+    """409 Conflict for apply conflicts, message and causes as fieldmanager's NewConflictError
+    (the real server orders the causes of several managers at random; this one by identifier)."""
+    count = sum(len(paths) for _, paths in conflicts)
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {m.describe()}",
+               "field": path_string(p)} for m, paths in conflicts for p in paths]
+    if count == 1:
+        (who, (path,)), = conflicts
+        message = f"Apply failed with 1 conflict: conflict with {who.describe()}: {path_string(path)}"
+    else:
+        lines = []
+        for who, paths in conflicts:
+            lines.append(f"conflicts with {who.describe()}:")
+            lines.extend(f"- {path_string(p)}" for p in paths)
+        message = f"Apply failed with {count} conflicts: " + "\n".join(lines)
+    return StatusError(409, "Conflict", message, {"causes": causes})
+
+
+def _allowed_by_last_applied(live: Obj | None, conflicts: list[tuple[Manager, list[Path]]],
+                             api_version: str) -> bool:
+    """Whether every conflicting field is in the last-applied annotation with the live value
+    (then kubectl's server-side apply takes them); raises the remaining conflicts otherwise."""
+    text = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        last_applied = json.loads(text) if text else None
+    except ValueError:
+        last_applied = None
+    if not isinstance(last_applied, dict) or last_applied.get("apiVersion") != api_version:
+        return False
+    before, now = field_paths(last_applied), field_paths(live)
+    allowed = {p for p, v in before.items() if p in now and same_value(v, now[p])}
+    remaining = [(m, [p for p in paths if p not in allowed]) for m, paths in conflicts]
+    remaining = [(m, paths) for m, paths in remaining if paths]
+    if remaining:
+        raise conflict_error(remaining)
+    return True
+
+
+def _with_last_applied(obj: Obj, applied: Obj) -> Obj:
+    config = json.loads(json.dumps(applied))
+    annotations = (config.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {**meta["annotations"],
+                           LAST_APPLIED: json.dumps(config, sort_keys=True, separators=(",", ":")) + "\n"}
+    return {**obj, "metadata": meta}

@@ -1,53 +1,293 @@
-"""A coarse ``metadata.managedFields`` bookkeeping, so objects look like a real server's.
+"""Field ownership (``metadata.managedFields``) as kube-apiserver 1.20's fieldmanager keeps it.
 
-Each write through the API records one entry per (manager, operation, subresource) with the
-time and a ``fieldsV1`` set listing the object's fields down to three levels (a real server
-tracks every leaf and uses the sets to detect apply conflicts; this one does not).
+Semantics (k8s.io/apiserver ``pkg/endpoints/handlers/fieldmanager`` v1.20 and the
+structured-merge-diff v4 ``merge.Updater`` it wraps):
+
+- A *manager* is identified by (name, operation, apiVersion for Update only, subresource);
+  it owns a set of field paths. Sets hold leaves: a scalar, a list (lists are atomic here) or
+  an empty map. ``apiVersion``, ``kind`` and the server-set metadata (name, namespace, uid,
+  resourceVersion, generation, creationTimestamp, selfLink, clusterName, managedFields) are
+  never owned (fieldmanager's stripMeta).
+- Create/update/patch (operation ``Update``): the manager is the request's ``fieldManager``,
+  else the User-Agent up to its first ``/`` (``manager_from_user_agent``), else ``unknown``.
+  Comparing the live and the new object, the fields it changed or added become its own and are
+  taken from every other manager, fields it removed leave every manager; its entry's ``time``
+  moves only when its set changed (managedFieldsUpdater). An update of an object that has no
+  managedFields is not tracked (skipNonApplied; creates are always tracked).
+- The managedFields a request body carries are used when non-empty; ``[]`` resets them
+  (decodeManagedFields); otherwise the live object's are kept.
+- Entries are written sorted by operation, time, manager, apiVersion
+  (sortEncodedManagedFields).
+
+Apply (conflicts, force, pruning) is in ``apply``, built on these functions. Differences from
+the real server: no schemas, so lists are atomic leaves (the real server merges most built-in
+lists by key and records ``k:{...}`` items), ``fieldsV1`` carries no ``"."`` marker for maps
+that were added, defaults the embedded server sets after the write are not owned, and the
+10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they never
+modify their arguments.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Obj = dict[str, Any]
-_DEPTH = 3
+Path = tuple[str, ...]
+
+APPLY, UPDATE = "Apply", "Update"
+FIELD_MANAGER_MAX_LENGTH = 128            # apimachinery validation.FieldManagerMaxLength
+_STRIPPED: frozenset[Path] = frozenset({
+    ("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("metadata", "namespace"),
+    ("metadata", "creationTimestamp"), ("metadata", "selfLink"), ("metadata", "uid"),
+    ("metadata", "clusterName"), ("metadata", "generation"), ("metadata", "managedFields"),
+    ("metadata", "resourceVersion")})
 
 
-def _field_set(value: Any, depth: int) -> Obj:
-    if not isinstance(value, dict) or depth == 0:
-        return {}
-    return {f"f:{k}": _field_set(v, depth - 1) for k, v in value.items()}
+@dataclass(slots=True)
+class Manager:
+    """One managedFields entry, decoded: ``manager`` (name), ``operation`` (Apply/Update),
+    ``api_version`` (of the request that wrote it), ``subresource`` ("" or "status"),
+    ``time`` (RFC 3339 or None) and ``fields`` (owned leaf paths)."""
+
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str = ""
+    time: str | None = None
+    fields: set[Path] = field(default_factory=set)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """The identity: appliers are one manager across apiVersions (BuildManagerIdentifier)."""
+        version = "" if self.operation == APPLY else self.api_version
+        return (self.manager, self.operation, version, self.subresource)
+
+    def identifier(self) -> str:
+        """The manager identifier as the fieldmanager builds it (compact JSON of manager,
+        operation and, for Update, apiVersion); the conflict message sorts managers by it."""
+        ident: Obj = {"manager": self.manager, "operation": self.operation}
+        if self.operation != APPLY:
+            ident["apiVersion"] = self.api_version
+        if self.subresource:
+            ident["subresource"] = self.subresource
+        return json.dumps(ident, separators=(",", ":"))
+
+    def describe(self) -> str:
+        """How a conflict names this manager (fieldmanager printManager): ``"kubectl-patch"
+        using apps/v1`` for an Update manager, ``"name"`` for an applier."""
+        name = json.dumps(self.manager, ensure_ascii=False)
+        return f"{name} using {self.api_version}" if self.operation == UPDATE else name
 
 
-def fields_v1(obj: Obj, subresource: str) -> Obj:
-    """The fieldsV1 set for ``obj``: ``status`` only for the status subresource, else
-    labels/annotations/finalizers/ownerReferences plus every top-level field but status."""
-    if subresource == "status":
-        return {"f:status": _field_set(obj.get("status"), _DEPTH - 1)}
-    meta = obj.get("metadata") or {}
-    out: Obj = {}
-    kept = {k: meta[k] for k in ("labels", "annotations", "finalizers", "ownerReferences") if k in meta}
-    if kept:
-        out["f:metadata"] = _field_set(kept, _DEPTH - 1)
-    for key, value in obj.items():
-        if key not in ("apiVersion", "kind", "metadata", "status"):
-            out[f"f:{key}"] = _field_set(value, _DEPTH - 1)
+def manager_from_user_agent(user_agent: str) -> str:
+    """The field manager a write without ``fieldManager`` gets: the User-Agent before its first
+    ``/``, non-printable characters dropped, at most 128 bytes (handlers.prefixFromUserAgent);
+    "unknown" when that leaves nothing (buildManagerInfo)."""
+    out, size = [], 0
+    for char in user_agent.split("/")[0]:
+        if not char.isprintable():      # same class as Go's unicode.IsPrint
+            continue
+        size += len(char.encode())
+        if size > FIELD_MANAGER_MAX_LENGTH:
+            break
+        out.append(char)
+    return "".join(out) or "unknown"
+
+
+# -- field sets ---------------------------------------------------------------------------------
+
+
+def field_paths(obj: Any, prefix: Path = ()) -> dict[Path, Any]:
+    """Every owned-able leaf of ``obj`` -> its value: non-empty maps are descended, anything
+    else (scalar, list, empty map, null) is a leaf; stripped paths are left out."""
+    if isinstance(obj, dict) and obj:
+        out: dict[Path, Any] = {}
+        for key, value in obj.items():
+            path = prefix + (str(key),)
+            if path == ("metadata", "managedFields"):
+                continue
+            out.update(field_paths(value, path))
+        return out
+    return {} if not prefix or prefix in _STRIPPED else {prefix: obj}
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Value equality as structured-merge-diff's: numbers by value, bools apart from numbers,
+    maps regardless of key order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """What changed from an old to a new object (typed.Comparison): leaf paths ``modified``
+    (in both, different), ``added`` (only in new), ``removed`` (only in old)."""
+
+    modified: frozenset[Path]
+    added: frozenset[Path]
+    removed: frozenset[Path]
+
+    @property
+    def same(self) -> bool:
+        """Nothing changed."""
+        return not (self.modified or self.added or self.removed)
+
+
+def _prefixes(paths: Iterable[Path]) -> set[Path]:
+    return {path[:i] for path in paths for i in range(1, len(path))}
+
+
+def compare(old: Any, new: Any) -> Comparison:
+    """The Comparison of ``old`` and ``new`` (objects, or None for nothing). A leaf that turns
+    into a map with content (or back) is neither added nor removed: only its children are."""
+    before, after = field_paths(old or {}), field_paths(new or {})
+    modified = {p for p in before.keys() & after.keys() if not same_value(before[p], after[p])}
+    added = after.keys() - before.keys() - _prefixes(before)
+    removed = before.keys() - after.keys() - _prefixes(after)
+    return Comparison(frozenset(modified), frozenset(added), frozenset(removed))
+
+
+def path_string(path: Path) -> str:
+    """A path as fieldpath.Path.String writes it: ``.spec.replicas``."""
+    return "".join(f".{part}" for part in path)
+
+
+def path_order(path: Path) -> tuple[tuple[int, str], ...]:
+    """Sort key giving fieldpath.Set.Iterate's order: at each level the leaves there, sorted,
+    before the subtrees, sorted."""
+    return tuple((0 if i == len(path) - 1 else 1, part) for i, part in enumerate(path))
+
+
+def to_fields_v1(paths: Iterable[Path]) -> Obj:
+    """The ``fieldsV1`` document of a path set (``{"f:spec": {"f:replicas": {}}}``); a path
+    that is itself owned and has owned children gets the ``"."`` member."""
+    root: Obj = {}
+    wanted = set(paths)
+    for path in sorted(wanted):
+        node = root
+        for part in path:
+            node = node.setdefault(f"f:{part}", {})
+    for path in wanted:
+        node = root
+        for part in path:
+            node = node[f"f:{part}"]
+        if node:
+            node["."] = {}
+    return _sorted_keys(root)
+
+
+def _sorted_keys(node: Obj) -> Obj:
+    return {k: _sorted_keys(node[k]) for k in sorted(node)}
+
+
+def paths_of(fields: Any, prefix: Path = ()) -> set[Path]:
+    """The paths a ``fieldsV1`` document records (``f:`` members; ``k:``/``v:`` list items,
+    which this server never writes, are ignored)."""
+    if not isinstance(fields, dict) or not fields:
+        return {prefix} if prefix else set()
+    out: set[Path] = {prefix} if prefix and "." in fields else set()
+    for key, value in fields.items():
+        if key.startswith("f:"):
+            out |= paths_of(value, prefix + (key[2:],))
     return out
 
 
-def record(obj: Obj, *, manager: str, operation: str, api_version: str, subresource: str,
-           now: str) -> None:
-    """Set or refresh ``obj``'s managedFields entry for this writer (``obj`` and its metadata
-    are owned by the caller and are modified)."""
-    meta = obj.setdefault("metadata", {})
-    fields = fields_v1(obj, subresource)
-    entries = [m for m in meta.get("managedFields") or [] if isinstance(m, dict)]
-    same = [m for m in entries if m.get("manager") == manager and m.get("operation") == operation
-            and m.get("subresource", "") == subresource]
-    if same and same[0].get("fieldsV1") == fields:
-        return                          # unchanged ownership: keep the entry (and its time)
-    entry: Obj = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                  "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields}
-    if subresource:
-        entry["subresource"] = subresource
-    meta["managedFields"] = [m for m in entries if not any(m is x for x in same)] + [entry]
+# -- entries ------------------------------------------------------------------------------------
+
+
+def decode(entries: Any) -> list[Manager]:
+    """The managers of a ``metadata.managedFields`` list (malformed entries are skipped)."""
+    out = []
+    for entry in entries or []:
+        if not isinstance(entry, dict) or entry.get("operation") not in (APPLY, UPDATE):
+            continue
+        out.append(Manager(str(entry.get("manager") or ""), entry["operation"],
+                           str(entry.get("apiVersion") or ""), str(entry.get("subresource") or ""),
+                           entry.get("time"), paths_of(entry.get("fieldsV1"))))
+    return out
+
+
+def encode(managers: Iterable[Manager]) -> list[Obj]:
+    """The ``metadata.managedFields`` list for ``managers``, empty sets dropped, sorted as
+    kube-apiserver sorts them (Apply before Update, then time, manager, apiVersion)."""
+    entries = []
+    for m in managers:
+        if not m.fields:
+            continue
+        entry: Obj = {"manager": m.manager, "operation": m.operation, "apiVersion": m.api_version}
+        if m.time is not None:
+            entry["time"] = m.time
+        entry["fieldsType"] = "FieldsV1"
+        entry["fieldsV1"] = to_fields_v1(m.fields)
+        if m.subresource:
+            entry["subresource"] = m.subresource
+        entries.append(entry)
+    return sorted(entries, key=lambda e: (e["operation"], e.get("time") or "", e["manager"],
+                                          e["apiVersion"]))
+
+
+def request_managers(live: Obj | None, new: Obj) -> list[Manager]:
+    """The managers a write starts from (decodeManagedFields): the request body's managedFields
+    when non-empty, none when it sends ``[]`` (a reset), else the live object's."""
+    sent = (new.get("metadata") or {}).get("managedFields")
+    if isinstance(sent, list) and not sent:
+        return []
+    managers = decode(sent) if isinstance(sent, list) else []
+    return managers or decode(((live or {}).get("metadata") or {}).get("managedFields"))
+
+
+def with_managers(obj: Obj, managers: Iterable[Manager]) -> Obj:
+    """A shallow copy of ``obj`` (and its metadata) carrying ``managers`` as managedFields
+    (none: the field is absent)."""
+    meta = dict(obj.get("metadata") or {})
+    entries = encode(managers)
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+    return {**obj, "metadata": meta}
+
+
+def take(managers: list[Manager], taken: Iterable[Path], *, skip: Manager | None = None) -> list[Manager]:
+    """``managers`` without the paths ``taken`` (except ``skip``, kept as is); managers left
+    owning nothing are dropped. Returns new Manager objects."""
+    gone = set(taken)
+    out = []
+    for m in managers:
+        if m is not skip:
+            m = replace(m, fields=m.fields - gone)
+        if m.fields:
+            out.append(m)
+    return out
+
+
+def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subresource: str,
+           now: str) -> Obj:
+    """``new`` with managedFields after ``manager`` wrote it over ``live`` (None: a create) with
+    a create/update/patch, as the fieldmanager's Update (see module docstring)."""
+    managers = request_managers(live, new)
+    if not managers and live is not None:
+        return with_managers(new, [])           # untracked object: stays untracked
+    change = compare(live, new)
+    mine = Manager(manager, UPDATE, api_version, subresource)
+    former = next((m for m in managers if m.key == mine.key), None)
+    managers = take(managers, change.modified | change.added | change.removed)
+    gained = set(change.modified | change.added)
+    if gained:
+        previous = next((m for m in managers if m.key == mine.key), None)
+        owned = gained | (previous.fields if previous else set())
+        changed = former is None or owned != former.fields
+        mine = replace(mine, fields=owned,
+                       time=now if changed or former is None else former.time)
+        managers = [m for m in managers if m.key != mine.key] + [mine]
+    return with_managers(new, managers)

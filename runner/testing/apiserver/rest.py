@@ -303,23 +303,20 @@ class Api:
                                  f"name on the URL ({t.name})")
 
     def _manager(self, req: Request, required: bool = False) -> str:
+        """The request's field manager: ``fieldManager``, else (not for apply: 422) derived
+        from the User-Agent as kube-apiserver's managerOrUserAgent."""
         manager = req.query.get("fieldManager", "")
         if not manager and required:
             raise st.invalid("PatchOptions", "meta.k8s.io", "", [(
                 "fieldManager", "FieldValueRequired", "Required value: is required for apply patch")])
-        if not manager:
-            agent = req.headers.get("User-Agent", "") or "unknown"
-            manager = agent.split("/")[0] or "unknown"
-        return manager
+        return manager or managed_fields.manager_from_user_agent(req.headers.get("User-Agent", ""))
 
-    def _record(self, req: Request, t: Target, obj: Obj, operation: str,
-                required: bool = False) -> Obj:
-        obj = dict(obj)
-        obj["metadata"] = dict(obj.get("metadata") or {})
-        managed_fields.record(obj, manager=self._manager(req, required), operation=operation,
-                              api_version=t.rtype.api_version(t.version),
-                              subresource=t.subresource, now=self.store.now())
-        return obj
+    def _record(self, req: Request, t: Target, live: Obj | None, obj: Obj) -> Obj:
+        """``obj`` with managedFields after this create/update/patch over ``live`` (None: a
+        create), as the fieldmanager's Update."""
+        return managed_fields.update(live, obj, manager=self._manager(req),
+                                     api_version=t.rtype.api_version(t.version),
+                                     subresource=t.subresource, now=self.store.now())
 
     # -- verbs ----------------------------------------------------------------------------
 
@@ -406,7 +403,7 @@ class Api:
         body = self._decode_body(req)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=False)
-        body = self._record(req, t, body, "Update")
+        body = self._record(req, t, None, body)
         reset_status(t.rtype, body)
         created = self.store.create_object(t.rtype, body, namespace=t.namespace,
                                            dry_run=_dry_run(req))
@@ -416,10 +413,11 @@ class Api:
         body = self._decode_body(req)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=True)
-        body = self._record(req, t, body, "Update")
 
         def mutate(current: Obj) -> Obj:
-            return prepare_for_update(t.rtype, body, current, t.subresource)
+            # as 1.20: ownership is computed before the strategy resets status (or spec)
+            return prepare_for_update(t.rtype, self._record(req, t, current, body), current,
+                                      t.subresource)
 
         obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
                                               dry_run=_dry_run(req))
@@ -438,7 +436,7 @@ class Api:
 
         def mutate(current: Obj) -> Obj:
             patched = patches.apply_patch(content_type, current, patch_body)
-            patched = self._record(req, t, patched, "Update")
+            patched = self._record(req, t, current, patched)
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
         obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
