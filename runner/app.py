@@ -5,7 +5,8 @@
          ``export KUBECONFIG=<path>`` (stdout) so kubectl can be pointed at it;
       2. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none);
       3. load the plugins, build the Manager (discovery, templates: a bad config fails here);
-      4. optionally serve metrics and wait to be the leader (Lease);
+      4. optionally serve metrics and wait to be the leader (Lease; not with ``--dry-run``,
+         which sends every write with ``dryRun=All`` and must never take the Lease);
       5. start informers, wait for their caches, start the workers (progress in the log);
       6. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
 
@@ -58,13 +59,19 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         stack.enter_context(_signals_set(stop))
         kubeconfig, context = _cluster_access(config, options, stack)
         cluster = config.cluster
-        manager = _build(config, kubeconfig, context, cluster, stack)
+        manager = _build(config, kubeconfig, context, cluster, stack, dry_run=options.dry_run)
         if manager.metrics is not None:
             metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
             stack.callback(manager.metrics.close)
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
         elector = None
-        if config.leader_election is not None:
+        if config.leader_election is not None and options.dry_run:
+            # The Lease writes would be real writes: a dry run must never take the Lease from
+            # the real leader (nor pretend to hold it), so it runs unelected. It writes nothing.
+            _log.warning("dry-run: leader election skipped: this replica reconciles without "
+                         "the Lease %s/%s", config.leader_election.namespace,
+                         config.leader_election.lease_name)
+        elif config.leader_election is not None:
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
             if not elector.acquire(stop):
                 return 0
@@ -84,12 +91,16 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
 
 
 def _build(config: Config, kubeconfig: str | None, context: str | None, cluster: Any,
-           stack: contextlib.ExitStack) -> Manager:
+           stack: contextlib.ExitStack, *, dry_run: bool = False) -> Manager:
+    """The client (``dry_run``: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
+    the plugins and the Manager over them; the client is closed when ``stack`` unwinds."""
     pool = sum(c.workers for c in config.controllers) + 2 * len(config.informers) + 4
     client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
-                                burst=cluster.burst, pool_size=pool)
+                                burst=cluster.burst, pool_size=pool, dry_run=dry_run)
     stack.callback(client.close)
     _log.info("API server %s", client.host)
+    if dry_run:
+        _log.info("dry-run: writes are sent with dryRun=All and logged; nothing is persisted")
     pm = load_plugins(config.plugins, config.base_dir, config_file=config.file)
     return Manager(config, client, pm, metrics=Metrics() if config.metrics is not None else None)
 

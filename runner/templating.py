@@ -8,6 +8,13 @@ Design:
 * Default globals that only widen the attack surface are removed (``lipsum``, ``cycler``,
   ``joiner``); ``range`` is bounded to :data:`MAX_RANGE` items, and ``*``/``**`` refuse to build
   huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`).
+* A budget (:class:`RenderBudget`, limits :class:`BudgetLimits` from ``templates.budget``)
+  bounds time, loop steps and output, so no template ties a worker up: one budget per reconcile
+  (the actions open it), per indexer/key mapper call, else per render. The checks are
+  cooperative, in the sandbox, at ~1 us per render: compiled ``for`` loops iterate through an
+  environment hook (a code generator wraps each loop's iterable), filters that return
+  collections count their items, the sandbox's ``call`` checks the clock, and the output chunks
+  are counted as they are joined. Past a limit: :class:`BudgetExceeded`.
 * Templates cannot read the process environment or files unless the config's
   ``templates: {allowEnv: true, allowFiles: true}`` says so; then ``env(name, default)`` and
   ``read_file(path)`` (relative to the config's folder, at most :data:`MAX_FILE_BYTES`) exist.
@@ -29,6 +36,8 @@ Dicts in templates: ``obj.metadata.name`` reads keys, but a key named like a dic
 from __future__ import annotations
 
 import base64
+import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -36,16 +45,20 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import yaml
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
 
 MAX_RANGE = 10_000
@@ -108,16 +121,19 @@ class TemplateOptions:
     ``allow_files`` (default False): templates may call ``read_file(path)``.
     ``base_dir``: folder relative paths of ``read_file`` are resolved against (the config file's
     folder); None means the current directory.
+    ``budget``: the :class:`BudgetLimits` of every render (``templates.budget``).
     """
 
     allow_env: bool = False
     allow_files: bool = False
     base_dir: Path | None = None
+    budget: BudgetLimits = field(default_factory=lambda: BudgetLimits())  # defined below
 
     @classmethod
     def coerce(cls, value: Any, base_dir: Path | None = None) -> TemplateOptions:
-        """Accept None, a TemplateOptions, a mapping with ``allowEnv``/``allowFiles`` (config
-        spelling) or ``allow_env``/``allow_files``, or an object with those attributes."""
+        """Accept None, a TemplateOptions, a mapping with ``allowEnv``/``allowFiles``/``budget``
+        (config spelling) or ``allow_env``/``allow_files``/``budget``, or an object with those
+        attributes (the config model's TemplatesSpec). ``budget``: see BudgetLimits.coerce."""
         if isinstance(value, TemplateOptions):
             return value
         if value is None:
@@ -126,7 +142,8 @@ class TemplateOptions:
         env = get("allowEnv") if get("allowEnv") is not None else get("allow_env")
         files = get("allowFiles") if get("allowFiles") is not None else get("allow_files")
         base = get("base_dir") or base_dir
-        return cls(bool(env), bool(files), Path(base) if base else None)
+        return cls(bool(env), bool(files), Path(base) if base else None,
+                   BudgetLimits.coerce(get("budget")))
 
 
 class TemplateRenderError(KinrunError):
@@ -141,6 +158,191 @@ class TemplateRenderError(KinrunError):
         self.template_line = template_line
         where = f" (template line {template_line})" if template_line else ""
         super().__init__(f"{detail}{where}")
+
+
+# --- budgets ---------------------------------------------------------------------------------
+
+
+def _budget_default(name: str) -> Any:
+    """The JSON Schema ``default`` of ``templates.budget.<name>`` (the only place defaults are
+    written). Imported late: the config package imports this module."""
+    from kinrun.config.schema import load_schema
+    budget = load_schema()["$defs"]["templates"]["properties"]["budget"]
+    return budget["properties"][name]["default"]
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    """The config's ``templates.budget``: what the renders sharing one :class:`RenderBudget` may
+    spend. Defaults come from ``schemas/kinrun.schema.json`` (``$defs.templates``).
+
+    ``timeout``: seconds of rendering (default 1.0); ``max_loop_steps``: loop steps, i.e.
+    iterations of every ``for`` loop plus every item of a list, tuple, set, mapping or iterator a
+    filter returns (default 100,000); ``max_output_chars``: characters of template output
+    (default 1,048,576 = 1 MiB of ASCII). The fixed limits :data:`MAX_RANGE`,
+    :data:`MAX_SEQUENCE` and :data:`MAX_EXPONENT` apply on top, per operation.
+    """
+
+    timeout: float = field(default_factory=lambda: parse_duration(_budget_default("timeout")))
+    max_loop_steps: int = field(default_factory=lambda: int(_budget_default("maxLoopSteps")))
+    max_output_chars: int = field(default_factory=lambda: int(_budget_default("maxOutputChars")))
+
+    @classmethod
+    def coerce(cls, value: Any) -> BudgetLimits:
+        """Accept None (defaults), a BudgetLimits, a mapping in config spelling (``timeout`` as a
+        duration, ``maxLoopSteps``, ``maxOutputChars``) or Python spelling, or an object with
+        the Python attributes. Missing keys take the defaults. Raises ValueError for a bad
+        duration."""
+        if value is None or isinstance(value, BudgetLimits):
+            return value if value is not None else cls()
+        get = value.get if isinstance(value, Mapping) else (lambda k: getattr(value, k, None))
+        given = {attr: get(config) if get(config) is not None else get(attr)
+                 for config, attr in _BUDGET_KEYS.items()}
+        kwargs: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        if "timeout" in kwargs:
+            kwargs["timeout"] = parse_duration(kwargs["timeout"])
+        return cls(**kwargs)
+
+
+_BUDGET_KEYS = {"timeout": "timeout", "maxLoopSteps": "max_loop_steps",
+                "maxOutputChars": "max_output_chars"}
+"""Config key -> BudgetLimits attribute."""
+
+
+class BudgetExceeded(TemplateRenderError):
+    """A render went over its budget: a :class:`BudgetLimits` limit or a fixed size limit.
+
+    ``reason``: ``"timeout"``, ``"maxLoopSteps"``, ``"maxOutputChars"`` (the config key under
+    ``templates.budget``) or ``"range"``, ``"sequence"``, ``"exponent"`` (the fixed limits);
+    ``used``: what was spent when the check failed (seconds, steps, characters, items);
+    ``limit``: the limit in the same unit; ``setting``: the config path to raise it, or None for
+    a fixed limit. ``detail`` reads ``template budget exceeded: more than 100000 loop steps
+    (templates.budget.maxLoopSteps)``. Rendering fails; it is not a ReconcileError, so a
+    reconcile that hit it is retried with backoff like any render failure.
+    """
+
+    def __init__(self, reason: str, used: float, limit: float, what: str,
+                 template_line: int | None = None) -> None:
+        self.reason, self.used, self.limit = reason, used, limit
+        self.setting = f"templates.budget.{reason}" if reason in _BUDGET_KEYS else None
+        self.what = what
+        where = f" ({self.setting})" if self.setting else ""
+        super().__init__(f"template budget exceeded: {what}{where}", template_line)
+
+    def at_line(self, template_line: int | None) -> BudgetExceeded:
+        """The same error located at ``template_line`` (inside the template)."""
+        return BudgetExceeded(self.reason, self.used, self.limit, self.what, template_line)
+
+
+_ACTIVE: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar(
+    "kinrun_render_budget", default=None)
+"""The budget the current thread's renders spend (set by ``with budget:``)."""
+
+
+class RenderBudget:
+    """What one render, or all the renders of one reconcile, have spent against ``limits``.
+
+    ``with budget:`` makes it the current thread's active budget (a context variable) until the
+    block ends, so every template, expression and filter rendered inside spends it; nested
+    ``with`` of another budget replaces it for the inner block. :meth:`Template.render` and
+    :meth:`Expression.evaluate` open a fresh budget of their engine's limits when none is active.
+    The checks are cooperative, inside the sandbox: :meth:`step` at every loop iteration and every
+    item a filter returns, :meth:`check_time` at every call, :meth:`add_output` per template
+    output. Work inside one C-level operation (``join`` of a huge list) is not interrupted; the
+    fixed limits (:data:`MAX_RANGE` ...) keep each such operation small.
+
+    ``clock``: monotonic seconds (inject a fake in tests); time counts from construction.
+    Counters (``steps``, ``output_chars``) only grow: once exceeded, every later check fails too.
+    Not thread-safe: one reconcile (one thread) uses it at a time.
+    """
+
+    __slots__ = ("limits", "_clock", "started", "_deadline", "steps", "output_chars", "_tokens")
+
+    def __init__(self, limits: BudgetLimits, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits
+        self._clock = clock
+        self.started = clock()
+        self._deadline = self.started + limits.timeout   # monotonic seconds
+        self.steps = 0          # loop steps spent; exceeded when > limits.max_loop_steps
+        self.output_chars = 0   # output characters; exceeded when > limits.max_output_chars
+        self._tokens: list[contextvars.Token] = []   # one per open ``with``, innermost last
+
+    def __enter__(self) -> RenderBudget:
+        self._tokens.append(_ACTIVE.set(self))
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        _ACTIVE.reset(self._tokens.pop())
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the budget was made."""
+        return self._clock() - self.started
+
+    def step(self, count: int = 1) -> None:
+        """Spend ``count`` loop steps, then check time; raises BudgetExceeded."""
+        self.steps += count
+        if self.steps > self.limits.max_loop_steps:
+            raise BudgetExceeded("maxLoopSteps", self.steps, self.limits.max_loop_steps,
+                                 f"more than {self.limits.max_loop_steps} loop steps")
+        self.check_time()
+
+    def check_time(self) -> None:
+        """Raise BudgetExceeded when more than ``limits.timeout`` seconds have passed."""
+        if self._clock() > self._deadline:
+            raise BudgetExceeded("timeout", self.elapsed, self.limits.timeout,
+                                 f"more than {format_duration(self.limits.timeout)} of rendering")
+
+    def add_output(self, chars: int) -> None:
+        """Spend ``chars`` characters of output; raises BudgetExceeded."""
+        self.output_chars += chars
+        if self.output_chars > self.limits.max_output_chars:
+            raise BudgetExceeded("maxOutputChars", self.output_chars,
+                                 self.limits.max_output_chars,
+                                 f"more than {self.limits.max_output_chars} characters of output")
+
+    def iterate(self, iterable: Iterable[Any]) -> Iterator[Any]:
+        """Yield ``iterable``'s items, spending one step (and checking time) before each."""
+        for item in iterable:
+            self.step()
+            yield item
+
+    def join_output(self, chunks: Iterable[str]) -> str:
+        """Concatenate a template's output chunks, spending their characters as they come."""
+        out: list[str] = []
+        append = out.append
+        for chunk in chunks:
+            self.add_output(len(chunk))
+            append(chunk)
+        return "".join(out)
+
+
+def _counted_items(result: Any) -> Any:
+    """Spend a filter result's items on the active budget: a list, tuple, set or mapping counts
+    its length now; an iterator (lazy ``map``, ``select``...) counts each item as it is taken."""
+    budget = _ACTIVE.get()
+    if budget is None:
+        return result
+    if isinstance(result, (list, tuple, dict, set, frozenset)):
+        budget.step(len(result))
+    elif isinstance(result, Iterator):
+        return budget.iterate(result)
+    return result
+
+
+def _counting_filter(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` with its result's items spent as loop steps (keeps Jinja2's pass_* markers)."""
+    @functools.wraps(func)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        return _counted_items(func(*args, **kwargs))
+    return counted
+
+
+ITERATING_FILTERS = ("batch", "dictsort", "groupby", "items", "list", "map", "reject",
+                     "rejectattr", "reverse", "select", "selectattr", "slice", "sort", "unique")
+"""Jinja2's filters that return collections or iterators: their items are counted as loop
+steps. Every plugin filter is counted the same way. ``join``, ``sum``, ``min``, ``max`` fold to
+one value and are bounded by the time limit only."""
 
 
 # --- filters ---------------------------------------------------------------------------------
@@ -203,21 +405,60 @@ BUILTIN_FILTERS: Mapping[str, Callable[..., Any]] = {
 
 
 def _bounded_range(*args: int) -> range:
-    """``range`` refusing more than MAX_RANGE items."""
+    """``range`` refusing more than MAX_RANGE items (BudgetExceeded, reason ``range``)."""
     rng = range(*args)
     if len(rng) > MAX_RANGE:
-        raise SecurityError(f"range() of {len(rng)} items is over the limit of {MAX_RANGE}")
+        raise BudgetExceeded("range", len(rng), MAX_RANGE,
+                             f"range() of {len(rng)} items is over the limit of {MAX_RANGE}")
     return rng
 
 
+_ITER_HOOK = "kinrun_budget_iter"
+"""The environment attribute every compiled ``for`` loop iterates through."""
+
+
+class _BudgetCodeGenerator(CodeGenerator):
+    """Jinja2's code generator, with every ``for`` loop's iterable wrapped in
+    ``environment.kinrun_budget_iter(...)`` (a ``nodes.EnvironmentAttribute`` call, the hook
+    Jinja2 documents for extensions), so each iteration spends a loop step."""
+
+    def visit_Template(self, node: nodes.Template, frame: Any = None) -> None:
+        for loop in list(node.find_all(nodes.For)):
+            loop.iter = nodes.Call(nodes.EnvironmentAttribute(_ITER_HOOK), [loop.iter], [],
+                                   None, None, lineno=loop.iter.lineno)
+        super().visit_Template(node, frame)
+
+
 class _Sandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox plus size limits on ``*`` and ``**``."""
+    """The immutable sandbox plus the render budget and size limits on ``*`` and ``**``.
+
+    Budget hooks (all spend the thread's active :class:`RenderBudget`, none when there is none):
+    ``for`` loops iterate through :meth:`kinrun_budget_iter` (one step per item); :meth:`call`
+    checks time before every call in a template (macros, ``range``, lookups) and counts the
+    items of recursive ``loop(...)`` calls.
+    """
 
     intercepted_binops = frozenset({"*", "**"})
+    code_generator_class = _BudgetCodeGenerator
+
+    def kinrun_budget_iter(self, iterable: Any) -> Any:
+        """A ``for`` loop's iterable, spending one loop step per item."""
+        budget = _ACTIVE.get()
+        return iterable if budget is None else budget.iterate(iterable)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any,  # noqa: N805 - as Jinja2's
+             **kwargs: Any) -> Any:
+        budget = _ACTIVE.get()
+        if budget is not None:
+            budget.check_time()
+            if args and isinstance(__obj, LoopContext):   # loop(children) of a recursive loop
+                args = (budget.iterate(args[0]), *args[1:])
+        return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-            raise SecurityError(f"exponent {right} is over the limit of {MAX_EXPONENT}")
+            raise BudgetExceeded("exponent", abs(right), MAX_EXPONENT,
+                                 f"exponent {right} is over the limit of {MAX_EXPONENT}")
         if operator == "*":
             _check_repeat(left, right)
             _check_repeat(right, left)
@@ -227,8 +468,9 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 def _check_repeat(seq: Any, times: Any) -> None:
     if isinstance(seq, (str, bytes, list, tuple)) and isinstance(times, int):
         if len(seq) * times > MAX_SEQUENCE:
-            raise SecurityError(f"a sequence of {len(seq) * times} items is over the limit of "
-                                f"{MAX_SEQUENCE}")
+            raise BudgetExceeded("sequence", len(seq) * times, MAX_SEQUENCE,
+                                 f"a sequence of {len(seq) * times} items is over the limit "
+                                 f"of {MAX_SEQUENCE}")
 
 
 def _refused(setting: str, what: str) -> Callable[..., Any]:
@@ -284,19 +526,40 @@ def split_expression(source: str) -> str | None:
 
 
 class Template:
-    """A compiled template; ``render(variables) -> str``. Thread-safe."""
+    """A compiled template; ``render(variables) -> str``. Thread-safe.
 
-    def __init__(self, template: jinja2.Template, source: str) -> None:
+    ``budgets``: makes the budget a render spends when no budget is active (the engine's).
+    """
+
+    def __init__(self, template: jinja2.Template, source: str,
+                 budgets: Callable[[], RenderBudget]) -> None:
         self._template = template
+        self._budgets = budgets
         self.source = source
 
     def render(self, variables: Mapping[str, Any]) -> str:
-        """Render with ``variables``; raises TemplateRenderError (with the template line).
-        A ReconcileError raised by a plugin filter or function propagates unchanged."""
+        """Render with ``variables``, spending the active budget (else a fresh one of the
+        engine's limits). Raises TemplateRenderError (with the template line), BudgetExceeded
+        (a TemplateRenderError) past the budget. A ReconcileError raised by a plugin filter or
+        function propagates unchanged."""
+        budget = _ACTIVE.get()
+        if budget is None:
+            with self._budgets() as budget:
+                return self._render(variables, budget)
+        return self._render(variables, budget)
+
+    def _render(self, variables: Mapping[str, Any], budget: RenderBudget) -> str:
+        template = self._template
         try:
-            return self._template.render(variables)
+            try:  # jinja2.Template.render, but its output chunks spend the budget
+                chunks = template.root_render_func(template.new_context(variables))
+                return budget.join_output(chunks)
+            except Exception:  # noqa: BLE001 - rethrown with template line numbers
+                template.environment.handle_exception()
         except ReconcileError:
             raise
+        except BudgetExceeded as exc:
+            raise exc.at_line(_template_line(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code becomes one error type
             raise _render_error(exc) from exc
 
@@ -309,15 +572,23 @@ class Expression:
     (``obj.spec.missing.x``) is an error either way. Thread-safe.
     """
 
-    def __init__(self, compiled: Any, source: str) -> None:
+    def __init__(self, compiled: Any, source: str, budgets: Callable[[], RenderBudget]) -> None:
         self._compiled = compiled
+        self._budgets = budgets
         self.source = source
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
-        """Evaluate with ``variables``; raises TemplateRenderError."""
+        """Evaluate with ``variables``, spending the active budget (else a fresh one); raises
+        TemplateRenderError, BudgetExceeded (a TemplateRenderError) past the budget."""
+        if _ACTIVE.get() is None:
+            with self._budgets():
+                return self._evaluate(variables)
+        return self._evaluate(variables)
+
+    def _evaluate(self, variables: Mapping[str, Any]) -> Any:
         try:
             return self._compiled(**variables)
-        except ReconcileError:
+        except (ReconcileError, BudgetExceeded):
             raise
         except Exception as exc:  # noqa: BLE001
             raise _render_error(exc) from exc
@@ -338,12 +609,16 @@ class TemplateEngine:
     """The sandboxed Jinja2 environment of one config.
 
     Construction registers filters (kinrun's, then ``extra_filters``; a clash is a ConfigError)
-    and the ``env``/``read_file`` functions per ``options``. Thread-safe after construction.
+    and the ``env``/``read_file`` functions per ``options``. Every render spends a
+    :class:`RenderBudget` of ``options.budget`` (:meth:`budget`); ``clock`` (monotonic seconds)
+    times it. Thread-safe after construction.
     """
 
     def __init__(self, options: Any = None, *, extra_filters: Mapping[str, Callable] | None = None,
-                 base_dir: Path | None = None) -> None:
+                 base_dir: Path | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.options = TemplateOptions.coerce(options, base_dir)
+        self._clock = clock
         env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False,
                        keep_trailing_newline=True)
         for name in ("lipsum", "cycler", "joiner"):
@@ -354,9 +629,17 @@ class TemplateEngine:
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
                                     if self.options.allow_files
                                     else _refused("allowFiles", "files"))
+        for name in ITERATING_FILTERS:
+            env.filters[name] = _counting_filter(env.filters[name])
         self._add_filters(env, BUILTIN_FILTERS)
-        self._add_filters(env, extra_filters or {})
+        self._add_filters(env, {name: _counting_filter(func) if callable(func) else func
+                                for name, func in (extra_filters or {}).items()})
         self._env = env
+
+    def budget(self) -> RenderBudget:
+        """A fresh budget of ``options.budget``, timed from now; ``with engine.budget():``
+        makes every render inside spend it (one reconcile, one key mapper call)."""
+        return RenderBudget(self.options.budget, self._clock)
 
     @staticmethod
     def _add_filters(env: jinja2.Environment, filters: Mapping[str, Callable]) -> None:
@@ -381,7 +664,7 @@ class TemplateEngine:
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"template syntax error: {exc.message} "
                                    f"(template line {exc.lineno})") from exc
-        return Template(compiled, source)
+        return Template(compiled, source, self.budget)
 
     def expression(self, source: str, location: Any = None, *,
                    undefined_to_none: bool = False) -> Expression:
@@ -391,7 +674,7 @@ class TemplateEngine:
             compiled = self._env.compile_expression(source, undefined_to_none=undefined_to_none)
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"expression syntax error in {source!r}: {exc.message}") from exc
-        return Expression(compiled, source)
+        return Expression(compiled, source, self.budget)
 
     def value(self, source: str, location: Any = None, *,
               undefined_to_none: bool = False) -> Expression | _TemplateValue:
@@ -470,14 +753,15 @@ def _object_name(obj: Any) -> str:
 def _compile_object_func(source: str, location: Any, what: str, *, engine: TemplateEngine | None,
                          options: Any, logger: logging.Logger | None,
                          clock: Callable[[], float]) -> Callable[[dict], list[str]]:
-    engine = engine or TemplateEngine(options)
+    engine = engine or TemplateEngine(options, clock=clock)
     loc = as_location(location)
     value = engine.value(source, loc, undefined_to_none=True)
     warner = RateLimitedWarner(logger or logging.getLogger("kinrun.templating"), clock=clock)
 
     def func(obj: dict) -> list[str]:
         try:
-            return index_values(value.evaluate({"obj": obj}))
+            with engine.budget():  # a budget per call, whatever the caller's
+                return index_values(value.evaluate({"obj": obj}))
         except (TemplateRenderError, TypeError) as exc:
             warner.warn("%s: %s %r failed for %s: %s", loc, what, source, _object_name(obj), exc)
             return []
@@ -494,8 +778,10 @@ def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngin
     ``expr`` is a Jinja2 expression, with or without ``{{ }}``, seeing ``obj``; its value maps as
     :func:`index_values` (str -> [str], list -> [str...], None/""/undefined -> []). A text mixing
     literal parts renders as a template (one value per line). Syntax errors: ConfigError at
-    ``location`` (now). Errors while evaluating never propagate (they would break the store): the
-    object is filed under no value and a warning is logged at most once a minute per indexer.
+    ``location`` (now). Each call spends a budget of its own (the engine's ``templates.budget``).
+    Errors while evaluating, a BudgetExceeded included, never propagate (they would break the
+    store): the object is filed under no value and a warning is logged at most once a minute per
+    indexer.
     """
     return _compile_object_func(expr, location, "indexer", engine=engine, options=options,
                                 logger=logger, clock=clock)
@@ -509,17 +795,18 @@ def compile_key_mapper(template: str, location: Any = None, *, engine: TemplateE
 
     The template sees ``obj`` (the secondary object). The rendered text holds one key per line;
     blank lines are dropped, so ``""`` means no key. A single expression returning a list gives
-    several keys. Syntax errors: ConfigError at ``location``. Errors while rendering give no key
-    and a rate-limited warning (an event handler must not fail).
+    several keys. Syntax errors: ConfigError at ``location``. Each call spends a budget of its
+    own. Errors while rendering, a BudgetExceeded included, give no key and a rate-limited
+    warning (an event handler must not fail).
     """
     return _compile_object_func(template, location, "key mapper", engine=engine, options=options,
                                 logger=logger, clock=clock)
 
 
 __all__ = [
-    "BUILTIN_FILTERS", "Expression", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE",
-    "MAX_SEQUENCE", "RateLimitedWarner", "SourceLocation", "Template", "TemplateEngine",
-    "TemplateOptions", "TemplateRenderError", "as_location", "b64decode", "b64encode",
+    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "Expression", "ITERATING_FILTERS",
+    "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE", "RateLimitedWarner",
+    "RenderBudget", "SourceLocation", "Template", "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode", "b64encode",
     "compile_index_func", "compile_key_mapper", "from_json", "from_yaml", "index_values", "sha256",
     "split_expression", "to_json", "to_yaml",
 ]

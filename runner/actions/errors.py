@@ -1,9 +1,15 @@
-"""Errors of templated actions: which controller, which action, where in the config, and why."""
+"""Errors of templated actions: which controller, which action, where in the config, and why.
+
+    KinrunError
+    └── ActionError            an action of a reconcile could not be carried out (retried)
+        └── RenderError        rendering or checking failed; nothing of that reconcile was sent
+            └── BudgetError    the reconcile's templates went over templates.budget
+"""
 
 from __future__ import annotations
 
 from kinrun.errors import KinrunError
-from kinrun.templating import SourceLocation
+from kinrun.templating import BudgetExceeded, SourceLocation
 
 
 class ActionError(KinrunError):
@@ -32,3 +38,17 @@ class ActionError(KinrunError):
 
 class RenderError(ActionError):
     """Rendering or checking an action failed; nothing of that reconcile was sent."""
+
+
+class BudgetError(RenderError):
+    """The templates of one reconcile went over their shared budget (``templates.budget``) in
+    this action: ``exceeded`` is the :class:`~kinrun.templating.BudgetExceeded` (``reason``,
+    ``used``, ``limit``, ``setting``). A RenderError, so the controller retries the key with
+    backoff and the worker goes on with the next key; ``detail`` reads ``template budget
+    exceeded: more than 100000 loop steps (templates.budget.maxLoopSteps)``."""
+
+    def __init__(self, exceeded: BudgetExceeded, *, controller: str, index: int, label: str,
+                 location: SourceLocation) -> None:
+        self.exceeded = exceeded
+        super().__init__(exceeded.detail, controller=controller, index=index, label=label,
+                         location=location, template_line=exceeded.template_line)

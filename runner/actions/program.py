@@ -3,8 +3,10 @@
 Two phases per reconcile, so nothing is half-applied because of a template:
 
 1. ``render``: every action's ``when:`` is evaluated and every template rendered and checked,
-   in order. The first failure raises :class:`RenderError` (controller, action index and name,
-   config file:line, template line) and nothing of that reconcile is sent.
+   in order, all spending one budget (``templates.budget``: time, loop steps, output). The
+   first failure raises :class:`RenderError` (controller, action index and name, config
+   file:line, template line; :class:`BudgetError` past the budget) and nothing of that
+   reconcile is sent.
 2. ``execute``: the steps are carried out in order: ApiRequests through ``client.execute``, log
    lines logged, the smallest requeue delay returned. An API failure propagates (the kube
    layer's ApiError) and the remaining steps are not sent; the controller retries the key.
@@ -15,6 +17,7 @@ concurrently (for different keys).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kinrun.actions.errors import RenderError
+from kinrun.actions.errors import BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, LogAction, PatchAction,
     PluginAction, RequeueAfterAction, Scope,
@@ -33,7 +36,8 @@ from kinrun.errors import ConfigError, ReconcileError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
-    SourceLocation, TemplateEngine, TemplateRenderError, as_location,
+    BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine, TemplateRenderError,
+    as_location,
 )
 
 DEFAULT_FIELD_MANAGER = "kinrun"
@@ -61,6 +65,9 @@ class CompiledAction:
             if not self._wanted(scope):
                 return []
             return self.impl.render(scope)
+        except BudgetExceeded as exc:
+            raise BudgetError(exc, controller=controller, index=self.index, label=self.label,
+                              location=self.location) from exc
         except TemplateRenderError as exc:
             raise self._error(controller, exc.detail, exc.template_line) from exc
         except (RenderError, ReconcileError):
@@ -87,12 +94,15 @@ class ActionProgram:
     """A controller's compiled actions (``reconcile.actions`` or ``onDelete``).
 
     ``render(key=, obj=, old=, ctx=) -> RenderResult``; ``run(...)`` renders then executes.
-    Immutable; thread-safe.
+    ``budgets``: makes the budget one render spends, shared by all its actions (normally the
+    engine's ``TemplateEngine.budget``; None: the default limits). Immutable; thread-safe.
     """
 
-    def __init__(self, controller: str, actions: Sequence[CompiledAction]) -> None:
+    def __init__(self, controller: str, actions: Sequence[CompiledAction], *,
+                 budgets: Callable[[], RenderBudget] | None = None) -> None:
         self.controller = controller
         self.actions: tuple[CompiledAction, ...] = tuple(actions)
+        self._budgets = budgets or functools.partial(RenderBudget, BudgetLimits())
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -103,12 +113,15 @@ class ActionProgram:
 
         ``obj`` is the object (None in ``onDelete``), ``old`` its previous version if known,
         ``ctx`` the reconcile context (its listers back ``get``/``list``/``by_index``; None gives
-        an empty context). Raises RenderError for the first action that fails.
+        an empty context). Every ``when:`` and template of every action spends one fresh budget
+        (seconds, loop steps, output characters: ``templates.budget``). Raises RenderError for the
+        first action that fails, BudgetError (a RenderError) for the one that goes over budget.
         """
         scope = self._scope(key, obj, old, ctx)
         steps: list[Any] = []
-        for action in self.actions:
-            steps.extend(action.render(scope, self.controller))
+        with self._budgets():
+            for action in self.actions:
+                steps.extend(action.render(scope, self.controller))
         return RenderResult(tuple(steps))
 
     def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
@@ -211,7 +224,7 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
         actions.append(_compile_one(index, data, loc, engine, kinds, clock, field_manager))
-    return ActionProgram(controller, actions)
+    return ActionProgram(controller, actions, budgets=engine.budget)
 
 
 def _unwrap(spec: Any, given: Any, base: SourceLocation, index: int

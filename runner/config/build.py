@@ -18,6 +18,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
 from kinrun.config.paths import resolve_path
 
 
+from kinrun.templating import BudgetLimits
 class _Ctx:
     """The loaded document and base folder, for locations and path resolution."""
 
@@ -42,8 +43,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         api_version=data["apiVersion"], kind=data["kind"],
         cluster=_cluster(ctx, data.get("cluster") or {}),
         plugins=tuple(data.get("plugins") or ()),
-        templates=TemplatesSpec(**_renamed(data.get("templates") or {},
-                                           allowEnv="allow_env", allowFiles="allow_files")),
+        templates=_templates(data.get("templates") or {}),
         informers=FrozenMap({name: _informer(ctx, name, spec)
                              for name, spec in data["informers"].items()}),
         controllers=tuple(_controller(ctx, i, spec) for i, spec in enumerate(data["controllers"])),
@@ -60,6 +60,12 @@ def _renamed(data: dict[str, Any], **names: str) -> dict[str, Any]:
 def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
     kubeconfig = data.get("kubeconfig")
     if kubeconfig is not None:
+def _templates(data: dict[str, Any]) -> TemplatesSpec:
+    """``templates:``; ``budget`` keys left out take the schema's defaults (BudgetLimits)."""
+    return TemplatesSpec(**_renamed(data, allowEnv="allow_env", allowFiles="allow_files"),
+                         budget=BudgetLimits.coerce(data.get("budget")))
+
+
         kubeconfig = str(resolve_path(kubeconfig, ctx.base_dir))
     return ClusterSpec(kubeconfig=kubeconfig, context=data.get("context"),
                        qps=float(data.get("qps", 50.0)), burst=int(data.get("burst", 100)))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from kinrun.config.paths import is_plugin_path, resolve_path
 from kinrun.errors import ConfigError
+from kinrun.templating import BudgetLimits
 
 
 class FrozenMap(Mapping[str, Any]):
@@ -110,11 +111,15 @@ class ClusterSpec:
 
 @dataclass(frozen=True)
 class TemplatesSpec:
-    """Jinja2 sandbox relaxations, all default False: ``allow_env`` exposes the environment as
-    ``env``; ``allow_files`` lets templates read files relative to the config file."""
+    """Jinja2 sandbox options. Relaxations, both default False: ``allow_env`` exposes the
+    environment as ``env``; ``allow_files`` lets templates read files relative to the config
+    file. ``budget``: what one reconcile's templates (or one indexer/key mapper call) may spend,
+    a :class:`kinrun.templating.BudgetLimits` (timeout seconds, loop steps, output characters;
+    defaults from the schema's ``templates.budget``)."""
 
     allow_env: bool = False
     allow_files: bool = False
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
 
 
 @dataclass(frozen=True)

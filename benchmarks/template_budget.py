@@ -1,0 +1,98 @@
+"""Render cost of the template sandbox: what the per-render budget costs, one run.
+
+Four workloads, each rendered ``--number`` times and timed ``--repeat`` times (best run kept),
+in this process and on the CPU clock (``time.process_time``) as well as wall clock, since the
+shared 2-core machines make wall clock noisy:
+
+- ``log``: one ``log`` action template with a few lookups and a filter (the usual action);
+- ``apply``: an ``apply`` action whose manifest is a YAML template with a loop over the Pod's
+  containers (a few ``for`` steps, ~40 output chunks), parsed after rendering;
+- ``program``: both actions plus a ``when:`` through ``ActionProgram.render`` (one reconcile);
+- ``loop100``: a template looping 100 times with a filter inside (the per-step cost).
+
+Figures are microseconds per render. Run: ``python benchmarks/template_budget.py`` (add
+``--number 2000`` for a quick run). Compare before/after a sandbox change by running it on
+both trees; not part of the test run (no assertions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+POD = ROOT / "tests" / "data" / "objects" / "pod-web.yaml"
+
+LOG = "pod {{ obj.metadata.namespace }}/{{ obj.metadata.name }} on {{ obj.spec.nodeName | default('?') }}"
+APPLY = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ obj.metadata.name }}-info
+  labels:
+    app: {{ obj.metadata.labels.app | default('none') }}
+data:
+  node: "{{ obj.spec.nodeName | default('') }}"
+{% for c in obj.spec.containers %}
+  image-{{ c.name }}: "{{ c.image }}"
+{% endfor %}
+"""
+LOOP100 = "{% for i in range(100) %}{{ i | string | length }}{% endfor %}"
+
+
+def _timed(func: Any, number: int, repeat: int) -> tuple[float, float]:
+    """Best (wall, cpu) microseconds per call over ``repeat`` runs of ``number`` calls."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeat):
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        for _ in range(number):
+            func()
+        best_wall = min(best_wall, (time.perf_counter() - wall0) / number * 1e6)
+        best_cpu = min(best_cpu, (time.process_time() - cpu0) / number * 1e6)
+    return best_wall, best_cpu
+
+
+def workloads() -> dict[str, Any]:
+    """Name -> zero-argument callable doing one render."""
+    from kinrun.actions import compile_actions
+    from kinrun.templating import TemplateEngine
+
+    pod = yaml.safe_load(POD.read_text())
+    engine = TemplateEngine()
+    log = engine.template(LOG)
+    loop = engine.template(LOOP100)
+    apply = compile_actions([{"apply": {"manifest": APPLY, "ownerReference": False}}],
+                            controller="bench", engine=engine)
+    program = compile_actions([
+        {"log": LOG, "when": "obj.metadata.name"},
+        {"apply": {"manifest": APPLY, "ownerReference": False}},
+    ], controller="bench", engine=engine)
+    variables = {"obj": pod, "old": None, "key": "shop/web-1", "controller": "bench"}
+    return {
+        "log": lambda: log.render(variables),
+        "apply": lambda: apply.render(key="shop/web-1", obj=pod),
+        "program": lambda: program.render(key="shop/web-1", obj=pod),
+        "loop100": lambda: loop.render(variables),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--number", type=int, default=20_000, help="renders per timing run")
+    parser.add_argument("--repeat", type=int, default=5, help="timing runs (best kept)")
+    args = parser.parse_args(argv)
+    print(f"{'workload':<10} {'wall us':>9} {'cpu us':>9}")
+    for name, func in workloads().items():
+        func()  # warm up (and fail early)
+        wall, cpu = _timed(func, args.number, args.repeat)
+        print(f"{name:<10} {wall:>9.2f} {cpu:>9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
