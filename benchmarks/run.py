@@ -78,6 +78,7 @@ class Contender:
     slow: bool = False  # handles every event, one by one: its event rate is taken over a prefix
     default: bool = True  # in the run when --contenders is not given
     native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
+    events_limit: int = 0  # events: done after this many handler calls (a throttled variant)
 
 
 def script(name: str, *extra: str) -> tuple[str, ...]:
@@ -122,7 +123,11 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
               ("events", "latency"), default=False, native=True),
     Contender("client-go-get-qps5", clientgo("--variant", "json", "--get", "--qps", "0",
                                              "--burst", "0"),
-              ("latency",), default=False, native=True),
+              ("events",), default=False, native=True, events_limit=200),
+    Contender("client-go-qps5", clientgo("--variant", "json", "--qps", "0", "--burst", "0"),
+              ("events", "sync", "latency"), default=False, native=True),
+    Contender("client-go-dynamic", clientgo("--variant", "json", "--dynamic"),
+              ("events", "sync", "memory", "latency"), default=False, native=True),
     Contender("client-go-add-rate-limited", clientgo("--variant", "json", "--add-rate-limited"),
               ("events", "latency"), default=False, native=True),
 )}
@@ -182,7 +187,7 @@ def run_events(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[di
             c = CONTENDERS[name]
             if "events" not in c.workloads:
                 continue
-            limit = min(scale.slow_events, scale.events) if c.slow else 0
+            limit = min(scale.slow_events, scale.events) if c.slow else c.events_limit
             r = spawn(c, "events", srv.kubeconfig, "bench-events", since=since, limit=limit)
             r.update(rep=rep, events=limit or scale.events)
             if r.get("ok"):

@@ -29,6 +29,9 @@
 //	                          rate limiter) instead of reading the informer's cache
 //	--add-rate-limited        the handlers AddRateLimited instead of Add
 //	--gomaxprocs N            runtime.GOMAXPROCS (default 1: one core, as the others)
+//	--dynamic                 the dynamic client and unstructured objects (map[string]interface{},
+//	                          decoded by encoding/json) instead of the typed clientset
+//	--cpuprofile FILE         write a pprof CPU profile of the workload (go tool pprof -top)
 //	--no-pin                  ignore --cpu: keep the affinity inherited from the harness
 //	                          (its CPU 0, the embedded server's), as a Go program that does not
 //	                          pin itself would
@@ -43,6 +46,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,8 +57,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -84,9 +91,10 @@ func cpuSeconds() float64 {
 
 type options struct {
 	workload, kubeconfig, namespace, since, marker, variant string
+	cpuprofile                                              string
 	n, cpu, limit, burst, gomaxprocs                        int
 	timeout, tSpawn, qps                                    float64
-	tracemalloc, get, addRateLimited, noPin                 bool
+	tracemalloc, get, addRateLimited, noPin, dynamic        bool
 }
 
 func parseArgs() *options {
@@ -108,6 +116,8 @@ func parseArgs() *options {
 	flag.IntVar(&o.gomaxprocs, "gomaxprocs", 1, "GOMAXPROCS (0: leave the runtime's choice)")
 	flag.BoolVar(&o.get, "get", false, "worker GETs each object from the server")
 	flag.BoolVar(&o.addRateLimited, "add-rate-limited", false, "handlers AddRateLimited")
+	flag.BoolVar(&o.dynamic, "dynamic", false, "dynamic client, unstructured objects")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile here")
 	flag.BoolVar(&o.noPin, "no-pin", false, "ignore --cpu: keep the affinity inherited at exec")
 	flag.Parse()
 	if o.workload != "events" && o.workload != "sync" && o.workload != "latency" {
@@ -299,6 +309,10 @@ func (c *controller) reconcile(key string) error {
 		if !exists {
 			return nil
 		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			c.rec.handled(u.GetName(), u.GetNamespace(), u.GetAnnotations())
+			return nil
+		}
 		pod = obj.(*v1.Pod)
 	}
 	c.rec.handled(pod.Name, pod.Namespace, pod.Annotations)
@@ -358,7 +372,31 @@ func main() {
 			return pods.Watch(context.TODO(), opts)
 		},
 	}
-	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0,
+	var example kruntime.Object = &v1.Pod{}
+	if o.dynamic {
+		dyn, err := dynamic.NewForConfig(config)
+		if err != nil {
+			klog.Fatal(err)
+		}
+		res := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).
+			Namespace(o.namespace)
+		example = &unstructured.Unstructured{}
+		lw.ListFunc = func(opts metav1.ListOptions) (kruntime.Object, error) {
+			rec.opened()
+			if o.workload == "events" && !listed {
+				listed = true
+				l := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+				l.SetResourceVersion(o.since)
+				return l, nil
+			}
+			return res.List(context.TODO(), opts)
+		}
+		lw.WatchFunc = func(opts metav1.ListOptions) (watch.Interface, error) {
+			rec.opened()
+			return res.Watch(context.TODO(), opts)
+		}
+	}
+	informer := cache.NewSharedIndexInformer(lw, example, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c := &controller{o: o, rec: rec, client: client, informer: informer,
 		queue: workqueue.NewRateLimitingQueue(workqueue.DefaultControllerRateLimiter())}
@@ -367,6 +405,15 @@ func main() {
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: c.enqueue,
 	})
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			klog.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			klog.Fatal(err)
+		}
+	}
 	stop := make(chan struct{})
 	c.run(stop)
 
@@ -375,6 +422,9 @@ func main() {
 	case <-time.After(time.Duration(o.timeout * float64(time.Second))):
 	}
 	tDone := now()
+	if o.cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var maxPause, total uint64
@@ -410,7 +460,7 @@ func main() {
 		"heap_sys_bytes":   after.HeapSys, "gc_cpu_fraction": ms.GCCPUFraction,
 		"go": runtime.Version(), "gomaxprocs": runtime.GOMAXPROCS(0), "tree": treeVersion,
 		"qps": o.qps, "burst": o.burst, "get": o.get, "add_rate_limited": o.addRateLimited,
-		"content_type": config.ContentType, "no_pin": o.noPin,
+		"content_type": config.ContentType, "no_pin": o.noPin, "dynamic": o.dynamic,
 	}
 	if ok {
 		out["cpu_s"], out["cpu_total_s"] = rec.cpuDone-rec.cpuOpen, rec.cpuDone
