@@ -59,9 +59,12 @@ class RawKube:
 
     def request(self, method: str, path: str, body: Any = None, *,
                 query: dict[str, Any] | None = None, content_type: str = "application/json",
-                timeout: float = 30.0) -> Response:
-        """Send one request; return its status and decoded body (errors are answers, not raised)."""
+                timeout: float = 30.0, user_agent: str | None = None) -> Response:
+        """Send one request; return its status and decoded body (errors are answers, not raised).
+        ``user_agent`` replaces urllib3's default User-Agent (``python-urllib3/<version>``)."""
         headers = dict(self.headers, Accept="application/json")
+        if user_agent is not None:
+            headers["User-Agent"] = user_agent
         data = None
         if body is not None:
             data = body if isinstance(body, (bytes, str)) else json.dumps(body)

@@ -637,3 +637,185 @@ def test_custom_resource_generation_status_and_discovery(both: Pair) -> None:
 
     real = check(both, scenario)
     assert real["generations"] == [1, 1, 2, 2] and real["status_spec"] == {"size": 2}
+
+
+# -- server-side apply against create/update/patch managers (fieldmanager of 1.20) ------------
+
+APPLY = "application/apply-patch+yaml"
+
+
+def ssa(t: Target, path: str, body: dict[str, Any], manager: str, force: bool = False) -> Any:
+    """Server-side apply ``body`` at ``path`` as ``manager``."""
+    query = {"fieldManager": manager, **({"force": True} if force else {})}
+    return t.kube.request("PATCH", path, body, query=query, content_type=APPLY)
+
+
+def conflict_view(resp: Any) -> dict[str, Any]:
+    """A 409 apply conflict as the client sees it: status_view with its causes as (reason,
+    field, message), sorted (kube-apiserver orders the causes of several managers at random)."""
+    view = status_view(resp)
+    details = dict(view.pop("details", {}) or {})
+    causes = details.pop("causes", [])
+    view["details"] = details
+    view["causes"] = sorted((c.get("reason"), c.get("field"), c.get("message")) for c in causes)
+    return view
+
+
+def owners(obj: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The managedFields entries as (manager, operation, apiVersion), sorted; an Apply entry
+    also carries its fieldsV1 (Update entries' sets differ in the '.' markers kube-apiserver
+    writes for maps it saw added, which the embedded server leaves out)."""
+    out = []
+    for m in obj["metadata"].get("managedFields") or []:
+        entry = (m["manager"], m["operation"], m["apiVersion"])
+        out.append(entry + ((m.get("fieldsV1"),) if m["operation"] == "Apply" else ()))
+    return sorted(out, key=repr)
+
+
+def _deploy_path(ns: str, name: str = "") -> str:
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    return f"{base}/{name}" if name else base
+
+
+def _replicas(name: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas}}
+
+
+def test_apply_after_patch_conflicts_with_the_patch_manager(both: Pair) -> None:
+    """A merge patch as kubectl-patch owns spec.replicas: a later apply changing it is a 409
+    naming ".spec.replicas" and "kubectl-patch" using apps/v1; the same value is no conflict."""
+    def scenario(t: Target) -> Any:
+        create_resp = t.kube.request("POST", _deploy_path(t.ns), deployment("web"),
+                                     query={"fieldManager": "creator"})
+        patched = t.kube.request("PATCH", _deploy_path(t.ns, "web"), {"spec": {"replicas": 3}},
+                                 query={"fieldManager": "kubectl-patch"},
+                                 content_type="application/merge-patch+json")
+        clash = ssa(t, _deploy_path(t.ns, "web"), _replicas("web", 5), "ctrl")
+        after = t.kube.get(_deploy_path(t.ns, "web")).body
+        same = ssa(t, _deploy_path(t.ns, "web"), _replicas("web", 3), "ctrl")
+        return {"created": create_resp.status, "patched": (patched.status, owners(patched.body)),
+                "clash": conflict_view(clash), "replicas_after_clash": after["spec"]["replicas"],
+                "same_value": (same.status, owners(same.body))}
+
+    real = check(both, scenario)
+    assert real["clash"]["code"] == 409 and real["clash"]["reason"] == "Conflict"
+    assert real["clash"]["message"] == ('Apply failed with 1 conflict: conflict with '
+                                        '"kubectl-patch" using apps/v1: .spec.replicas')
+    assert real["clash"]["causes"] == [("FieldManagerConflict", ".spec.replicas",
+                                        'conflict with "kubectl-patch" using apps/v1')]
+    assert real["replicas_after_clash"] == 3
+
+
+def test_apply_after_update_conflicts_with_the_update_manager(both: Pair) -> None:
+    """A PUT with fieldManager=updater owns the data key it changed (the creator keeps the
+    others): an apply changing that key conflicts with "updater" using v1 only."""
+    def scenario(t: Target) -> Any:
+        made = t.kube.request("POST", cm_path(t.ns), configmap("u", k="1", other="x"),
+                              query={"fieldManager": "creator"}).body
+        put = t.kube.request("PUT", cm_path(t.ns, "u"), dict(made, data={"k": "2", "other": "x"}),
+                             query={"fieldManager": "updater"})
+        clash = ssa(t, cm_path(t.ns, "u"), configmap("u", k="3"), "ctrl")
+        other = ssa(t, cm_path(t.ns, "u"), configmap("u", other="y"), "ctrl2")
+        return {"put": (put.status, owners(put.body)), "clash": conflict_view(clash),
+                "other": conflict_view(other)}
+
+    real = check(both, scenario)
+    assert real["clash"]["causes"] == [("FieldManagerConflict", ".data.k",
+                                        'conflict with "updater" using v1')]
+    assert real["other"]["causes"] == [("FieldManagerConflict", ".data.other",
+                                        'conflict with "creator" using v1')]
+
+
+def test_apply_after_create_conflicts_with_the_user_agent_manager(both: Pair) -> None:
+    """A create without fieldManager is owned by the User-Agent before its first '/'; an apply
+    of the same value shares the field, then a third manager's change conflicts with both
+    (message lists managers sorted, one '- path' line each)."""
+    def scenario(t: Target) -> Any:
+        made = t.kube.request("POST", cm_path(t.ns), configmap("a", k="1"),
+                              user_agent="difftest-agent/1.0 (linux/amd64) kinrun")
+        clash = ssa(t, cm_path(t.ns, "a"), configmap("a", k="2"), "ctrl")
+        shared = ssa(t, cm_path(t.ns, "a"), configmap("a", k="1"), "ctrl")
+        both_clash = ssa(t, cm_path(t.ns, "a"), configmap("a", k="9"), "third")
+        return {"made": (made.status, owners(made.body)), "clash": conflict_view(clash),
+                "shared": (shared.status, owners(shared.body)), "both": conflict_view(both_clash)}
+
+    real = check(both, scenario)
+    assert real["made"][1] == [("difftest-agent", "Update", "v1")]
+    assert real["clash"]["causes"] == [("FieldManagerConflict", ".data.k",
+                                        'conflict with "difftest-agent" using v1')]
+    assert real["both"]["message"] == ('Apply failed with 2 conflicts: conflicts with "ctrl":\n'
+                                       '- .data.k\nconflicts with "difftest-agent" using v1:\n'
+                                       '- .data.k')
+
+
+def test_force_apply_takes_the_field_and_a_later_patch_takes_it_back(both: Pair) -> None:
+    """force=true moves spec.replicas from kubectl-patch to the applier (the patch manager,
+    left with nothing, disappears); a later patch takes it back and the applier conflicts
+    again."""
+    def scenario(t: Target) -> Any:
+        path = _deploy_path(t.ns, "web")
+        t.kube.request("POST", _deploy_path(t.ns), deployment("web"),
+                       query={"fieldManager": "creator"})
+        t.kube.request("PATCH", path, {"spec": {"replicas": 3}},
+                       query={"fieldManager": "kubectl-patch"},
+                       content_type="application/merge-patch+json")
+        forced = ssa(t, path, _replicas("web", 5), "ctrl", force=True)
+        repatched = t.kube.request("PATCH", path, {"spec": {"replicas": 7}},
+                                   query={"fieldManager": "kubectl-patch"},
+                                   content_type="application/merge-patch+json")
+        again = ssa(t, path, _replicas("web", 5), "ctrl")
+        return {"forced": (forced.status, forced.body["spec"]["replicas"], owners(forced.body)),
+                "repatched": (repatched.status, owners(repatched.body)),
+                "again": conflict_view(again)}
+
+    real = check(both, scenario)
+    assert real["forced"][:2] == (200, 5)
+    assert ("kubectl-patch", "Update", "apps/v1") not in real["forced"][2]
+    assert real["again"]["code"] == 409
+
+
+def test_two_appliers_share_prune_and_conflict(both: Pair) -> None:
+    """Two Apply managers: a different value conflicts with the other applier; the same value
+    is shared; a field one applier drops stays while the other still applies it, and goes
+    when neither does."""
+    def scenario(t: Target) -> Any:
+        path = cm_path(t.ns, "two")
+        first = ssa(t, path, configmap("two", x="1", y="2"), "a")
+        clash = ssa(t, path, configmap("two", y="3"), "b")
+        shared = ssa(t, path, configmap("two", y="2"), "b")
+        a_drops = ssa(t, path, configmap("two", x="1"), "a")
+        b_drops = ssa(t, path, {"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "two"}}, "b")
+        return {"first": (first.status, owners(first.body)), "clash": conflict_view(clash),
+                "shared": owners(shared.body),
+                "a_drops": (a_drops.body["data"], owners(a_drops.body)),
+                "b_drops": (b_drops.body["data"], owners(b_drops.body))}
+
+    real = check(both, scenario)
+    assert real["clash"]["message"] == 'Apply failed with 1 conflict: conflict with "a": .data.y'
+    assert real["a_drops"][0] == {"x": "1", "y": "2"}
+    assert real["b_drops"][0] == {"x": "1"}
+
+
+# -- watch from a future resourceVersion -------------------------------------------------------
+
+
+def test_watch_from_future_resource_version_is_accepted_and_skips_up_to_it(both: Pair) -> None:
+    """1.20's watch cache accepts a watch from a resourceVersion newer than its own (no 504,
+    unlike LIST) and sends only events newer than it; a watch from the current one sees the
+    same write."""
+    def scenario(t: Target) -> Any:
+        now = rv(t.kube.get(cm_path(t.ns)).body)
+        future = t.kube.open_watch(cm_path(t.ns), {"resourceVersion": str(now + 100000),
+                                                   "timeoutSeconds": 2})
+        current = t.kube.open_watch(cm_path(t.ns), {"resourceVersion": str(now)})
+        create(t.kube, cm_path(t.ns), configmap("later"))
+        seen = current.read(max_events=1)
+        skipped = future.read()
+        return {"future": (skipped.status, [event_view(e) for e in skipped.events],
+                           skipped.ended),
+                "current": (seen.status, [event_view(e) for e in seen.events])}
+
+    real = check(both, scenario)
+    assert real == {"future": (200, [], True), "current": (200, [("ADDED", "later")])}

@@ -5,7 +5,9 @@ Expired when it is older than the retained history) or, for resourceVersion "" /
 ``sendInitialEvents``), with synthetic ADDED events for the current objects, as kube-apiserver's
 cacher does. It then follows the log: it never holds per-watcher copies, only a cursor, so a
 slow reader never slows writers; a reader that falls behind the log's capacity is expired with
-an ERROR event (``{"type":"ERROR","object":<Status 410 Expired>}``).
+an ERROR event (``{"type":"ERROR","object":<Status 410 Expired>}``). A resourceVersion newer
+than the store's is accepted (no 504: 1.20's watch cache does not wait for it, only LIST/GET
+do) and nothing up to it is sent.
 
 Filtering follows the cacher's ``convertToWatchEvent``: an update whose object starts matching
 the selectors is sent as ADDED, one that stops matching as DELETED (carrying the previous
@@ -47,7 +49,7 @@ class Watcher:
     def __init__(self, store: Store, rtype: ResourceType, log: EventLog, *, version: str,
                  namespace: str | None, labels: LabelSelector, fields: FieldSelector,
                  cursor: int, initial: list[Entry], bookmarks: bool, bookmark_interval: float,
-                 initial_end_bookmark: bool) -> None:
+                 initial_end_bookmark: bool, after_rv: int = 0) -> None:
         self._store = store
         self._rtype = rtype
         self._log = log
@@ -58,6 +60,7 @@ class Watcher:
         self._fields = fields
         self._filtered = bool(namespace) or not labels.empty or not fields.empty
         self._cursor = cursor                       # seq of the next event to deliver
+        self._after_rv = after_rv                   # events with rv <= this are never sent
         self._last_rv = store.resource_version      # rv the client has seen up to (approx.)
         self._pending = [p for e in initial for p in event_pieces("ADDED", e.raw)]
         self._initial_end = initial_end_bookmark
@@ -79,6 +82,7 @@ class Watcher:
         with store.lock:
             log = store.log_locked(rtype)
             initial: list[Entry] = []
+            after_rv = 0
             if resource_version in ("", "0") or send_initial_events:
                 objects = store.entries_locked(rtype)
                 initial = [objects[k] for k in sorted(objects)
@@ -89,10 +93,14 @@ class Watcher:
                 if requested < log.floor_rv:
                     raise too_old(requested, log.floor_rv + 1)
                 cursor = log.seq_after_locked(requested)
+                # a resourceVersion newer than the store's is accepted, and events up to it are
+                # skipped, as 1.20's cacher (GetAllEventsSinceThreadUnsafe, cacheWatcher.process)
+                after_rv = requested if requested > store.resource_version else 0
             watcher = cls(store, rtype, log, version=version, namespace=namespace, labels=labels,
                           fields=fields, cursor=cursor, initial=initial, bookmarks=bookmarks,
                           bookmark_interval=bookmark_interval,
-                          initial_end_bookmark=send_initial_events and bookmarks)
+                          initial_end_bookmark=send_initial_events and bookmarks,
+                          after_rv=after_rv)
             store.watcher_changed_locked(rtype, +1)
             return watcher
 
@@ -137,6 +145,12 @@ class Watcher:
                     events = log.since_locked(self._cursor)
                     self._cursor = log.next_seq
                     self._last_rv = events[-1].rv
+                    if self._after_rv:
+                        events = [e for e in events if e.rv > self._after_rv]
+                        if self._last_rv >= self._after_rv:
+                            self._after_rv = 0
+                        if not events:
+                            continue
                     break
                 if self._unserved_locked():
                     return [], True
