@@ -17,6 +17,8 @@ Typical use::
         srv.restart_apiserver()           # same port, same etcd: clients see a brief outage
         srv.stop_apiserver(); srv.start_apiserver()   # the same, with an outage you control
         srv.compact_etcd()                # expire every resourceVersion handed out so far
+        srv.wipe_etcd()                   # etcd emptied, kube-apiserver restarted over it:
+                                          # every object gone, resourceVersions go backwards
 """
 
 from __future__ import annotations
@@ -259,6 +261,30 @@ class EnvtestServer:
             raise EnvtestError("kube-apiserver was not started")
         if self._apiserver.alive():
             return
+        self._apiserver.start()
+        self._wait_apiserver_ready()
+
+    def wipe_etcd(self) -> None:
+        """Stop kube-apiserver and etcd, delete etcd's data, start both again on the same
+        ports; return when ``/readyz`` says ok. Raises EnvtestError.
+
+        What a cluster restored from an empty (or an old) etcd backup looks like to clients:
+        every object and namespace is gone (kube-apiserver re-creates only its bootstrap
+        objects: default namespaces, RBAC roles), and resourceVersions start again from a low
+        etcd revision, so the ones clients hold are now *ahead* of the server. kube-apiserver
+        1.20 answers a watch from such a version with a stream that stays silent (its watch
+        cache waits for that revision), and a LIST at it with "Too large resource version"
+        (504 Timeout, cause ResourceVersionTooLarge) after about 3 s.
+        """
+        if self._apiserver is None or self._etcd is None:
+            raise EnvtestError("not started")
+        self._apiserver.stop()
+        self._etcd.stop()
+        data = Path(self._etcd.argv[self._etcd.argv.index("--data-dir") + 1])
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(mode=0o700)
+        self._etcd.start()
+        self._wait(self._etcd, "etcd /health", self._etcd_healthy)
         self._apiserver.start()
         self._wait_apiserver_ready()
 
