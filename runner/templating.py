@@ -656,10 +656,13 @@ class TemplateEngine:
         return dict(self._env.filters)
 
     def template(self, source: str, location: Any = None) -> Template:
-        """Compile ``source`` as a template; syntax errors -> ConfigError at ``location``."""
+        """Compile ``source`` as a template; syntax errors -> ConfigError at ``location``.
+        Constant folding (a filter over literals runs at compile time) spends a budget of its own;
+        past it the expression is left to run, and spend, at render time."""
         loc = as_location(location)
         try:
-            code = self._env.compile(source, filename=_TEMPLATE_FILENAME)
+            with self.budget():
+                code = self._env.compile(source, filename=_TEMPLATE_FILENAME)
             compiled = self._env.template_class.from_code(self._env, code, self._env.globals)
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"template syntax error: {exc.message} "
@@ -671,7 +674,9 @@ class TemplateEngine:
         """Compile a bare expression (no ``{{ }}``); syntax errors -> ConfigError."""
         loc = as_location(location)
         try:
-            compiled = self._env.compile_expression(source, undefined_to_none=undefined_to_none)
+            with self.budget():  # constant folding, as in template()
+                compiled = self._env.compile_expression(source,
+                                                        undefined_to_none=undefined_to_none)
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"expression syntax error in {source!r}: {exc.message}") from exc
         return Expression(compiled, source, self.budget)
