@@ -9,6 +9,7 @@
     │   ├── ForbiddenError          403
     │   ├── NotFoundError           404
     │   ├── ConflictError           409 (also AlreadyExists)
+    │   │   └── ApplyConflictError  409 server-side apply conflict: fields owned by other managers
     │   ├── ExpiredError            410 Gone / Expired: a resourceVersion or continue token too old
     │   ├── InvalidError            422
     │   ├── TooManyRequestsError    429, with retry_after (seconds) when the server sent one
@@ -27,6 +28,8 @@ permanent/temporary split.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 
@@ -110,6 +113,77 @@ class NotFoundError(ApiError):
 class ConflictError(ApiError):
     """409 Conflict or AlreadyExists."""
     status_code = 409
+
+
+class ApplyConflictError(ConflictError):
+    """409 from a server-side apply: fields the apply would change are owned by other field
+    managers (kube-apiserver's fieldmanager ``NewConflictError``: reason ``Conflict``, one
+    ``FieldManagerConflict`` cause per field and manager).
+
+    Attributes: ``conflicts`` (``((field, (manager, ...)), ...)``: each field path such as
+    ``.spec.replicas`` with the managers that own it, in the server's order), ``kind``,
+    ``namespace`` ("" when cluster-scoped or unknown) and ``name`` of the applied object ("" when
+    unknown, see ``for_object``), plus ApiError's ``status``/``reason``/``message``/``body``.
+    ``str()`` is one line: ``apply Deployment default/web: conflict: .spec.replicas is managed
+    by "kubectl-patch" (set force: true to take it over)``.
+    """
+
+    def __init__(self, message: str, *, conflicts: tuple[tuple[str, tuple[str, ...]], ...] = (),
+                 kind: str = "", namespace: str = "", name: str = "", **kw: Any) -> None:
+        self.conflicts = conflicts
+        self.kind, self.namespace, self.name = kind, namespace, name
+        super().__init__(message, **kw)
+        self.args = (str(self),)
+
+    @classmethod
+    def from_status(cls, status: dict[str, Any]) -> ApplyConflictError:
+        """The error for a 409 metav1.Status carrying ``FieldManagerConflict`` causes, whose
+        messages read ``conflict with "NAME"`` (an applier) or ``conflict with "NAME" using
+        apps/v1`` (a create/update/patch manager)."""
+        owners: dict[str, list[str]] = {}
+        for cause in (status.get("details") or {}).get("causes") or []:
+            if isinstance(cause, dict) and cause.get("reason") == "FieldManagerConflict":
+                managers = owners.setdefault(str(cause.get("field") or "?"), [])
+                who = _conflict_manager(str(cause.get("message") or ""))
+                if who not in managers:
+                    managers.append(who)
+        return cls(str(status.get("message") or "apply conflict"), status=409,
+                   reason=str(status.get("reason") or "Conflict"), body=status,
+                   conflicts=tuple((f, tuple(m)) for f, m in owners.items()))
+
+    def for_object(self, kind: str, namespace: str | None, name: str) -> ApplyConflictError:
+        """A copy naming the applied object (the kube layer knows it, the HTTP layer not)."""
+        error = ApplyConflictError(self.message, conflicts=self.conflicts, kind=kind,
+                                   namespace=namespace or "", name=name, status=self.status,
+                                   reason=self.reason, body=self.body)
+        error.retry_after = getattr(self, "retry_after", None)  # type: ignore[attr-defined]
+        return error
+
+    def __str__(self) -> str:
+        target = "/".join(p for p in (self.namespace, self.name) if p)
+        head = f"apply {self.kind} {target}".strip() if (self.kind or target) else "apply"
+        if not self.conflicts:
+            return f"{head}: conflict: {self.message}"
+        parts = [f"{field} is managed by {_quoted_list(managers)}"
+                 for field, managers in self.conflicts]
+        it = "it" if len(self.conflicts) == 1 else "them"
+        return f"{head}: conflict: {', '.join(parts)} (set force: true to take {it} over)"
+
+
+def _conflict_manager(message: str) -> str:
+    """The manager name in a cause message ``conflict with "NAME"[ using VERSION]``."""
+    match = re.match(r'conflict with ("(?:[^"\\]|\\.)*")', message)
+    if not match:
+        return message.removeprefix("conflict with ").strip() or "?"
+    try:
+        return str(json.loads(match.group(1)))
+    except ValueError:
+        return match.group(1).strip('"')
+
+
+def _quoted_list(names: tuple[str, ...]) -> str:
+    quoted = [f'"{n}"' for n in names] or ['"?"']
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 class ExpiredError(ApiError):

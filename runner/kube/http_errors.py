@@ -10,6 +10,10 @@ Three shapes of failure reach the kube layer:
 ``parse_retry_after`` and travels on ``TooManyRequestsError.retry_after``, and on any other
 ApiError as the ``retry_after`` attribute (5xx answers may carry it too, as client-go's
 ``rest.Request`` honours it on 5xx).
+
+A 409 whose Status carries ``FieldManagerConflict`` causes (a server-side apply conflict,
+kube-apiserver's fieldmanager ``NewConflictError``) becomes ``ApplyConflictError``, which names
+the fields and their managers in one line.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from typing import Any
 import orjson
 import urllib3.exceptions
 
-from kinrun.errors import ApiConnectionError, ApiError, api_error_from_status
+from kinrun.errors import (ApiConnectionError, ApiError, ApplyConflictError,
+                           api_error_from_status)
 
 _TEXT_LIMIT = 300  # characters of a non-Status body kept in the message
 
@@ -78,9 +83,20 @@ def error_from_response(status: int, data: bytes, headers: Mapping[str, str] | N
     # The HTTP code is the truth for the class: a Status body's code may be missing or stale.
     if body is not None:
         body = {**body, "code": status}
-    error = api_error_from_status(status, body, message=message, retry_after=retry_after)
+    if body is not None and is_apply_conflict(body):
+        error: ApiError = ApplyConflictError.from_status(body)
+    else:
+        error = api_error_from_status(status, body, message=message, retry_after=retry_after)
     error.retry_after = retry_after  # type: ignore[attr-defined]
     return error
+
+
+def is_apply_conflict(status_obj: Mapping[str, Any]) -> bool:
+    """Whether a metav1.Status is a server-side apply conflict: code 409 with at least one
+    ``FieldManagerConflict`` cause (metav1.CauseTypeFieldManagerConflict)."""
+    causes = (status_obj.get("details") or {}).get("causes") or []
+    return status_obj.get("code") == 409 and any(
+        isinstance(c, Mapping) and c.get("reason") == "FieldManagerConflict" for c in causes)
 
 
 def error_from_status(status_obj: Mapping[str, Any]) -> ApiError:

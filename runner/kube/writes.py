@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kinrun.errors import ApplyConflictError
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import Transport
 
@@ -90,13 +91,19 @@ def apply_object(t: Transport, ref: ResourceRef, body: Mapping[str, Any], *,
                  namespace: str | None = None, force: bool = False,
                  field_manager: str = FIELD_MANAGER, subresource: str | None = None,
                  params: Params = None) -> Obj:
-    """Server-side apply ``body`` (the fields kinrun manages). Raises ConflictError when another
-    manager owns a field and ``force`` is False."""
+    """Server-side apply ``body`` (the fields kinrun manages). Raises ApplyConflictError (a
+    ConflictError) naming this object, the fields and their managers when another manager
+    (an applier, or whoever set the field with create/update/patch) owns a field the apply
+    changes and ``force`` is False."""
     ns = object_namespace(ref, body, namespace)
-    path = ref.path(ns, object_name(ref, body), subresource)
+    name = object_name(ref, body)
+    path = ref.path(ns, name, subresource)
     query = {**(params or {}), "fieldManager": field_manager, "force": True if force else None}
-    return t.request("PATCH", path, query=query, body=with_type_meta(ref, body),
-                     content_type=PATCH_CONTENT_TYPES["apply"])
+    try:
+        return t.request("PATCH", path, query=query, body=with_type_meta(ref, body),
+                         content_type=PATCH_CONTENT_TYPES["apply"])
+    except ApplyConflictError as exc:
+        raise exc.for_object(ref.kind, ns, name) from None
 
 
 def patch_object(t: Transport, ref: ResourceRef, name: str, patch: Any, *,
