@@ -41,6 +41,8 @@ PY = sys.executable
 PROFILE_DIR: Path | None = None  # --profile: run every contender under py-spy (slower)
 SERVER_CPU, CONTENDER_CPU = 0, 1
 WORKLOADS = ("events", "sync", "memory", "latency", "envtest", "workqueue")
+#: Accepted by --workloads, not in the default run.
+OPTIONAL_WORKLOADS = ("envtest-latency",)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,8 @@ class Contender:
 
     name: str
     argv: tuple[str, ...]
-    workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest")
+    workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest",
+                                  "envtest-latency")
     slow: bool = False  # handles every event, one by one: its event rate is taken over a prefix
     default: bool = True  # in the run when --contenders is not given
     native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
@@ -113,7 +116,8 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     # JSON everywhere; protobuf (as kube-controller-manager asks) only on kube-apiserver: the
     # embedded server speaks only JSON.
     Contender("client-go", clientgo("--variant", "json"), native=True),
-    Contender("client-go-protobuf", clientgo("--variant", "protobuf"), ("envtest",), native=True),
+    Contender("client-go-protobuf", clientgo("--variant", "protobuf"),
+              ("envtest", "envtest-latency"), native=True),
     # Not in the default run: what slows a client-go contender down (BENCHMARKS.md, client-go).
     Contender("client-go-unpinned", clientgo("--variant", "json", "--no-pin"),
               ("events", "latency"), default=False, native=True),
@@ -226,8 +230,12 @@ def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str
     return out
 
 
-def run_latency(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dict]:
-    """Workload 4: write at ``latency_rate``/s, stamp in an annotation, latency at the handler."""
+def run_latency(srv: servers.Server, scale: Scale, names: list[str],
+                workload: str = "latency") -> list[dict]:
+    """Workload 4: write at ``latency_rate``/s, stamp in an annotation, latency at the handler.
+    ``envtest-latency``: the same on kube-apiserver through its HTTP API (merge-PATCHes from 16
+    threads: the rate is what the server takes), with the contender's CPU per event after its
+    sync (``events_per_cpu_s``): the watch path's cost on the real server's encoding."""
     ns = "bench-latency"
     srv.prepare_pods(ns, scale.latency_pods)
     writes = int(scale.latency_rate * scale.latency_seconds)
@@ -235,14 +243,18 @@ def run_latency(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[d
     for rep in range(scale.repeat):
         for name in rotate(names, rep):
             c = CONTENDERS[name]
-            if "latency" not in c.workloads:
+            if workload not in c.workloads:
                 continue
             writer = srv.stamp_writer(ns, scale.latency_pods, scale.latency_rate, writes)
             r = spawn(c, "latency", srv.kubeconfig, ns, n=scale.latency_pods,
                       on_synced=writer.start)
             writer.join()
             r.update(rep=rep, writes=writes, rate=scale.latency_rate,
-                     achieved_rate=writer.achieved_rate)
+                     achieved_rate=writer.achieved_rate, server=srv.name, measure=workload)
+            if r.get("ok") and r.get("cpu_synced_s") is not None and r.get("cpu_s"):
+                events = r["calls"] - r["calls_synced"]
+                r["events_after_sync"] = events
+                r["events_per_cpu_s"] = events / max(1e-9, r["cpu_s"] - r["cpu_synced_s"])
             report(r)
             out.append(r)
     return out
@@ -352,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         scale = Scale(**(asdict(scale) | {"repeat": args.repeat}))
     workloads = [w for w in args.workloads.split(",") if w]
     names = [n for n in args.contenders.split(",") if n]
-    unknown = [n for n in names if n not in CONTENDERS] + [w for w in workloads
-                                                           if w not in WORKLOADS]
+    unknown = [n for n in names if n not in CONTENDERS] + [
+        w for w in workloads if w not in WORKLOADS + OPTIONAL_WORKLOADS]
     if unknown:
         p.error(f"unknown: {unknown}")
     skipped: dict[str, str] = {}
@@ -392,16 +404,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"latency: {scale.latency_rate:.0f} writes/s for "
                       f"{scale.latency_seconds}s", flush=True)
                 res["runs"]["latency"] = run_latency(srv, scale, names)
-    if "envtest" in workloads:
+    on_envtest = [w for w in workloads if w in ("envtest", "envtest-latency")]
+    if on_envtest:
         with servers.Envtest.start_or_none() as srv:
             if srv is None:
-                res["runs"]["envtest"] = [{"ok": False, "skipped": servers.Envtest.why_not}]
+                for w in on_envtest:
+                    res["runs"][w] = [{"ok": False, "skipped": servers.Envtest.why_not}]
                 print(f"envtest: skipped ({servers.Envtest.why_not})", flush=True)
-            else:
+            if srv is not None and "envtest" in workloads:
                 print(f"envtest: {scale.envtest_pods} Pods on kube-apiserver", flush=True)
                 srv.prepare_pods("bench-sync", scale.envtest_pods)
                 res["runs"]["envtest"] = run_sync(srv, scale, names, "bench-sync",
                                                   scale.envtest_pods, "envtest")
+            if srv is not None and "envtest-latency" in workloads:
+                print(f"envtest-latency: {scale.latency_rate:.0f} PATCHes/s asked for "
+                      f"{scale.latency_seconds}s on kube-apiserver", flush=True)
+                res["runs"]["envtest-latency"] = run_latency(srv, scale, names,
+                                                             "envtest-latency")
     if "workqueue" in workloads:
         print("workqueue", flush=True)
         res["runs"]["workqueue"] = run_workqueue(scale)

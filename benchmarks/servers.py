@@ -20,6 +20,7 @@ import ssl
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,6 +209,81 @@ class Envtest(Server):
             sizes = list(pool.map(create, range(n)))
         print(f"  created {n} Pods in {time.perf_counter() - t:.1f}s, mean "
               f"{sum(sizes) / len(sizes):,.0f} bytes", flush=True)
+
+    def stamp_writer(self, ns: str, pods: int, rate: float, writes: int,
+                     workers: int = 16) -> EnvtestStampWriter:
+        """A writer (not started) for the latency workload on kube-apiserver: see
+        ``EnvtestStampWriter``. Deletes the previous run's marker first."""
+        self.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{MARKER}", ok=(200, 404))
+        return EnvtestStampWriter(self, ns, pods, rate, writes, workers)
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                content_type: str = "application/json", ok: tuple[int, ...] = (200, 201)) -> int:
+        """One HTTP request to the server as its admin; returns the status (raises unless in
+        ``ok``)."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        req = urllib.request.Request(f"{self.srv.url}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {self.srv.token}",
+                                              "Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+                resp.read()
+                status = resp.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        if status not in ok:
+            raise RuntimeError(f"{method} {path}: HTTP {status}")
+        return status
+
+
+class EnvtestStampWriter:
+    """The latency writer for kube-apiserver: ``writes`` merge-PATCHes of Pods ``0..pods-1``
+    round-robin, paced at ``rate``/s over ``workers`` threads, each setting ``bench/stamp`` =
+    ``time.time()`` taken just before its request (so the latency includes the server's write
+    path: admission, etcd, watch cache), then the final marker. Same interface as
+    ``StampWriter``; ``achieved_rate`` is what the server took."""
+
+    def __init__(self, srv: Envtest, ns: str, pods: int, rate: float, writes: int,
+                 workers: int) -> None:
+        self.srv, self.ns, self.pods, self.rate, self.writes = srv, ns, pods, rate, writes
+        self.workers = workers
+        self.achieved_rate = 0.0
+        self._thread = threading.Thread(target=self._run, name="stamp-writer", daemon=True)
+        self._started = False
+        self._names = [podgen.make_pod(i, namespace=ns)["metadata"]["name"] for i in range(pods)]
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+
+    def join(self) -> None:
+        if self._started:
+            self._thread.join()
+
+    def _patch(self, i: int, t0: float) -> None:
+        delay = t0 + i / self.rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        body = {"metadata": {"annotations": {STAMP: repr(time.time()),
+                                             "bench/generation": str(i)}}}
+        self.srv.request("PATCH", f"/api/v1/namespaces/{self.ns}/pods/"
+                         f"{self._names[i % self.pods]}", body,
+                         content_type="application/merge-patch+json")
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            for f in [pool.submit(self._patch, i, t0) for i in range(self.writes)]:
+                f.result()
+        self.achieved_rate = self.writes / (time.perf_counter() - t0)
+        pod = marker(self.ns, final=True)
+        for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+            pod["metadata"].pop(k, None)
+        pod["metadata"]["annotations"][STAMP] = repr(time.time())
+        self.srv.request("POST", f"/api/v1/namespaces/{self.ns}/pods", pod)
 
 
 def _build_assets() -> str:

@@ -40,6 +40,9 @@ MEASURES = {
                 ("achieved_rate", None), ("calls", None)],
     "envtest": [("sync_s", None), ("sync_from_open_s", None), ("sync_cpu_total_s", None),
                 ("sync_cpu_s", None), ("rss_per_obj", None), ("heap_per_obj", None)],
+    "envtest-latency": [("latency", "p50"), ("latency", "p99"), ("latency", "max"),
+                        ("achieved_rate", None), ("events_after_sync", None),
+                        ("events_per_cpu_s", None)],
 }
 
 
@@ -190,6 +193,10 @@ COLUMNS = {
                 ("sync_cpu_total_s", "CPU from process start", "s"),
                 ("sync_cpu_s", "CPU from first request", "s"),
                 ("rss_per_obj", "RSS per Pod", "KB")],
+    "envtest-latency": [("latency.p50", "p50", "ms"), ("latency.p99", "p99", "ms"),
+                        ("latency.max", "max", "ms"), ("achieved_rate", "PATCHes/s achieved", ""),
+                        ("events_after_sync", "events after sync", ""),
+                        ("events_per_cpu_s", "events per CPU-second after sync", "")],
 }
 
 TITLES = {
@@ -198,6 +205,7 @@ TITLES = {
     "envtest": "Workload 2 — initial sync (real kube-apiserver, envtest)",
     "memory": "Workload 3 — memory after sync (tracemalloc run)",
     "latency": "Workload 4 — write -> handler latency (embedded server)",
+    "envtest-latency": "Workload 4b — PATCH -> handler latency (real kube-apiserver, envtest)",
 }
 
 

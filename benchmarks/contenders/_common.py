@@ -132,6 +132,8 @@ class Recorder:
         self.t_first = 0.0
         self.t_last = 0.0
         self.t_synced = 0.0
+        self.cpu_synced = 0.0   # process CPU seconds when ``--n`` objects were handled (latency)
+        self.calls_synced = 0
         self.latencies: list[float] = []
         self._lock = threading.Lock()
 
@@ -162,6 +164,7 @@ class Recorder:
             self.keys.add(f"{namespace}/{name}")
             if len(self.keys) >= self.args.n and not self.t_synced:
                 self.t_synced = now
+                self.cpu_synced, self.calls_synced = time.process_time(), self.calls
                 if w == "sync":
                     self._finish_locked()
                 else:
@@ -186,7 +189,9 @@ class Recorder:
             r = {"calls": self.calls, "distinct": len(self.keys), "t_open": self.t_open,
                  "t_first": self.t_first, "t_last": self.t_last, "t_synced": self.t_synced,
                  "cpu_s": self.cpu_done - self.cpu_open if self.cpu_done else None,
-                 "cpu_total_s": self.cpu_done or None}
+                 "cpu_total_s": self.cpu_done or None,
+                 "cpu_synced_s": self.cpu_synced - self.cpu_open if self.cpu_synced else None,
+                 "calls_synced": self.calls_synced}
             if self.latencies:
                 r["latency"] = summarize(self.latencies)
             return r

@@ -160,7 +160,8 @@ type recorder struct {
 	calls                           int
 	keys                            map[string]struct{}
 	tOpen, tFirst, tLast, tSynced   float64
-	cpuOpen, cpuDone                float64
+	cpuOpen, cpuDone, cpuSynced     float64
+	callsSynced                     int
 	rssOpen                         int64
 	heapOpen, heapInuseOpen, gcOpen uint64
 	latencies                       []float64
@@ -194,6 +195,7 @@ func (r *recorder) handled(name, namespace string, annotations map[string]string
 		r.keys[namespace+"/"+name] = struct{}{}
 		if len(r.keys) >= r.o.n && r.tSynced == 0 {
 			r.tSynced = t
+			r.cpuSynced, r.callsSynced = cpuSeconds(), r.calls
 			if w == "sync" {
 				r.finish()
 			} else {
@@ -466,6 +468,12 @@ func main() {
 		out["cpu_s"], out["cpu_total_s"] = rec.cpuDone-rec.cpuOpen, rec.cpuDone
 	} else {
 		out["cpu_s"], out["cpu_total_s"] = nil, nil
+	}
+	out["calls_synced"] = rec.callsSynced
+	if rec.cpuSynced > 0 {
+		out["cpu_synced_s"] = rec.cpuSynced - rec.cpuOpen
+	} else {
+		out["cpu_synced_s"] = nil
 	}
 	if o.tracemalloc {
 		out["traced_bytes"] = out["heap_alloc_bytes"]
