@@ -63,7 +63,8 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,21 @@ class EmbeddedAPIServer:
     ``port``: 0 picks a free one; ``host``: bind address; ``bookmark_interval``: seconds
     between watch BOOKMARK events; ``history_size``: events retained per resource (older
     resourceVersions answer 410); ``kubeconfig``: where to write the kubeconfig (default a
-    temp file removed at ``stop``)."""
+    temp file removed at ``stop``).
+
+    Determinism (for a test runner that needs byte-identical output): ``seed`` makes uids and
+    ``generateName`` suffixes reproducible, ``clock`` (a callable giving wall-clock epoch
+    seconds, e.g. ``lambda: 1_700_000_000 + fake_clock.now()``) supplies every timestamp the
+    server writes (creationTimestamp, deletionTimestamp, managedFields times, CRD conditions).
+    With both, the same writes give identical objects. Defaults: random, ``time.time``.
+    Not covered: the timing of watch BOOKMARKs (``bookmark_interval``, real time), and what
+    clients put in objects themselves (an Event's timestamps and name come from the client)."""
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bookmark_interval: float = 60.0,
-                 history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None) -> None:
-        self.store = Store(Registry(), history_size=history_size)
+                 history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None,
+                 seed: int | None = None, clock: Callable[[], float] | None = None) -> None:
+        self.store = Store(Registry(), history_size=history_size, clock=clock or time.time,
+                           seed=seed)
         self.faults = Faults(self.store)
         self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval)
         self._host, self._port = host, port

@@ -26,6 +26,7 @@ held. Returned dicts are the caller's own.
 from __future__ import annotations
 
 import base64
+import random
 import threading
 import time
 import uuid
@@ -119,13 +120,18 @@ class ListResult:
 
 class Store:
     """The embedded server's storage (see module docstring). ``history_size``: events retained
-    per resource (at least); ``clock``: wall-clock seconds for timestamps."""
+    per resource (at least); ``clock``: wall-clock epoch seconds for every timestamp the server
+    writes (creationTimestamp, deletionTimestamp, managedFields times, CRD conditions);
+    ``seed``: when given, uids and ``generateName`` suffixes come from ``random.Random(seed)``,
+    so two stores with the same seed, clock readings and writes hold byte-identical objects
+    (resourceVersions are a counter either way); None: random uids and suffixes."""
 
     def __init__(self, registry: Registry | None = None, *, history_size: int = 10000,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, seed: int | None = None) -> None:
         self.registry = registry or Registry()
         self.lock = threading.RLock()
         self._clock = clock
+        self._rng = random.Random(seed) if seed is not None else None  # used under ``lock``
         self._history_size = history_size
         self._rv = 0                                   # last resourceVersion handed out
         self._objects: dict[ResourceKey, dict[str, Entry]] = {}
@@ -136,7 +142,8 @@ class Store:
         self._defer_finish = False                     # True while a deleted CRD empties itself
         self._watchers: dict[ResourceKey, int] = {}    # open watch streams per resource
         self._now_cache: tuple[int, str] = (-1, "")
-        self._uid_prefix = str(uuid.uuid4())[:23]      # 8-4-4-4 hex groups
+        first = uuid.UUID(int=self._rng.getrandbits(128), version=4) if self._rng else uuid.uuid4()
+        self._uid_prefix = str(first)[:23]             # 8-4-4-4 hex groups
         self._uid_counter = 0
         self.closed = False
         ns_type = self.registry.get(NAMESPACES)
@@ -272,7 +279,7 @@ class Store:
                 raise st.invalid(rtype.kind, rtype.group, "", [
                     ("metadata.name", "FieldValueRequired",
                      "Required value: name or generateName is required")])
-            meta["name"] = generate_name(str(meta["generateName"]))
+            meta["name"] = generate_name(str(meta["generateName"]), self._rng)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self.now()
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):

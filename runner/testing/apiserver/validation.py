@@ -6,6 +6,7 @@ CustomResourceDefinition names. Failures raise 422 Invalid with field causes lik
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 from typing import Any
@@ -23,9 +24,11 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
              "'-', and must start and end with an alphanumeric character")
 
 
-def generate_name(prefix: str) -> str:
-    """``prefix`` plus 5 random characters, as names.SimpleNameGenerator."""
-    return prefix[:58] + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+def generate_name(prefix: str, rng: random.Random | None = None) -> str:
+    """``prefix`` (cut to 58 characters) plus 5 random characters from ``rng`` (None: the
+    system's secure source), as names.SimpleNameGenerator."""
+    choice = rng.choice if rng is not None else secrets.choice
+    return prefix[:58] + "".join(choice(_SUFFIX_ALPHABET) for _ in range(5))
 
 
 def _invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
