@@ -11,12 +11,21 @@ Where access comes from, first match wins (controller-runtime's ``config.GetConf
 The loading itself is the kubernetes client's (``kubernetes.config``: contexts, client
 certificates, tokens, exec plugins and their refresh hooks). Any failure becomes one
 ``ClusterConfigError`` whose one-line message says what was tried and what went wrong.
+
+In-cluster follows client-go's ``rest.InClusterConfig``: the server is
+``https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`` (IPv6 hosts bracketed), the bearer
+token is the file ``token`` and the cluster CA the file ``ca.crt`` of the service account
+directory, ``/var/run/secrets/kubernetes.io/serviceaccount``. The token file is read again
+once a minute (kubelet rotates bound tokens in place; client-go rereads it likewise). One
+kinrun addition: ``$KINRUN_SERVICEACCOUNT_DIR`` names another directory laid out the same way
+(tests, or a token projected elsewhere); it grants nothing that ``$KUBECONFIG`` does not.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import yaml
 from kubernetes import client as k8s_client
@@ -25,6 +34,11 @@ from kubernetes.config import ConfigException, incluster_config, kube_config
 from kinrun.errors import ClusterConfigError
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where kubelet mounts a pod's service account: ``token``, ``ca.crt``, ``namespace``."""
+SERVICE_ACCOUNT_DIR_ENV = "KINRUN_SERVICEACCOUNT_DIR"
+"""Environment variable naming another service account directory (same layout)."""
+TOKEN_FILE, CA_FILE = "token", "ca.crt"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -58,22 +72,52 @@ def load_kubeconfig(paths: str, context: str | None, source: str) -> k8s_client.
     return config
 
 
-def in_cluster_available(environ: Mapping[str, str] = os.environ,
-                         token_path: str = incluster_config.SERVICE_TOKEN_FILENAME) -> bool:
-    """True when this process looks like it runs in a pod (service env + mounted token)."""
-    return bool(environ.get(incluster_config.SERVICE_HOST_ENV_NAME)
-                and environ.get(incluster_config.SERVICE_PORT_ENV_NAME)
-                and os.path.isfile(token_path))
+def service_account_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """The service account directory: ``$KINRUN_SERVICEACCOUNT_DIR`` if set and non-empty,
+    else ``SERVICE_ACCOUNT_DIR``. Only a path; nothing is checked."""
+    return Path(environ.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR)
 
 
-def load_in_cluster() -> k8s_client.Configuration:
-    """The in-cluster Configuration (service account token, cluster CA); token refreshed by the
-    client's hook. Raises ClusterConfigError when the mounted files are unusable."""
+def _in_cluster_missing(environ: Mapping[str, str]) -> str | None:
+    """Why this process cannot be in a cluster (one phrase), or None when it looks like it is.
+
+    client-go's rule: both service variables non-empty, then a token file. The CA is checked
+    when loading (its absence is an error there, not a reason to fall through)."""
+    host, port = incluster_config.SERVICE_HOST_ENV_NAME, incluster_config.SERVICE_PORT_ENV_NAME
+    unset = [name for name in (host, port) if not environ.get(name)]
+    if unset:
+        return f"not in a cluster ({' and '.join(unset)} unset)"
+    token = service_account_dir(environ) / TOKEN_FILE
+    if not token.is_file():
+        return f"not in a cluster ({host} is set but no service account token at {token})"
+    return None
+
+
+def in_cluster_available(environ: Mapping[str, str] = os.environ) -> bool:
+    """True when this process looks like it runs in a pod: ``KUBERNETES_SERVICE_HOST`` and
+    ``_PORT`` non-empty in ``environ`` and a token file in ``service_account_dir(environ)``."""
+    return _in_cluster_missing(environ) is None
+
+
+def load_in_cluster(environ: Mapping[str, str] = os.environ) -> k8s_client.Configuration:
+    """The in-cluster Configuration, through the client's ``InClusterConfigLoader``.
+
+    Host from ``environ``'s ``KUBERNETES_SERVICE_HOST``/``_PORT``; bearer token and CA from
+    ``service_account_dir(environ)``; the token is reread by the client's refresh hook once it
+    is a minute old (semantics: client-go ``rest.InClusterConfig``). Raises ClusterConfigError
+    (one line, naming the directory) when a variable is unset or empty, or the token or CA
+    file is missing, empty or unreadable.
+    """
+    sa_dir = service_account_dir(environ)
+    loader = incluster_config.InClusterConfigLoader(
+        token_filename=str(sa_dir / TOKEN_FILE), cert_filename=str(sa_dir / CA_FILE),
+        environ=environ, try_refresh_token=True)
     config = k8s_client.Configuration()
     try:
-        incluster_config.load_incluster_config(client_configuration=config)
-    except (ConfigException, OSError) as exc:
-        raise ClusterConfigError(f"in-cluster config unusable: {_one_line(exc)}") from None
+        loader.load_and_set(client_configuration=config)
+    except (ConfigException, OSError, UnicodeDecodeError) as exc:
+        raise ClusterConfigError(
+            f"in-cluster config unusable (service account {sa_dir}): {_one_line(exc)}") from None
     return config
 
 
@@ -82,19 +126,20 @@ def load_configuration(*, kubeconfig: str | None = None, context: str | None = N
                        home_kubeconfig: str = DEFAULT_KUBECONFIG) -> k8s_client.Configuration:
     """A Configuration from the first source that applies (see the module docstring).
 
-    ``environ`` and ``home_kubeconfig`` are injectable for tests. Raises ClusterConfigError.
+    ``environ`` (``$KUBECONFIG``, the in-cluster variables, ``$KINRUN_SERVICEACCOUNT_DIR``) and
+    ``home_kubeconfig`` are injectable for tests. Raises ClusterConfigError.
     """
     if kubeconfig:
         return load_kubeconfig(kubeconfig, context, "--kubeconfig or cluster.kubeconfig")
     env_paths = environ.get("KUBECONFIG", "")
     if env_paths:
         return load_kubeconfig(env_paths, context, "$KUBECONFIG")
-    if context is None and in_cluster_available(environ):
-        return load_in_cluster()
+    missing = _in_cluster_missing(environ)
+    if context is None and missing is None:
+        return load_in_cluster(environ)
     if _existing(home_kubeconfig):
         return load_kubeconfig(home_kubeconfig, context, home_kubeconfig)
-    in_cluster = "in-cluster skipped (a context was given)" if context else \
-        "not in a cluster (no KUBERNETES_SERVICE_HOST or service account token)"
+    in_cluster = "in-cluster skipped (a context was given)" if context else missing
     raise ClusterConfigError(
         f"no cluster config: no kubeconfig given, $KUBECONFIG unset, {in_cluster},"
         f" {home_kubeconfig} does not exist")
