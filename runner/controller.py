@@ -15,13 +15,17 @@ from typing import Any
 
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.listwatch import Obj
-from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
+from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta_namespace_key,
+                                resource_version)
 from kinrun.clock import REAL_CLOCK, Clock
-from kinrun.errors import PermanentError, TemporaryError
+from kinrun.errors import KinrunError
+from kinrun.reconcile import (ADDED, DELETION, MAPPED, REQUEUED, RESYNC, RETRIED, UPDATED, Cause,
+                              Result)
 from kinrun.workqueue import RateLimitingInterface
 
-Reconcile = Callable[[str, Obj | None], float | None]
-"""(key, object or None when absent) -> None, or seconds after which to reconcile again."""
+Reconcile = Callable[..., "Result | float | None"]
+"""(key, object or None when absent[, cause]) -> a Result, or None / seconds after which to
+reconcile again (raising on failure)."""
 
 GetObject = Callable[[str], Obj | None]
 
@@ -29,23 +33,32 @@ GetObject = Callable[[str], Obj | None]
 class Controller:
     """Runs ``workers`` threads over ``queue``.
 
-    Each loop: ``key = queue.get()``; ``obj = get_object(key)`` (None: deleted);
-    ``reconcile(key, obj)``; then
-      * success: ``forget``; a positive return value re-adds the key after that many seconds;
-      * ``TemporaryError(delay)``: re-added after ``delay`` s (not counted as a failure); with
-        ``delay=None`` it counts as a failure like any other error;
-      * ``PermanentError``: ``forget``, logged; the key waits for its next change;
-      * any other error: ``add_rate_limited`` while ``num_requeues < max_retries``, then
-        ``forget`` and a logged error (the key is dropped until it changes);
+    Each loop: ``key = queue.get()``; ``obj = get_object(key)`` (None: absent);
+    ``reconcile(key, obj)`` (``reconcile(key, obj, cause)`` with ``causes=True``), which
+    returns a :class:`kinrun.reconcile.Result`, or (for plain callables) a delay in seconds or
+    None and raises on failure; then, by outcome:
+      * ``done``: ``forget``; ``requeue``: ``forget``, then add again after ``delay`` seconds;
+      * ``retry`` with a ``delay`` (``TemporaryError(delay)``): re-added after ``delay`` s, not
+        counted as a failure; without one: ``add_rate_limited`` while ``num_requeues <
+        max_retries``, then ``forget``, ``on_drop(key)`` and a logged error (the key is dropped
+        until it changes);
+      * ``permanent`` (``PermanentError``): ``forget``, logged; the key waits for its next change;
     and ``done(key)`` always, even when ``get_object`` or ``reconcile`` raises.
 
+    With ``causes=True`` the controller records why each key was queued (``enqueue(key,
+    cause)``; the first cause since the key was last taken) and hands it to ``reconcile``; a
+    key queued by the controller's own requeue or retry gets ``requeued`` / ``retried``.
+
     Thread-safety: ``enqueue``/``start``/``stop`` are thread-safe; ``reconcile`` runs on worker
-    threads, never for the same key on two threads at once (the queue guarantees it).
+    threads, never for the same key on two threads at once (the queue guarantees it). ``_why``
+    is written by enqueueing threads (one dict operation each, atomic under the GIL) and popped
+    by the worker that takes the key.
     """
 
     def __init__(self, name: str, queue: RateLimitingInterface, get_object: GetObject,
                  reconcile: Reconcile, *, workers: int = 1, max_retries: int = 15,
-                 clock: Clock | None = None, logger: logging.Logger | None = None) -> None:
+                 clock: Clock | None = None, logger: logging.Logger | None = None,
+                 causes: bool = False, on_drop: Callable[[Any], None] | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.name, self.queue = name, queue
@@ -55,9 +68,15 @@ class Controller:
         self.log = logger or logging.getLogger(f"kinrun.controller.{name}")
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()  # workers exit after their current key
+        self._causes = causes
+        self._why: dict[Any, Cause] = {}  # key -> first cause since the key was last taken
+        self._on_drop = on_drop
 
-    def enqueue(self, key: str) -> None:
-        """Ask for ``key`` to be reconciled (deduplicated by the queue)."""
+    def enqueue(self, key: str, cause: Cause | None = None) -> None:
+        """Ask for ``key`` to be reconciled (deduplicated by the queue); ``cause``: why (kept
+        when it is the first since the key was last taken, and the controller records causes)."""
+        if cause is not None and self._causes and key not in self._why:
+            self._why[key] = cause
         self.queue.add(key)
 
     def start(self) -> None:
@@ -108,34 +127,73 @@ class Controller:
             self.queue.done(key)
         return True
 
+    def _cause_of(self, key: Any) -> Cause:
+        cause = self._why.pop(key, None) if self._why else None
+        if cause is not None:
+            return cause
+        return _RETRIED if self.queue.num_requeues(key) > 0 else _REQUEUED
+
     def _reconcile_key(self, key: Any) -> None:
         try:
-            requeue_after = self._reconcile(key, self._get_object(key))
-        except PermanentError as err:
-            self.queue.forget(key)
-            self.log.error("%s: reconcile %s failed permanently: %s", self.name, key, err)
-        except TemporaryError as err:
-            if err.delay is None:
-                self._retry(key, err)
+            if self._causes:
+                outcome = self._reconcile(key, self._get_object(key), self._cause_of(key))
             else:
-                self.log.info("%s: reconcile %s: retry in %.3fs: %s", self.name, key, err.delay, err)
-                self.queue.add_after(key, err.delay)
+                outcome = self._reconcile(key, self._get_object(key))
         except Exception as err:  # noqa: BLE001 - reconcile errors are retried, never fatal
-            self._retry(key, err)
-        else:
-            self.queue.forget(key)
-            if requeue_after is not None and requeue_after > 0:
-                self.queue.add_after(key, float(requeue_after))
+            outcome = Result.failed(err)
+        if not isinstance(outcome, Result):
+            outcome = Result.after(outcome)
+        self._act(key, outcome)
 
-    def _retry(self, key: Any, err: BaseException) -> None:
+    def _act(self, key: Any, result: Result) -> None:
+        kind = result.outcome
+        if kind == "done":
+            self.queue.forget(key)
+        elif kind == "requeue":
+            self.queue.forget(key)
+            self.queue.add_after(key, float(result.delay or 0.0))
+        elif kind == "permanent":
+            self.queue.forget(key)
+            self.log.error("%s: reconcile %s failed permanently: %s", self.name, key, result.error)
+        elif result.delay is not None:
+            self.log.info("%s: reconcile %s: retry in %.3fs: %s", self.name, key, result.delay,
+                          result.error)
+            self.queue.add_after(key, result.delay)
+        else:
+            self._retry(key, result.error)
+
+    def _retry(self, key: Any, err: BaseException | None) -> None:
         if self.queue.num_requeues(key) < self.max_retries:
-            self.log.warning("%s: reconcile %s failed (will retry): %s: %s", self.name, key,
-                             type(err).__name__, err)
+            self.log.warning("%s: reconcile %s failed (will retry): %s", self.name, key,
+                             _one_line(err))
             self.queue.add_rate_limited(key)
             return
         self.queue.forget(key)
+        if self._on_drop is not None:
+            self._on_drop(key)
         self.log.error("%s: dropping %s after %d retries: %s", self.name, key, self.max_retries,
-                       err, exc_info=err)
+                       _one_line(err), exc_info=_traceback_worthy(err))
+
+
+_REQUEUED, _RETRIED = Cause(REQUEUED), Cause(RETRIED)
+CAUSE_ADDED, CAUSE_UPDATED, CAUSE_RESYNC = Cause(ADDED), Cause(UPDATED), Cause(RESYNC)
+CAUSE_DELETION = Cause(DELETION)
+
+
+def _one_line(err: BaseException | None) -> str:
+    """``Type: message`` for unexpected errors; kinrun's own errors (API, render, reconcile)
+    already say what happened in their message."""
+    if err is None:
+        return "unknown error"
+    if isinstance(err, KinrunError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
+
+
+def _traceback_worthy(err: BaseException | None) -> BaseException | None:
+    """The error to log with a traceback when a key is dropped: only unexpected errors (a bug
+    in a hook or in kinrun), not kinrun's own errors whose message is the whole story."""
+    return None if err is None or isinstance(err, KinrunError) else err
 
 
 # -- event handlers that map informer events to keys -------------------------------------------
@@ -143,12 +201,14 @@ class Controller:
 
 class _MappingHandler:
     """A ResourceEventHandler that enqueues the keys ``map_func`` gives for an object; for an
-    update, the keys of the old and the new object (so a changed owner reaches both)."""
+    update, the keys of the old and the new object (so a changed owner reaches both). Each
+    key is enqueued with ``cause`` (``mapped`` from the watched informer)."""
 
-    __slots__ = ("enqueue", "map_func", "log")
+    __slots__ = ("enqueue", "map_func", "log", "cause")
 
-    def __init__(self, enqueue: Callable[[str], None], map_func: Callable[[Obj], Iterable[str]]) -> None:
-        self.enqueue, self.map_func = enqueue, map_func
+    def __init__(self, enqueue: Callable[..., None], map_func: Callable[[Obj], Iterable[str]],
+                 cause: Cause | None = None) -> None:
+        self.enqueue, self.map_func, self.cause = enqueue, map_func, cause
         self.log = logging.getLogger("kinrun.controller")
 
     def _emit(self, obj: Obj | None) -> set[str]:
@@ -160,20 +220,25 @@ class _MappingHandler:
             self.log.exception("mapping %r to keys failed", self.map_func)
             return set()
 
+    def _enqueue(self, keys: set[str]) -> None:
+        if self.cause is None:
+            for key in keys:
+                self.enqueue(key)
+            return
+        for key in keys:
+            self.enqueue(key, self.cause)
+
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
         """Enqueue the object's keys."""
-        for key in self._emit(obj):
-            self.enqueue(key)
+        self._enqueue(self._emit(obj))
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Enqueue the keys of both versions."""
-        for key in self._emit(old) | self._emit(new):
-            self.enqueue(key)
+        self._enqueue(self._emit(old) | self._emit(new))
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         """Enqueue the keys of the object (a tombstone's last known state)."""
-        for key in self._emit(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj):
-            self.enqueue(key)
+        self._enqueue(self._emit(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj))
 
 
 class _OwnKeyHandler:
@@ -197,18 +262,45 @@ class _OwnKeyHandler:
         self.enqueue(deletion_handling_meta_namespace_key(obj))
 
 
-def enqueue_own_key(enqueue: Callable[[str], None]) -> ResourceEventHandler:
-    """A handler that enqueues each object's own key ("ns/name" or "name")."""
-    return _OwnKeyHandler(enqueue)
+class _OwnKeyCauseHandler(_OwnKeyHandler):
+    """As _OwnKeyHandler, calling ``enqueue(key, cause)`` with the cause: added, updated,
+    resync (the resourceVersion did not change), deletion."""
+
+    __slots__ = ()
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
+        """Enqueue the object's key (cause ``added``)."""
+        self.enqueue(deletion_handling_meta_namespace_key(obj), CAUSE_ADDED)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        """Enqueue the new object's key (``resync`` when the resourceVersion is the same)."""
+        cause = CAUSE_RESYNC if old is new or resource_version(old) == resource_version(new) \
+            else CAUSE_UPDATED
+        self.enqueue(deletion_handling_meta_namespace_key(new), cause)
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        """Enqueue the key (cause ``deletion``)."""
+        self.enqueue(deletion_handling_meta_namespace_key(obj), CAUSE_DELETION)
+
+
+def enqueue_own_key(enqueue: Callable[..., None], *, causes: bool = False) -> ResourceEventHandler:
+    """A handler that enqueues each object's own key ("ns/name" or "name"): ``enqueue(key)``,
+    or ``enqueue(key, cause)`` with ``causes`` (a ``kinrun.reconcile.Cause``)."""
+    return _OwnKeyCauseHandler(enqueue) if causes else _OwnKeyHandler(enqueue)
 
 
 def owner_keys(obj: Obj, owner_kind: str, owner_group: str | None = None, *,
-               only_controller: bool = False) -> list[str]:
+               only_controller: bool = False, owner_namespaced: bool = True) -> list[str]:
     """Keys of ``obj``'s owners of ``owner_kind`` (and API group ``owner_group``, "" = core,
-    None = any), in ``obj``'s namespace (owners of a cluster-scoped object: "name").
+    None = any). A namespaced owner lives in ``obj``'s namespace (Kubernetes allows no
+    cross-namespace owner): "ns/name"; a cluster-scoped owner (``owner_namespaced`` False) is
+    keyed "name". A cluster-scoped ``obj`` cannot have a namespaced owner (the garbage
+    collector treats such a reference as unresolvable): no keys.
     ``only_controller``: only the reference with ``controller: true``."""
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace") or ""
+    if owner_namespaced and not namespace:
+        return []
     keys = []
     for ref in meta.get("ownerReferences") or ():
         if ref.get("kind") != owner_kind or not ref.get("name"):
@@ -217,7 +309,7 @@ def owner_keys(obj: Obj, owner_kind: str, owner_group: str | None = None, *,
             continue
         if only_controller and not ref.get("controller"):
             continue
-        keys.append(f"{namespace}/{ref['name']}" if namespace else ref["name"])
+        keys.append(f"{namespace}/{ref['name']}" if owner_namespaced else ref["name"])
     return keys
 
 
@@ -225,18 +317,21 @@ def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def enqueue_owner_key(enqueue: Callable[[str], None], owner_kind: str,
-                      owner_group: str | None = None, *,
-                      only_controller: bool = False) -> ResourceEventHandler:
+def enqueue_owner_key(enqueue: Callable[..., None], owner_kind: str,
+                      owner_group: str | None = None, *, only_controller: bool = False,
+                      owner_namespaced: bool = True, informer: str = "") -> ResourceEventHandler:
     """A handler that enqueues the keys of each object's owners of ``owner_kind`` (see
-    ``owner_keys``); updates enqueue the owners of both the old and the new version."""
+    ``owner_keys``); updates enqueue the owners of both the old and the new version.
+    ``informer``: the watched informer's name, recorded as the cause (``mapped``)."""
     def map_func(obj: Obj) -> list[str]:
-        return owner_keys(obj, owner_kind, owner_group, only_controller=only_controller)
-    return _MappingHandler(enqueue, map_func)
+        return owner_keys(obj, owner_kind, owner_group, only_controller=only_controller,
+                          owner_namespaced=owner_namespaced)
+    return _MappingHandler(enqueue, map_func, Cause(MAPPED, informer) if informer else None)
 
 
-def enqueue_mapped(enqueue: Callable[[str], None],
-                   map_func: Callable[[Obj], Iterable[str]]) -> ResourceEventHandler:
+def enqueue_mapped(enqueue: Callable[..., None], map_func: Callable[[Obj], Iterable[str]], *,
+                   informer: str = "") -> ResourceEventHandler:
     """A handler that enqueues every key ``map_func(obj)`` returns ("" and errors are skipped,
-    errors logged); for updates, the keys of both versions. For template or index mappings."""
-    return _MappingHandler(enqueue, map_func)
+    errors logged); for updates, the keys of both versions. For template or index mappings.
+    ``informer``: the watched informer's name, recorded as the cause (``mapped``)."""
+    return _MappingHandler(enqueue, map_func, Cause(MAPPED, informer) if informer else None)

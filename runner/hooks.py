@@ -80,6 +80,13 @@ class ReconcileContext:
         A reconcile must not depend on it: keys coalesce.
       ``indexers``: informer name -> the informer's Indexer, for callers that need more than the
         lister (e.g. ``index_keys``); may be empty.
+      ``reason``: in a deletion (``obj`` None) why the object is gone: ``deleted`` (the server
+        deleted it), ``left`` (it exists but no longer matches the informer's selectors) or
+        ``unknown`` (a relist no longer found it); otherwise why the key was queued
+        (``added``, ``updated``, ``resync``, ``mapped from INFORMER``, ``requeued``,
+        ``retried``; "" when not recorded). See ``kinrun.reconcile`` for the rules.
+      ``cause``: the same as structured data (a ``kinrun.reconcile.Cause``: ``kind``,
+        ``informer``), or None.
     """
 
     controller: str
@@ -89,6 +96,8 @@ class ReconcileContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("kinrun.controller"))
     old: Obj | None = None
     indexers: Mapping[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    cause: Any = None
 
 
 # --- reconcile -------------------------------------------------------------------------------

@@ -47,9 +47,9 @@ from kinrun.cache import (
     strip_managed_fields,
 )
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, WatchSpec
-from kinrun.errors import PermanentError
 from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
-from kinrun.hooks import ReconcileContext
+from kinrun.reconcile import Reconciler, confirm_gone_by_get
+from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.kube import Client, ResourceRef
 from kinrun.metrics import Metrics
 from kinrun.predicates import filter_updates
@@ -112,7 +112,7 @@ class Manager:
                           STRIP_MANAGED_FIELDS if strip else "")
         try:
             informer = self.factory.informer_for_namespaces(
-                key, namespaces, kind=ref.kind, resync_period=spec.resync_period,
+                key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler
                 indexers=self._indexers(spec),
                 transform=strip_managed_fields if strip else None, name=spec.name)
         except IndexConflictError as exc:
@@ -141,7 +141,7 @@ class Manager:
         for name, informers in self.informers.items():
             handler = plugins.event_handler(self.pm, name)
             if handler is not None:
-                informers.add_event_handler(handler)
+                informers.add_event_handler(handler, self.config.informers[name].resync_period)
 
     # -- controllers -------------------------------------------------------------------------
 
@@ -151,38 +151,63 @@ class Manager:
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
             burst=limiter.burst), name=spec.name)
         primary = self.informers[spec.primary]
-        reconciler = Reconciler(self, spec)
-        reconcile: Callable[[str, Any], float | None] = reconciler
+        reconciler = self._reconciler(spec)
+        reconcile: Callable[..., Any] = reconciler
         if self.metrics is not None:
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.track_queue(spec.name, queue.__len__)
         controller = Controller(spec.name, queue, primary.lister.get, reconcile,
-                                workers=spec.workers, max_retries=spec.max_retries)
+                                workers=spec.workers, max_retries=spec.max_retries,
+                                causes=True, on_drop=reconciler.forget)
         primary_spec = self.config.informers[spec.primary]
         # Enqueue handlers only map an object to keys and add them to the workqueue (never
-        # block): they run synchronously on the informer's processing thread.
+        # block): they run synchronously on the informer's processing thread. Resync is per
+        # handler (client-go AddEventHandlerWithResyncPeriod): the controller's resyncPeriod,
+        # else its primary informer's; a watch resyncs as its own informer says.
         primary.add_event_handler(
-            _RecordDeletions(filter_updates(enqueue_own_key(controller.enqueue), spec.predicates),
-                             reconciler.deleted),
-            primary_spec.resync_period or None, synchronous=True)
+            RecordDeletions(filter_updates(enqueue_own_key(controller.enqueue, causes=True), spec.predicates),
+                            reconciler, selector_matcher(primary_spec)),
+            spec.resync_period if spec.resync_period is not None else primary_spec.resync_period,
+            synchronous=True)
         for watch in spec.watches:
             self.informers[watch.informer].add_event_handler(
-                self._secondary_handler(watch, spec, controller.enqueue), synchronous=True)
+                self._secondary_handler(watch, spec, controller.enqueue),
+                self.config.informers[watch.informer].resync_period, synchronous=True)
         return controller
 
+    def _reconciler(self, spec: ControllerSpec) -> Reconciler:
+        rec = spec.reconcile
+        ref = self.refs[spec.primary]
+        primary_spec = self.config.informers[spec.primary]
+        selective = bool(primary_spec.label_selector or primary_spec.field_selector)
+        return Reconciler(
+            spec.name, actions=_program(self, spec, rec.actions, "actions"),
+            on_delete=_program(self, spec, rec.on_delete, "onDelete"),
+            hooks=plugins.reconcile_caller(self.pm, rec.hook_selection), keep_old=rec.keeps_old,
+            listers={name: inf.lister for name, inf in self.informers.items()},
+            # one namespace or all: the informer's Indexer; several: their merged lister
+            indexers={name: getattr(inf, "indexer", inf.lister)
+                      for name, inf in self.informers.items()},
+            client=self.client,
+            confirm_gone=confirm_gone_by_get(self.client, ref.api_version, ref.kind)
+            if selective else None)
+
     def _secondary_handler(self, watch: WatchSpec, spec: ControllerSpec,
-                           enqueue: Callable[[str], None]) -> Any:
+                           enqueue: Callable[..., None]) -> Any:
         primary_ref = self.refs[spec.primary]
         if watch.map_to == "owner":
-            return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group)
+            return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group,
+                                     owner_namespaced=primary_ref.namespaced,
+                                     informer=watch.informer)
         if watch.map_to == "template":
             return enqueue_mapped(enqueue, compile_key_mapper(watch.template or "", watch.location,
-                                                              engine=self.engine))
+                                                              engine=self.engine),
+                                  informer=watch.informer)
         primary, index = self.informers[spec.primary], watch.index or ""
 
         def by_index(obj: dict) -> list[str]:
             return primary.lister.index_keys(index, meta_namespace_key(obj))
-        return enqueue_mapped(enqueue, by_index)
+        return enqueue_mapped(enqueue, by_index, informer=watch.informer)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -272,91 +297,16 @@ class Manager:
         return drained
 
 
-class Reconciler:
-    """The reconcile of one controller: its actions (``reconcile.actions`` while the object
-    exists, ``onDelete`` once it is gone), then its plugins' ``kinrun_reconcile`` hooks.
+class RecordDeletions:
+    """The primary informer's event handler around ``inner`` (the own-key enqueue handler):
+    a deletion is recorded in the Reconciler (final state, tombstone or not, the selector
+    test) before its key is enqueued, so the reconcile knows what left and why
+    (``kinrun.reconcile``). Synchronous, like ``inner``."""
 
-    Returns the smallest requeue delay (seconds) asked for, or None. ``ctx.old`` (and ``old``
-    in templates): for a deletion, the object's final state as the informer last saw it (put in
-    ``deleted`` by ``_RecordDeletions``); otherwise, when the controller keeps old versions
-    (``ReconcileSpec.keeps_old``), the object as this controller last reconciled it; else None.
-    Keeping old versions is opt-in (or implied by an action naming ``old``) because a version
-    retained until the key's next reconcile costs ~18% of the event rate and many more GC
-    collections (``benchmarks/replay.py``, ``reconciler`` variant): the store's replaced object
-    is no longer freed before the next event is decoded, but later, on a worker thread.
+    __slots__ = ("inner", "reconciler", "matches")
 
-    A deletion's final state stays recorded until its reconcile succeeds without asking for a
-    requeue, or fails permanently, so retries see it too (a deletion whose retries run out
-    leaves its entry until the key is reconciled again).
-
-    Called by the controller's workers; never for the same key on two threads at once, so the
-    per-key ``_last`` entries need no lock, and ``deleted`` is written by the informer's
-    processing thread and popped here (single dict operations are atomic).
-    """
-
-    def __init__(self, manager: Manager, spec: ControllerSpec) -> None:
-        self.name = spec.name
-        self.client = manager.client
-        self.listers = {name: inf.lister for name, inf in manager.informers.items()}
-        # one namespace or all: the informer's Indexer; several namespaces: their merged lister
-        self.indexers = {name: getattr(inf, "indexer", inf.lister)
-                         for name, inf in manager.informers.items()}
-        self.logger = logging.getLogger(f"kinrun.controller.{spec.name}")
-        rec = spec.reconcile
-        self.actions = _program(manager, spec, rec.actions, "actions")
-        self.on_delete = _program(manager, spec, rec.on_delete, "onDelete")
-        self.hooks = plugins.reconcile_caller(manager.pm, rec.hook_selection)
-        self.keep_old = rec.keeps_old
-        self.deleted: dict[str, dict] = {}  # key -> final state of a deleted object
-        self._last: dict[str, dict] = {}
-
-    def __call__(self, key: str, obj: dict | None) -> float | None:
-        final = self.deleted.get(key) if self.deleted else None
-        old = self._last.get(key) if self.keep_old else None
-        if obj is None and final is not None:
-            old = final
-        ctx = ReconcileContext(controller=self.name, key=key, listers=self.listers,
-                               client=self.client, logger=self.logger, old=old,
-                               indexers=self.indexers)
-        try:
-            delay = self._run(key, obj, old, ctx)
-        except PermanentError:
-            self._forget(key, obj)  # no retry will come
-            raise
-        if obj is not None or delay is None:  # a requeued deletion keeps its final state
-            self._forget(key, obj)
-        if obj is not None and self.keep_old:
-            self._last[key] = obj
-        return delay
-
-    def _run(self, key: str, obj: dict | None, old: dict | None,
-             ctx: ReconcileContext) -> float | None:
-        program = self.actions if obj is not None else self.on_delete
-        delays = []
-        if program is not None:
-            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx))
-        if self.hooks is not None:
-            delays.append(self.hooks(self.name, key, obj, ctx))
-        asked = [d for d in delays if d is not None]
-        return min(asked) if asked else None
-
-    def _forget(self, key: str, obj: dict | None) -> None:
-        """Drop the recorded final state (and, after a deletion, the last version)."""
-        if self.deleted:
-            self.deleted.pop(key, None)
-        if obj is None:
-            self._last.pop(key, None)
-
-
-class _RecordDeletions:
-    """An event handler that notes each deleted object's final state for the reconcile
-    (``Reconciler.deleted``; a tombstone gives its last known object), then passes every
-    notification on to ``inner``. Synchronous, like ``inner``."""
-
-    __slots__ = ("inner", "deleted")
-
-    def __init__(self, inner: Any, deleted: dict[str, dict]) -> None:
-        self.inner, self.deleted = inner, deleted
+    def __init__(self, inner: Any, reconciler: Reconciler, matches: Any) -> None:
+        self.inner, self.reconciler, self.matches = inner, reconciler, matches
 
     def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
         self.inner.on_add(obj, is_in_initial_list)
@@ -365,10 +315,33 @@ class _RecordDeletions:
         self.inner.on_update(old, new)
 
     def on_delete(self, obj: Any) -> None:
-        final = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if isinstance(final, dict):
-            self.deleted[deletion_handling_meta_namespace_key(obj)] = final
+        tombstone = isinstance(obj, DeletedFinalStateUnknown)
+        final = obj.obj if tombstone else obj
+        self.reconciler.record_deletion(deletion_handling_meta_namespace_key(obj),
+                                        final if isinstance(final, dict) else None,
+                                        tombstone=tombstone, matches=self.matches)
         self.inner.on_delete(obj)
+
+
+def selector_matcher(spec: InformerSpec) -> Callable[[dict], bool | None] | None:
+    """Whether an object matches ``spec``'s label and field selectors (None: no selector).
+    Field selector keys are read as dotted paths of the object (``spec.nodeName``)."""
+    if not (spec.label_selector or spec.field_selector):
+        return None
+    labels = parse_label_selector(spec.label_selector)
+    fields = parse_field_selector(spec.field_selector)
+
+    def matches(obj: dict) -> bool:
+        meta = obj.get("metadata") or {}
+        return labels.matches(meta.get("labels") or {}) and fields.matches(
+            lambda name: _field(obj, name))
+    return matches
+
+
+def _field(obj: Any, path: str) -> str:
+    for part in path.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return "" if obj is None else str(obj)
 
 
 def _program(manager: Manager, spec: ControllerSpec, actions: tuple, field: str

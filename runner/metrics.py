@@ -9,11 +9,31 @@ Thread-safety: every method is thread-safe (prometheus-client's metrics are).
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from kinrun.errors import KinrunError
+
+
+class MetricsServeError(KinrunError):
+    """The metrics endpoint could not bind ``address:port`` (``port``, ``address``, and
+    ``error``, the OSError). ``str()`` is one line naming the config keys to change; the CLI
+    prints it as ``kinrun: ...`` and exits 1."""
+
+    def __init__(self, port: int, address: str, error: OSError) -> None:
+        self.port, self.address, self.error = port, address, error
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.error.errno == errno.EADDRINUSE:
+            return f"metrics port {self.port} on {self.address} is in use (metrics.port)"
+        reason = self.error.strerror or str(self.error)
+        return (f"cannot serve metrics on {self.address} port {self.port}: {reason} "
+                f"(metrics.address, metrics.port)")
 
 
 class Metrics:
@@ -54,24 +74,35 @@ class Metrics:
         """Report ``count()`` as the cached object count of informer ``name`` at each scrape."""
         self.informer_objects.labels(name).set_function(count)
 
-    def timed(self, controller: str, reconcile: Callable[[str, Any], float | None]
-              ) -> Callable[[str, Any], float | None]:
-        """``reconcile`` wrapped to observe each call's duration and result."""
-        def wrapper(key: str, obj: Any) -> float | None:
+    def timed(self, controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
+        """``reconcile`` wrapped to observe each call's duration and result: a
+        ``kinrun.reconcile.Result``'s outcome (``done`` -> success, ``requeue``, ``retry`` and
+        ``permanent`` -> error), or for plain callables a delay (requeue), None (success) or an
+        exception (error). Extra arguments (the cause) are passed through."""
+        def wrapper(key: str, obj: Any, *args: Any) -> Any:
             start = time.perf_counter()
             try:
-                delay = reconcile(key, obj)
+                outcome = reconcile(key, obj, *args)
             except Exception:
                 self.observe_reconcile(controller, time.perf_counter() - start, "error")
                 raise
-            result = "requeue" if delay else "success"
+            kind = getattr(outcome, "outcome", None)
+            if kind is not None:
+                result = _RESULTS[kind]
+            else:
+                result = "requeue" if outcome else "success"
             self.observe_reconcile(controller, time.perf_counter() - start, result)
-            return delay
+            return outcome
         return wrapper
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
-        """Serve ``/metrics`` on ``address:port`` (0 = a free port); returns the bound port."""
-        self._server, _thread = start_http_server(port, addr=address, registry=self.registry)
+        """Serve ``/metrics`` on ``address:port`` (0 = a free port); returns the bound port.
+        Raises MetricsServeError when the socket cannot be bound (port in use, no permission,
+        address not local)."""
+        try:
+            self._server, _thread = start_http_server(port, addr=address, registry=self.registry)
+        except OSError as exc:
+            raise MetricsServeError(port, address, exc) from exc
         return int(self._server.server_address[1])
 
     def close(self) -> None:
@@ -80,3 +111,7 @@ class Metrics:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+_RESULTS = {"done": "success", "requeue": "requeue", "retry": "error", "permanent": "error"}
+"""A Result's outcome -> the ``result`` label of ``kinrun_reconcile_total``."""

@@ -15,10 +15,12 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  GCSpec, IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
+from kinrun.config.model import ShutdownSpec
+from kinrun.config.schema import load_schema
 from kinrun.config.paths import resolve_path
-
-
 from kinrun.templating import BudgetLimits
+
+
 class _Ctx:
     """The loaded document and base folder, for locations and path resolution."""
 
@@ -50,6 +52,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         leader_election=_leader_election(le) if le is not None else None,
         metrics=MetricsSpec(**metrics) if metrics is not None else None,
         gc=_gc(data.get("gc") or {}),
+        shutdown=_shutdown(data.get("shutdown") or {}),
     )
 
 
@@ -57,15 +60,15 @@ def _renamed(data: dict[str, Any], **names: str) -> dict[str, Any]:
     return {names[k]: v for k, v in data.items() if k in names}
 
 
-def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
-    kubeconfig = data.get("kubeconfig")
-    if kubeconfig is not None:
 def _templates(data: dict[str, Any]) -> TemplatesSpec:
     """``templates:``; ``budget`` keys left out take the schema's defaults (BudgetLimits)."""
     return TemplatesSpec(**_renamed(data, allowEnv="allow_env", allowFiles="allow_files"),
                          budget=BudgetLimits.coerce(data.get("budget")))
 
 
+def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
+    kubeconfig = data.get("kubeconfig")
+    if kubeconfig is not None:
         kubeconfig = str(resolve_path(kubeconfig, ctx.base_dir))
     return ClusterSpec(kubeconfig=kubeconfig, context=data.get("context"),
                        qps=float(data.get("qps", 50.0)), burst=int(data.get("burst", 100)))
@@ -104,6 +107,7 @@ def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
         watches=tuple(_watch(ctx, base + ("watches", j), w)
                       for j, w in enumerate(data.get("watches") or [])),
         predicates=tuple(data.get("predicates") or ()),
+        resync_period=parse_duration(data["resyncPeriod"]) if "resyncPeriod" in data else None,
         workers=data.get("workers", 1),
         rate_limiter=_rate_limiter(data.get("rateLimiter") or {}),
         max_retries=data.get("maxRetries", 15),
@@ -188,3 +192,10 @@ def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
 
 def _gc(data: dict[str, Any]) -> GCSpec:
     return GCSpec(collect_frozen_every=parse_duration(data.get("collectFrozenEvery", 0)))
+
+
+def _shutdown(data: dict[str, Any]) -> ShutdownSpec:
+    """``shutdown``; an omitted key takes the schema's ``default`` (written only there)."""
+    props = load_schema()["$defs"]["shutdown"]["properties"]
+    return ShutdownSpec(drain_timeout=parse_duration(
+        data.get("drainTimeout", props["drainTimeout"]["default"])))

@@ -294,13 +294,16 @@ Predicate = Literal["generationChanged", "labelsChanged", "annotationsChanged",
 class ControllerSpec:
     """One controller. ``name`` (unique); ``primary``: the informer named by ``for``;
     ``watches``; ``predicates``: update filters (an update passes if any holds; empty tuple =
-    every update passes); ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
+    every update passes); ``resync_period``: seconds between resyncs of this controller's
+    primary handler (0.0 = none; None = the primary informer's ``resync_period``);
+    ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
     (>= 0, default 15); ``reconcile``."""
 
     name: str
     primary: str
     watches: tuple[WatchSpec, ...] = ()
     predicates: tuple[str, ...] = ()
+    resync_period: float | None = None
     workers: int = 1
     rate_limiter: RateLimiterSpec = field(default_factory=RateLimiterSpec)
     max_retries: int = 15
@@ -340,6 +343,16 @@ class GCSpec:
 
 
 @dataclass(frozen=True)
+class ShutdownSpec:
+    """How the main job stops (``kinrun.app``): ``drain_timeout`` seconds the workqueues get
+    to drain after a stop signal (the default is the schema's ``default`` of
+    ``shutdown.drainTimeout``, filled in by :mod:`kinrun.config.build`; ``--drain-timeout``
+    overrides it, see ``RunOptions.effective_drain_timeout``)."""
+
+    drain_timeout: float
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole config file.
 
@@ -349,7 +362,9 @@ class Config:
     ``kinrun.plugin_manager.load_plugins(config.plugins, config.base_dir)`` resolves them;
     :meth:`plugin_files` gives the absolute paths of the file specs; ``informers``: name -> InformerSpec (file order); ``controllers`` in file order;
     ``leader_election``/``metrics``: None when not configured; ``gc``: a GCSpec (defaults when
-    not configured); ``namespace_override``: the namespace of :meth:`with_namespace`, else None.
+    not configured); ``shutdown``: a ShutdownSpec (always set by ``load``, with the schema's
+    defaults when not configured; None only on a Config made by hand); ``namespace_override``:
+    the namespace of :meth:`with_namespace`, else None.
     """
 
     file: str
@@ -364,6 +379,7 @@ class Config:
     leader_election: LeaderElectionSpec | None = None
     metrics: MetricsSpec | None = None
     gc: GCSpec = field(default_factory=GCSpec)
+    shutdown: ShutdownSpec | None = None
     namespace_override: str | None = None
 
     def plugin_files(self) -> FrozenMap:

@@ -184,21 +184,33 @@ def test_stop_is_bounded_when_a_reconcile_hangs(caplog):
 
 
 def test_workers_never_reconcile_one_key_concurrently():
-    """With several workers and repeated enqueues, a key is never reconciled on two threads at once."""
+    """A key queued again while a worker reconciles it waits: an idle worker takes the next key."""
     active, overlap, lock = set(), [], threading.Lock()
+    first_entered, release, sentinel_done = threading.Event(), threading.Event(), threading.Event()
 
     def reconcile(k, o):
         with lock:
             if k in active:
                 overlap.append(k)
             active.add(k)
-        with lock:
-            active.discard(k)
+        try:
+            if k == "k" and not first_entered.is_set():
+                first_entered.set()
+                assert release.wait(WAIT)
+            if k == "sentinel":
+                sentinel_done.set()
+        finally:
+            with lock:
+                active.discard(k)
     queue = RateLimitingQueue()
-    ctl = make(queue, reconcile, workers=4)
+    ctl = make(queue, reconcile, workers=2)
     ctl.start()
-    for i in range(2000):
-        ctl.enqueue(f"k{i % 7}")
+    ctl.enqueue("k")
+    assert first_entered.wait(WAIT)
+    ctl.enqueue("k")         # queued again while running: must wait for done(k)
+    ctl.enqueue("sentinel")  # behind it in FIFO order: the idle worker gets here only after "k"
+    assert sentinel_done.wait(WAIT)
+    release.set()
     assert ctl.stop(WAIT)
     assert overlap == []
 

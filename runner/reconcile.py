@@ -1,0 +1,339 @@
+"""The reconcile of one controller: what a worker does with one key, and what that means.
+
+A :class:`Reconciler` is called by a controller's workers (``kinrun.controller``) with a key and
+the object the primary informer's cache holds for it (None when absent). It runs the
+controller's templated actions (``reconcile.actions`` while the object exists, ``onDelete``
+once it is gone) and then its plugins' ``kinrun_reconcile`` hooks, and returns a typed
+:class:`Result`: done, requeue after N seconds, retry (with backoff), or permanent failure,
+together with why the key was queued (:class:`Cause`).
+
+What a deletion is (the rules every consumer relies on: hooks, ``onDelete`` actions, the fault
+soak, and later hot reload and sharding):
+
+* **deleted** — the server deleted the object while it matched the informer's selectors: a
+  watch DELETED event. ``onDelete`` runs once with the final state as ``old``.
+* **left** — the object still exists but no longer matches the informer's label/field
+  selector. kube-apiserver sends a DELETED event for it too, and (as of 1.20, both the watch
+  cache and the etcd watcher: ``cacher.go`` ``convertToWatchEvent``, ``etcd3/watcher.go``
+  ``transform``) that event carries the object's *previous* content, which still matches. So
+  for an informer with a selector the reconcile asks the server (one GET): the same uid still
+  there means ``left``; not found, or another uid, means ``deleted``. An event object that does
+  not match the selector is ``left`` without asking. As controller-runtime, which sees NotFound
+  for both, ``onDelete`` runs once; ``reason`` tells the two apart.
+* **unknown** — a relist no longer found the object (a DeletedFinalStateUnknown tombstone):
+  ``onDelete`` runs once with the last known state.
+* **never seen** — a key that the primary cache never held and no deletion was recorded for
+  (mapped from a secondary whose owner is out of the primary's view, or a requeue/retry that
+  was queued before a deletion that has since been handled): no ``onDelete``; the key is
+  dropped with one debug line.
+* **re-created** — deleted and created again (new uid) before the reconcile ran: ``onDelete``
+  for the old object, then a reconcile of the new one, each once, in that order. A departure
+  followed by the return of the same object (same uid) before the reconcile ran coalesces
+  into a reconcile of the live object (level-based: the world as it is now).
+* Each recorded deletion is consumed only by its own ``onDelete`` run: a reconcile of the live
+  object that was running when the deletion arrived leaves it in place, and a retry or
+  ``requeueAfter`` queued before the deletion finds nothing to delete again. An ``onDelete``
+  that fails is retried with its deletion (final state and reason) kept; one that asks for a
+  requeue keeps it too (it runs again after the delay).
+
+Room for a later "moved" reason (an object handed to another replica) is left in
+:data:`DELETION_REASONS` and in the classification of :meth:`Reconciler.record_deletion`.
+
+Thread-safety: a Reconciler is called by its controller's workers, never for the same key on two
+threads at once (the workqueue guarantees it). ``record_deletion`` runs on informer threads;
+the pending deletions are guarded by ``_lock`` (taken only for deletions, never on the path of
+a live reconcile with nothing pending).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kinrun.errors import NotFoundError, PermanentError, TemporaryError
+from kinrun.hooks import ReconcileContext
+
+Obj = dict[str, Any]
+
+# -- why a key was queued ---------------------------------------------------------------------
+
+ADDED = "added"
+"""The primary object appeared (a watch ADDED, or the initial list)."""
+UPDATED = "updated"
+"""The primary object changed (an update that passed the predicates)."""
+RESYNC = "resync"
+"""A resync replayed the cached object (no change)."""
+DELETION = "deletion"
+"""The primary object was deleted or left the informer's view (see the deletion reasons)."""
+MAPPED = "mapped"
+"""A watched secondary object changed and mapped to this key (``Cause.informer`` says which)."""
+REQUEUED = "requeued"
+"""A requeue asked for by the previous reconcile (``requeueAfter``, TemporaryError(delay))."""
+RETRIED = "retried"
+"""A rate-limited retry after a failed reconcile."""
+
+CAUSES = (ADDED, UPDATED, RESYNC, DELETION, MAPPED, REQUEUED, RETRIED)
+
+DELETED, LEFT, UNKNOWN = "deleted", "left", "unknown"
+DELETION_REASONS = (DELETED, LEFT, UNKNOWN)
+"""Why ``onDelete`` runs: the server deleted the object, it left the selectors, or a relist no
+longer found it (a tombstone). A future "moved" (handed to another replica) is not a deletion
+and will not run ``onDelete``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why a key was queued: ``kind`` one of :data:`CAUSES`; ``informer`` the watched informer
+    for ``mapped`` (else the primary's name, or "" when unknown). The first cause since the key
+    was last taken by a worker is kept (the workqueue coalesces the rest)."""
+
+    kind: str
+    informer: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} from {self.informer}" if self.kind == MAPPED else self.kind
+
+
+# -- the typed result -------------------------------------------------------------------------
+
+Outcome = Literal["done", "requeue", "retry", "permanent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one reconcile came to, for the controller to act on (as controller-runtime's
+    ``reconcile.Result`` plus its error, made one value).
+
+    ``outcome``: ``done`` (forget the key), ``requeue`` (forget, then add again after ``delay``
+    seconds), ``retry`` (``add_rate_limited``, or add after ``delay`` seconds when given:
+    ``TemporaryError(delay=...)``, not counted as a failure), ``permanent`` (forget and log;
+    the key waits for its next change). ``error``: the exception of a retry or permanent
+    failure; ``cause``: why the key was queued (None when the caller did not record it).
+    """
+
+    outcome: Outcome
+    delay: float | None = None
+    error: BaseException | None = None
+    cause: Cause | None = None
+
+    @classmethod
+    def after(cls, delay: float | None, cause: Cause | None = None) -> Result:
+        """``requeue`` after ``delay`` seconds when it is positive, else ``done``."""
+        if delay is not None and delay > 0:
+            return cls("requeue", float(delay), cause=cause)
+        return cls("done", cause=cause)
+
+    @classmethod
+    def failed(cls, error: BaseException, cause: Cause | None = None) -> Result:
+        """The result of a reconcile that raised ``error``: PermanentError -> ``permanent``;
+        TemporaryError -> ``retry`` after its ``delay`` (None: with backoff); else ``retry``."""
+        if isinstance(error, PermanentError):
+            return cls("permanent", error=error, cause=cause)
+        delay = error.delay if isinstance(error, TemporaryError) else None
+        return cls("retry", delay, error=error, cause=cause)
+
+
+DONE = Result("done")
+
+
+# -- deletions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """One recorded departure of an object from the primary cache, waiting for its
+    ``onDelete``: ``final`` its last known state (None if it was never stored), ``uid`` its
+    uid, ``reason`` one of :data:`DELETION_REASONS`, ``confirm``: True when ``deleted`` still
+    has to be told from ``left`` by asking the server (an informer with a selector)."""
+
+    final: Obj | None
+    uid: str | None
+    reason: str
+    confirm: bool = False
+
+
+ConfirmGone = Callable[[str, str | None], bool]
+"""(key, uid) -> True when the object with that uid no longer exists on the server (GET: not
+found, or another uid); False when it is still there (it left the selectors). Raises ApiError
+for other failures (the reconcile is then retried)."""
+
+Matches = Callable[[Obj], bool | None]
+"""Whether an object matches the informer's selectors: True, False, or None when it cannot be
+told locally (e.g. a field the object does not carry)."""
+
+
+def _uid(obj: Obj | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("uid")
+
+
+# -- the reconciler ---------------------------------------------------------------------------
+
+RunActions = Callable[..., "float | None"]
+"""``program.run(key=, obj=, old=, ctx=) -> delay | None`` (an ``ActionProgram``)."""
+RunHooks = Callable[[str, str, "Obj | None", ReconcileContext], "float | None"]
+"""``hooks(controller, key, obj, ctx) -> delay | None`` (``plugin_manager.reconcile_caller``)."""
+
+
+class Reconciler:
+    """The reconcile of one controller.
+
+    ``name``: the controller; ``actions`` / ``on_delete``: compiled action programs (or None);
+    ``hooks``: the plugins' reconcile caller (or None); ``keep_old``: keep each reconciled
+    version as ``old`` for the next reconcile of the key; ``listers`` / ``indexers``: informer
+    name -> lister / indexer for the context; ``client``: the API client (None: nothing may be
+    sent); ``confirm_gone``: asks the server whether a departed object is gone (see the module
+    docstring; None: every DELETED event is a deletion); ``logger``.
+
+    ``__call__(key, obj, cause=None) -> Result``; never raises for a failing action or hook (the
+    failure is the result). ``record_deletion(obj_or_tombstone, matches)`` is called by the
+    primary informer's delete handler.
+    """
+
+    def __init__(self, name: str, *, actions: Any = None, on_delete: Any = None,
+                 hooks: RunHooks | None = None, keep_old: bool = False,
+                 listers: Mapping[str, Any] | None = None,
+                 indexers: Mapping[str, Any] | None = None, client: Any = None,
+                 confirm_gone: ConfirmGone | None = None,
+                 logger: logging.Logger | None = None) -> None:
+        self.name = name
+        self.actions, self.on_delete, self.hooks = actions, on_delete, hooks
+        self.keep_old = keep_old
+        self.listers = dict(listers or {})
+        self.indexers = dict(indexers or {})
+        self.client = client
+        self.confirm_gone = confirm_gone
+        self.logger = logger or logging.getLogger(f"kinrun.controller.{name}")
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[Deletion]] = {}  # guarded by _lock; key -> oldest first
+        self._last: dict[str, Obj] = {}  # key -> version last reconciled (keep_old); per key
+
+    # -- recording (informer threads) ----------------------------------------------------------
+
+    def record_deletion(self, key: str, final: Obj | None, *, tombstone: bool,
+                        matches: Matches | None = None) -> None:
+        """Note that ``key`` left the primary cache, before its key is enqueued.
+
+        ``final``: the deleted object (a tombstone's last known state); ``tombstone``: it came
+        from a relist (reason ``unknown``); ``matches``: the informer's selector test, None when
+        the informer has no selector (every DELETED event is then ``deleted``)."""
+        if tombstone:
+            deletion = Deletion(final, _uid(final), UNKNOWN)
+        elif matches is None or final is None:
+            deletion = Deletion(final, _uid(final), DELETED)
+        else:
+            match = matches(final)
+            deletion = Deletion(final, _uid(final), LEFT if match is False else DELETED,
+                                confirm=match is not False)
+        with self._lock:
+            self._pending.setdefault(key, []).append(deletion)
+
+    def pending_deletions(self, key: str) -> list[Deletion]:
+        """A copy of ``key``'s recorded deletions not yet handled (oldest first)."""
+        with self._lock:
+            return list(self._pending.get(key, ()))
+
+    def _take(self, key: str) -> list[Deletion]:
+        if not self._pending:  # the common case, no lock: a concurrent record re-enqueues key
+            return []
+        with self._lock:
+            return self._pending.pop(key, [])
+
+    def _put_back(self, key: str, deletions: list[Deletion]) -> None:
+        with self._lock:
+            self._pending[key] = deletions + self._pending.get(key, [])
+
+    def forget(self, key: str) -> None:
+        """Drop everything recorded for ``key`` (the controller gave up on it)."""
+        with self._lock:
+            self._pending.pop(key, None)
+        self._last.pop(key, None)
+
+    # -- reconciling (workers) ---------------------------------------------------------------
+
+    def __call__(self, key: str, obj: Obj | None, cause: Cause | None = None) -> Result:
+        deletions = self._take(key)
+        if deletions:
+            uid = _uid(obj)
+            if obj is not None:  # a departure and return of the same object coalesce
+                deletions = [d for d in deletions if d.uid is None or d.uid != uid]
+            result = self._run_deletions(key, deletions, cause)
+            if result is not None:
+                return result
+        if obj is None:
+            if not deletions:
+                self.logger.debug("%s: %s is not in the primary cache and no deletion was "
+                                  "recorded for it; dropped", self.name, key)
+            return Result("done", cause=cause)
+        return self._reconcile_live(key, obj, cause)
+
+    def _reconcile_live(self, key: str, obj: Obj, cause: Cause | None) -> Result:
+        old = self._last.get(key) if self.keep_old else None
+        ctx = self._context(key, old, str(cause) if cause is not None else "", cause)
+        try:
+            delay = self._run(key, obj, old, ctx)
+        except Exception as err:  # noqa: BLE001 - the failure is the result
+            return Result.failed(err, cause)
+        if self.keep_old:
+            self._last[key] = obj
+        return Result.after(delay, cause)
+
+    def _run_deletions(self, key: str, deletions: list[Deletion],
+                       cause: Cause | None) -> Result | None:
+        """Run ``onDelete`` for each deletion in order; None when all are done. A failure or a
+        requeue puts that deletion and the later ones back and is the result."""
+        self._last.pop(key, None)
+        for i, deletion in enumerate(deletions):
+            try:
+                deletion = self._confirmed(key, deletion)
+                ctx = self._context(key, deletion.final, deletion.reason, cause)
+                delay = self._run(key, None, deletion.final, ctx)
+            except PermanentError as err:
+                self.logger.error("%s: onDelete of %s (%s) failed permanently: %s", self.name,
+                                  key, deletion.reason, err)
+                continue
+            except Exception as err:  # noqa: BLE001
+                self._put_back(key, deletions[i:])
+                return Result.failed(err, cause)
+            if delay is not None and delay > 0:
+                self._put_back(key, [deletion, *deletions[i + 1:]])
+                return Result.after(delay, cause)
+        return None
+
+    def _confirmed(self, key: str, deletion: Deletion) -> Deletion:
+        if not deletion.confirm or self.confirm_gone is None:
+            return deletion
+        gone = self.confirm_gone(key, deletion.uid)
+        return Deletion(deletion.final, deletion.uid, DELETED if gone else LEFT)
+
+    def _context(self, key: str, old: Obj | None, reason: str,
+                 cause: Cause | None) -> ReconcileContext:
+        return ReconcileContext(controller=self.name, key=key, listers=self.listers,
+                                client=self.client, logger=self.logger, old=old,
+                                indexers=self.indexers, reason=reason, cause=cause)
+
+    def _run(self, key: str, obj: Obj | None, old: Obj | None,
+             ctx: ReconcileContext) -> float | None:
+        program = self.actions if obj is not None else self.on_delete
+        delays = []
+        if program is not None:
+            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx))
+        if self.hooks is not None:
+            delays.append(self.hooks(self.name, key, obj, ctx))
+        asked = [d for d in delays if d is not None]
+        return min(asked) if asked else None
+
+
+def confirm_gone_by_get(client: Any, api_version: str, kind: str) -> ConfirmGone:
+    """A :data:`ConfirmGone` that GETs the object through ``client`` (``Client.get``): gone
+    when not found or when the uid differs. Other ApiErrors propagate (retried)."""
+    def confirm(key: str, uid: str | None) -> bool:
+        namespace, _, name = key.rpartition("/")
+        try:
+            live = client.get(api_version, kind, name, namespace or None)
+        except NotFoundError:
+            return True
+        return uid is not None and _uid(live) != uid
+    return confirm
