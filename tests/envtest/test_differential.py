@@ -819,3 +819,51 @@ def test_watch_from_future_resource_version_is_accepted_and_skips_up_to_it(both:
 
     real = check(both, scenario)
     assert real == {"future": (200, [], True), "current": (200, [("ADDED", "later")])}
+
+
+def test_reset_managed_fields_then_apply_conflicts_with_before_first_apply(both: Pair) -> None:
+    """A PUT with managedFields: [] clears them and a later patch is not tracked; the next
+    apply finds every field owned by "before-first-apply" (changing one conflicts)."""
+    def scenario(t: Target) -> Any:
+        made = t.kube.request("POST", cm_path(t.ns), configmap("r", k="1"),
+                              query={"fieldManager": "creator"}).body
+        made["metadata"]["managedFields"] = []
+        reset = t.kube.request("PUT", cm_path(t.ns, "r"), made).body
+        patched = t.kube.request("PATCH", cm_path(t.ns, "r"), {"data": {"k": "2"}},
+                                 query={"fieldManager": "patcher"},
+                                 content_type="application/merge-patch+json").body
+        clash = ssa(t, cm_path(t.ns, "r"), configmap("r", k="3"), "ctrl")
+        same = ssa(t, cm_path(t.ns, "r"), configmap("r", k="2"), "ctrl")
+        return {"reset": owners(reset), "patched": owners(patched),
+                "clash": conflict_view(clash), "same": (same.status, owners(same.body))}
+
+    real = check(both, scenario)
+    assert real["reset"] == [] and real["patched"] == []
+    assert real["clash"]["message"] == ('Apply failed with 1 conflict: conflict with '
+                                        '"before-first-apply" using v1: .data.k')
+
+
+def test_kubectl_server_side_apply_upgrades_from_client_side_apply(both: Pair) -> None:
+    """Manager "kubectl" takes, without force, the fields whose live value still equals the
+    last-applied annotation, and rewrites that annotation; a field changed since conflicts."""
+    def scenario(t: Target) -> Any:
+        last = configmap("l", k="1", j="1")
+        body = configmap("l", k="1", j="1")
+        body["metadata"]["annotations"] = {
+            "kubectl.kubernetes.io/last-applied-configuration": json.dumps(last)}
+        t.kube.request("POST", cm_path(t.ns), body,
+                       query={"fieldManager": "kubectl-client-side-apply"})
+        t.kube.request("PATCH", cm_path(t.ns, "l"), {"data": {"j": "2"}},
+                       query={"fieldManager": "kubectl-patch"},
+                       content_type="application/merge-patch+json")
+        clash = ssa(t, cm_path(t.ns, "l"), configmap("l", k="5", j="5"), "kubectl")
+        taken = ssa(t, cm_path(t.ns, "l"), configmap("l", k="5"), "kubectl")
+        annotation = json.loads(taken.body["metadata"]["annotations"][
+            "kubectl.kubernetes.io/last-applied-configuration"])
+        return {"clash": conflict_view(clash), "taken": (taken.status, taken.body["data"]),
+                "annotation": annotation, "owners": owners(taken.body)}
+
+    real = check(both, scenario)
+    assert real["clash"]["causes"] == [("FieldManagerConflict", ".data.j",
+                                        'conflict with "kubectl-patch" using v1')]
+    assert real["taken"] == (200, {"k": "5", "j": "2"})
