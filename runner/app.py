@@ -10,23 +10,28 @@
       5. start informers, wait for their caches, start the workers (progress in the log);
       6. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
 
-A second SIGINT/SIGTERM during the drain exits at once (130). Logging is configured by the CLI.
+Stopping is bounded: the drain gets ``shutdown.drainTimeout`` seconds (``--drain-timeout``
+wins; default in ``ShutdownSpec``), and the whole stop (informers, drain, shutdown hooks,
+lease release, closing) at most that plus EXIT_SLACK seconds from the stop request; past that
+the process logs the main thread's stack and exits 1 at once. A second SIGINT/SIGTERM (more
+than ``kinrun.signals.SECOND_SIGNAL_GRACE`` seconds after the first) exits at once (130).
+Signals go through :mod:`kinrun.signals` (a handler that takes no lock); a signal received
+before the run started (CLI start-up) stops it before anything starts, exit 0. Logging is
+configured by the CLI.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import signal
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kinrun import signals
 from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
@@ -34,32 +39,38 @@ from kinrun.kube import Client
 from kinrun.leader_election import LeaderElector
 from kinrun.manager import Manager
 from kinrun.metrics import Metrics
-from kinrun.plugin_manager import load_plugins
+from kinrun.plan import Plan, plan
 
 _log = logging.getLogger("kinrun")
 
-DRAIN_TIMEOUT = 10.0
-"""Seconds the workqueues get to drain after a stop signal."""
-
-SECOND_SIGNAL_GRACE = 1.0
-"""Seconds after a stop signal during which another one is taken as the same request
-(``timeout`` and some supervisors signal both the process and its group)."""
+EXIT_SLACK = 5.0
+"""Seconds past the drain timeout that the rest of stopping may take (stopping the informers,
+shutdown hooks, releasing the Lease, closing the client and the embedded server). From the
+stop request, kinrun exits within ``drain timeout + EXIT_SLACK`` seconds, or exits 1."""
 
 
 def run(config: Config, options: RunOptions, *, stop: threading.Event | None = None) -> int:
     """Run ``config``'s controllers until ``stop`` is set or SIGINT/SIGTERM arrives.
 
-    Returns the exit code: 0 after a clean stop, 1 when the caches never synced, the drain
-    timed out or leadership was lost, 130 on a second signal. Raises ConfigError (bad seed file, bad template,
-    unknown plugin), ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError
-    and ApiError (discovery failed): the CLI maps them to exit codes.
+    Returns the exit code: 0 after a clean stop (also when ``stop`` was set, or a signal came,
+    before anything started), 1 when the caches never synced, the drain timed out or
+    leadership was lost, 130 on a second signal (the process exits at once, from the signal
+    thread; also 1 from there when stopping overran ``drain timeout + EXIT_SLACK`` seconds).
+    Raises ConfigError (bad seed file, bad template, unknown plugin, metrics port in use),
+    ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError and ApiError
+    (discovery failed): the CLI maps them to exit codes.
     """
     stop = stop or threading.Event()
+    drain_timeout = options.effective_drain_timeout(config)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_signals_set(stop))
+        stack.enter_context(_signals_set(stop, drain_timeout + EXIT_SLACK))
+        if stop.is_set():
+            return 0
+        compiled = plan(config)  # everything checkable without a cluster fails here first
         kubeconfig, context = _cluster_access(config, options, stack)
-        cluster = config.cluster
-        manager = _build(config, kubeconfig, context, cluster, stack, dry_run=options.dry_run)
+        manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run)
+        if stop.is_set():
+            return 0
         if manager.metrics is not None:
             metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
             stack.callback(manager.metrics.close)
@@ -76,24 +87,27 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             if not elector.acquire(stop):
                 return 0
             stack.callback(elector.release)
-        if not manager.start(stop):
+        if not manager.start(stop, gc_policy=True):
             manager.stop(0.0)
             return 0 if stop.is_set() else 1
         _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
                   len(manager.informers), len(manager.controllers))
         stop.wait()
-        _log.info("stopping: draining workqueues (at most %.0fs)", DRAIN_TIMEOUT)
-        drained = manager.stop(DRAIN_TIMEOUT)
+        _arm_exit_deadline()
+        _log.info("stopping: draining workqueues (at most %gs)", drain_timeout)
+        drained = manager.stop(drain_timeout)
         _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
         if elector is not None and elector.lost:
             return 1  # leadership lost: a supervisor should restart this replica as a candidate
         return 0 if drained else 1
 
 
-def _build(config: Config, kubeconfig: str | None, context: str | None, cluster: Any,
+def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
            stack: contextlib.ExitStack, *, dry_run: bool = False) -> Manager:
     """The client (``dry_run``: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
-    the plugins and the Manager over them; the client is closed when ``stack`` unwinds."""
+    then the plan bound to it (discovery) and wired into a Manager; the client is closed when
+    ``stack`` unwinds."""
+    config, cluster = compiled.config, compiled.config.cluster
     pool = sum(c.workers for c in config.controllers) + 2 * len(config.informers) + 4
     client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
                                 burst=cluster.burst, pool_size=pool, dry_run=dry_run)
@@ -101,8 +115,8 @@ def _build(config: Config, kubeconfig: str | None, context: str | None, cluster:
     _log.info("API server %s", client.host)
     if dry_run:
         _log.info("dry-run: writes are sent with dryRun=All and logged; nothing is persisted")
-    pm = load_plugins(config.plugins, config.base_dir, config_file=config.file)
-    return Manager(config, client, pm, metrics=Metrics() if config.metrics is not None else None)
+    metrics = Metrics() if config.metrics is not None else None
+    return compiled.bind(client).manager(metrics=metrics)
 
 
 def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack
@@ -161,30 +175,28 @@ def load_seed_file(path: Path) -> list[dict]:
 
 
 @contextlib.contextmanager
-def _signals_set(stop: threading.Event) -> Iterator[None]:
-    """While active, the first SIGINT/SIGTERM sets ``stop``; a second one, more than
-    SECOND_SIGNAL_GRACE seconds later, exits at once (130).
-    Does nothing outside the main thread (signals can only be handled there)."""
+def _signals_set(stop: threading.Event, exit_bound: float) -> Iterator[None]:
+    """While active, SIGINT/SIGTERM reach ``stop`` through :mod:`kinrun.signals` (installed
+    here unless the CLI already did; then uninstalled on exit). ``exit_bound``: seconds from
+    the first signal to a forced exit 1. Does nothing outside the main thread (signals can only
+    be handled there)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    first: list[float] = []
-
-    def handle(signum: int, _frame: Any) -> None:
-        if first and time.monotonic() - first[0] < SECOND_SIGNAL_GRACE:
-            return  # the same stop request delivered twice (e.g. to the process group too)
-        if stop.is_set():
-            _log.warning("second %s: exiting without draining", signal.Signals(signum).name)
-            sys.stdout.flush()
-            raise SystemExit(130)
-        _log.info("%s received", signal.Signals(signum).name)
-        first.append(time.monotonic())
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    watcher = signals.current()
+    owned = watcher is None
+    watcher = watcher or signals.install()
+    watcher.attach(stop, exit_bound)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        watcher.detach()
+        if owned:
+            watcher.uninstall()
+
+
+def _arm_exit_deadline() -> None:
+    """Start the exit deadline for a stop that no signal requested (lost leadership)."""
+    watcher = signals.current()
+    if watcher is not None:
+        watcher.arm_deadline()

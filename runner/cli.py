@@ -10,9 +10,17 @@
 argument is a subcommand name it is the subcommand, otherwise the arguments are a run. (A config
 file literally named ``validate`` is run as ``kinrun ./validate``.)
 
-Exit codes: 0 success (also after a graceful stop on SIGINT/SIGTERM); 1 runtime error;
-2 usage, config file or cluster configuration error (nothing was started); 130 interrupted
-(Ctrl-C before the run started, or a second Ctrl-C that cut the drain short).
+Exit codes: 0 success (also after a graceful stop on SIGINT/SIGTERM); 1 runtime error (also
+a drain that did not finish within the drain timeout, a stop that overran it by more than
+``kinrun.app.EXIT_SLACK`` seconds, or a busy metrics port); 2 usage, config file or cluster
+configuration error (nothing was started); 130 interrupted (a second signal that cut the
+drain short, or Ctrl-C during another command).
+
+Signals of a run: ``main`` installs the SIGINT/SIGTERM handlers (:mod:`kinrun.signals`) before
+anything else, ahead of the heavy imports and the config loading. A signal that arrives then
+is recorded and the run stops as soon as it begins, before connecting to anything: exit 0
+("SIGTERM received before the run started: stopping"), unless the config is invalid (2). Only
+the interpreter's own start-up (tens of ms before ``main`` runs) is unprotected.
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
 exit codes:
-  0    success; a run stopped by SIGINT/SIGTERM after draining its workqueues
-  1    runtime error
+  0    success; a run stopped by SIGINT/SIGTERM after draining its workqueues (also a
+       signal received before the run started)
+  1    runtime error; a drain that did not finish within the drain timeout; a stop that
+       took longer than the drain timeout + 5s; metrics port in use
   2    usage error, invalid config file, or no usable cluster configuration
-  130  interrupted (Ctrl-C before the run started, or a second Ctrl-C during the drain)
+  130  interrupted (a second SIGINT/SIGTERM during the stop, or Ctrl-C in another command)
 """
 
 COMMANDS_HELP = """\
@@ -58,9 +68,29 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    For a run, the stop signals are installed first (see the module docstring). Called with
+    ``argv=None`` (the process's own command line) they stay installed, ignoring signals,
+    until the process exits: a late signal cannot turn the run's exit code into -15. With an
+    explicit ``argv`` (in-process callers) the previous handlers are restored on return.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     command = args.pop(0) if args and args[0] in _COMMANDS else "run"  # `run` may be explicit
+    if command != "run":
+        return _main(command, args)
+    from kinrun import signals  # standard library only: installed before the heavy imports
+
+    watcher = signals.install()
+    try:
+        return _main(command, args)
+    finally:
+        watcher.detach()
+        if argv is not None:
+            watcher.uninstall()
+
+
+def _main(command: str, args: list[str]) -> int:
     parser = _parser(command)
     if command == "run" and not args:
         parser.print_help(sys.stderr)
@@ -127,6 +157,9 @@ def _run_parser() -> argparse.ArgumentParser:
                         help="run against an in-process embedded API server instead of a cluster")
     parser.add_argument("--seed", metavar="FILE", action="append", default=[],
                         help="with --embedded: load the objects of this YAML/JSON file first (repeatable)")
+    parser.add_argument("--drain-timeout", metavar="DURATION", type=_duration,
+                        help="after a stop signal, let the workqueues drain this long (30s, "
+                             "1m30s, or seconds; overrides the config's shutdown.drainTimeout)")
     parser.add_argument("--dry-run", action="store_true",
                         help="real reads, but every write (apply, patch, delete, Event) is sent "
                              "with dryRun=All: the server validates it and persists nothing; "
@@ -135,6 +168,16 @@ def _run_parser() -> argparse.ArgumentParser:
     _add_log_flags(parser)
     parser.add_argument("--version", action="version", version=f"kinrun {__version__}")
     return parser
+
+
+def _duration(text: str) -> float:
+    """argparse type of a duration flag: float seconds (``kinrun.durations``)."""
+    from kinrun.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _validate_parser() -> argparse.ArgumentParser:
@@ -194,7 +237,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
                          namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,
                          seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
-                         log_format=ns.log_format)
+                         log_format=ns.log_format, drain_timeout=ns.drain_timeout)
     from kinrun.app import run  # imported here: it pulls in the kubernetes client
 
     try:

@@ -26,7 +26,9 @@ class RunOptions:
     sent with ``dryRun=All``, persisting nothing, see ``kinrun.kube.Client``; no leader
     election); ``seeds``: YAML/JSON files of objects to load
     into the embedded server before start (only with ``embedded``); ``log_level``
-    (debug/info/warning/error) and ``log_format`` (text/json), already applied by the CLI.
+    (debug/info/warning/error) and ``log_format`` (text/json), already applied by the CLI;
+    ``drain_timeout``: ``--drain-timeout`` in seconds (None = not given; it overrides the
+    file's ``shutdown.drainTimeout``, see :meth:`effective_drain_timeout`).
     """
 
     config_path: Path
@@ -38,6 +40,7 @@ class RunOptions:
     seeds: tuple[Path, ...] = ()
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"
+    drain_timeout: float | None = None
 
     def effective_cluster(self, config: Config) -> ClusterSpec:
         """The config's ClusterSpec with ``--kubeconfig``/``--context`` applied on top."""
@@ -47,3 +50,13 @@ class RunOptions:
         if self.context is not None:
             cluster = dataclasses.replace(cluster, context=self.context)
         return cluster
+
+    def effective_drain_timeout(self, config: Config) -> float:
+        """Seconds the workqueues get to drain after a stop signal: ``--drain-timeout`` if
+        given, else the config's ``shutdown.drainTimeout`` (its schema default when omitted).
+        ValueError for a hand-made Config without ``shutdown`` and no flag."""
+        if self.drain_timeout is not None:
+            return self.drain_timeout
+        if config.shutdown is None:
+            raise ValueError("config has no shutdown spec (build it with kinrun.config.load)")
+        return config.shutdown.drain_timeout

@@ -72,3 +72,64 @@ def test_run_outcomes_map_to_exit_codes(fake_app: dict[str, Any], capsys: pytest
     fake_app["result"] = outcome
     assert cli.main([str(POD_LOGGER)]) == code
     assert message in capsys.readouterr().err + caplog.text
+
+
+@pytest.mark.parametrize(("flag", "seconds"), [
+    pytest.param([], None, id="not-given"),
+    pytest.param(["--drain-timeout", "1m30s"], 90.0, id="units"),
+    pytest.param(["--drain-timeout", "2.5"], 2.5, id="seconds"),
+])
+def test_drain_timeout_flag_reaches_the_run_options(fake_app: dict[str, Any], flag: list[str],
+                                                    seconds: float | None) -> None:
+    """--drain-timeout is parsed as a duration into RunOptions.drain_timeout (seconds)."""
+    assert cli.main([str(POD_LOGGER), *flag]) == 0
+    assert fake_app["options"].drain_timeout == seconds
+
+
+def test_bad_drain_timeout_is_a_usage_error(fake_app: dict[str, Any],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A --drain-timeout that is not a duration: usage error (2), nothing run."""
+    assert cli.main([str(POD_LOGGER), "--drain-timeout", "soon"]) == 2
+    assert "--drain-timeout" in capsys.readouterr().err
+    assert "options" not in fake_app
+
+
+@pytest.mark.parametrize(("file_value", "flag", "seconds"), [
+    pytest.param(None, None, 10.0, id="schema-default"),
+    pytest.param("30s", None, 30.0, id="config"),
+    pytest.param("30s", 2.0, 2.0, id="flag-wins"),
+])
+def test_effective_drain_timeout(tmp_path: Path, file_value: str | None, flag: float | None,
+                                 seconds: float) -> None:
+    """The drain bound: --drain-timeout, else shutdown.drainTimeout, else the schema's 10s."""
+    from kinrun.config import load_schema, load_text, parse_duration
+
+    text = POD_LOGGER.read_text()
+    if file_value is not None:
+        text += f"shutdown: {{drainTimeout: {file_value}}}\n"
+    config = load_text(text, file="c.yaml")
+    options = RunOptions(config_path=POD_LOGGER, drain_timeout=flag)
+    assert options.effective_drain_timeout(config) == seconds
+    default = load_schema()["$defs"]["shutdown"]["properties"]["drainTimeout"]["default"]
+    assert parse_duration(default) == 10.0
+
+
+def test_busy_metrics_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """metrics.port already bound: `kinrun: metrics port N on ADDR is in use (metrics.port)`,
+    no traceback, exit 1."""
+    import socket
+    import subprocess
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        config = tmp_path / "metrics.yaml"
+        config.write_text(POD_LOGGER.read_text()
+                          + f"metrics: {{port: {port}, address: 127.0.0.1}}\n")
+        done = subprocess.run([sys.executable, "-m", "kinrun.cli", str(config), "--embedded"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert f"kinrun: metrics port {port} on 127.0.0.1 is in use (metrics.port)" in \
+        done.stderr.splitlines()
+    assert "Traceback" not in done.stderr

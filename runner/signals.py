@@ -1,0 +1,239 @@
+"""SIGINT/SIGTERM for the main job, through signal handlers that take no lock.
+
+Why a self-pipe: CPython runs a Python signal handler in the main thread between two bytecodes,
+wherever that thread is — inside ``threading.Event.wait()`` holding the Event's condition lock,
+inside a logging handler holding its lock, inside ``print`` holding stdout's buffer lock. Those
+locks are not reentrant, so a handler that logs or calls ``Event.set()`` deadlocks the process
+when the signal lands at such a moment (seen as "kinrun did not exit within 60 s of SIGTERM",
+the log ending at "SIGTERM received"). Here the handler only writes the signal number, one
+byte, to a pipe (``os.write``: no Python lock). One daemon thread, the *signal thread*, reads
+the pipe and does everything else: log, set the run's stop Event, arm the exit deadline, and
+on a second signal flush the output and exit 130.
+
+What a signal does, by the state of the process-wide :class:`StopSignals`:
+
+    waiting   installed, no run attached yet (CLI start-up: imports, config loading): the first
+              signal is recorded; :meth:`StopSignals.attach` then sets the run's stop Event at
+              once (the run stops before starting anything, exit 0)
+    attached  the first signal is logged ("SIGTERM received") and sets the stop Event, and the
+              exit deadline is armed: if the process is still running ``exit_bound`` seconds
+              later, it logs the main thread's stack and exits 1
+    finished  the run returned: signals are ignored (the process is already exiting with the
+              run's code; the default action would turn it into -15)
+
+In ``waiting`` and ``attached``, another signal within SECOND_SIGNAL_GRACE seconds of the first
+is the same request (``timeout`` and some supervisors signal both the process and its group)
+and is ignored; a later one, or any signal once the stop Event was set by something else
+(leadership lost), exits at once with 130 after flushing stdout, stderr and the log handlers.
+
+Thread-safety: :func:`install`, :meth:`StopSignals.uninstall` run in the main thread only
+(``signal.signal`` requires it); ``attach``/``detach``/``arm_deadline`` from any thread. The
+signal handler touches only ``_wfd`` (read) and the pipe; every other field is guarded by
+``_lock``, which the handler never takes. This module imports only the standard library, so
+the CLI installs it before its heavy imports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from types import FrameType
+
+_log = logging.getLogger("kinrun")
+
+SECOND_SIGNAL_GRACE = 1.0
+"""Seconds after a stop signal during which another one is taken as the same request."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+EXIT_INTERRUPTED = 130
+EXIT_OVERDUE = 1
+
+_installed: StopSignals | None = None
+
+
+def hard_exit(code: int) -> None:
+    """Flush stdout, stderr and every log handler, then end the process with ``code`` at once
+    (``os._exit``: no atexit, no clean-up; callable from any thread)."""
+    for handler in logging.getLogger().handlers:
+        try:
+            handler.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+    os._exit(code)
+
+
+def install(*, exit: Callable[[int], None] = hard_exit) -> StopSignals:
+    """The process-wide StopSignals, installed on first call (idempotent; ``exit`` counts only
+    then): SIGINT and SIGTERM handled as the module docstring says. Main thread only
+    (ValueError otherwise, from ``signal.signal``)."""
+    global _installed
+    if _installed is None:
+        watcher = StopSignals(exit=exit)
+        watcher._install()
+        _installed = watcher
+    return _installed
+
+
+def current() -> StopSignals | None:
+    """The installed StopSignals, or None."""
+    return _installed
+
+
+class StopSignals:
+    """SIGINT/SIGTERM -> a run's stop Event, through a self-pipe and the signal thread.
+
+    ``exit(code)`` ends the process (default :func:`hard_exit`; tests pass a recorder).
+    Fields under ``_lock``: ``_stop`` (the attached run's Event, or None), ``_exit_bound``
+    (seconds from the first signal to a forced exit 1), ``_first`` ((signal name, monotonic
+    time) of the first signal since install/attach, or None), ``_finished`` (signals ignored),
+    ``_deadline`` (the armed Timer, or None). Invariant: ``_deadline`` is armed only while
+    ``_stop`` is set.
+    """
+
+    def __init__(self, *, exit: Callable[[int], None] = hard_exit) -> None:
+        self._exit = exit
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+        self._exit_bound = 0.0
+        self._first: tuple[str, float] | None = None
+        self._finished = False
+        self._deadline: threading.Timer | None = None
+        self._rfd, self._wfd = -1, -1
+        self._previous: dict[int, object] = {}
+        self._thread: threading.Thread | None = None
+
+    # --- the handler: no lock, no logging, no allocation beyond one bytes object ----------
+
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        """The signal handler: write ``signum`` to the pipe; nothing else (see the module
+        docstring). A full pipe (64 KiB of pending signals) drops the byte."""
+        fd = self._wfd
+        if fd < 0:
+            return
+        try:
+            os.write(fd, bytes((signum,)))
+        except OSError:  # full (BlockingIOError) or closed by uninstall
+            pass
+
+    # --- main thread ------------------------------------------------------------------------
+
+    def _install(self) -> None:
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._wfd, False)
+        self._thread = threading.Thread(target=self._read_pipe, name="kinrun-signals", daemon=True)
+        self._thread.start()
+        self._previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
+
+    def uninstall(self) -> None:
+        """Restore the previous handlers, cancel the deadline, end the signal thread (main
+        thread only). For library callers and in-process CLI runs; the CLI's own process keeps
+        the handlers until it exits."""
+        global _installed
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+        self.detach()
+        self.cancel_deadline()
+        wfd, self._wfd = self._wfd, -1
+        os.close(wfd)  # the signal thread reads EOF and ends
+        if self._thread is not None:
+            self._thread.join(5.0)
+        os.close(self._rfd)
+        if _installed is self:
+            _installed = None
+
+    # --- any thread -------------------------------------------------------------------------
+
+    def attach(self, stop: threading.Event, exit_bound: float) -> None:
+        """Direct signals to ``stop`` (a run starts). ``exit_bound``: seconds from the first
+        signal to a forced exit 1. A signal recorded before (CLI start-up) sets ``stop`` now."""
+        with self._lock:
+            self._stop, self._exit_bound, self._finished = stop, exit_bound, False
+            early = self._first
+            if early is not None:
+                stop.set()
+                self._arm_locked()
+        if early is not None:
+            _log.info("%s received before the run started: stopping", early[0])
+
+    def detach(self) -> None:
+        """The run returned: ignore signals from now on (until the next ``attach``); cancel
+        nothing else (the deadline stays armed while the process exits)."""
+        with self._lock:
+            self._stop, self._finished, self._first = None, True, None
+
+    def arm_deadline(self) -> None:
+        """Arm the exit deadline now (a run stopping for a reason other than a signal, such as
+        lost leadership); no-op when not attached or already armed."""
+        with self._lock:
+            if self._stop is not None:
+                self._arm_locked()
+
+    def cancel_deadline(self) -> None:
+        """Cancel the exit deadline, if armed."""
+        with self._lock:
+            timer, self._deadline = self._deadline, None
+        if timer is not None:
+            timer.cancel()
+
+    # --- the signal thread ------------------------------------------------------------------
+
+    def _read_pipe(self) -> None:
+        while True:
+            try:
+                data = os.read(self._rfd, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            for signum in data:
+                self._on_signal(signum)
+
+    def _on_signal(self, signum: int) -> None:
+        """One signal, on the signal thread: the state machine of the module docstring."""
+        name = signal.Signals(signum).name
+        with self._lock:
+            if self._finished:
+                return
+            stop, first, now = self._stop, self._first, time.monotonic()
+            if first is not None and now - first[1] < SECOND_SIGNAL_GRACE:
+                return  # the same stop request delivered twice
+            second = first is not None or (stop is not None and stop.is_set())
+            if not second:
+                self._first = (name, now)
+                if stop is not None:
+                    stop.set()
+                    self._arm_locked()
+        if second:
+            _log.warning("second %s: exiting without draining", name)
+            self._exit(EXIT_INTERRUPTED)
+        elif stop is not None:
+            _log.info("%s received", name)
+
+    def _arm_locked(self) -> None:
+        if self._deadline is None:
+            self._deadline = threading.Timer(self._exit_bound, self._overdue, (self._exit_bound,))
+            self._deadline.daemon = True
+            self._deadline.start()
+
+    def _overdue(self, bound: float) -> None:
+        """The deadline fired: log where the main thread is, exit 1."""
+        frame = sys._current_frames().get(threading.main_thread().ident or 0)
+        where = "".join(traceback.format_stack(frame)) if frame is not None else "(gone)"
+        _log.error("did not stop within %.1fs of the stop request: exiting now; main thread "
+                   "at:\n%s", bound, where)
+        self._exit(EXIT_OVERDUE)
+
+
+__all__ = ["SECOND_SIGNAL_GRACE", "StopSignals", "current", "hard_exit", "install"]
