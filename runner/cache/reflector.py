@@ -17,6 +17,15 @@ What it does when things go wrong:
     is closed by a watchdog and re-opened from the last resourceVersion, no relist: a stalled
     proxy or load balancer, or a half-open connection, otherwise holds the reflector until the
     socket read timeout (the requested server timeout + 30 s, 5.5 to 10.5 minutes);
+  * a watch opened after a failed one (connection, 429, 5xx, garbage: not a clean end) that
+    stays silent past the inactivity limit relists at the last resourceVersion instead of
+    re-opening: after a restart on an etcd restored from a backup or wiped, that version is
+    ahead of the server, whose watch cache then sends nothing (kube-apiserver 1.20 serves a
+    watch from a future version as a silent stream, ``watch_cache.go``
+    ``GetAllEventsSinceThreadUnsafe``), and only a LIST can tell;
+  * a LIST answering "Too large resource version" (504 Timeout with cause
+    ResourceVersionTooLarge: the server is behind the version asked for) is retried with ""
+    at once, as client-go's ``isTooLargeResourceVersionError``;
   * other errors (connection, 429, 5xx, other ERROR events) back off with jitter (800 ms
     doubling to 30 s, reset after 2 min without failures), then re-open the watch from the last
     resourceVersion (a LIST failure retries the LIST);
@@ -57,6 +66,20 @@ DEFAULT_INACTIVITY_TIMEOUT = 3 * BOOKMARK_INTERVAL
 """Seconds (180) a watch may stay silent (no event, no bookmark) before the watchdog drops and
 re-opens it: three bookmark intervals, so one late or lost bookmark never trips it. The one
 place this default is written; config ``informers.<name>.watchInactivityTimeout`` overrides it."""
+
+
+def too_large_resource_version(err: BaseException) -> bool:
+    """True for kube-apiserver's "Too large resource version" answer: a LIST (or GET) at a
+    resourceVersion newer than the server has, after waiting ~3 s for it (504 Timeout,
+    ``details.causes[].reason`` ResourceVersionTooLarge; servers 1.17.0-1.18.5 only say it in
+    ``causes[].message``). As client-go ``reflector.go`` ``isTooLargeResourceVersionError``."""
+    body = getattr(err, "body", None) or {}
+    causes = (body.get("details") or {}).get("causes") or [] if isinstance(body, dict) else []
+    for cause in causes:
+        if isinstance(cause, dict) and (cause.get("reason") == "ResourceVersionTooLarge"
+                                        or cause.get("message") == "Too large resource version"):
+            return True
+    return getattr(err, "status", None) == 504 and "Too large resource version" in str(err)
 
 
 class ReflectorStore(Protocol):
@@ -122,6 +145,7 @@ class Reflector:
         self._rv_unavailable = False  # the last rv was 410 on LIST: next list uses ""
         self._listed_rv = ""  # the resourceVersion of the last successful LIST
         self._stale_expiries = 0  # watches expired in a row with no event since the LIST
+        self._failed_since_event = False  # a watch failed and no event has arrived since
         self._threads: list[threading.Thread] = []
 
     # -- public ------------------------------------------------------------------------------
@@ -196,6 +220,11 @@ class Reflector:
                 self._rv_unavailable = True
                 continue
             except Exception as err:  # noqa: BLE001 - every failure is retried
+                if rv != "" and too_large_resource_version(err):
+                    log.warning("%s: list at resourceVersion %r is ahead of the server (%s); "
+                                "relisting from the latest", self.name, rv, err)
+                    self._rv_unavailable = True
+                    continue
                 log.warning("%s: list failed: %s", self.name, err)
                 self._pause()
                 continue
@@ -219,6 +248,7 @@ class Reflector:
             return False
         except Exception as err:  # noqa: BLE001
             log.warning("%s: watch failed to open: %s", self.name, err)
+            self._failed_since_event = True
             self._pause()
             return True
         return self._consume(watch, self._inactivity_timeout)
@@ -240,6 +270,7 @@ class Reflector:
         try:
             for event in watch:
                 self._last_activity = self._clock.now()
+                self._failed_since_event = False
                 self._handle(event)
         except ExpiredError as err:
             log.info("%s: watch expired (%s); relisting", self.name, err)
@@ -249,10 +280,17 @@ class Reflector:
             if self._stop.is_set():
                 raise _Stopped from err
             log.warning("%s: watch failed: %s", self.name, err)
+            self._failed_since_event = True
             self._pause()
             return True
         finally:
             stalled = self._disarm(watch)
+        if stalled and self._failed_since_event:
+            log.warning("%s: watch silent for over %.0f s since a failed watch; relisting at "
+                        "resourceVersion %r (is the server behind it?)", self.name, limit,
+                        self._last_rv)
+            self._failed_since_event = False
+            return False
         if stalled:  # INFO: routine for an idle resource the server sends no bookmarks for
             log.info("%s: watch silent (no event, no bookmark) for over %.0f s; re-opening "
                      "from resourceVersion %r", self.name, limit, self._last_rv)

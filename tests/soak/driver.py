@@ -194,7 +194,7 @@ class Soak:
                                     if not k.startswith("stall_"))
         result.writes = dict(self.writes)
         records = _read_records(self.record)
-        result.shimmed = next((r["shimmed"] for r in records if r["t"] == "start"), None)
+        result.shimmed = any(r["t"] == "shim" for r in records)
         check(records, self.ops, self._server_state(), result)
         (self.dir / "ops.jsonl").write_text("".join(json.dumps(o) + "\n" for o in self.ops))
         (self.dir / "result.json").write_text(json.dumps(asdict(result), indent=1))
@@ -316,9 +316,8 @@ class Soak:
                 self._server_fault(specials[step])
             elif self.rand.random() < p.fault_probability:
                 self._stream_fault()
-            if p.min_faults and self._reached() >= p.min_faults and step >= len(specials):
-                if all(s <= step for s in specials):
-                    break
+            if p.min_faults and self._reached() >= p.min_faults and max(specials, default=0) <= step:
+                break  # enough faults reached, every restart and wipe done
         return step
 
     def _reached(self) -> int:
@@ -567,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=SoakParams.seed)
     parser.add_argument("--min-faults", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=5000)
+    parser.add_argument("--steps", type=int, default=1400)
     parser.add_argument("--budget", type=float, default=1500.0, help="seconds of faulting at most")
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--wipes", type=int, default=2)

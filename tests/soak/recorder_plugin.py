@@ -13,14 +13,13 @@ Cache dumps: when ``$KINRUN_SOAK_RECORD.req`` holds a number N, the lister of in
 ``$KINRUN_SOAK_INFORMER`` is written to ``$KINRUN_SOAK_RECORD.dump.N`` as
 ``{"ready": bool, "objects": {key: [uid, rv]}}`` (atomically, by rename).
 
-Until the Manager passes ``informers.<name>.watchInactivityTimeout`` to the factory, and only
-then, ``$KINRUN_SOAK_INACTIVITY`` (seconds) is applied as the factory's default (a shim: see
-``_shim_inactivity``); ``SHIMMED`` says whether it was needed.
+Until kinrun passes ``informers.<name>.watchInactivityTimeout`` to the factory, and only
+then, ``$KINRUN_SOAK_INACTIVITY`` (seconds) is filled in where it passes None (a shim: see
+``_shim_inactivity``; a ``{"t": "shim"}`` record says it was needed).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import threading
@@ -114,26 +113,23 @@ def _dump_loop() -> None:
         done = seq
 
 
-def _shim_inactivity() -> bool:
-    """Apply $KINRUN_SOAK_INACTIVITY as the factory's inactivity default when the Manager does
-    not pass the config's ``watchInactivityTimeout`` itself (detected from its source)."""
+def _shim_inactivity() -> None:
+    """Until kinrun passes the config's ``watchInactivityTimeout`` to the factory, fill in
+    $KINRUN_SOAK_INACTIVITY where it passes None (a "shim" record says it was needed)."""
     seconds = os.environ.get("KINRUN_SOAK_INACTIVITY")
     if not seconds:
-        return False
+        return
     from kinrun.cache.factory import SharedInformerFactory
-    from kinrun.manager import Manager
-    if "inactivity" in inspect.getsource(Manager._build_informer):
-        return False
     original = SharedInformerFactory.informer_for
 
     def informer_for(self: Any, key: Any, **kw: Any) -> Any:
         if kw.get("inactivity_timeout") is None:
             kw["inactivity_timeout"] = float(seconds)
+            _write({"t": "shim", "at": time.monotonic()})
         return original(self, key, **kw)
     SharedInformerFactory.informer_for = informer_for  # type: ignore[method-assign]
-    return True
 
 
-SHIMMED = _shim_inactivity()
-_write({"t": "start", "shimmed": SHIMMED, "at": time.monotonic(), "pid": os.getpid()})
+_shim_inactivity()
+_write({"t": "start", "at": time.monotonic(), "pid": os.getpid()})
 threading.Thread(target=_dump_loop, name="soak-dump", daemon=True).start()

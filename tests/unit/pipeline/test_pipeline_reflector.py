@@ -377,3 +377,62 @@ def test_non_410_error_event_backs_off_then_resumes_without_relist(server, clock
     assert server.wait_for(n_watches(2))
     assert server.watch_requests[1]["resource_version"] == rv
     assert len(server.list_requests) == 1 and [c[0] for c in store.calls] == ["replace"]
+
+
+def _too_large(rv="99", current="7"):
+    """kube-apiserver 1.20's answer to a LIST at a resourceVersion it has not reached."""
+    body = {"kind": "Status", "code": 504, "reason": "Timeout",
+            "message": f"Timeout: Too large resource version: {rv}, current: {current}",
+            "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                                    "message": "Too large resource version"}],
+                        "retryAfterSeconds": 1}}
+    return ServerError(body["message"], status=504, reason="Timeout", body=body)
+
+
+def test_list_ahead_of_the_server_relists_from_the_latest_at_once(server, clock, run_reflector):
+    """A relist answered "Too large resource version" (etcd restored or wiped) is retried with
+    "" without backing off (client-go isTooLargeResourceVersionError)."""
+    store = RecordingStore()
+    run_reflector(server, store, clock=clock)
+    assert server.wait_for(n_watches(1))
+    rv = server.resource_version
+    server.fail_next_list(_too_large(rv))
+    server.expire_next_watch_event()
+    server.close_watches()
+    assert server.wait_for(lambda s: len(s.list_requests) >= 3 and len(s.watch_requests) >= 3)
+    assert server.list_requests == ["0", rv, ""]
+
+
+def test_silent_watch_after_a_failed_one_relists(server, clock, run_reflector):
+    """A watch re-opened after a failure that then stays silent past the limit relists at the
+    last resourceVersion (only a LIST tells that the server went back in time)."""
+    server.fail_next_watch(ApiConnectionError("reset"))
+    server.stall_next_watch()
+    run_reflector(server, RecordingStore(), clock=clock, rand=random.Random(3),
+                  inactivity_timeout=60.0)
+    assert server.wait_for(n_watches(1))
+    assert clock.wait_for_waiters(1, WAIT, timed=True)  # the backoff
+    clock.step(1.61)
+    assert server.wait_for(n_watches(2))
+    assert clock.wait_for_waiters(1, WAIT, timed=True)  # the watchdog
+    rv = server.resource_version
+    clock.step(61.0)
+    assert server.wait_for(lambda s: len(s.list_requests) >= 2)
+    assert server.list_requests == ["0", rv]
+
+
+def test_an_event_after_a_failed_watch_makes_silence_routine_again(server, clock, run_reflector):
+    """Once the re-opened watch delivered an event, a later silence re-opens it without a relist."""
+    store = RecordingStore()
+    server.fail_next_watch(ApiConnectionError("reset"))
+    run_reflector(server, store, clock=clock, rand=random.Random(3), inactivity_timeout=60.0)
+    assert server.wait_for(n_watches(1))
+    assert clock.wait_for_waiters(1, WAIT, timed=True)
+    clock.step(1.61)
+    assert server.wait_for(n_watches(2))
+    server.create(pod("a"))
+    assert store.wait_for(lambda c: len(c) == 2)
+    assert clock.wait_for_waiters(1, WAIT, timed=True)
+    clock.step(61.0)
+    assert server.wait_for(n_watches(3))
+    assert len(server.list_requests) == 1
