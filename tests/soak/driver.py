@@ -65,7 +65,8 @@ class SoakParams:
     backoff_gap: float = 30.0        # seconds between faults that make the reflector back off
     settle_timeout: float = 120.0
     workers: int = 4
-    log_dir: str = ""                # kept when set; else a temp dir removed at the end
+    log_dir: str = ""                # kept when set; else a temp dir
+    break_on_purpose: str = ""       # "skip-relist": the child applies no LIST after the first
 
 
 @dataclass
@@ -220,7 +221,8 @@ class Soak:
         path = self.dir / "kinrun.yaml"
         path.write_text(json.dumps(config, indent=1))
         env = {**os.environ, "KINRUN_SOAK_RECORD": str(self.record),
-               "KINRUN_SOAK_INFORMER": INFORMER, "KINRUN_SOAK_INACTIVITY": str(self.p.inactivity)}
+               "KINRUN_SOAK_INFORMER": INFORMER, "KINRUN_SOAK_INACTIVITY": str(self.p.inactivity),
+               "KINRUN_SOAK_BREAK": self.p.break_on_purpose}
         kinrun = Path(sys.executable).with_name("kinrun")
         argv = [str(kinrun)] if kinrun.exists() else [sys.executable, "-m", "kinrun.cli"]
         log = open(self.dir / "kinrun.log", "ab")  # noqa: SIM115 - closed with the process

@@ -130,6 +130,38 @@ def _shim_inactivity() -> None:
     SharedInformerFactory.informer_for = informer_for  # type: ignore[method-assign]
 
 
+def _break_on_purpose() -> None:
+    """$KINRUN_SOAK_BREAK=skip-relist: every LIST after the first is not applied to the cache
+    (the reflector "skips relists"), to see the soak's checks catch it."""
+    if os.environ.get("KINRUN_SOAK_BREAK") != "skip-relist":
+        return
+    from kinrun.cache.reflector import Reflector
+    original = Reflector._list
+
+    class _NoReplace:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+        def replace(self, objects: Any, resource_version: str) -> None:
+            pass
+
+    def _list(self: Any) -> None:
+        if not getattr(self, "_soak_listed", False):
+            original(self)
+            self._soak_listed = True
+            return
+        real, self._store = self._store, _NoReplace(self._store)
+        try:
+            original(self)
+        finally:
+            self._store = real
+    Reflector._list = _list  # type: ignore[method-assign]
+
+
+_break_on_purpose()
 _shim_inactivity()
 _write({"t": "start", "at": time.monotonic(), "pid": os.getpid()})
 threading.Thread(target=_dump_loop, name="soak-dump", daemon=True).start()
