@@ -29,7 +29,8 @@ and is ignored; a later one, or any signal once the stop Event was set by someth
 Thread-safety: :func:`install`, :meth:`StopSignals.uninstall` run in the main thread only
 (``signal.signal`` requires it); ``attach``/``detach``/``arm_deadline`` from any thread. The
 signal handler touches only ``_wfd`` (read) and the pipe; every other field is guarded by
-``_lock``, which the handler never takes. This module imports only the standard library, so
+``_lock``, which the handler never takes (nor ``_read_lock``, held while reading the pipe
+and handling what was read). This module imports only the standard library, so
 the CLI installs it before its heavy imports.
 """
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -105,6 +107,7 @@ class StopSignals:
     def __init__(self, *, exit: Callable[[int], None] = hard_exit) -> None:
         self._exit = exit
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()  # taken before _lock; see _read_pending
         self._stop: threading.Event | None = None
         self._exit_bound = 0.0
         self._first: tuple[str, float] | None = None
@@ -132,6 +135,7 @@ class StopSignals:
     def _install(self) -> None:
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._wfd, False)
+        os.set_blocking(self._rfd, False)  # read by the signal thread and by attach
         self._thread = threading.Thread(target=self._read_pipe, name="kinrun-signals", daemon=True)
         self._thread.start()
         self._previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
@@ -157,7 +161,9 @@ class StopSignals:
 
     def attach(self, stop: threading.Event, exit_bound: float) -> None:
         """Direct signals to ``stop`` (a run starts). ``exit_bound``: seconds from the first
-        signal to a forced exit 1. A signal recorded before (CLI start-up) sets ``stop`` now."""
+        signal to a forced exit 1. A signal that came before (CLI start-up), handled or still
+        in the pipe, sets ``stop`` now."""
+        self._read_pending()  # bytes the signal thread has not taken yet came before attach
         with self._lock:
             self._stop, self._exit_bound, self._finished = stop, exit_bound, False
             early = self._first
@@ -190,15 +196,32 @@ class StopSignals:
     # --- the signal thread ------------------------------------------------------------------
 
     def _read_pipe(self) -> None:
+        """The signal thread: wait for bytes, handle each; end at EOF (uninstall)."""
         while True:
             try:
-                data = os.read(self._rfd, 64)
-            except OSError:
+                select.select([self._rfd], [], [])
+            except (OSError, ValueError):
                 return
-            if not data:
+            if not self._read_pending():
                 return
-            for signum in data:
-                self._on_signal(signum)
+
+    def _read_pending(self) -> bool:
+        """Handle the signals in the pipe now, without waiting; False at EOF or once closed.
+        Each byte is read by one reader only (the signal thread, or ``attach``), and handled
+        before ``_read_lock`` is released: a reader that finds the pipe empty knows every
+        signal written before was handled."""
+        with self._read_lock:
+            while True:
+                try:
+                    data = os.read(self._rfd, 64)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    return False
+                if not data:
+                    return False
+                for signum in data:
+                    self._on_signal(signum)
 
     def _on_signal(self, signum: int) -> None:
         """One signal, on the signal thread: the state machine of the module docstring."""
