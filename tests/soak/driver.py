@@ -307,18 +307,20 @@ class Soak:
 
     def _fault_phase(self) -> int:
         p = self.p
-        deadline = time.monotonic() + p.budget
-        specials = _spread(p.steps, {"restart": p.restarts, "wipe": p.wipes}, self.rand)
+        started = time.monotonic()
+        deadline = started + p.budget
+        specials = _spread({"restart": p.restarts, "wipe": p.wipes}, self.rand)
         step = 0
         while step < p.steps and time.monotonic() < deadline:
             step += 1
             for _ in range(self.rand.randint(1, 3)):
                 self._write_step()
-            if step in specials:
-                self._server_fault(specials[step])
+            progress = max(step / p.steps, (time.monotonic() - started) / p.budget)
+            if specials and progress >= specials[0][0]:
+                self._server_fault(specials.pop(0)[1])
             elif self.rand.random() < p.fault_probability:
                 self._stream_fault()
-            if p.min_faults and self._reached() >= p.min_faults and max(specials, default=0) <= step:
+            if p.min_faults and self._reached() >= p.min_faults and not specials:
                 break  # enough faults reached, every restart and wipe done
         return step
 
@@ -406,11 +408,12 @@ class Soak:
             time.sleep(0.5)
 
 
-def _spread(steps: int, counts: dict[str, int], rand: random.Random) -> dict[int, str]:
-    """Steps at which the server faults happen: evenly spread, in shuffled order."""
+def _spread(counts: dict[str, int], rand: random.Random) -> list[tuple[float, str]]:
+    """When the server faults happen, as fractions of the run (steps or budget, whichever
+    runs out first): evenly spread, kinds in shuffled order."""
     kinds = [k for k, n in counts.items() for _ in range(n)]
     rand.shuffle(kinds)
-    return {int(steps * (i + 1) / (len(kinds) + 1)): k for i, k in enumerate(kinds)}
+    return [((i + 1) / (len(kinds) + 1), k) for i, k in enumerate(kinds)]
 
 
 def divergence(server: dict[str, tuple[str, str]], cache: dict[str, tuple[str, str]]) -> dict[str, int]:
