@@ -27,12 +27,14 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
   pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
 - Strategic merge patch knows no schemas: well-known merge lists (containers, env, volumes,
-  ports, conditions, ...) merge by key, other lists are replaced (see ``patch``);
-  server-side apply tracks which leaf fields each Apply manager owns (conflicts -> 409 with
-  FieldManagerConflict causes, ``force`` takes ownership, fields a manager stops applying are
-  removed) but Update managers never conflict and lists are atomic (see ``apply``);
-  ``fieldManager`` is required (422 otherwise), ``force`` only with apply (400 otherwise).
-  ``managedFields`` of Update operations are coarse.
+  ports, conditions, ...) merge by key, other lists are replaced (see ``patch``).
+  Field ownership follows 1.20's fieldmanager (see ``managed_fields``, ``apply``): creates,
+  updates and patches own the fields they change (manager: ``fieldManager``, else the
+  User-Agent's prefix), server-side apply conflicts with every other owner (409 with
+  FieldManagerConflict causes, the real messages), ``force`` takes ownership, fields a manager
+  stops applying are removed, ``before-first-apply`` and kubectl's last-applied upgrade work;
+  but lists are atomic leaves (no ``k:{...}`` items), and fieldsV1 has no ``"."`` markers.
+  ``fieldManager`` is required for apply (422 otherwise), ``force`` only with apply (400).
 - No controllers, as in envtest: no garbage collector (ownerReferences and propagationPolicy
   are accepted but dependents are never deleted; Foreground/Orphan add no finalizer), no
   namespace controller (a deleted Namespace stays Terminating with its content; new content
@@ -44,7 +46,8 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
 - One process, one store: resourceVersions are a dense global counter; the watch history is
   kept per resource with at least ``history_size`` events (the real watch cache sizes itself);
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that
-  history. A future resourceVersion answers 504 at once (the real server waits up to 3 s).
+  history. A LIST from a future resourceVersion answers 504 at once (the real server waits
+  up to 3 s); a WATCH from one is accepted and sends nothing up to it (as 1.20's watch cache).
   ``resourceVersion=0`` LISTs ignore ``limit`` (as the real watch cache does).
 - A watch from a resourceVersion older than the history is answered as the cacher does: 200,
   then one ERROR event (Status 410 Expired), then the end (``faults.expire_next_watch`` gives
