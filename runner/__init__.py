@@ -11,15 +11,14 @@ higher one):
     controller, manager, app          workers, the config's wiring, and the main job
     cli                               thin argument parsing over the above
 
-Running a config without the CLI::
+Running a config without the CLI (the one path every command takes: load, plan, bind, start)::
 
-    from kinrun import Client, Manager, load, load_plugins
-    config = load("config.yaml")
-    manager = Manager(config, Client.from_config(), load_plugins(config.plugins, config.base_dir))
+    from kinrun import Client, load, plan
+    manager = plan(load("config.yaml")).bind(Client.from_config()).manager()
     manager.start(); ...; manager.stop()
 
-``Client``, ``Manager``, ``load``, ``load_plugins`` and ``run`` are imported on first use (they
-pull in the ``kubernetes`` client); the rest is light.
+``Client``, ``Manager``, ``load``, ``load_plugins``, ``plan`` and ``run`` are imported on first
+use (they pull in the ``kubernetes`` client); the rest is light.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ _LAZY = {
     "Manager": "kinrun.manager",
     "load": "kinrun.config",
     "load_plugins": "kinrun.plugin_manager",
+    "plan": "kinrun.plan",
     "run": "kinrun.app",
 }
 
@@ -59,5 +59,6 @@ __all__ = [
     "hookimpl",
     "load",
     "load_plugins",
+    "plan",
     "run",
 ]

@@ -71,9 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     For a run, the stop signals are installed first (see the module docstring). Called with
-    ``argv=None`` (the process's own command line) they stay installed, ignoring signals,
-    until the process exits: a late signal cannot turn the run's exit code into -15. With an
-    explicit ``argv`` (in-process callers) the previous handlers are restored on return.
+    ``argv=None`` (the process's own command line), SIGINT/SIGTERM are ignored once the run
+    returned, until the process exits: a late signal cannot turn the run's exit code into
+    -15. With an explicit ``argv`` (in-process callers) the previous handlers are restored.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     command = args.pop(0) if args and args[0] in _COMMANDS else "run"  # `run` may be explicit
@@ -85,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(command, args)
     finally:
-        watcher.detach()
-        if argv is not None:
+        if argv is None:
+            watcher.ignore_from_now()
+        else:
             watcher.uninstall()
 
 
@@ -251,11 +252,12 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 def _cmd_validate(ns: argparse.Namespace) -> int:
     from kinrun.config import load
+    from kinrun.plan import plan
 
     status = EXIT_OK
     for path in ns.configs:
         try:
-            _check_plugins(load(path))
+            plan(load(path))  # load + plan: whatever the run would refuse before a cluster
         except ConfigError as exc:
             _err(str(exc))
             status = EXIT_USAGE
@@ -281,21 +283,6 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
     for line in plugin_lines(manager):
         print(line)
     return EXIT_OK
-
-
-def _check_plugins(config: Any) -> None:
-    """Import the config's plugins and check every controller's ``reconcile.hooks`` selects a
-    ``kinrun_reconcile``; ConfigError otherwise (validate runs what the main job would)."""
-    from kinrun.plugin_manager import reconcile_caller
-
-    pm = _load_plugins(config)
-    for controller in config.controllers:
-        try:
-            reconcile_caller(pm, controller.reconcile.hook_selection)
-        except ConfigError as exc:
-            loc = controller.location
-            raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,
-                              path=f"{loc.path}.reconcile.hooks") from None
 
 
 def _load_plugins(config: Any) -> Any:
@@ -375,22 +362,21 @@ def object_key(obj: dict[str, Any]) -> str:
 
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
             old: dict[str, Any] | None, deleted: bool) -> list[dict[str, Any]]:
-    """The described steps of the controller's actions (or onDelete). Lookups in templates
-    (``get``/``list``/``by_index``) see an empty cache: render has no cluster."""
-    from kinrun.actions import compile_actions
+    """The described steps of the controller's actions (or onDelete), compiled by the plan.
+    Lookups in templates (``get``/``list``/``by_index``) see an empty cache: render has no
+    cluster."""
     from kinrun.hooks import ReconcileContext
+    from kinrun.plan import plan
 
-    specs = controller.reconcile.on_delete if deleted else controller.reconcile.actions
-    if not specs:
+    compiled = plan(config).controller(controller.name)
+    program = compiled.on_delete if deleted else compiled.actions
+    if program is None:
         _err(f"kinrun render: controller {controller.name!r} has no "
              f"{'onDelete' if deleted else 'actions'} to render")
         return []
-    manager = _load_plugins(config)  # plugin action kinds and template filters
-    program = compile_actions(
-        [s.raw for s in specs], controller=controller.name, templates_options=config.templates,
-        plugin_manager=manager, locations=[s.location for s in specs], base_dir=config.base_dir)
     listers = {name: _EmptyLister() for name in config.informers}
-    ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old)
+    ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old,
+                           reason="deleted" if deleted else "")
     return program.render(key=key, obj=obj, old=old, ctx=ctx).describe()
 
 

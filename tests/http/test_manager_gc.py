@@ -18,6 +18,7 @@ from kinrun.config import load_text
 from kinrun.hooks import hookimpl
 from kinrun.kube import Client
 from kinrun.manager import Manager
+from kinrun.plan import plan
 from kinrun.plugin_manager import new_plugin_manager
 
 WAIT = 30.0
@@ -74,8 +75,8 @@ def client(embedded_server) -> Iterator[Client]:
 def start_manager(client: Client, plugin: object, gc_section: str = "") -> Manager:
     pm = new_plugin_manager()
     pm.register(plugin, name="plugin")
-    manager = Manager(load_text(CONFIG.format(gc=gc_section)), client, pm)
-    assert manager.start(sync_timeout=WAIT)
+    manager = plan(load_text(CONFIG.format(gc=gc_section)), pm).bind(client).manager()
+    assert manager.start(sync_timeout=WAIT, gc_policy=True)  # the main job's choice
     return manager
 
 
@@ -158,3 +159,16 @@ def test_no_collect_frozen_thread_without_the_key(client: Client) -> None:
         assert not collecting_thread_alive()
     finally:
         manager.stop(5)
+
+
+def test_library_start_leaves_the_process_gc_settings_alone(client: Client) -> None:
+    """A library user's start() applies no GC policy: thresholds and the frozen count stay."""
+    pm = new_plugin_manager()
+    pm.register(CycleBuilder(), name="plugin")
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    manager = plan(load_text(CONFIG.format(gc="")), pm).bind(client).manager()
+    assert manager.start(sync_timeout=WAIT)
+    try:
+        assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    finally:
+        manager.stop(WAIT)

@@ -17,7 +17,7 @@ from pipeline_fakes import Recorder  # noqa: E402
 from kinrun.cache import SharedIndexInformer  # noqa: E402
 from kinrun.clock import FakeClock  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
-from kinrun.manager import RecordDeletions  # noqa: E402
+from kinrun.bound import RecordDeletions  # noqa: E402
 from kinrun.reconcile import Reconciler  # noqa: E402
 from kinrun.testing.memory import MemoryListerWatcher  # noqa: E402
 from kinrun.workqueue import DelayingQueue, ItemExponentialFailureRateLimiter, RateLimitingQueue  # noqa: E402

@@ -1,0 +1,260 @@
+"""The compiled plan: everything about a config that can be checked without a cluster.
+
+The spine of every command (``../shared/DESIGN.md``, "The spine")::
+
+    load(file) -> Config            YAML with marks, schema defaults, the frozen model
+    plan(config, plugins) -> Plan   templates, actions, index functions, key mappers,
+                                    predicates, hooks, rate limiters, resync, budgets,
+                                    leader election: compiled and checked once
+    Plan.bind(client) -> Bound      discovery (GVK -> resource and scope), informers,
+                                    controllers (``kinrun.bound``)
+    Bound.start(stop)               informers, cache sync, workers (``kinrun.manager``)
+
+``kinrun validate`` is load + plan, so it refuses everything the run would refuse before it
+talks to a cluster; ``render`` and ``test`` run a Plan on the embedded API server; ``rbac`` and
+``manifests`` read it; hot reload compares two Plans. A bad config fails in :func:`plan` with a
+ConfigError at file:line:column of the offending key.
+
+Purely compiling: no I/O here beyond importing the config's plugins (when :func:`plan` is not
+given a plugin manager). A Plan is immutable after construction and thread-safe (compiled
+templates and programs are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kinrun import plugin_manager as plugins
+from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
+from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
+                                 WatchSpec)
+from kinrun.errors import ConfigError
+from kinrun.kube.builtin_kinds import builtin_scope
+from kinrun.predicates import PREDICATES
+from kinrun.selectors import parse_field_selector, parse_label_selector
+from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper
+
+IndexFunc = Callable[[dict], list[str]]
+Matches = Callable[[dict], bool]
+
+
+@dataclass(frozen=True)
+class InformerPlan:
+    """One informer, compiled. ``spec``: as configured; ``indexers``: index name -> function
+    (the config's expressions and the plugins' ``kinrun_index_funcs``); ``matches``: the
+    label/field selector test (None without selectors; field keys read as dotted paths);
+    ``resync_period``: seconds for handlers registered through this informer name (0 = none)."""
+
+    spec: InformerSpec
+    indexers: Mapping[str, IndexFunc]
+    matches: Matches | None
+    resync_period: float
+
+    @property
+    def name(self) -> str:
+        """The informer's name under ``informers:``."""
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    """One watched secondary of a controller: ``spec``; ``mapper``: the compiled key mapper
+    of ``mapTo: {template}`` (None for owner and index mappings, which need the primary's
+    resource and cache: they are made at bind)."""
+
+    spec: WatchSpec
+    mapper: IndexFunc | None = None
+
+
+@dataclass(frozen=True)
+class ControllerPlan:
+    """One controller, compiled. ``actions`` / ``on_delete``: action programs or None;
+    ``hooks``: the plugins' reconcile caller or None; ``keep_old``; ``resync_period``: the
+    primary handler's, seconds (the controller's, else its primary informer's); ``watches``;
+    ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known."""
+
+    spec: ControllerSpec
+    actions: ActionProgram | None
+    on_delete: ActionProgram | None
+    hooks: Any
+    keep_old: bool
+    resync_period: float
+    watches: tuple[WatchPlan, ...]
+
+    @property
+    def name(self) -> str:
+        """The controller's name."""
+        return self.spec.name
+
+    @property
+    def rate_limiter(self) -> RateLimiterSpec:
+        """The workqueue's rate limiter settings."""
+        return self.spec.rate_limiter
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A config compiled against its plugins: ``config``; ``plugins`` (the pluggy manager);
+    ``engine`` (the config's TemplateEngine); ``informers`` (name -> InformerPlan, file order);
+    ``controllers`` (ControllerPlans, file order). Build with :func:`plan`."""
+
+    config: Config
+    plugins: Any
+    engine: TemplateEngine
+    informers: Mapping[str, InformerPlan]
+    controllers: tuple[ControllerPlan, ...]
+
+    def controller(self, name: str) -> ControllerPlan:
+        """The controller called ``name``; KeyError if none."""
+        for controller in self.controllers:
+            if controller.name == name:
+                return controller
+        raise KeyError(name)
+
+    def bind(self, client: Any) -> Any:
+        """Resolve every informer's resource through ``client``'s discovery and build the
+        informers, controllers and reconcilers (``kinrun.bound.Bound``). Raises
+        UnknownKindError (file:line of the informer) or ApiError."""
+        from kinrun.bound import Bound  # bound imports plan: the one upward step, at call time
+
+        return Bound(self, client)
+
+
+def plan(config: Config, plugin_manager: Any = None) -> Plan:
+    """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
+    the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
+
+    Raises ConfigError (file:line:column: key: message) for anything the run would refuse:
+    template syntax, action values, a plugin index no plugin supplies, a ``mapTo: {index}`` the
+    primary lacks, ``reconcile.hooks`` that no plugin implements, an unknown predicate, a
+    ``mapTo: owner`` that can only produce keys the primary cache never holds (for built-in
+    kinds; CRDs are checked at bind), and plugin import errors."""
+    pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
+        list(config.plugins), config.base_dir, config_file=config.file)
+    engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
+                            base_dir=config.base_dir)
+    informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
+    controllers = tuple(_controller(config, spec, informers, pm, engine)
+                        for spec in config.controllers)
+    return Plan(config, pm, engine, informers, controllers)
+
+
+# -- informers --------------------------------------------------------------------------------
+
+
+def _informer(spec: InformerSpec, pm: Any, engine: TemplateEngine) -> InformerPlan:
+    from_plugins = plugins.collect_index_funcs(pm, spec.name)
+    indexers: dict[str, IndexFunc] = {}
+    for name, ix in spec.indexers.items():
+        if ix.plugin:
+            if name not in from_plugins:
+                raise ix.location.error(
+                    f"no plugin supplies index {name!r} (kinrun_index_funcs)")
+            indexers[name] = from_plugins[name]
+        else:
+            indexers[name] = compile_index_func(ix.expression or "", ix.location, engine=engine)
+    for name, func in from_plugins.items():
+        indexers.setdefault(name, func)
+    return InformerPlan(spec, indexers, selector_matcher(spec), spec.resync_period)
+
+
+def selector_matcher(spec: InformerSpec) -> Matches | None:
+    """Whether an object matches ``spec``'s label and field selectors (as the API server's
+    ``labels.Selector`` and ``fields.Selector``); None when it has neither. Field selector
+    keys are read as dotted paths of the object (``spec.nodeName``; absent reads as "")."""
+    if not (spec.label_selector or spec.field_selector):
+        return None
+    labels = parse_label_selector(spec.label_selector)
+    fields = parse_field_selector(spec.field_selector)
+
+    def matches(obj: dict) -> bool:
+        meta = obj.get("metadata") or {}
+        return labels.matches(meta.get("labels") or {}) and fields.matches(
+            lambda name: _field(obj, name))
+    return matches
+
+
+def _field(obj: Any, path: str) -> str:
+    for part in path.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return "" if obj is None else str(obj)
+
+
+# -- controllers ------------------------------------------------------------------------------
+
+
+def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, InformerPlan],
+                pm: Any, engine: TemplateEngine) -> ControllerPlan:
+    rec = spec.reconcile
+    for name in spec.predicates:
+        if name not in PREDICATES:
+            raise spec.location.error(f"unknown predicate {name!r}")
+    try:
+        hooks = plugins.reconcile_caller(pm, rec.hook_selection)
+    except ConfigError as exc:
+        loc = spec.location
+        raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,
+                          path=f"{loc.path}.reconcile.hooks") from None
+    primary = informers[spec.primary]
+    watches = tuple(_watch(config, spec, w, primary, informers[w.informer], engine)
+                    for w in spec.watches)
+    resync = spec.resync_period if spec.resync_period is not None else primary.resync_period
+    return ControllerPlan(
+        spec, _program(spec, rec.actions, "actions", pm, engine),
+        _program(spec, rec.on_delete, "onDelete", pm, engine), hooks, rec.keeps_old, resync,
+        watches)
+
+
+def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
+             engine: TemplateEngine) -> ActionProgram | None:
+    if not actions:
+        return None
+    where = spec.location
+    return compile_actions([a.raw for a in actions], controller=spec.name, plugin_manager=pm,
+                           engine=engine, locations=[a.location for a in actions],
+                           source=(where.file, where.line, f"{where.path}.reconcile.{field}"))
+
+
+def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: InformerPlan,
+           secondary: InformerPlan, engine: TemplateEngine) -> WatchPlan:
+    if watch.map_to == "template":
+        return WatchPlan(watch, compile_key_mapper(watch.template or "", watch.location,
+                                                   engine=engine))
+    if watch.map_to == "index":
+        if (watch.index or "") not in primary.indexers:
+            raise watch.location.error(
+                f"mapTo.index {watch.index!r}: the primary informer {primary.name!r} has no "
+                f"such index (known: {', '.join(sorted(primary.indexers)) or 'none'})")
+        return WatchPlan(watch)
+    problem = owner_mapping_problem(
+        primary.spec, secondary.spec,
+        builtin_scope(primary.spec.api_version, primary.spec.kind or ""),
+        builtin_scope(secondary.spec.api_version, secondary.spec.kind or ""))
+    if problem:
+        raise watch.location.error(problem)
+    return WatchPlan(watch)
+
+
+def owner_mapping_problem(primary: InformerSpec, secondary: InformerSpec,
+                          primary_namespaced: bool | None,
+                          secondary_namespaced: bool | None) -> str | None:
+    """Why ``mapTo: owner`` from ``secondary`` to ``primary`` can only give keys the primary
+    cache never holds, or None. Scopes: True namespaced, False cluster-scoped, None unknown
+    (a CRD before discovery). Kubernetes owner references: a namespaced owner must be in its
+    dependent's namespace; a cluster-scoped dependent cannot have a namespaced owner."""
+    if primary_namespaced is None or secondary_namespaced is None:
+        return None
+    what = f"mapTo: owner maps {secondary.kind or secondary.resource} to owners of kind " \
+           f"{primary.kind or primary.resource}"
+    if primary_namespaced and not secondary_namespaced:
+        return (f"{what}, but a cluster-scoped object cannot have a namespaced owner: "
+                f"no key would ever be in informer {primary.name!r}")
+    if primary_namespaced and primary.namespaces is not None \
+            and secondary.namespaces is not None \
+            and not set(primary.namespaces) & set(secondary.namespaces):
+        return (f"{what}, but an owner lives in its dependent's namespace and informer "
+                f"{secondary.name!r} watches {', '.join(secondary.namespaces)} while "
+                f"{primary.name!r} watches {', '.join(primary.namespaces)}")
+    return None
