@@ -858,8 +858,8 @@ def test_kubectl_server_side_apply_upgrades_from_client_side_apply(both: Pair) -
                        content_type="application/merge-patch+json")
         clash = ssa(t, cm_path(t.ns, "l"), configmap("l", k="5", j="5"), "kubectl")
         taken = ssa(t, cm_path(t.ns, "l"), configmap("l", k="5"), "kubectl")
-        annotation = json.loads(taken.body["metadata"]["annotations"][
-            "kubectl.kubernetes.io/last-applied-configuration"])
+        annotation = taken.body["metadata"]["annotations"][
+            "kubectl.kubernetes.io/last-applied-configuration"]
         return {"clash": conflict_view(clash), "taken": (taken.status, taken.body["data"]),
                 "annotation": annotation, "owners": owners(taken.body)}
 
