@@ -133,7 +133,7 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("client-go-dynamic", clientgo("--variant", "json", "--dynamic"),
               ("events", "sync", "memory", "latency"), default=False, native=True),
     Contender("client-go-add-rate-limited", clientgo("--variant", "json", "--add-rate-limited"),
-              ("events", "latency"), default=False, native=True),
+              ("events",), default=False, native=True, events_limit=300),
 )}
 
 
