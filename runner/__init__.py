@@ -1,15 +1,21 @@
 """kinrun: turn one YAML file into a running Kubernetes controller.
 
 The public face of the library. Layers underneath, low to high (a lower layer never imports a
-higher one):
+higher one; the order is written once, in ``kinrun._layers.LAYERS``, and checked by a test):
 
-    errors, clock, durations          pure data and time; no I/O
-    cache, workqueue                  the client-go informer pipeline; no Kubernetes I/O
-    kube                              the official client, raw dict LIST/WATCH, writes
-    config, hooks, templating,        the YAML model, pluggy hookspecs, Jinja2 actions
-    actions, plugin_manager
-    controller, manager, app          workers, the config's wiring, and the main job
-    cli                               thin argument parsing over the above
+    errors, clock, durations, selectors   pure data and time; no I/O
+    cache, workqueue                      the client-go informer pipeline; no Kubernetes I/O
+    kube, hooks                           the official client, raw dict LIST/WATCH, writes;
+                                          the pluggy hookspecs
+    config, templating, predicates        the YAML model, the Jinja2 sandbox, update filters
+    actions, plugin_manager, metrics,     templated actions, plugins, Prometheus, Leases
+    leader_election, logging_setup
+    reconcile, controller                 one key's reconcile and its typed result; workers
+    plan, bound, manager                  the spine: compile a config, bind it to a cluster
+                                          and wire it, run it
+    testing                               embedded API server, fault proxy, envtest
+    signals, app                          the main job
+    cli                                   thin argument parsing over the above
 
 Running a config without the CLI (the one path every command takes: load, plan, bind, start)::
 

@@ -28,12 +28,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pluggy
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from kinrun.actions import ActionKind
 
 PROJECT_NAME = "kinrun"
 
@@ -226,7 +223,7 @@ def kinrun_template_filters() -> Mapping[str, Callable[..., Any]] | None:
 
 
 @hookspec
-def kinrun_action_kinds() -> Mapping[str, ActionKind] | None:
+def kinrun_action_kinds() -> Mapping[str, Callable[..., Any]] | None:
     """Register extra action kinds usable in ``reconcile.actions`` / ``onDelete``.
 
     Called once when the actions are compiled. A config action ``- {plugin: NAME, with: {...}}``

@@ -31,6 +31,7 @@ from typing import Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
+from kinrun.config.model import Config
 from kinrun.metrics import Metrics
 
 _log = logging.getLogger("kinrun.manager")
@@ -51,13 +52,11 @@ class Manager:
 
     def __init__(self, wired: Any, client: Any = None, plugin_manager: Any = None, *,
                  metrics: Metrics | None = None) -> None:
-        from kinrun.bound import Wired
-
-        if not isinstance(wired, Wired):
+        if isinstance(wired, Config):
             warnings.warn("Manager(config, client, plugin_manager) is deprecated: use "
                           "kinrun.plan(config, plugins).bind(client).manager()",
                           DeprecationWarning, stacklevel=2)
-            from kinrun.plan import plan
+            from kinrun.plan import plan  # the spine: plan, bound and manager are one layer
 
             wired = plan(wired, plugin_manager).bind(client).manager(metrics=metrics)._wired
         self._wired = wired

@@ -1,0 +1,23 @@
+"""The layer order of kinrun's modules, written once; ``tests/unit/test_layers.py`` checks it.
+
+Low to high. A module may import modules of its own layer or of lower layers, never of a higher
+one (typing-only imports included): the pipeline (cache, workqueue) knows no Kubernetes client,
+no pluggy and no config; the hookspecs name no action type; the spine (plan, bound, manager)
+is one layer that compiles, wires and runs. ``kinrun`` itself (the lazy public face) is above
+everything; importing ``kinrun.__version__`` from it is allowed anywhere.
+"""
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "clock", "durations", "selectors"),        # pure data and time; no I/O
+    ("cache", "workqueue"),                                # the client-go informer pipeline
+    ("kube", "hooks"),                                     # the official client; the hookspecs
+    ("config", "templating", "predicates"),                # the YAML model; the Jinja2 sandbox
+    ("actions", "plugin_manager", "metrics", "leader_election", "logging_setup"),
+    ("reconcile", "controller"),                           # one key's reconcile; the workers
+    ("plan", "bound", "manager"),                          # the spine: compile, bind, run
+    ("testing",),                                          # embedded API server, fault proxy
+    ("signals", "app"),                                    # the main job
+    ("cli",),                                              # thin argument parsing
+)
+"""Each entry names top-level modules or packages of ``kinrun`` (``cache`` covers
+``kinrun.cache.*``)."""

@@ -1,0 +1,87 @@
+"""Layers import downwards only (kinrun._layers.LAYERS), typing-only imports included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kinrun._layers import LAYERS
+
+ROOT = Path(__file__).resolve().parents[2] / "runner"
+LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _unit(module: str) -> str | None:
+    """``kinrun.cache.store`` -> ``cache``; None for ``kinrun`` itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "kinrun" else None
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = ["kinrun", *rel.parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """(line, imported module) of every kinrun import in ``path`` (module ``module``, default
+    the one ``path`` is), wherever the import stands."""
+    found = []
+    module = module or _module_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("kinrun")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base == "kinrun":  # from kinrun import plugin_manager / __version__
+                found += [(node.lineno, f"kinrun.{a.name}") for a in node.names
+                          if (ROOT / f"{a.name}.py").exists() or (ROOT / a.name).is_dir()]
+            elif base.startswith("kinrun."):
+                found.append((node.lineno, base))
+    return found
+
+
+def _violations() -> list[str]:
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        unit = _unit(_module_of(path))
+        if unit is None or unit == "_layers":
+            continue
+        for line, target in _imports(path):
+            other = _unit(target)
+            if other is None or other == unit:
+                continue
+            if LAYER_OF[other] > LAYER_OF[unit]:
+                bad.append(f"{path.relative_to(ROOT.parent)}:{line}: {unit} (layer "
+                           f"{LAYER_OF[unit]}) imports {target} (layer {LAYER_OF[other]})")
+    return bad
+
+
+def test_every_module_belongs_to_a_layer():
+    """Each top-level module or package of kinrun is named in LAYERS."""
+    units = {_unit(_module_of(p)) for p in ROOT.rglob("*.py")} - {None, "_layers"}
+    assert sorted(units - set(LAYER_OF)) == []
+
+
+def test_no_module_imports_a_higher_layer():
+    """No import (typing-only ones included) goes from a lower layer to a higher one."""
+    assert _violations() == []
+
+
+@pytest.mark.parametrize("source", [
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kinrun.actions import ActionKind\n",
+    "from kinrun import plugin_manager\n",
+    "def f():\n    import kinrun.app\n",
+])
+def test_the_check_sees_typing_only_lazy_and_package_imports(tmp_path, source):
+    """The import scan finds TYPE_CHECKING, function-level and `from kinrun import mod` imports."""
+    fake = tmp_path / "hooks.py"
+    fake.write_text(source)
+    targets = [t for _, t in _imports(fake, "kinrun.hooks")]
+    assert targets and all(LAYER_OF[_unit(t)] > LAYER_OF["hooks"] for t in targets)
