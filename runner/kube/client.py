@@ -14,11 +14,13 @@ Dry-run mode (``dry_run=True``, ``kinrun CONFIG --dry-run``): reads are real, an
 (create, update, apply, patch, delete, Events, Leases; ``execute`` and the helpers alike) is
 sent with ``dryRun=All`` (Kubernetes API dry-run, KEP-576): the server validates, admits and
 answers with the result, and persists nothing. Each write then logs, on the
-``kinrun.kube.dry_run`` logger at INFO, what it would have changed (``kinrun.kube.dry_run``):
-``dry-run: would patch Deployment ns/web: spec.replicas 1 -> 3``. Changes are computed against
-the current object: the one the caller passes as ``current``, else a GET just before the write
-(one extra request per apply/patch/update; not atomic with the write, so a concurrent change in
-between shows up in the summary as if the write made it).
+``kinrun.kube.dry_run`` logger at INFO, what it would have changed (summary format: module
+``kinrun.kube.dry_run``): ``dry-run: would patch Deployment ns/web: spec.replicas 1 -> 3``.
+Changes are computed against the current object: the one the caller passes as ``current``, else
+a GET just before the write (one extra request per apply/patch/update, needing ``get``; not
+atomic with the write, so a concurrent change in between shows up as if the write made it).
+A dry-run write fails as the real one would (the same RBAC, validation, conflicts, 404s) and
+raises the same ApiError; the methods return the server's dry-run answer.
 """
 
 from __future__ import annotations
