@@ -19,7 +19,8 @@ What a signal does, by the state of the process-wide :class:`StopSignals`:
               exit deadline is armed: if the process is still running ``exit_bound`` seconds
               later, it logs the main thread's stack and exits 1
     finished  the run returned: signals are ignored (the process is already exiting with the
-              run's code; the default action would turn it into -15)
+              run's code; the default action would turn it into -15); the CLI's own process
+              then sets them to SIG_IGN (:meth:`StopSignals.ignore_from_now`)
 
 In ``waiting`` and ``attached``, another signal within SECOND_SIGNAL_GRACE seconds of the first
 is the same request (``timeout`` and some supervisors signal both the process and its group)
@@ -172,6 +173,15 @@ class StopSignals:
                 self._arm_locked()
         if early is not None:
             _log.info("%s received before the run started: stopping", early[0])
+
+    def ignore_from_now(self) -> None:
+        """The process is exiting with the run's code: set SIGINT/SIGTERM to SIG_IGN (main
+        thread only). The ``finished`` state alone is not enough: interpreter finalization
+        resets Python-level handlers to SIG_DFL, so a late signal would end the process with
+        -15; SIG_IGN is left as it is."""
+        self.detach()
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
 
     def detach(self) -> None:
         """The run returned: ignore signals from now on (until the next ``attach``); cancel
