@@ -40,6 +40,7 @@ from kinrun.cache import (
     strip_managed_fields,
 )
 from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
+from kinrun.clock import Clock
 from kinrun.kube import ResourceRef
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.plan import ControllerPlan, InformerPlan, Plan, WatchPlan, owner_mapping_problem
@@ -51,6 +52,9 @@ _log = logging.getLogger("kinrun.manager")
 
 Informer = SharedIndexInformer | MultiNamespaceInformer
 """A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
+
+Wrap = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+"""(controller name, reconcile) -> a reconcile with the same signature, observing each call."""
 
 
 class Bound:
@@ -90,14 +94,18 @@ class Bound:
         """The plan's Config."""
         return self.plan.config
 
-    def manager(self, *, metrics: Any = None) -> Any:
+    def manager(self, *, metrics: Any = None, clock: Clock | None = None,
+                wrap: Wrap | None = None) -> Any:
         """The informers, controllers and reconcilers of this plan, wired and not started, in
         a :class:`kinrun.manager.Manager`. ``metrics``: a ``kinrun.metrics.Metrics`` to record
-        into. Raises a located ConfigError when two informer names sharing one watch define
-        the same index name differently."""
+        into; ``clock``: the workqueues' clock (requeues, retries, rate limits; default the
+        real one; informers always use real time, they do I/O); ``wrap(controller, reconcile)
+        -> reconcile``: an observer around every controller's reconcile (``kinrun test``
+        records through it). Raises a located ConfigError when two informer names sharing one
+        watch define the same index name differently."""
         from kinrun.manager import Manager
 
-        return Manager(_Wiring(self, metrics).build())
+        return Manager(_Wiring(self, metrics, clock, wrap).build())
 
     def start(self, stop: Any = None, *, metrics: Any = None, gc_policy: bool = False,
               sync_timeout: float | None = None) -> Any:
@@ -126,8 +134,9 @@ class Wired:
 class _Wiring:
     """Builds the pipeline of one Bound (see the module docstring). Used once."""
 
-    def __init__(self, bound: Bound, metrics: Any) -> None:
-        self.bound, self.metrics = bound, metrics
+    def __init__(self, bound: Bound, metrics: Any, clock: Clock | None = None,
+                 wrap: Wrap | None = None) -> None:
+        self.bound, self.metrics, self.clock, self.wrap = bound, metrics, clock, wrap
         self.plan, self.client, self.refs = bound.plan, bound.client, bound.refs
         self._refs_by_id = {ref.id: ref for ref in self.refs.values()}
         self.factory = SharedInformerFactory(self._lister_watcher_for)
@@ -169,7 +178,8 @@ class _Wiring:
             informer = self.factory.informer_for_namespaces(
                 key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler
                 indexers=dict(plan.indexers),
-                transform=strip_managed_fields if strip else None, name=spec.name)
+                transform=strip_managed_fields if strip else None, name=spec.name,
+                inactivity_timeout=spec.watch_inactivity_timeout)
         except IndexConflictError as exc:
             raise spec.location.error(
                 f"index {exc} is defined differently by another informer watching the "
@@ -199,14 +209,16 @@ class _Wiring:
         spec, limiter = plan.spec, plan.rate_limiter
         queue = RateLimitingQueue(default_controller_rate_limiter(
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
-            burst=limiter.burst), name=spec.name)
+            burst=limiter.burst, clock=self.clock), clock=self.clock, name=spec.name)
         reconcile: Callable[..., Any] = reconciler
         if self.metrics is not None:
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.track_queue(spec.name, queue.__len__)
+        if self.wrap is not None:
+            reconcile = self.wrap(spec.name, reconcile)
         controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
                                 reconcile, workers=spec.workers, max_retries=spec.max_retries,
-                                causes=True, on_drop=reconciler.forget)
+                                clock=self.clock, causes=True, on_drop=reconciler.forget)
         primary = self.plan.informers[spec.primary]
         self.informers[spec.primary].add_event_handler(
             RecordDeletions(filter_updates(enqueue_own_key(controller.enqueue, causes=True),
@@ -250,7 +262,14 @@ class RecordDeletions:
         self.inner.on_add(obj, is_in_initial_list)
 
     def on_update(self, old: dict, new: dict) -> None:
-        """Pass on."""
+        """Pass on; an update whose uid changed is a deletion of the old object the watch
+        missed (deleted and re-created while it was down; a relist delivers it as an update),
+        recorded first so that ``onDelete`` runs for the old uid (reason ``deleted``: another
+        object holds the name, so the old one is gone)."""
+        old_uid = (old.get("metadata") or {}).get("uid")
+        if old_uid != (new.get("metadata") or {}).get("uid") and old_uid:
+            self.reconciler.record_deletion(deletion_handling_meta_namespace_key(old), old,
+                                            tombstone=False)
         self.inner.on_update(old, new)
 
     def on_delete(self, obj: Any) -> None:

@@ -22,6 +22,7 @@ templates and programs are).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,7 +123,8 @@ class Plan:
         return Bound(self, client)
 
 
-def plan(config: Config, plugin_manager: Any = None) -> Plan:
+def plan(config: Config, plugin_manager: Any = None, *,
+         clock: Callable[[], float] | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -130,13 +132,15 @@ def plan(config: Config, plugin_manager: Any = None) -> Plan:
     template syntax, action values, a plugin index no plugin supplies, a ``mapTo: {index}`` the
     primary lacks, ``reconcile.hooks`` that no plugin implements, an unknown predicate, a
     ``mapTo: owner`` that can only produce keys the primary cache never holds (for built-in
-    kinds; CRDs are checked at bind), and plugin import errors."""
+    kinds; CRDs are checked at bind), and plugin import errors. ``clock``: wall time in
+    seconds for what templates and actions stamp (Event names and timestamps); default
+    ``time.time`` (``kinrun test`` and ``render`` pass a fixed one)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir)
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
-    controllers = tuple(_controller(config, spec, informers, pm, engine)
+    controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
     return Plan(config, pm, engine, informers, controllers)
 
@@ -186,7 +190,7 @@ def _field(obj: Any, path: str) -> str:
 
 
 def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, InformerPlan],
-                pm: Any, engine: TemplateEngine) -> ControllerPlan:
+                pm: Any, engine: TemplateEngine, clock: Callable[[], float]) -> ControllerPlan:
     rec = spec.reconcile
     for name in spec.predicates:
         if name not in PREDICATES:
@@ -202,19 +206,20 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
                     for w in spec.watches)
     resync = spec.resync_period if spec.resync_period is not None else primary.resync_period
     return ControllerPlan(
-        spec, _program(spec, rec.actions, "actions", pm, engine),
-        _program(spec, rec.on_delete, "onDelete", pm, engine), hooks, rec.keeps_old, resync,
+        spec, _program(spec, rec.actions, "actions", pm, engine, clock),
+        _program(spec, rec.on_delete, "onDelete", pm, engine, clock), hooks, rec.keeps_old, resync,
         watches)
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
-             engine: TemplateEngine) -> ActionProgram | None:
+             engine: TemplateEngine, clock: Callable[[], float]) -> ActionProgram | None:
     if not actions:
         return None
     where = spec.location
     return compile_actions([a.raw for a in actions], controller=spec.name, plugin_manager=pm,
                            engine=engine, locations=[a.location for a in actions],
-                           source=(where.file, where.line, f"{where.path}.reconcile.{field}"))
+                           source=(where.file, where.line, f"{where.path}.reconcile.{field}"),
+                           clock=clock)
 
 
 def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: InformerPlan,

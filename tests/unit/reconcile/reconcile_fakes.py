@@ -1,4 +1,4 @@
-"""Fixtures for the reconcile tests: a primary informer over an in-memory collection, wired to
+"""Fakes for the reconcile tests: a primary informer over an in-memory collection, wired to
 a Controller and a Reconciler as the Manager wires them, with a recording hook."""
 
 from __future__ import annotations
@@ -7,8 +7,6 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
 
@@ -100,21 +98,3 @@ class Pipeline:
     def stop(self) -> None:
         self.informer.stop()
         self.controller.stop(WAIT)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def pipeline(clock):
-    pipes = []
-
-    def make(**kw) -> Pipeline:
-        pipe = Pipeline(clock, **kw)
-        pipes.append(pipe)
-        return pipe
-    yield make
-    for pipe in pipes:
-        pipe.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from conftest import WAIT
+from reconcile_fakes import WAIT
 from pipeline_fakes import pod
 
 from kinrun.errors import PermanentError
@@ -244,3 +244,20 @@ def test_on_delete_requeue_keeps_the_deletion_for_the_next_run():
     assert rec(KEY, None).outcome == "done"
     rec(KEY, None)
     assert calls == ["u1", "u1"]
+
+
+def test_update_with_a_new_uid_is_the_deletion_of_the_old_object():
+    """A relist that finds another uid under the name (deleted and re-created while the watch
+    was down) arrives as an update: onDelete runs for the old uid, then the new one reconciles."""
+    from kinrun.bound import RecordDeletions
+
+    hooks, calls = _recording()
+    rec = Reconciler("c", hooks=hooks)
+    enqueued = []
+    handler = RecordDeletions(type("H", (), {"on_update": lambda s, o, n: enqueued.append(n)})(),
+                              rec, None)
+    old, new = _obj("u1"), _obj("u2")
+    handler.on_update(old, new)
+    rec(KEY, new)
+    assert [(c[0], c[1], c[2] is new) for c in calls] == [(DELETED, "u1", False), ("", None, True)]
+    assert enqueued == [new]
