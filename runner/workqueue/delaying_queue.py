@@ -65,6 +65,10 @@ class DelayingQueue:
     def __len__(self) -> int:
         return len(self._queue)
 
+    def idle(self) -> bool:
+        """The wrapped queue's ``idle()`` (items waiting for their ready time do not count)."""
+        return self._queue.idle()  # type: ignore[attr-defined]
+
     def shutting_down(self) -> bool:
         """See QueueInterface.shutting_down."""
         return self._queue.shutting_down()

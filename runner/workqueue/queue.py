@@ -110,6 +110,13 @@ class Queue:
         """Items ready to hand out (informational only)."""
         return len(self._queue)
 
+    def idle(self) -> bool:
+        """No item ready to hand out and none being processed, read at one instant under the
+        lock (a snapshot: an ``add`` may follow at once). Delayed items of a wrapping level do
+        not count. For test harnesses that wait for a quiet pipeline (``kinrun test``)."""
+        with self._cond:
+            return self._drained_locked()
+
     def shut_down(self) -> None:
         """See QueueInterface.shut_down."""
         with self._cond:
