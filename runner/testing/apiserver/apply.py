@@ -26,7 +26,6 @@ no schema defaults. Functions are pure.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_paths, path_order,
@@ -76,32 +75,28 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     others = [m for m in managers if m is not last]
     wanted = set(field_paths(applied))
     merged = merge_patch(live or {}, applied)
-    owned = wanted.union(*(m.fields for m in others))
-    for path in sorted((last.fields if last else set()) - owned):
-        merged = _without(merged, path)
+    for path in sorted((last.fields if last else set()) - wanted):
+        if not any(m.owns(path) for m in others):
+            merged = _without(merged, path)
     change = compare(live, merged)
     conflicts = _conflicts(others, change.modified | change.added)
     if conflicts and not force:
         if manager != KUBECTL or not _allowed_by_last_applied(live, conflicts, api_version):
             raise conflict_error(conflicts)
-    kept = take(others, change.modified | change.added | change.removed)
-    mine = replace(mine, fields=wanted, time=last.time if last else None)
-    if not change.same or _fields(kept + [mine]) != _fields(managers):
-        mine.time = now
+    kept, taken = take(others, change.modified | change.added | change.removed)
+    moved = taken or wanted != (last.fields if last else set())
+    mine = mine.with_fields(wanted, now if moved or not change.same else
+                            (last.time if last else None))
     result = with_managers(merged, kept + [mine])
     if manager == KUBECTL and LAST_APPLIED in ((result.get("metadata") or {}).get("annotations") or {}):
         result = _with_last_applied(result, applied)
     return result
 
 
-def _fields(managers: list[Manager]) -> dict[tuple[str, str, str, str], set[Path]]:
-    return {m.key: m.fields for m in managers if m.fields}
-
-
 def _conflicts(others: list[Manager], changed: frozenset[Path]) -> list[tuple[Manager, list[Path]]]:
     """(manager, its changed fields in set order) for every other manager losing fields,
     managers sorted by identifier."""
-    out = [(m, sorted(m.fields & changed, key=path_order)) for m in others]
+    out = [(m, sorted((p for p in changed if m.owns(p)), key=path_order)) for m in others]
     return sorted(((m, paths) for m, paths in out if paths), key=lambda mp: mp[0].identifier())
 
 

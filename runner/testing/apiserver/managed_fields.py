@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
@@ -46,18 +46,48 @@ _STRIPPED: frozenset[Path] = frozenset({
     ("metadata", "resourceVersion")})
 
 
-@dataclass(slots=True)
 class Manager:
     """One managedFields entry, decoded: ``manager`` (name), ``operation`` (Apply/Update),
     ``api_version`` (of the request that wrote it), ``subresource`` ("" or "status"),
-    ``time`` (RFC 3339 or None) and ``fields`` (owned leaf paths)."""
+    ``time`` (RFC 3339 or None), ``fields`` (owned leaf paths) and ``raw`` (the entry it was
+    decoded from, reused as is while unchanged). ``fields`` of a decoded entry is computed on
+    first use; ``owns`` answers for one path without decoding the whole set. Treat as
+    immutable: ``with_fields`` gives a changed copy."""
 
-    manager: str
-    operation: str
-    api_version: str
-    subresource: str = ""
-    time: str | None = None
-    fields: set[Path] = field(default_factory=set)
+    __slots__ = ("manager", "operation", "api_version", "subresource", "time", "_fields", "raw")
+
+    def __init__(self, manager: str, operation: str, api_version: str, subresource: str = "",
+                 time: str | None = None, fields: set[Path] | None = None,
+                 raw: Obj | None = None) -> None:
+        self.manager, self.operation, self.api_version = manager, operation, api_version
+        self.subresource, self.time, self.raw = subresource, time, raw
+        self._fields = fields if fields is not None or raw is not None else set()
+
+    @property
+    def fields(self) -> set[Path]:
+        """The owned paths (do not modify)."""
+        if self._fields is None:
+            self._fields = paths_of((self.raw or {}).get("fieldsV1"))
+        return self._fields
+
+    def owns(self, path: Path) -> bool:
+        """Whether ``path`` is in the set."""
+        if self._fields is not None:
+            return path in self._fields
+        node: Any = (self.raw or {}).get("fieldsV1")
+        for part in path:
+            if not isinstance(node, dict):
+                return False
+            node = node.get(f"f:{part}")
+        return isinstance(node, dict) and (not node or "." in node)
+
+    def with_fields(self, fields: set[Path], time: str | None) -> Manager:
+        """A copy owning ``fields`` at ``time`` (re-encoded when written)."""
+        return Manager(self.manager, self.operation, self.api_version, self.subresource, time,
+                       fields)
+
+    def __repr__(self) -> str:
+        return f"Manager({self.identifier()}, fields={sorted(self.fields)})"
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -103,15 +133,19 @@ def manager_from_user_agent(user_agent: str) -> str:
 def field_paths(obj: Any, prefix: Path = ()) -> dict[Path, Any]:
     """Every owned-able leaf of ``obj`` -> its value: non-empty maps are descended, anything
     else (scalar, list, empty map, null) is a leaf; stripped paths are left out."""
+    out: dict[Path, Any] = {}
+    _collect(obj, prefix, out)
+    return out
+
+
+def _collect(obj: Any, prefix: Path, out: dict[Path, Any]) -> None:
     if isinstance(obj, dict) and obj:
-        out: dict[Path, Any] = {}
         for key, value in obj.items():
             path = prefix + (str(key),)
-            if path == ("metadata", "managedFields"):
-                continue
-            out.update(field_paths(value, path))
-        return out
-    return {} if not prefix or prefix in _STRIPPED else {prefix: obj}
+            if path != ("metadata", "managedFields"):
+                _collect(value, path, out)
+    elif prefix and prefix not in _STRIPPED:
+        out[prefix] = obj
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -143,18 +177,38 @@ class Comparison:
         return not (self.modified or self.added or self.removed)
 
 
-def _prefixes(paths: Iterable[Path]) -> set[Path]:
-    return {path[:i] for path in paths for i in range(1, len(path))}
-
-
 def compare(old: Any, new: Any) -> Comparison:
     """The Comparison of ``old`` and ``new`` (objects, or None for nothing). A leaf that turns
-    into a map with content (or back) is neither added nor removed: only its children are."""
-    before, after = field_paths(old or {}), field_paths(new or {})
-    modified = {p for p in before.keys() & after.keys() if not same_value(before[p], after[p])}
-    added = after.keys() - before.keys() - _prefixes(before)
-    removed = before.keys() - after.keys() - _prefixes(after)
+    into a map with content (or back) is neither added nor removed: only its children are.
+    Equal subtrees are skipped whole (Python equality: ``True == 1`` is not told apart there)."""
+    modified: set[Path] = set()
+    added: dict[Path, Any] = {}
+    removed: dict[Path, Any] = {}
+    _diff(old or {}, new or {}, (), modified, added, removed)
     return Comparison(frozenset(modified), frozenset(added), frozenset(removed))
+
+
+def _diff(old: Any, new: Any, prefix: Path, modified: set[Path], added: dict[Path, Any],
+          removed: dict[Path, Any]) -> None:
+    old_map = isinstance(old, dict) and bool(old)
+    new_map = isinstance(new, dict) and bool(new)
+    if old_map and new_map:
+        for key in old.keys() | new.keys():
+            path = prefix + (str(key),)
+            if path == ("metadata", "managedFields"):
+                continue
+            if key not in new:
+                _collect(old[key], path, removed)
+            elif key not in old:
+                _collect(new[key], path, added)
+            elif old[key] is not new[key] and old[key] != new[key]:
+                _diff(old[key], new[key], path, modified, added, removed)
+    elif old_map:                   # map -> leaf: the children go, the leaf is not "added"
+        _collect(old, prefix, removed)
+    elif new_map:                   # leaf -> map: the children come
+        _collect(new, prefix, added)
+    elif prefix and prefix not in _STRIPPED and not same_value(old, new):
+        modified.add(prefix)
 
 
 def path_string(path: Path) -> str:
@@ -169,37 +223,40 @@ def path_order(path: Path) -> tuple[tuple[int, str], ...]:
 
 
 def to_fields_v1(paths: Iterable[Path]) -> Obj:
-    """The ``fieldsV1`` document of a path set (``{"f:spec": {"f:replicas": {}}}``); a path
-    that is itself owned and has owned children gets the ``"."`` member."""
+    """The ``fieldsV1`` document of a path set (``{"f:spec": {"f:replicas": {}}}``, keys
+    sorted); a path that is itself owned and has owned children gets the ``"."`` member."""
     root: Obj = {}
     wanted = set(paths)
-    for path in sorted(wanted):
+    for path in sorted(wanted):       # a path sorts before its children, siblings in order
         node = root
-        for part in path:
-            node = node.setdefault(f"f:{part}", {})
-    for path in wanted:
-        node = root
-        for part in path:
-            node = node[f"f:{part}"]
-        if node:
-            node["."] = {}
-    return _sorted_keys(root)
-
-
-def _sorted_keys(node: Obj) -> Obj:
-    return {k: _sorted_keys(node[k]) for k in sorted(node)}
+        for i, part in enumerate(path):
+            child = node.get(f"f:{part}")
+            if child is None:
+                child = node[f"f:{part}"] = {}
+            elif not child and i + 1 < len(path) and path[:i + 1] in wanted:
+                child["."] = {}
+            node = child
+    return root
 
 
 def paths_of(fields: Any, prefix: Path = ()) -> set[Path]:
     """The paths a ``fieldsV1`` document records (``f:`` members; ``k:``/``v:`` list items,
     which this server never writes, are ignored)."""
+    out: set[Path] = set()
+    _paths_into(fields, prefix, out)
+    return out
+
+
+def _paths_into(fields: Any, prefix: Path, out: set[Path]) -> None:
     if not isinstance(fields, dict) or not fields:
-        return {prefix} if prefix else set()
-    out: set[Path] = {prefix} if prefix and "." in fields else set()
+        if prefix:
+            out.add(prefix)
+        return
+    if prefix and "." in fields:
+        out.add(prefix)
     for key, value in fields.items():
         if key.startswith("f:"):
-            out |= paths_of(value, prefix + (key[2:],))
-    return out
+            _paths_into(value, prefix + (key[2:],), out)
 
 
 # -- entries ------------------------------------------------------------------------------------
@@ -213,7 +270,7 @@ def decode(entries: Any) -> list[Manager]:
             continue
         out.append(Manager(str(entry.get("manager") or ""), entry["operation"],
                            str(entry.get("apiVersion") or ""), str(entry.get("subresource") or ""),
-                           entry.get("time"), paths_of(entry.get("fieldsV1"))))
+                           entry.get("time"), None, entry))
     return out
 
 
@@ -222,6 +279,10 @@ def encode(managers: Iterable[Manager]) -> list[Obj]:
     kube-apiserver sorts them (Apply before Update, then time, manager, apiVersion)."""
     entries = []
     for m in managers:
+        if m.raw is not None:
+            if m.raw.get("fieldsV1"):
+                entries.append(m.raw)
+            continue
         if not m.fields:
             continue
         entry: Obj = {"manager": m.manager, "operation": m.operation, "apiVersion": m.api_version}
@@ -258,17 +319,17 @@ def with_managers(obj: Obj, managers: Iterable[Manager]) -> Obj:
     return {**obj, "metadata": meta}
 
 
-def take(managers: list[Manager], taken: Iterable[Path], *, skip: Manager | None = None) -> list[Manager]:
-    """``managers`` without the paths ``taken`` (except ``skip``, kept as is); managers left
-    owning nothing are dropped. Returns new Manager objects."""
-    gone = set(taken)
-    out = []
+def take(managers: list[Manager], taken: Iterable[Path]) -> tuple[list[Manager], bool]:
+    """``managers`` without the paths ``taken``, managers left owning nothing dropped; and
+    whether any manager lost a path. Managers that lose nothing are returned as they are."""
+    gone = list(taken)
+    out, changed = [], False
     for m in managers:
-        if m is not skip:
-            m = replace(m, fields=m.fields - gone)
-        if m.fields:
+        if any(m.owns(p) for p in gone):
+            m, changed = m.with_fields(m.fields - set(gone), m.time), True
+        if m.raw is not None or m.fields:
             out.append(m)
-    return out
+    return out, changed
 
 
 def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subresource: str,
@@ -281,13 +342,12 @@ def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subres
     change = compare(live, new)
     mine = Manager(manager, UPDATE, api_version, subresource)
     former = next((m for m in managers if m.key == mine.key), None)
-    managers = take(managers, change.modified | change.added | change.removed)
+    managers, _ = take(managers, change.modified | change.added | change.removed)
     gained = set(change.modified | change.added)
     if gained:
         previous = next((m for m in managers if m.key == mine.key), None)
         owned = gained | (previous.fields if previous else set())
         changed = former is None or owned != former.fields
-        mine = replace(mine, fields=owned,
-                       time=now if changed or former is None else former.time)
+        mine = mine.with_fields(owned, now if changed else former.time)  # type: ignore[union-attr]
         managers = [m for m in managers if m.key != mine.key] + [mine]
     return with_managers(new, managers)
