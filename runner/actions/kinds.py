@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kinrun.config.schema import action_default, action_fields, action_required
 from kinrun.durations import parse_duration
 from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
 from kinrun.hooks import ReconcileContext
@@ -30,9 +31,12 @@ Render = Callable[[Mapping[str, Any]], Any]
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one."""
 
-PATCH_TYPES = ("merge", "json", "strategic")
-PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
-EVENT_TYPES = ("Normal", "Warning")
+# What each kind accepts comes from the config schema (``$defs.action``), the one source of the
+# action vocabulary: fields, required fields, enums and defaults (tests/unit/actions checks that
+# the compiled kinds and the schema agree).
+PATCH_TYPES = tuple(action_fields("patch")["type"]["enum"])
+PROPAGATION_POLICIES = tuple(action_fields("delete")["propagationPolicy"]["enum"])
+EVENT_TYPES = tuple(action_fields("event")["type"]["enum"])
 EVENT_MESSAGE_MAX = 1024
 """Event messages are cut to this many characters (the events API's limit)."""
 
@@ -99,14 +103,25 @@ def parse_yaml(text: str) -> Any:
         raise CheckError(f"rendered YAML is invalid{where}: {problem}") from exc
 
 
-def _options(value: Any, loc: SourceLocation, kind: str, allowed: set[str]) -> Mapping[str, Any]:
+def _options(value: Any, loc: SourceLocation, kind: str) -> Mapping[str, Any]:
+    """``value`` checked against the schema's fields of ``kind``: a mapping, no unknown field,
+    every required one present (ConfigError naming them)."""
     if not isinstance(value, Mapping):
         raise loc.config_error(f"{kind}: expected a mapping, got {type(value).__name__}")
+    allowed = set(action_fields(kind))
     unknown = sorted(set(value) - allowed)
     if unknown:
         raise loc.config_error(f"{kind}: unknown field(s) {', '.join(unknown)} "
                                f"(allowed: {', '.join(sorted(allowed))})")
+    for required in action_required(kind):
+        if required not in value:
+            raise loc.config_error(f"{kind}: {required} is required")
     return value
+
+
+def _setting(value: Mapping[str, Any], kind: str, name: str) -> Any:
+    """A field as given, else the schema's default for it."""
+    return value[name] if name in value else action_default(kind, name)
 
 
 def _choice(value: Any, choices: tuple[str, ...], loc: SourceLocation, what: str) -> str:
@@ -185,10 +200,11 @@ class LogAction:
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
         if isinstance(value, str):
             value = {"message": value}
-        value = _options(value, loc, "log", {"message", "level"})
+        value = _options(value, loc, "log")
         if not isinstance(value.get("message"), str):
             raise loc.config_error("log: message must be a string")
-        self._level = _choice(value.get("level", "info"), tuple(LOG_LEVELS), loc, "log.level")
+        self._level = _choice(_setting(value, "log", "level"), tuple(LOG_LEVELS), loc,
+                              "log.level")
         self._message = engine.template(value["message"], loc.child(".message"))
 
     def render(self, scope: Scope) -> list[Step]:
@@ -212,13 +228,11 @@ class ApplyAction:
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
                  field_manager: str) -> None:
-        value = _options(value, loc, "apply", {"manifest", "ownerReference", "force",
-                                               "fieldManager"})
-        if "manifest" not in value:
-            raise loc.config_error("apply: manifest is required")
+        value = _options(value, loc, "apply")
         self._manifest = compile_document(value["manifest"], engine, loc.child(".manifest"))
-        self._owner = _bool(value.get("ownerReference", True), loc, "apply.ownerReference")
-        self._force = _bool(value.get("force", False), loc, "apply.force")
+        self._owner = _bool(_setting(value, "apply", "ownerReference"), loc,
+                            "apply.ownerReference")
+        self._force = _bool(_setting(value, "apply", "force"), loc, "apply.force")
         self._field_manager = str(value.get("fieldManager") or field_manager)
 
     def render(self, scope: Scope) -> list[Step]:
@@ -291,13 +305,11 @@ class PatchAction:
     kind = "patch"
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
-        value = _options(value, loc, "patch", {"type", "subresource", "patch", "target"})
-        if "patch" not in value:
-            raise loc.config_error("patch: patch is required")
-        self._type = _choice(value.get("type", "merge"), PATCH_TYPES, loc, "patch.type")
+        value = _options(value, loc, "patch")
+        self._type = _choice(_setting(value, "patch", "type"), PATCH_TYPES, loc, "patch.type")
         sub = value.get("subresource")
-        self._subresource = None if sub is None else _choice(sub, ("status",), loc,
-                                                             "patch.subresource")
+        self._subresource = None if sub is None else _choice(
+            sub, tuple(action_fields("patch")["subresource"]["enum"]), loc, "patch.subresource")
         self._patch = compile_document(value["patch"], engine, loc.child(".patch"))
         self._target = (compile_tree(value["target"], engine, loc.child(".target"))
                         if value.get("target") is not None else None)
@@ -336,7 +348,7 @@ class DeleteAction:
     kind = "delete"
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
-        value = _options(value or {}, loc, "delete", {"target", "propagationPolicy"})
+        value = _options(value or {}, loc, "delete")
         policy = value.get("propagationPolicy")
         self._policy = None if policy is None else _choice(policy, PROPAGATION_POLICIES, loc,
                                                            "delete.propagationPolicy")
@@ -365,11 +377,11 @@ class EventAction:
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
                  clock: Callable[[], float]) -> None:
-        value = _options(value, loc, "event", {"type", "reason", "message", "target"})
+        value = _options(value, loc, "event")
         for required in ("reason", "message"):
             if not isinstance(value.get(required), str):
                 raise loc.config_error(f"event: {required} must be a string")
-        self._type = _choice(value.get("type", "Normal"), EVENT_TYPES, loc, "event.type")
+        self._type = _choice(_setting(value, "event", "type"), EVENT_TYPES, loc, "event.type")
         self._reason = engine.template(value["reason"], loc.child(".reason"))
         self._message = engine.template(value["message"], loc.child(".message"))
         self._target = (compile_tree(value["target"], engine, loc.child(".target"))

@@ -32,6 +32,7 @@ from kinrun.actions.kinds import (
     PluginAction, RequeueAfterAction, Scope,
 )
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
+from kinrun.config.schema import action_default
 from kinrun.errors import ConfigError, ReconcileError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
@@ -40,8 +41,9 @@ from kinrun.templating import (
     as_location,
 )
 
-DEFAULT_FIELD_MANAGER = "kinrun"
-"""The server-side apply field manager of ``apply`` actions (overridable per action)."""
+DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
+"""The server-side apply field manager of ``apply`` actions (the schema's default of
+``apply.fieldManager``; overridable per action)."""
 
 _RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")

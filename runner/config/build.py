@@ -16,7 +16,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.model import ShutdownSpec
-from kinrun.config.schema import load_schema
+from kinrun.config.schema import action_fields, action_required, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
 
@@ -143,15 +143,6 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
         keep_old=data.get("keepOld"))
 
 
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "log": {"level": "info"},
-    "apply": {"ownerReference": True, "force": False},
-    "patch": {"type": "merge", "subresource": None, "target": None},
-    "delete": {"propagationPolicy": None},
-    "event": {"type": "Normal"},
-}
-
-
 def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
     plugin = "plugin" in data
     kind = data["plugin"] if plugin else next(k for k in data if k not in ("when", "name"))
@@ -179,7 +170,10 @@ def _action_spec(kind: str, value: Any) -> dict[str, Any]:
         if isinstance(value, str) and "{{" in value:
             return {"template": value}
         return {"seconds": parse_duration(value)}
-    return {**_DEFAULTS.get(kind, {}), **value}
+    required = action_required(kind)  # the schema's defaults; None for optional fields without
+    defaults = {name: prop.get("default") for name, prop in action_fields(kind).items()
+                if name not in required}
+    return {**defaults, **value}
 
 
 def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:

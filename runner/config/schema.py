@@ -37,6 +37,24 @@ def load_schema() -> dict[str, Any]:
     return json.loads(schema_text())
 
 
+def action_fields(kind: str) -> dict[str, dict[str, Any]]:
+    """The fields a built-in action kind accepts: name -> its property schema (from
+    ``$defs.action.properties.KIND.properties``; {} for kinds whose value is a scalar). The one
+    source of what an action may say: ``kinrun.actions`` compiles exactly these, with their
+    ``enum`` and ``default`` keywords. KeyError for a kind the schema does not define."""
+    return dict(load_schema()["$defs"]["action"]["properties"][kind].get("properties", {}))
+
+
+def action_required(kind: str) -> tuple[str, ...]:
+    """The fields a built-in action kind requires (the schema's ``required``)."""
+    return tuple(load_schema()["$defs"]["action"]["properties"][kind].get("required", ()))
+
+
+def action_default(kind: str, field: str) -> Any:
+    """The schema's ``default`` of an action kind's field; None when it has none."""
+    return action_fields(kind)[field].get("default")
+
+
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
     return jsonschema.Draft202012Validator(load_schema())

@@ -178,7 +178,7 @@ def test_execute_logs_log_lines_at_their_level(caplog):
                  id="unknown-field"),
     pytest.param({"log": "x", "when": "obj.metadata.name =="}, "expression syntax error",
                  id="when-syntax"),
-    pytest.param({"event": {"reason": "R"}}, "message must be a string", id="event-message"),
+    pytest.param({"event": {"reason": "R"}}, "event: message is required", id="event-message"),
     pytest.param({"log": {"message": "x", "level": "loud"}}, "log.level must be one of",
                  id="log-level"),
 ])

@@ -126,16 +126,18 @@ def test_watches_map_to_owner_template_or_index(full: Config) -> None:
 
 
 def test_actions_are_normalized(full: Config) -> None:
-    """Each action kind's spec has its defaults; string forms become mappings."""
+    """Each action kind's spec has the schema's defaults (None for optional fields without
+    one); string forms become mappings."""
     reconcile = full.controller("c").reconcile
     specs = [(a.kind, thaw(a.spec)) for a in reconcile.actions]
     assert specs == [
         ("log", {"message": "hi {{ key }}", "level": "info"}),
-        ("apply", {"manifest": "kind: X", "ownerReference": True, "force": False}),
+        ("apply", {"manifest": "kind: X", "ownerReference": True, "force": False,
+                   "fieldManager": "kinrun"}),
         ("patch", {"type": "merge", "subresource": "status", "target": None, "patch": "a: b"}),
         ("delete", {"propagationPolicy": None,
                     "target": {"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}}),
-        ("event", {"type": "Normal", "reason": "R", "message": "M"}),
+        ("event", {"type": "Normal", "target": None, "reason": "R", "message": "M"}),
         ("requeueAfter", {"seconds": 120.0}),
         ("requeueAfter", {"template": "{{ 5 }}s"}),
         ("scale", {"replicas": [1, 2]}),

@@ -1,0 +1,94 @@
+"""The config schema and the action compiler accept exactly the same actions: every field the
+schema defines compiles, every field it lacks is refused by both, required fields and enums
+agree (the schema is the one source: kinrun.config.schema.action_fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kinrun.actions import compile_actions
+from kinrun.actions.kinds import BUILTIN_KINDS
+from kinrun.config.schema import action_fields, action_required, load_schema
+from kinrun.errors import ConfigError
+
+OBJECT_KINDS = [k for k in BUILTIN_KINDS if action_fields(k)]
+TARGET = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}
+
+
+def _schema_ok(action: dict[str, Any]) -> bool:
+    validator = jsonschema.Draft202012Validator({"$defs": load_schema()["$defs"],
+                                                 "$ref": "#/$defs/action"})
+    return validator.is_valid(action)
+
+
+def _compiles(action: dict[str, Any]) -> bool:
+    try:
+        compile_actions([action], controller="c")
+    except ConfigError:
+        return False
+    return True
+
+
+def _sample(prop: dict[str, Any]) -> Any:
+    ref = prop.get("$ref", "")
+    if "enum" in prop:
+        return prop["enum"][0]
+    if ref.endswith("/objectRef"):
+        return dict(TARGET)
+    if ref.endswith("/template") or ref.endswith("/expression"):
+        return "kind: ConfigMap"
+    return {"boolean": True, "string": "kinrun-test"}[prop["type"]]
+
+
+def _minimal(kind: str) -> dict[str, Any]:
+    fields = action_fields(kind)
+    return {name: _sample(fields[name]) for name in action_required(kind)}
+
+
+def _both(action: dict[str, Any]) -> tuple[bool, bool]:
+    return _schema_ok(action), _compiles(action)
+
+
+@pytest.mark.parametrize("kind,field", [(k, f) for k in OBJECT_KINDS for f in action_fields(k)])
+def test_every_schema_field_compiles(kind, field):
+    """Each field the schema defines for a kind is accepted by the schema and the compiler."""
+    value = {**_minimal(kind), field: _sample(action_fields(kind)[field])}
+    assert _both({kind: value}) == (True, True)
+
+
+@pytest.mark.parametrize("kind", OBJECT_KINDS)
+def test_a_field_the_schema_lacks_is_refused_by_both(kind):
+    """An unknown field is refused by the schema and by the compiler."""
+    assert _both({kind: {**_minimal(kind), "bogus": "x"}}) == (False, False)
+
+
+@pytest.mark.parametrize("kind,field", [(k, f) for k in OBJECT_KINDS for f in action_required(k)])
+def test_required_fields_agree(kind, field):
+    """Leaving out a required field is refused by both."""
+    value = {k: v for k, v in _minimal(kind).items() if k != field}
+    assert _both({kind: value}) == (False, False)
+
+
+@pytest.mark.parametrize("kind,field", [(k, f) for k in OBJECT_KINDS for f, p in
+                                        action_fields(k).items() if "enum" in p])
+def test_enums_agree(kind, field):
+    """Every enum value is accepted by both; a value outside the enum by neither."""
+    for value in action_fields(kind)[field]["enum"]:
+        assert _both({kind: {**_minimal(kind), field: value}}) == (True, True), value
+    assert _both({kind: {**_minimal(kind), field: "scale"}}) == (False, False)
+
+
+@pytest.mark.parametrize("kind", OBJECT_KINDS)
+def test_optional_fields_are_optional_for_both(kind):
+    """The required fields alone make a valid action for both."""
+    assert _both({kind: _minimal(kind)}) == (True, True)
+
+
+@pytest.mark.parametrize("value,ok", [("30s", True), (5, True), ("{{ 3 }}s", True),
+                                      ("soon", False)])
+def test_requeue_after_forms_agree(value, ok):
+    """requeueAfter: a duration, a number of seconds or a template; nothing else."""
+    assert _both({"requeueAfter": value}) == (ok, ok)
