@@ -4,13 +4,17 @@ kube-apiserver 1.20's fieldmanager (the cases the differential tests do not repl
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from typing import Any
 
 import kubernetes
 import pytest
 
+from kinrun.config import load_text
 from kinrun.errors import ApplyConflictError
 from kinrun.kube import Client
+from kinrun.plan import plan
 from kinrun.testing.apiserver import EmbeddedAPIServer
 from kinrun.testing.apiserver.managed_fields import manager_from_user_agent
 
@@ -177,3 +181,76 @@ def test_kinrun_client_apply_after_patch_raises_one_line_conflict(
     assert str(info.value) == ('apply ConfigMap default/web: conflict: .data.replicas is managed '
                                'by "kubectl-patch" (set force: true to take it over)')
     assert client.apply(manifest, force=True)["data"] == {"replicas": "5"}
+
+
+CHILD_CONFIG = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  parents:
+    apiVersion: v1
+    kind: ConfigMap
+    labelSelector: role=parent
+controllers:
+  - name: children
+    for: parents
+    reconcile:
+      actions:
+        - name: apply-child
+          apply:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata:
+                name: "{{ obj.metadata.name }}-child"
+                namespace: "{{ obj.metadata.namespace }}"
+              data:
+                replicas: "5"
+"""
+
+
+class Lines(logging.Handler):
+    """Collects log records; ``wait_for(text)`` blocks until one contains ``text``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.changed = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.changed:
+            self.records.append(record)
+            self.changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> logging.LogRecord:
+        with self.changed:
+            found = self.changed.wait_for(lambda: next(
+                (r for r in self.records if text in r.getMessage()), None), timeout)
+        assert found, f"no log line with {text!r} in {[r.getMessage() for r in self.records]}"
+        return found
+
+
+def test_controller_retry_line_shows_the_conflict_without_traceback(
+        embedded_server: EmbeddedAPIServer, embedded_api_client: Any) -> None:
+    """A reconcile whose apply hits a field kubectl-patch set logs one retry line naming the
+    object, field and manager, with no traceback."""
+    call(embedded_api_client, "POST", CM, body=configmap("web-child", data={"replicas": "1"}),
+         query={"fieldManager": "creator"})
+    call(embedded_api_client, "PATCH", f"{CM}/web-child", body={"data": {"replicas": "3"}},
+         query={"fieldManager": "kubectl-patch"}, content_type=MERGE)
+    lines = Lines()
+    logging.getLogger("kinrun").addHandler(lines)
+    client = Client.from_config(kubeconfig=embedded_server.kubeconfig_path)
+    manager = plan(load_text(CHILD_CONFIG)).bind(client).manager()
+    try:
+        manager.start(sync_timeout=20)
+        call(embedded_api_client, "POST", CM, body=configmap("web", labels={"role": "parent"}))
+        record = lines.wait_for("conflict")
+    finally:
+        manager.stop()
+        logging.getLogger("kinrun").removeHandler(lines)
+    text = record.getMessage()
+    assert text.endswith('apply ConfigMap default/web-child: conflict: .data.replicas is managed '
+                         'by "kubectl-patch" (set force: true to take it over)'), text
+    assert "default/web" in text and "\n" not in text
+    assert record.exc_info is None and record.levelno == logging.WARNING
