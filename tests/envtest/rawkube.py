@@ -19,10 +19,12 @@ from kubernetes import config as kube_config
 
 @dataclass
 class Response:
-    """One HTTP answer: ``status`` (HTTP code) and ``body`` (decoded JSON, or text, or None)."""
+    """One HTTP answer: ``status`` (HTTP code), ``body`` (decoded JSON, or text, or None) and
+    ``headers`` (case-insensitive, as urllib3 gives them)."""
 
     status: int
     body: Any
+    headers: Any = None
 
 
 @dataclass
@@ -71,7 +73,7 @@ class RawKube:
             headers["Content-Type"] = content_type
         resp = self.pool.request(method, self.url(path, query), body=data, headers=headers,
                                  timeout=urllib3.Timeout(connect=5, read=timeout), retries=False)
-        return Response(resp.status, _decode(resp.data))
+        return Response(resp.status, _decode(resp.data), resp.headers)
 
     def get(self, path: str, **query: Any) -> Response:
         """GET ``path`` with ``query``."""

@@ -121,6 +121,16 @@ def _dry_run(req: Request) -> bool:
     return True
 
 
+def _error_headers(error: st.StatusError) -> dict[str, str]:
+    """The headers of an error answer: its own, plus ``Retry-After`` when the Status carries
+    ``details.retryAfterSeconds`` > 0 (as apiserver's responsewriters.ErrorNegotiated)."""
+    headers = dict(error.headers)
+    seconds = (error.details or {}).get("retryAfterSeconds")
+    if isinstance(seconds, int) and seconds > 0 and "Retry-After" not in headers:
+        headers["Retry-After"] = str(seconds)
+    return headers
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -146,7 +156,7 @@ class Api:
                 raise self._injected(*failure)
             return self._route(req)
         except st.StatusError as exc:
-            return Answer(exc.code, exc.to_json(), headers=dict(exc.headers))
+            return Answer(exc.code, exc.to_json(), headers=_error_headers(exc))
         except Exception as exc:  # noqa: BLE001 - a server bug must not kill the connection
             log.exception("embedded API server failed on %s %s", req.method, req.path)
             error = st.internal_error(f"embedded API server error: {type(exc).__name__}: {exc}")
