@@ -1,0 +1,310 @@
+"""The test file of ``kinrun test``: cases for one config, loaded and checked.
+
+A test file (``schemas/kinrun-test.schema.json`` is the truth; README "Testing a config")::
+
+    apiVersion: kinrun.dev/v1alpha1
+    kind: ControllerTest
+    config: ../configs/pod-logger.yaml      # relative to this file
+    cases:
+      - name: logs a new pod
+        given: [{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default}}]
+        when:
+          - updated: {to: {file: web-v2.yaml}}
+          - after: 30s
+        expect:
+          requests: []
+          results: {default/web: done}
+          logs: ["Sync/Add/Update for Pod web"]
+
+Loading goes through the config's loader (``kinrun.config.loader.load_yaml``: line/column
+marks, YAML 1.1 surprises refused) and a draft 2020-12 validator of that schema, so every
+error reads ``file:line:column: key.path: message`` as the config's do; all of a file's
+errors are raised together (``ConfigErrors``). ``file:`` references are read here (paths
+relative to the test file). Purely data and file reading; frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from kinrun.config import ConfigErrors
+from kinrun.config import schema as config_schema
+from kinrun.config.loader import LoadedYaml, PathKey, load_yaml
+from kinrun.durations import parse_duration
+from kinrun.errors import ConfigError
+
+SCHEMA_FILE = "kinrun-test.schema.json"
+DEFAULT_TIMEOUT = 10.0
+"""Seconds of real time one step may take to become quiet (the file's ``timeout``)."""
+
+Obj = dict[str, Any]
+STEP_KINDS = ("added", "updated", "deleted", "reconcile", "after")
+OUTCOMES = ("done", "requeue", "retry", "permanent")
+
+
+@functools.cache
+def test_schema() -> dict[str, Any]:
+    """The test file's JSON Schema (package ``kinrun.schemas``; cached, do not modify)."""
+    text = importlib.resources.files(config_schema.SCHEMA_PACKAGE).joinpath(SCHEMA_FILE)
+    return json.loads(text.read_text("utf-8"))
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    return jsonschema.Draft202012Validator(test_schema())
+
+
+# -- the model --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An object named by a step: ``api_version``/``kind`` (None: the controller's primary
+    kind, resolved by the runner), ``name``, ``namespace`` (None: cluster-scoped)."""
+
+    api_version: str | None
+    kind: str | None
+    name: str
+    namespace: str | None
+
+    def __str__(self) -> str:
+        target = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {target}" if self.kind else target
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``when`` step: ``kind`` one of :data:`STEP_KINDS`; ``objects`` (added: what to
+    create; updated: ``to``), ``before`` (updated: ``from``, or ()), ``ref`` (deleted),
+    ``key`` (reconcile), ``seconds`` (after); ``where``: ``file:line:col: when[i]``."""
+
+    kind: str
+    where: str
+    objects: tuple[Obj, ...] = ()
+    before: tuple[Obj, ...] = ()
+    ref: Ref | None = None
+    key: str = ""
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        """One line for messages: ``added ConfigMap default/x``, ``after 30s``."""
+        if self.kind in ("added", "updated"):
+            return f"{self.kind} " + ", ".join(object_label(o) for o in self.objects)
+        if self.kind == "deleted":
+            return f"deleted {self.ref}"
+        if self.kind == "reconcile":
+            return f"reconcile {self.key}"
+        return f"after {self.seconds:g}s"
+
+
+@dataclass(frozen=True)
+class ExpectedResult:
+    """``outcome`` (:data:`OUTCOMES`), ``after`` (seconds, or None: any), ``message`` (a
+    regular expression the error must match, or None)."""
+
+    outcome: str
+    after: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a case checks; None: not checked. ``requests``: expected request mappings (as
+    written, ``key``/``body``/``bodyEquals`` included); ``results``: key -> ExpectedResult;
+    ``logs``: regular expressions, in order."""
+
+    requests: tuple[Mapping[str, Any], ...] | None = None
+    results: Mapping[str, ExpectedResult] | None = None
+    logs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case: ``name``, ``controller`` (None: every controller), ``given`` objects,
+    ``steps``, ``expect``; ``where``: ``file:line:col: cases[i]`` (for errors)."""
+
+    name: str
+    controller: str | None
+    given: tuple[Obj, ...]
+    steps: tuple[Step, ...]
+    expect: Expect
+    where: str
+
+
+@dataclass(frozen=True)
+class TestFile:
+    """A loaded test file: ``file`` (as given), ``config`` (the config's path, resolved),
+    ``config_where`` (location of ``config:``), ``timeout`` (seconds per step), ``cases``."""
+
+    __test__ = False  # not a pytest class
+
+    file: str
+    config: Path
+    config_where: str
+    timeout: float
+    cases: tuple[Case, ...]
+
+
+def object_label(obj: Obj) -> str:
+    """``Kind namespace/name`` (``Kind name`` when cluster-scoped)."""
+    meta = obj.get("metadata") or {}
+    target = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") \
+        else str(meta.get("name"))
+    return f"{obj.get('kind')} {target}"
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def load_test_file(path: str | Path) -> TestFile:
+    """Load, validate and build the test file at ``path``.
+
+    Raises ConfigErrors listing every problem (unreadable file, YAML, schema, a missing
+    ``config`` or ``file:`` reference, a ``file:`` that holds no Kubernetes object), each
+    ``file:line:column: key.path: message``. The config itself is not loaded here."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigErrors([ConfigError(f"cannot read the file: {reason}", file=file)]) from None
+    loaded = load_yaml(text, file)
+    if loaded.errors:
+        raise ConfigErrors(loaded.errors)
+    errors = validate(loaded)
+    if errors:
+        raise ConfigErrors(errors)
+    builder = _Builder(loaded, Path(path).resolve().parent)
+    result = builder.build()
+    if builder.errors:
+        raise ConfigErrors(config_schema.sort_errors(builder.errors))
+    return result
+
+
+def validate(loaded: LoadedYaml) -> list[ConfigError]:
+    """Every schema error of ``loaded.data``, located and worded as the config's
+    (``kinrun.config.schema``), sorted by position."""
+    errors = []
+    for error in _validator().iter_errors(loaded.data):
+        for key_path, message, at_key in config_schema._describe(error):  # noqa: SLF001
+            errors.append(config_schema.locate(loaded, key_path, message, at_key=at_key))
+    return config_schema.sort_errors(errors)
+
+
+class _Builder:
+    """Schema-valid data -> TestFile; collects located errors for file references."""
+
+    def __init__(self, loaded: LoadedYaml, base: Path) -> None:
+        self.loaded, self.base = loaded, base
+        self.errors: list[ConfigError] = []
+
+    def error(self, path: PathKey, message: str) -> None:
+        self.errors.append(config_schema.locate(self.loaded, path, message))
+
+    def where(self, path: PathKey) -> str:
+        """``file:line:column: key.path`` of ``path``."""
+        err = config_schema.locate(self.loaded, path, "")
+        return str(err)[:-2]  # drop the empty message's ": "
+
+    def build(self) -> TestFile:
+        data = self.loaded.data
+        config = (self.base / data["config"]).resolve()
+        if not config.is_file():
+            self.error(("config",), f"no such config file: {config}")
+        timeout = parse_duration(data.get("timeout", DEFAULT_TIMEOUT))
+        cases = tuple(self.case(c, ("cases", i)) for i, c in enumerate(data["cases"]))
+        names = [c.name for c in cases]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                self.error(("cases", i, "name"), f"duplicate case name {name!r}")
+        return TestFile(self.loaded.file, config, self.where(("config",)), timeout, cases)
+
+    def case(self, data: Obj, path: PathKey) -> Case:
+        given = tuple(o for i, item in enumerate(data.get("given") or [])
+                      for o in self.objects(item, path + ("given", i)))
+        steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
+        return Case(data["name"], data.get("controller"), given, steps,
+                    self.expect(data["expect"], path + ("expect",)), self.where(path))
+
+    def step(self, data: Obj, path: PathKey) -> Step:
+        kind = next(k for k in STEP_KINDS if k in data)
+        value, where = data[kind], self.where(path)
+        if kind == "added":
+            return Step(kind, where, objects=self.objects(value, path + (kind,)))
+        if kind == "updated":
+            before = self.objects(value["from"], path + (kind, "from")) if "from" in value else ()
+            return Step(kind, where, objects=self.objects(value["to"], path + (kind, "to")),
+                        before=before)
+        if kind == "deleted":
+            return Step(kind, where, ref=_ref(value))
+        if kind == "reconcile":
+            return Step(kind, where, key=value)
+        return Step(kind, where, seconds=parse_duration(value))
+
+    def objects(self, item: Obj, path: PathKey) -> tuple[Obj, ...]:
+        """An inline object, or the objects of a ``file:`` (every YAML document)."""
+        if "file" not in item:
+            return (item,)
+        target = (self.base / item["file"]).resolve()
+        try:
+            docs = [d for d in yaml.safe_load_all(target.read_text(encoding="utf-8"))
+                    if d is not None]
+        except OSError as exc:
+            self.error(path + ("file",), f"cannot read {target}: {exc.strerror}")
+            return ()
+        except yaml.YAMLError as exc:
+            self.error(path + ("file",), f"{target}: not YAML: {exc}")
+            return ()
+        bad = [d for d in docs if not _is_object(d)]
+        if bad or not docs:
+            self.error(path + ("file",), f"{target}: every document must be a Kubernetes "
+                       f"object (apiVersion, kind, metadata.name)")
+            return ()
+        return tuple(docs)
+
+    def expect(self, data: Obj, path: PathKey) -> Expect:
+        requests = tuple(data["requests"]) if "requests" in data else None
+        results = {key: _result(value) for key, value in data["results"].items()} \
+            if "results" in data else None
+        logs = tuple(data["logs"]) if "logs" in data else None
+        for i, pattern in enumerate(logs or ()):
+            self.regex(pattern, path + ("logs", i))
+        for key, value in (results or {}).items():
+            if value.message is not None:
+                self.regex(value.message, path + ("results", key, "message"))
+        return Expect(requests, results, logs)
+
+    def regex(self, pattern: str, path: PathKey) -> None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            self.error(path, f"{pattern!r} is not a regular expression: {exc}")
+
+
+def _is_object(doc: Any) -> bool:
+    return isinstance(doc, dict) and bool(doc.get("apiVersion")) and bool(doc.get("kind")) \
+        and isinstance(doc.get("metadata"), dict) and bool(doc["metadata"].get("name"))
+
+
+def _ref(value: str | Obj) -> Ref:
+    if isinstance(value, str):
+        namespace, _, name = value.rpartition("/")
+        return Ref(None, None, name, namespace or None)
+    return Ref(value["apiVersion"], value["kind"], value["name"], value.get("namespace"))
+
+
+def _result(value: str | Obj) -> ExpectedResult:
+    if isinstance(value, str):
+        return ExpectedResult(value)
+    after = parse_duration(value["after"]) if "after" in value else None
+    return ExpectedResult(value["outcome"], after, value.get("message"))

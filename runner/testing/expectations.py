@@ -1,0 +1,270 @@
+"""Comparing what a case run recorded with what its ``expect`` says, and showing the
+difference as a unified diff of YAML (expected vs sent).
+
+Rules (the schema's descriptions say the same to users):
+
+* ``requests``: every recorded request must be listed and every listed one sent. Each
+  expected request matches the *next* unmatched request of some key (of its ``key:`` when
+  given): order within a key is checked, order between keys is free. A field given must
+  equal the request's; ``params`` and ``body`` must be *contained* (a mapping's given keys
+  present with contained values, lists of equal length item by item, scalars equal);
+  ``bodyEquals`` must equal the body.
+* ``results``: the last Result of each listed key (of the case's controller, or any).
+* ``logs``: each regular expression must ``re.search`` a log line after the line the
+  previous one matched.
+
+The diff pairs each expected request with the sent request it matched (or, for one that
+matched none, the closest: same key, verb, kind and name if any) and shows the sent one
+reduced to the fields and body keys the expectation names, so only what differs shows;
+requests no expectation matched are shown whole.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kinrun.testing.casefile import Expect, ExpectedResult
+from kinrun.testing.recording import LogLine, Reconciled, Sent
+
+_FIELDS = ("key", "verb", "apiVersion", "kind", "namespace", "name", "subresource",
+           "patchType")
+_ABSENT = "<absent>"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed part of a case: ``what`` (requests | results | logs | run), ``message``
+    (one line), ``diff`` (a unified diff, or "")."""
+
+    what: str
+    message: str
+    diff: str = ""
+
+    def text(self) -> str:
+        """The message, then the diff, as printed under a FAIL line."""
+        return self.message + ("\n" + self.diff if self.diff else "")
+
+
+def check(expect: Expect, sent: Sequence[Sent], results: Sequence[Reconciled],
+          logs: Sequence[LogLine], where: str = "") -> list[Failure]:
+    """Every failed part of ``expect`` (empty: the case passes)."""
+    failures = []
+    if expect.requests is not None:
+        failures += check_requests(expect.requests, sent)
+    if expect.results is not None:
+        failures += check_results(expect.results, results)
+    if expect.logs is not None:
+        failures += check_logs(expect.logs, logs)
+    return failures
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def contains(expected: Any, actual: Any) -> bool:
+    """Whether ``expected`` is contained in ``actual`` (module docstring)."""
+    if isinstance(expected, Mapping):
+        return isinstance(actual, Mapping) and all(
+            k in actual and contains(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(expected) == len(actual) and all(
+            contains(e, a) for e, a in zip(expected, actual))
+    return _scalar_equal(expected, actual)
+
+
+def _scalar_equal(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected is actual
+    return expected == actual
+
+
+def sent_view(sent: Sent) -> dict[str, Any]:
+    """A recorded request as a test file would list it: ``key`` first, then the request."""
+    view = {"key": sent.key, **sent.request}
+    if sent.error:
+        view["error"] = sent.error
+    return view
+
+
+def matches(expected: Mapping[str, Any], sent: Sent) -> bool:
+    """Whether the expected request ``expected`` matches the recorded ``sent``."""
+    view = sent_view(sent)
+    for name in _FIELDS:
+        if name in expected and expected[name] != view.get(name):
+            return False
+    if "params" in expected and not contains(expected["params"], view.get("params") or {}):
+        return False
+    if "body" in expected and not contains(expected["body"], view.get("body")):
+        return False
+    return "bodyEquals" not in expected or expected["bodyEquals"] == view.get("body")
+
+
+def pair_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
+                  ) -> tuple[list[tuple[Mapping[str, Any], Sent | None]], list[Sent]]:
+    """Greedy pairing: each expected request (in order) with the next unmatched request of
+    a key that matches it, else (for the diff) the closest unmatched one, else None.
+    Returns (pairs, sent requests left unpaired)."""
+    left = list(sent)
+    pairs: list[tuple[Mapping[str, Any], Sent | None]] = []
+    for exp in expected:
+        heads = _heads(left)
+        found = next((s for s in heads if matches(exp, s)), None)
+        if found is None:
+            found = _closest(exp, left)
+        if found is not None:
+            left.remove(found)
+        pairs.append((exp, found))
+    return pairs, left
+
+
+def _heads(left: Sequence[Sent]) -> list[Sent]:
+    seen, heads = set(), []
+    for s in left:
+        if (s.controller, s.key) not in seen:
+            seen.add((s.controller, s.key))
+            heads.append(s)
+    return heads
+
+
+def _closest(exp: Mapping[str, Any], left: Sequence[Sent]) -> Sent | None:
+    def score(s: Sent) -> int:
+        view = sent_view(s)
+        return sum(1 for f in _FIELDS if f in exp and exp[f] == view.get(f))
+    best = max(left, key=score, default=None)
+    return best if best is not None and score(best) > 0 else None
+
+
+def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
+                   ) -> list[Failure]:
+    """The requests failure, or []."""
+    pairs, extra = pair_requests(expected, sent)
+    if all(s is not None and matches(e, s) for e, s in pairs) and not extra:
+        return []
+    missing = sum(1 for e, s in pairs if s is None or not matches(e, s))
+    want = [_expected_view(e) for e, _ in pairs]
+    got = [project(e, s) for e, s in pairs if s is not None] + [sent_view(s) for s in extra]
+    parts = []
+    if missing:
+        parts.append(f"{missing} expected request(s) not sent as listed")
+    if extra:
+        parts.append(f"{len(extra)} request(s) sent but not expected")
+    return [Failure("requests", "requests: " + "; ".join(parts),
+                    unified(want, got, "expected requests", "sent requests"))]
+
+
+def _expected_view(exp: Mapping[str, Any]) -> dict[str, Any]:
+    order = [*_FIELDS, "params", "body", "bodyEquals"]
+    return {k: exp[k] for k in sorted(exp, key=lambda k: order.index(k) if k in order else 99)}
+
+
+def project(exp: Mapping[str, Any], sent: Sent) -> dict[str, Any]:
+    """``sent`` reduced to what ``exp`` names (fields, params/body keys), in its order."""
+    view = sent_view(sent)
+    out: dict[str, Any] = {}
+    for name in _expected_view(exp):
+        if name == "bodyEquals":
+            out[name] = view.get("body", _ABSENT)
+        elif name in ("body", "params"):
+            out[name] = _project_value(exp[name], view.get(name, _ABSENT))
+        else:
+            out[name] = view.get(name, _ABSENT)
+    if sent.error:
+        out["error"] = sent.error
+    return out
+
+
+def _project_value(expected: Any, actual: Any) -> Any:
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return {k: _project_value(v, actual[k]) if k in actual else _ABSENT
+                for k, v in expected.items()}
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [_project_value(e, a) for e, a in zip(expected, actual)]
+    return actual
+
+
+def unified(expected: Any, actual: Any, from_name: str, to_name: str) -> str:
+    """A unified diff of two values dumped as YAML (``-`` expected, ``+`` actual)."""
+    a, b = dump(expected).splitlines(), dump(actual).splitlines()
+    lines = difflib.unified_diff(a, b, f"{from_name}", f"{to_name}", n=max(len(a), len(b)),
+                                 lineterm="")
+    return "\n".join(lines)
+
+
+def dump(value: Any) -> str:
+    """YAML, keys in the given order, block style."""
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False,
+                          allow_unicode=True, width=100)
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+def result_view(result: Any) -> dict[str, Any]:
+    """A Result as a test file would write it: ``{outcome, after, message}`` (only what
+    applies)."""
+    out: dict[str, Any] = {"outcome": result.outcome}
+    if result.delay is not None:
+        out["after"] = f"{result.delay:g}s"
+    if result.error is not None:
+        out["message"] = str(result.error)
+    return out
+
+
+def _result_ok(exp: ExpectedResult, result: Any) -> bool:
+    if result.outcome != exp.outcome:
+        return False
+    if exp.after is not None and (result.delay is None or abs(result.delay - exp.after) > 1e-9):
+        return False
+    return exp.message is None or (result.error is not None
+                                   and re.search(exp.message, str(result.error)) is not None)
+
+
+def check_results(expected: Mapping[str, ExpectedResult], results: Sequence[Reconciled]
+                  ) -> list[Failure]:
+    """The results failure, or []."""
+    last = {r.key: r.result for r in results}
+    bad = [k for k, e in expected.items() if k not in last or not _result_ok(e, last[k])]
+    if not bad:
+        return []
+    want = {k: _expected_result_view(expected[k]) for k in bad}
+    got = {k: result_view(last[k]) if k in last else "<never reconciled>" for k in bad}
+    return [Failure("results", f"results: {', '.join(bad)} ended otherwise",
+                    unified(want, got, "expected results", "last results"))]
+
+
+def _expected_result_view(exp: ExpectedResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"outcome": exp.outcome}
+    if exp.after is not None:
+        out["after"] = f"{exp.after:g}s"
+    if exp.message is not None:
+        out["message"] = exp.message
+    return out
+
+
+# -- logs -------------------------------------------------------------------------------------
+
+
+def log_view(line: LogLine) -> str:
+    """``[step] key: LEVEL message`` as shown in a logs failure."""
+    return f"[{line.step}] {line.key or '-'}: {line.level} {line.message}"
+
+
+def check_logs(expected: Sequence[str], logs: Sequence[LogLine]) -> list[Failure]:
+    """The logs failure, or []: names the first regular expression not found in order."""
+    at = 0
+    for i, pattern in enumerate(expected):
+        regex = re.compile(pattern)
+        found = next((j for j in range(at, len(logs)) if regex.search(logs[j].message)), None)
+        if found is None:
+            shown = "\n".join("  " + log_view(line) for line in logs) or "  (no log lines)"
+            later = "" if at == 0 else f" after line {at} ({log_view(logs[at - 1])})"
+            return [Failure("logs", f"logs: logs[{i}] {pattern!r} matched no line{later}; "
+                            f"the lines were:\n{shown}")]
+        at = found + 1
+    return []

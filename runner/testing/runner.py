@@ -1,0 +1,391 @@
+"""``kinrun test``: run the cases of test files against their configs, with no cluster.
+
+Each case runs on a fresh embedded API server (``kinrun.testing.apiserver``) with a fixed
+seed and a clock (uids, timestamps, resourceVersions, generated names are reproducible),
+through the one path every command takes (``../shared/DESIGN.md``, "The spine")::
+
+    plan(config, plugins, clock=wall) .bind(RecordingClient(client)) \\
+        .manager(clock=StepClock(), wrap=recorder.observe) .start(...)
+
+then ``given`` is already in the cluster (step 0 is the initial reconciles), each ``when``
+step is applied and the pipeline run until quiet (``kinrun.testing.quiet``), and what was
+recorded (``kinrun.testing.recording``) is compared with ``expect``
+(``kinrun.testing.expectations``). Two runs of one file print the same bytes: the output
+holds no time but the duration of a failed case, unless ``durations=False``.
+
+Errors: ConfigError (ConfigErrors) for a bad test file, config or case (exit 2 in the CLI),
+raised before any case runs. A case that cannot run to the end (a step that never gets
+quiet, an object the server refuses) fails with the reason; it never hangs (``timeout``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinrun.config import ConfigErrors, load
+from kinrun.errors import ConfigError, KinrunError
+from kinrun.plan import Plan, plan
+from kinrun.plugin_manager import load_plugins
+from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
+from kinrun.testing.expectations import Failure, check, contains
+from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
+from kinrun.testing.recording import EPOCH, LogCapture, Recorder, RecordingClient
+
+SEED = 20231114
+"""The embedded server's seed in every case (uids, generateName suffixes)."""
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """One case's outcome: ``file``, ``name``, ``seconds`` (real time), ``failures`` (empty:
+    passed), ``skipped`` (deselected by ``-k``)."""
+
+    file: str
+    name: str
+    seconds: float
+    failures: tuple[Failure, ...] = ()
+    skipped: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and not self.skipped
+
+
+@dataclass
+class Run:
+    """The outcomes of a ``kinrun test`` invocation, in run order."""
+
+    outcomes: list[CaseOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(o.failures for o in self.outcomes)
+
+
+# -- selecting cases (-k) ---------------------------------------------------------------------
+
+
+def selector(expression: str | None) -> Callable[[str], bool]:
+    """A pytest-like ``-k`` test on case names: words are case-insensitive substrings (or
+    glob patterns), combined with ``and``, ``or``, ``not`` and parentheses; None: all.
+    Raises ValueError for an expression that does not parse."""
+    if not expression:
+        return lambda name: True
+    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
+    pos = 0
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take() -> str:
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def atom() -> Callable[[str], bool]:
+        token = peek()
+        if token is None or token in (")", "and", "or"):
+            raise ValueError(f"-k {expression!r}: expected a word at {token or 'the end'!r}")
+        take()
+        if token == "not":
+            inner = atom()
+            return lambda n: not inner(n)
+        if token == "(":
+            inner = disjunction()
+            if peek() != ")":
+                raise ValueError(f"-k {expression!r}: missing ')'")
+            take()
+            return inner
+        word = token.lower()
+        if any(c in word for c in "*?["):
+            return lambda n: fnmatch.fnmatchcase(n.lower(), word)
+        return lambda n: word in n.lower()
+
+    def conjunction() -> Callable[[str], bool]:
+        parts = [atom()]
+        while peek() == "and":
+            take()
+            parts.append(atom())
+        return lambda n: all(p(n) for p in parts)
+
+    def disjunction() -> Callable[[str], bool]:
+        parts = [conjunction()]
+        while peek() == "or":
+            take()
+            parts.append(conjunction())
+        return lambda n: any(p(n) for p in parts)
+
+    result = disjunction()
+    if peek() is not None:
+        raise ValueError(f"-k {expression!r}: unexpected {peek()!r}")
+    return result
+
+
+# -- preparing --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A test file with its config compiled once (to check it): ``tests``, ``config``,
+    ``plugins`` (the config's plugin manager, shared by its cases)."""
+
+    tests: TestFile
+    config: Any
+    plugins: Any
+
+
+def prepare(path: str | Path) -> Prepared:
+    """Load a test file and its config and check the cases against the config (controller
+    names, a ``reconcile:`` or ``deleted: ns/name`` step with no controller to pick). Raises
+    ConfigError (ConfigErrors) for any problem, located."""
+    tests = load_test_file(path)
+    config = load(tests.config)
+    plugins = load_plugins(list(config.plugins), config.base_dir, config_file=config.file)
+    compiled = plan(config, plugins)
+    errors = []
+    names = [c.name for c in compiled.controllers]
+    for case in tests.cases:
+        if case.controller is not None and case.controller not in names:
+            errors.append(_located(case.where, f"controller {case.controller!r}: no such "
+                                   f"controller in the config (known: {', '.join(names)})"))
+        needs = [s for s in case.steps if s.kind == "reconcile" or
+                 (s.kind == "deleted" and s.ref is not None and s.ref.kind is None)]
+        if needs and case.controller is None and len(names) > 1:
+            errors.append(_located(needs[0].where, f"{needs[0].describe()}: the config has "
+                                   f"several controllers: give the case a controller"))
+    if errors:
+        raise ConfigErrors(errors)
+    return Prepared(tests, config, plugins)
+
+
+def _located(where: str, message: str) -> ConfigError:
+    file, _, rest = where.partition(":")
+    parts = rest.split(":", 2)
+    try:
+        line, column, path = int(parts[0]), int(parts[1]), parts[2].strip()
+    except (IndexError, ValueError):
+        return ConfigError(message, file=file)
+    return ConfigError(message, file=file, line=line, column=column, path=path)
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def run_files(paths: Sequence[str | Path], *, select: Callable[[str], bool] = lambda n: True,
+              report: Callable[[CaseOutcome], None] = lambda o: None,
+              timeout: float | None = None) -> Run:
+    """Prepare every file (ConfigError before anything runs), then run each selected case,
+    calling ``report`` after each. ``timeout``: seconds per step, overriding the files'."""
+    prepared = [prepare(p) for p in paths]
+    run = Run()
+    for item in prepared:
+        for case in item.tests.cases:
+            if not select(case.name):
+                outcome = CaseOutcome(item.tests.file, case.name, 0.0, skipped=True)
+            else:
+                outcome = run_case(item, case, timeout=timeout or item.tests.timeout)
+            run.outcomes.append(outcome)
+            report(outcome)
+    return run
+
+
+def run_case(prepared: Prepared, case: Case, *, timeout: float) -> CaseOutcome:
+    """Run one case (module docstring) and compare; never raises for what the case does."""
+    started = time.monotonic()
+    recorder = Recorder()
+    capture = LogCapture(recorder).install()
+    try:
+        failure = _CaseRun(prepared, case, recorder, timeout).run()
+    finally:
+        capture.uninstall()
+    failures = [failure] if failure is not None else []
+    wanted = case.controller
+    failures += check(case.expect,
+                      [s for s in recorder.requests() if wanted in (None, s.controller)],
+                      [r for r in recorder.results() if wanted in (None, r.controller)],
+                      [line for line in recorder.logs() if wanted in (None, line.controller, "")])
+    return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
+                       tuple(failures))
+
+
+class _CaseRun:
+    """The server, client, manager and steps of one case. Used once."""
+
+    def __init__(self, prepared: Prepared, case: Case, recorder: Recorder,
+                 timeout: float) -> None:
+        self.prepared, self.case, self.recorder, self.timeout = prepared, case, recorder, timeout
+        self.clock = StepClock()
+
+    def run(self) -> Failure | None:
+        from kinrun.kube import Client
+        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError
+
+        server = EmbeddedAPIServer(seed=SEED, clock=lambda: EPOCH + self.clock.now(),
+                                   bookmark_interval=BOOKMARK_INTERVAL)
+        server.start()
+        client = manager = None
+        try:
+            try:
+                server.load(self.case.given)
+            except StatusError as exc:
+                return Failure("run", f"given: the server refused an object: {exc}")
+            client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
+            wall = self.recorder.wall_clock(lambda: EPOCH + self.clock.now())
+            compiled: Plan = plan(self.prepared.config, self.prepared.plugins, clock=wall)
+            manager = compiled.bind(RecordingClient(client, self.recorder, wall)).manager(
+                clock=self.clock, wrap=self.recorder.observe)
+            if not manager.start(threading.Event(), self.timeout):
+                return Failure("run", f"the informers did not sync within {self.timeout:g}s")
+            self.manager, self.server = manager, server
+            self.quiet = Quiet(lambda: server.store.resource_version,
+                               [(k.resource + (f" in {k.namespace}" if k.namespace else ""), i)
+                                for k, i in manager.factory.informers().items()],
+                               [(n, c.queue) for n, c in manager.controllers.items()],
+                               self.clock)
+            return self._steps()
+        except (KinrunError, StatusError) as exc:
+            return Failure("run", f"the run failed: {exc}")
+        finally:
+            if manager is not None:
+                manager.stop(self.timeout)
+            if client is not None:
+                client.close()
+            server.stop()
+
+    def _steps(self) -> Failure | None:
+        from kinrun.testing.apiserver import StatusError
+
+        where = "the start (given)"
+        try:
+            self.quiet.wait(self.timeout)
+            for i, step in enumerate(self.case.steps, 1):
+                where = f"{step.where} ({step.describe()})"
+                self.recorder.step = i
+                problem = self._apply(step)
+                if problem:
+                    return Failure("run", f"{where}: {problem}")
+                self.quiet.wait(self.timeout)
+        except NotQuiet as exc:
+            return Failure("run", f"{where}: not quiet: {exc}")
+        except StatusError as exc:
+            return Failure("run", f"{where}: the server refused it: {exc}")
+        return None
+
+    def _apply(self, step: Step) -> str | None:
+        store = self.server.store
+        if step.kind == "added":
+            for obj in step.objects:
+                if _get(store, obj) is not None:
+                    return f"{object_label(obj)} already exists (use updated:)"
+                self.server.load([obj])
+        elif step.kind == "updated":
+            return self._update(step)
+        elif step.kind == "deleted":
+            api_version, kind = self._kind(step)
+            ref = step.ref
+            if store.delete(api_version, kind, ref.name, ref.namespace) is None:
+                return f"{kind} {ref} does not exist"
+        elif step.kind == "reconcile":
+            self._controller().enqueue(step.key)
+        else:
+            self.clock.step(step.seconds)
+        return None
+
+    def _update(self, step: Step) -> str | None:
+        store = self.server.store
+        for before in step.before:
+            current = _get(store, before)
+            if current is None:
+                self.server.load([before])
+                self.quiet.wait(self.timeout)
+            elif not contains(before, current):
+                return f"updated.from does not match {object_label(before)} in the cluster"
+        for obj in step.objects:
+            if _get(store, obj) is None:
+                return f"{object_label(obj)} does not exist (use added:)"
+            store.update(obj)
+        return None
+
+    def _controller(self) -> Any:
+        name = self.case.controller or next(iter(self.manager.controllers))
+        return self.manager.controllers[name]
+
+    def _kind(self, step: Step) -> tuple[str, str]:
+        ref = step.ref
+        if ref is not None and ref.kind is not None:
+            return ref.api_version or "v1", ref.kind
+        name = self.case.controller or self.prepared.config.controllers[0].name
+        primary = self.prepared.config.controller(name).primary
+        resolved = self.manager.refs[primary]
+        return resolved.api_version, resolved.kind
+
+
+def _get(store: Any, obj: dict[str, Any]) -> Any:
+    meta = obj.get("metadata") or {}
+    return store.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+
+
+# -- reporting --------------------------------------------------------------------------------
+
+
+def outcome_lines(outcome: CaseOutcome, *, durations: bool = True) -> list[str]:
+    """``PASS name`` / ``SKIP name`` / ``FAIL name (0.12s)`` and, for a failure, each part
+    indented by four spaces."""
+    if outcome.skipped:
+        return []
+    if outcome.passed:
+        return [f"PASS {outcome.name}"]
+    head = f"FAIL {outcome.name}" + (f" ({outcome.seconds:.2f}s)" if durations else "")
+    body = [("    " + line) if line else "" for f in outcome.failures
+            for line in f.text().splitlines()]
+    return [head, *body]
+
+
+def summary_line(run: Run) -> str:
+    """``3 passed, 1 failed, 2 deselected``."""
+    counts = {"passed": sum(o.passed for o in run.outcomes),
+              "failed": sum(bool(o.failures) for o in run.outcomes),
+              "deselected": sum(o.skipped for o in run.outcomes)}
+    return ", ".join(f"{n} {what}" for what, n in counts.items() if n or what == "passed")
+
+
+def junit_xml(run: Run) -> bytes:
+    """JUnit XML (one ``testsuite`` per test file, one ``testcase`` per case; a failed case
+    has a ``failure`` with the first line as message and the whole text as content;
+    deselected cases are ``skipped``), as CI systems read it."""
+    suites = ET.Element("testsuites", name="kinrun test")
+    by_file: dict[str, list[CaseOutcome]] = {}
+    for outcome in run.outcomes:
+        by_file.setdefault(outcome.file, []).append(outcome)
+    for file, outcomes in by_file.items():
+        suite = ET.SubElement(suites, "testsuite", name=file, tests=str(len(outcomes)),
+                              failures=str(sum(bool(o.failures) for o in outcomes)),
+                              skipped=str(sum(o.skipped for o in outcomes)),
+                              time=f"{sum(o.seconds for o in outcomes):.3f}")
+        for outcome in outcomes:
+            case = ET.SubElement(suite, "testcase", classname=Path(file).name,
+                                 name=outcome.name, time=f"{outcome.seconds:.3f}")
+            if outcome.skipped:
+                ET.SubElement(case, "skipped", message="deselected by -k")
+            elif outcome.failures:
+                text = "\n".join(f.text() for f in outcome.failures)
+                failure = ET.SubElement(case, "failure", message=outcome.failures[0].message,
+                                        type=outcome.failures[0].what)
+                failure.text = text
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def iter_lines(run: Run) -> Iterable[str]:
+    """Every outcome's lines, then the summary."""
+    for outcome in run.outcomes:
+        yield from outcome_lines(outcome)
+    yield summary_line(run)
