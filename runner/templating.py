@@ -176,16 +176,26 @@ class BudgetLimits:
     """The config's ``templates.budget``: what the renders sharing one :class:`RenderBudget` may
     spend. Defaults come from ``schemas/kinrun.schema.json`` (``$defs.templates``).
 
-    ``timeout``: seconds of rendering (default 1.0); ``max_loop_steps``: loop steps, i.e.
-    iterations of every ``for`` loop plus every item of a list, tuple, set, mapping or iterator a
-    filter returns (default 100,000); ``max_output_chars``: characters of template output
-    (default 1,048,576 = 1 MiB of ASCII). The fixed limits :data:`MAX_RANGE`,
-    :data:`MAX_SEQUENCE` and :data:`MAX_EXPONENT` apply on top, per operation.
+    ``timeout``: seconds of rendering (float >= 0); ``max_loop_steps``: loop steps (int >= 1),
+    i.e. iterations of every ``for`` loop plus every item of a list, tuple, set, mapping or
+    iterator a filter returns; ``max_output_chars``: characters of template output (int >= 1).
+    A field not given takes the schema's ``default`` (read there, written nowhere else). The
+    fixed limits :data:`MAX_RANGE`, :data:`MAX_SEQUENCE` and :data:`MAX_EXPONENT` apply on top,
+    per operation. Raises ValueError for values out of range (the schema refuses them first).
     """
 
     timeout: float = field(default_factory=lambda: parse_duration(_budget_default("timeout")))
     max_loop_steps: int = field(default_factory=lambda: int(_budget_default("maxLoopSteps")))
     max_output_chars: int = field(default_factory=lambda: int(_budget_default("maxOutputChars")))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.timeout, (int, float)) or self.timeout < 0:
+            raise ValueError(f"templates.budget.timeout must be >= 0 s, got {self.timeout!r}")
+        for name, value in (("maxLoopSteps", self.max_loop_steps),
+                            ("maxOutputChars", self.max_output_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"templates.budget.{name} must be an integer >= 1, "
+                                 f"got {value!r}")
 
     @classmethod
     def coerce(cls, value: Any) -> BudgetLimits:
@@ -670,7 +680,8 @@ class TemplateEngine:
                                     if self.options.allow_files
                                     else _refused("allowFiles", "files"))
         for name in ITERATING_FILTERS:
-            env.filters[name] = _counting_filter(env.filters[name])
+            if name in env.filters:  # every one exists in Jinja2 >= 3.1
+                env.filters[name] = _counting_filter(env.filters[name])
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, {name: _counting_filter(func) if callable(func) else func
                                 for name, func in (extra_filters or {}).items()})

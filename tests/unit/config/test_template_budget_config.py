@@ -83,3 +83,15 @@ def test_engine_built_from_the_templates_spec_applies_the_budget():
     engine = TemplateEngine(config.templates)
     assert engine.options.budget == config.templates.budget
     assert engine.budget().limits.max_loop_steps == 7
+
+
+@pytest.mark.parametrize("kwargs", [
+    pytest.param({"timeout": -1.0}, id="negative-timeout"),
+    pytest.param({"max_loop_steps": 0}, id="zero-steps"),
+    pytest.param({"max_output_chars": "big"}, id="text-output"),
+    pytest.param({"max_loop_steps": True}, id="bool-steps"),
+])
+def test_budget_limits_refuse_out_of_range_values_given_in_code(kwargs):
+    """Limits given in code (not through the schema) are checked too: ValueError."""
+    with pytest.raises(ValueError, match="templates.budget"):
+        BudgetLimits(**kwargs)
