@@ -5,6 +5,7 @@
     kinrun schema                              print the config JSON Schema
     kinrun plugins CONFIG                      list plugins and the hooks each implements
     kinrun render CONFIG --object FILE ...     print the API requests a reconcile would send
+    kinrun test TESTFILE...                    run a config's test cases (no cluster)
 
 ``kinrun CONFIG`` and ``kinrun validate CONFIG`` share the first positional: if the first
 argument is a subcommand name it is the subcommand, otherwise the arguments are a run. (A config
@@ -58,6 +59,8 @@ commands (give one as the first argument; anything else is a config file to run)
   plugins CONFIG          list the plugins found and the hooks each implements
   render CONFIG --object FILE [--old FILE] [--controller NAME]
                           print the API requests a controller's actions would send for an object
+  test TESTFILE... [-k EXPR] [--junit FILE]
+                          run test cases of configs on the embedded API server (no cluster)
 """
 
 _log = logging.getLogger("kinrun.cli")
@@ -130,7 +133,7 @@ def _err(text: str) -> None:
 
 def _parser(command: str) -> argparse.ArgumentParser:
     return {"run": _run_parser, "validate": _validate_parser, "schema": _schema_parser,
-            "plugins": _plugins_parser, "render": _render_parser}[command]()
+            "plugins": _plugins_parser, "render": _render_parser, "test": _test_parser}[command]()
 
 
 def _new(prog: str, description: str, epilog: str = EXIT_CODES_HELP) -> argparse.ArgumentParser:
@@ -219,6 +222,24 @@ def _render_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _test_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun test", "Run the cases of test files (schemas/kinrun-test.schema.json) "
+                  "on the embedded API server with a fake clock: for the objects and events of "
+                  "each case, check the requests sent, the reconcile results and the log lines. "
+                  "Prints 'PASS name' or 'FAIL name (seconds)' with a diff per case.",
+                  "exit codes:\n  0    every selected case passed\n  1    a case failed\n"
+                  "  2    usage error, invalid test file or config\n")
+    parser.add_argument("files", metavar="TESTFILE", nargs="+", help="test files")
+    parser.add_argument("-k", metavar="EXPR", dest="select",
+                        help="run only cases whose name matches: a substring, or an expression "
+                             "of substrings with and/or/not (as pytest -k)")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    parser.add_argument("--timeout", metavar="DURATION", type=_duration,
+                        help="real time a step may take to become quiet (overrides the files' "
+                             "timeout; default 10s)")
+    return parser
+
+
 # --- commands --------------------------------------------------------------------------------
 
 
@@ -303,6 +324,24 @@ def plugin_lines(manager: Any) -> list[str]:
         lines.append(f"{name}  ({source})")
         lines.append(f"  hooks: {', '.join(hooks) if hooks else '(none)'}")
     return lines or ["(no plugins)"]
+
+
+def _cmd_test(ns: argparse.Namespace) -> int:
+    from kinrun.testing import runner
+
+    try:
+        select = runner.selector(ns.select)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    def report(outcome: Any) -> None:
+        for line in runner.outcome_lines(outcome):
+            print(line, flush=True)
+    run = runner.run_files(ns.files, select=select, report=report, timeout=ns.timeout)
+    print(runner.summary_line(run), flush=True)
+    if ns.junit:
+        Path(ns.junit).write_bytes(runner.junit_xml(run))
+    return EXIT_RUNTIME if run.failed else EXIT_OK
 
 
 def _cmd_render(ns: argparse.Namespace) -> int:
@@ -406,7 +445,7 @@ def _dump(steps: list[dict[str, Any]], output: str) -> str:
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema, "plugins": _cmd_plugins,
-    "render": _cmd_render,
+    "render": _cmd_render, "test": _cmd_test,
 }
 
 
