@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from . import managed_fields
 from .faults import Faults
 from .handlers import APIHTTPServer
 from .kubeconfig import write_kubeconfig
@@ -175,12 +176,21 @@ class EmbeddedAPIServer:
         """Write a kubeconfig for this server to ``path`` (context ``embedded``)."""
         return write_kubeconfig(path, self.url, namespace=namespace)
 
-    def load(self, objs: Iterable[Obj]) -> list[Obj]:
+    def load(self, objs: Iterable[Obj], *, field_manager: str | None = None) -> list[Obj]:
         """Seed objects: create each (``apiVersion``/``kind`` select the type; status kept),
         or replace it when it exists. Missing namespaces are created first. Returns the
-        stored objects. Errors as ``Store.create`` (StatusError)."""
+        stored objects. Errors as ``Store.create`` (StatusError).
+
+        ``field_manager``: record every field as owned by this Update manager, as a create by
+        it through the API would (e.g. ``"kubectl-create"``); None: no managedFields, so the
+        first server-side apply finds the fields owned by ``before-first-apply`` (as
+        kube-apiserver 1.20 does for objects without managedFields)."""
         out = []
         for obj in objs:
+            if field_manager is not None:
+                obj = managed_fields.update(None, obj, manager=field_manager,
+                                            api_version=str(obj.get("apiVersion") or ""),
+                                            subresource="", now=self.store.now())
             namespace = (obj.get("metadata") or {}).get("namespace")
             rtype = self.store.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
             if rtype.namespaced and namespace and not self.store.namespace_exists(namespace):

@@ -114,6 +114,18 @@ def test_apply_onto_an_untracked_object_conflicts_with_before_first_apply(
     assert set(entries(same.body)) == {("before-first-apply", "Update"), ("ctrl", "Apply")}
 
 
+def test_load_with_a_field_manager_seeds_ownership(embedded_server: EmbeddedAPIServer,
+                                                   embedded_api_client: Any) -> None:
+    """load(field_manager=...) records the seeded fields as that manager's: an apply changing
+    one conflicts with it (not with before-first-apply)."""
+    embedded_server.load([configmap("seeded", data={"k": "1"})], field_manager="kubectl-create")
+    clash = call(embedded_api_client, "PATCH", f"{CM}/seeded", body=apply_doc("seeded", k="2"),
+                 query={"fieldManager": "ctrl"}, content_type=APPLY)
+    assert clash.status == 409
+    assert clash.body["details"]["causes"] == [{"reason": "FieldManagerConflict", "field": ".data.k",
+                                                "message": 'conflict with "kubectl-create" using v1'}]
+
+
 def test_empty_managed_fields_resets_and_untracked_updates_stay_untracked(
         embedded_api_client: Any) -> None:
     """A PUT carrying managedFields: [] clears them; later updates of the object are not
