@@ -16,7 +16,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.model import ShutdownSpec
-from kinrun.config.schema import action_fields, action_required, load_schema
+from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
 
@@ -50,10 +50,18 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
                              for name, spec in data["informers"].items()}),
         controllers=tuple(_controller(ctx, i, spec) for i, spec in enumerate(data["controllers"])),
         leader_election=_leader_election(le) if le is not None else None,
-        metrics=MetricsSpec(**metrics) if metrics is not None else None,
+        metrics=MetricsSpec(port=_get(metrics, "metrics", "port"),
+                            address=_get(metrics, "metrics", "address"))
+        if metrics is not None else None,
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
     )
+
+
+def _get(data: dict[str, Any], definition: str, key: str) -> Any:
+    """``data[key]``, else the schema's default for ``$defs.DEFINITION.properties.KEY`` (the
+    one place defaults are written)."""
+    return data[key] if key in data else default(definition, key)
 
 
 def _renamed(data: dict[str, Any], **names: str) -> dict[str, Any]:
@@ -71,7 +79,8 @@ def _cluster(ctx: _Ctx, data: dict[str, Any]) -> ClusterSpec:
     if kubeconfig is not None:
         kubeconfig = str(resolve_path(kubeconfig, ctx.base_dir))
     return ClusterSpec(kubeconfig=kubeconfig, context=data.get("context"),
-                       qps=float(data.get("qps", 50.0)), burst=int(data.get("burst", 100)))
+                       qps=float(_get(data, "cluster", "qps")),
+                       burst=int(_get(data, "cluster", "burst")))
 
 
 def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
@@ -88,8 +97,9 @@ def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
         resource=data.get("resource"),
         namespaces=tuple(namespaces) if namespaces is not None else None,
         label_selector=data.get("labelSelector"), field_selector=data.get("fieldSelector"),
-        resync_period=parse_duration(data.get("resyncPeriod", 0)),
-        transform=TransformSpec(strip_managed_fields=transform.get("stripManagedFields", True)),
+        resync_period=parse_duration(_get(data, "informer", "resyncPeriod")),
+        transform=TransformSpec(strip_managed_fields=_get(transform, "transform",
+                                                          "stripManagedFields")),
         indexers=FrozenMap(indexers),
         watch_inactivity_timeout=_optional_duration(data.get("watchInactivityTimeout")),
         location=ctx.at(base))
@@ -108,9 +118,9 @@ def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
                       for j, w in enumerate(data.get("watches") or [])),
         predicates=tuple(data.get("predicates") or ()),
         resync_period=parse_duration(data["resyncPeriod"]) if "resyncPeriod" in data else None,
-        workers=data.get("workers", 1),
+        workers=_get(data, "controller", "workers"),
         rate_limiter=_rate_limiter(data.get("rateLimiter") or {}),
-        max_retries=data.get("maxRetries", 15),
+        max_retries=_get(data, "controller", "maxRetries"),
         reconcile=_reconcile(ctx, base + ("reconcile",), data["reconcile"]),
         location=ctx.at(base))
 
@@ -126,9 +136,10 @@ def _watch(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> WatchSpec:
 
 
 def _rate_limiter(data: dict[str, Any]) -> RateLimiterSpec:
-    return RateLimiterSpec(base_delay=parse_duration(data.get("baseDelay", 0.005)),
-                           max_delay=parse_duration(data.get("maxDelay", 1000)),
-                           qps=float(data.get("qps", 10.0)), burst=int(data.get("burst", 100)))
+    return RateLimiterSpec(base_delay=parse_duration(_get(data, "rateLimiter", "baseDelay")),
+                           max_delay=parse_duration(_get(data, "rateLimiter", "maxDelay")),
+                           qps=float(_get(data, "rateLimiter", "qps")),
+                           burst=int(_get(data, "rateLimiter", "burst")))
 
 
 def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
@@ -178,14 +189,14 @@ def _action_spec(kind: str, value: Any) -> dict[str, Any]:
 
 def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
     return LeaderElectionSpec(
-        lease_name=data["leaseName"], namespace=data.get("namespace", "default"),
-        lease_duration=parse_duration(data.get("leaseDuration", 15)),
-        renew_deadline=parse_duration(data.get("renewDeadline", 10)),
-        retry_period=parse_duration(data.get("retryPeriod", 2)))
+        lease_name=data["leaseName"], namespace=_get(data, "leaderElection", "namespace"),
+        lease_duration=parse_duration(_get(data, "leaderElection", "leaseDuration")),
+        renew_deadline=parse_duration(_get(data, "leaderElection", "renewDeadline")),
+        retry_period=parse_duration(_get(data, "leaderElection", "retryPeriod")))
 
 
 def _gc(data: dict[str, Any]) -> GCSpec:
-    return GCSpec(collect_frozen_every=parse_duration(data.get("collectFrozenEvery", 0)))
+    return GCSpec(collect_frozen_every=parse_duration(_get(data, "gc", "collectFrozenEvery")))
 
 
 def _shutdown(data: dict[str, Any]) -> ShutdownSpec:

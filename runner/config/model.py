@@ -5,6 +5,8 @@ lists are tuples) so specs can be shared by threads and used as keys. Field name
 spellings of the YAML keys (``resyncPeriod`` -> ``resync_period``); durations are float seconds;
 defaults (listed per field) are applied by :mod:`kinrun.config.build`, so consumers never see a
 missing value. Each spec that errors may later be reported against carries a :class:`Location`.
+The dataclasses' own defaults are the schema's ``default`` keywords (read once, at import): a
+default is written only in ``schemas/kinrun.schema.json``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kinrun.config.paths import is_plugin_path, resolve_path
+from kinrun.config.schema import default as _d
+from kinrun.durations import parse_duration
 from kinrun.errors import ConfigError
+
+
+def _seconds(definition: str, key: str) -> float:
+    """The schema's default duration of ``$defs.DEFINITION.properties.KEY`` in seconds."""
+    return parse_duration(_d(definition, key))
 from kinrun.templating import BudgetLimits
 
 
@@ -105,8 +114,8 @@ class ClusterSpec:
 
     kubeconfig: str | None = None
     context: str | None = None
-    qps: float = 50.0
-    burst: int = 100
+    qps: float = float(_d("cluster", "qps"))
+    burst: int = _d("cluster", "burst")
 
 
 @dataclass(frozen=True)
@@ -127,7 +136,7 @@ class TransformSpec:
     """Transform applied before caching (client-go SetTransform): ``strip_managed_fields``
     (default True) drops ``metadata.managedFields``."""
 
-    strip_managed_fields: bool = True
+    strip_managed_fields: bool = _d("transform", "stripManagedFields")
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class InformerSpec:
     namespaces: tuple[str, ...] | None = None
     label_selector: str | None = None
     field_selector: str | None = None
-    resync_period: float = 0.0
+    resync_period: float = _seconds("informer", "resyncPeriod")
     transform: TransformSpec = field(default_factory=TransformSpec)
     indexers: FrozenMap = field(default_factory=FrozenMap)
     watch_inactivity_timeout: float | None = None
@@ -198,10 +207,10 @@ class RateLimiterSpec:
     exponential ``base_delay``..``max_delay`` seconds, defaults 0.005 and 1000.0, and a token
     bucket of ``qps`` items/s, default 10.0, with ``burst`` items, default 100)."""
 
-    base_delay: float = 0.005
-    max_delay: float = 1000.0
-    qps: float = 10.0
-    burst: int = 100
+    base_delay: float = _seconds("rateLimiter", "baseDelay")
+    max_delay: float = _seconds("rateLimiter", "maxDelay")
+    qps: float = float(_d("rateLimiter", "qps"))
+    burst: int = _d("rateLimiter", "burst")
 
 
 BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter")
@@ -304,9 +313,9 @@ class ControllerSpec:
     watches: tuple[WatchSpec, ...] = ()
     predicates: tuple[str, ...] = ()
     resync_period: float | None = None
-    workers: int = 1
+    workers: int = _d("controller", "workers")
     rate_limiter: RateLimiterSpec = field(default_factory=RateLimiterSpec)
-    max_retries: int = 15
+    max_retries: int = _d("controller", "maxRetries")
     reconcile: ReconcileSpec = field(default_factory=ReconcileSpec)
     location: Location = _NOWHERE
 
@@ -317,10 +326,10 @@ class LeaderElectionSpec:
     Seconds: ``lease_duration`` (15.0) > ``renew_deadline`` (10.0) > ``retry_period`` (2.0)."""
 
     lease_name: str
-    namespace: str = "default"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    namespace: str = _d("leaderElection", "namespace")
+    lease_duration: float = _seconds("leaderElection", "leaseDuration")
+    renew_deadline: float = _seconds("leaderElection", "renewDeadline")
+    retry_period: float = _seconds("leaderElection", "retryPeriod")
 
 
 @dataclass(frozen=True)
@@ -328,8 +337,8 @@ class MetricsSpec:
     """Prometheus endpoint: ``port`` (default 8080; 0 = pick a free port), ``address``
     (default ``0.0.0.0``)."""
 
-    port: int = 8080
-    address: str = "0.0.0.0"
+    port: int = _d("metrics", "port")
+    address: str = _d("metrics", "address")
 
 
 @dataclass(frozen=True)
@@ -339,7 +348,7 @@ class GCSpec:
     (``gc_tuning.collect_frozen``: a full collection, pausing every thread about 0.8 s per
     10,000 cached Pods); 0.0 (default) = never."""
 
-    collect_frozen_every: float = 0.0
+    collect_frozen_every: float = _seconds("gc", "collectFrozenEvery")
 
 
 @dataclass(frozen=True)

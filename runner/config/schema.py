@@ -37,6 +37,13 @@ def load_schema() -> dict[str, Any]:
     return json.loads(schema_text())
 
 
+def default(definition: str, key: str) -> Any:
+    """The ``default`` keyword of ``$defs.DEFINITION.properties.KEY`` as the schema writes it
+    (durations as strings: parse them). Every config default is written there and only there;
+    KeyError when the schema gives that key none."""
+    return load_schema()["$defs"][definition]["properties"][key]["default"]
+
+
 def action_fields(kind: str) -> dict[str, dict[str, Any]]:
     """The fields a built-in action kind accepts: name -> its property schema (from
     ``$defs.action.properties.KIND.properties``; {} for kinds whose value is a scalar). The one

@@ -78,5 +78,6 @@ def test_kinrun_schema_documents_collect_frozen_every() -> None:
     assert "collectFrozenEvery" in schema["properties"]["gc"]["description"]
     every = schema["$defs"]["gc"]["properties"]["collectFrozenEvery"]
     assert every["$ref"] == "#/$defs/duration"
-    for words in ("pauses every thread", "gc: collected N frozen objects", "Default 0: never"):
+    for words in ("pauses every thread", "gc: collected N frozen objects", "0: never"):
         assert words in every["description"]
+    assert every["default"] == "0s"
