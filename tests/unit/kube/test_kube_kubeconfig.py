@@ -123,9 +123,11 @@ def test_from_config_sizes_pool_and_sets_user_agent(tmp_path: Path) -> None:
 
 # -- in-cluster (client-go rest.InClusterConfig semantics) -------------------------------------
 
+FAKE_CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
 def service_account(tmp_path: Path, *, token: str | None = "sa-token",
-                    ca: str | None = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-                    ) -> Path:
+                    ca: str | None = FAKE_CA) -> Path:
     """A directory laid out like /var/run/secrets/kubernetes.io/serviceaccount (None: no file)."""
     sa = tmp_path / "serviceaccount"
     sa.mkdir(exist_ok=True)
@@ -158,7 +160,7 @@ def test_in_cluster_brackets_an_ipv6_service_host(tmp_path: Path) -> None:
 
 
 def test_service_account_dir_defaults_to_the_kubelet_mount() -> None:
-    """Unset or empty KINRUN_SERVICEACCOUNT_DIR means /var/run/secrets/kubernetes.io/serviceaccount."""
+    """Unset or empty KINRUN_SERVICEACCOUNT_DIR means kubelet's mount point."""
     assert service_account_dir({}) == Path(SERVICE_ACCOUNT_DIR)
     assert service_account_dir({SERVICE_ACCOUNT_DIR_ENV: ""}) == Path(SERVICE_ACCOUNT_DIR)
     assert SERVICE_ACCOUNT_DIR == "/var/run/secrets/kubernetes.io/serviceaccount"
