@@ -406,8 +406,11 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     cluster."""
     from kinrun.hooks import ReconcileContext
     from kinrun.plan import plan
+    from kinrun.testing.recording import EPOCH
 
-    compiled = plan(config).controller(controller.name)
+    # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
+    # run to run (and as a test case's first reconcile stamps them)
+    compiled = plan(config, clock=lambda: EPOCH).controller(controller.name)
     program = compiled.on_delete if deleted else compiled.actions
     if program is None:
         _err(f"kinrun render: controller {controller.name!r} has no "
