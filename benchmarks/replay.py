@@ -15,9 +15,10 @@ kube-apiserver does). Each variant consumes the same bytes from memory:
   indexer) and a synchronous no-op handler; the GC policy as the Manager applies it;
 - ``controller``: ``informer`` plus the enqueue handler, workqueue and one worker thread with a
   no-op reconcile (the ``kinrun`` contender of run.py);
-- ``reconciler``: ``controller`` with the main job's reconcile (``kinrun.manager.Reconciler``:
-  a ``ReconcileContext``, the previous version kept for ``ctx.old``, the pluggy call) and a
-  plugin whose ``kinrun_reconcile`` does nothing (what the ``kinrun-cli`` contender runs).
+- ``reconciler``: ``controller`` with the main job's reconcile (``kinrun.reconcile.Reconciler``:
+  the cause of each queued key, a ``ReconcileContext``, the pluggy call, a typed Result) and
+  its primary handler (deletions recorded), with a plugin whose ``kinrun_reconcile`` does
+  nothing (what the ``kinrun-cli`` contender runs).
 
 Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
 (``time.process_time``, every thread), the variants interleaved run by run.
@@ -162,14 +163,13 @@ class _Counter:
 
 
 def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) -> Any:
-    """``kinrun.manager.Reconciler`` for one controller whose hook plugin only calls ``tick``."""
+    """``kinrun.reconcile.Reconciler`` for one controller whose hook plugin only calls ``tick``,
+    with the primary handler the main job wires (``kinrun.bound.RecordDeletions``, causes)."""
     import types
-    from types import SimpleNamespace
 
     import kinrun
     from kinrun import plugin_manager
-    from kinrun.config.model import ReconcileSpec
-    from kinrun.manager import Reconciler
+    from kinrun.reconcile import Reconciler
 
     plugin = types.ModuleType("replay_plugin")
 
@@ -180,9 +180,8 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
     plugin.kinrun_reconcile = kinrun_reconcile  # type: ignore[attr-defined]
     pm = plugin_manager.new_plugin_manager()
     pm.register(plugin, name="replay")
-    manager = SimpleNamespace(client=None, informers={"pods": informer}, pm=pm, engine=None)
-    spec = SimpleNamespace(name="replay", reconcile=ReconcileSpec(hooks=True))
-    return Reconciler(manager, spec)  # type: ignore[arg-type]
+    return Reconciler("replay", hooks=plugin_manager.reconcile_caller(pm, True),
+                      listers={"pods": informer.lister}, indexers={"pods": informer.indexer})
 
 
 def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False) -> float:
@@ -196,8 +195,12 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
         reconcile = (main_job_reconcile(informer, counter.tick) if main_job
                      else lambda key, obj: counter.tick())
         ctrl = Controller("replay", RateLimitingQueue(), informer.indexer.get_by_key,
-                          reconcile, workers=1)
-        informer.add_event_handler(enqueue_own_key(ctrl.enqueue), synchronous=True)
+                          reconcile, workers=1, causes=main_job)
+        handler = enqueue_own_key(ctrl.enqueue, causes=main_job)
+        if main_job:
+            from kinrun.bound import RecordDeletions
+            handler = RecordDeletions(handler, reconcile, None)
+        informer.add_event_handler(handler, synchronous=True)
         ctrl.start()
     else:
         informer.add_event_handler(counter, synchronous=True)
