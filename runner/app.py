@@ -1,10 +1,12 @@
-"""The main job behind ``kinrun CONFIG``: connect, build, run until a signal, drain, exit.
+"""The main job behind ``kinrun CONFIG``: compile, connect, bind, run until a signal, drain.
 
     run(config, options) -> exit code
-      1. with ``--embedded``: start the embedded API server, load the seed objects, print
+      1. compile the plan (``kinrun.plan``: plugins, templates, actions, indexes; a bad config
+         fails here, before any connection, exactly as ``kinrun validate`` does);
+      2. with ``--embedded``: start the embedded API server, load the seed objects, print
          ``export KUBECONFIG=<path>`` (stdout) so kubectl can be pointed at it;
-      2. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none);
-      3. load the plugins, build the Manager (discovery, templates: a bad config fails here);
+      3. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none),
+         bind the plan (discovery) and wire the Manager;
       4. optionally serve metrics and wait to be the leader (Lease; not with ``--dry-run``,
          which sends every write with ``dryRun=All`` and must never take the Lease);
       5. start informers, wait for their caches, start the workers (progress in the log);
