@@ -105,21 +105,26 @@ def matches(expected: Mapping[str, Any], sent: Sent) -> bool:
     return "bodyEquals" not in expected or expected["bodyEquals"] == view.get("body")
 
 
+Pair = tuple[Mapping[str, Any], "Sent | None", bool]
+"""(expected request, the sent one shown beside it or None, whether it matched in order)."""
+
+
 def pair_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
-                  ) -> tuple[list[tuple[Mapping[str, Any], Sent | None]], list[Sent]]:
+                  ) -> tuple[list[Pair], list[Sent]]:
     """Greedy pairing: each expected request (in order) with the next unmatched request of
-    a key that matches it, else (for the diff) the closest unmatched one, else None.
+    a key that matches it (matched), else (for the diff) the closest unmatched one or None
+    (not matched: a request out of order within its key is not matched either).
     Returns (pairs, sent requests left unpaired)."""
     left = list(sent)
-    pairs: list[tuple[Mapping[str, Any], Sent | None]] = []
+    pairs: list[Pair] = []
     for exp in expected:
-        heads = _heads(left)
-        found = next((s for s in heads if matches(exp, s)), None)
+        found = next((s for s in _heads(left) if matches(exp, s)), None)
+        ok = found is not None
         if found is None:
             found = _closest(exp, left)
         if found is not None:
             left.remove(found)
-        pairs.append((exp, found))
+        pairs.append((exp, found, ok))
     return pairs, left
 
 
@@ -144,11 +149,12 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
                    ) -> list[Failure]:
     """The requests failure, or []."""
     pairs, extra = pair_requests(expected, sent)
-    if all(s is not None and matches(e, s) for e, s in pairs) and not extra:
+    missing = sum(1 for _, _, ok in pairs if not ok)
+    if not missing and not extra:
         return []
-    missing = sum(1 for e, s in pairs if s is None or not matches(e, s))
-    want = [_expected_view(e) for e, _ in pairs]
-    got = [project(e, s) for e, s in pairs if s is not None] + [sent_view(s) for s in extra]
+    want = [_expected_view(e) for e, _, _ in pairs]
+    got = [project(e, s) if ok or s is None or not matches(e, s) else sent_view(s)
+           for e, s, ok in pairs if s is not None] + [sent_view(s) for s in extra]
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
