@@ -48,7 +48,7 @@ class CheckError(Exception):
 @dataclass
 class Scope:
     """What one render of one program sees. ``variables`` is what templates see (obj, old, key,
-    controller, get, list, by_index); ``namespace`` is the reconciled object's namespace (from
+    controller, reason, get, list, by_index); ``namespace`` is the reconciled object's namespace (from
     the object, else from the key; None for cluster-scoped keys)."""
 
     controller: str

@@ -144,7 +144,7 @@ class ActionProgram:
         namespace = ((obj.get("metadata") or {}).get("namespace") if obj is not None
                      else (key.split("/", 1)[0] if "/" in key else None)) or None
         variables = {"obj": obj, "old": old, "key": key, "controller": self.controller,
-                     **lookup_functions(ctx.listers)}
+                     "reason": ctx.reason, **lookup_functions(ctx.listers)}
         return Scope(self.controller, key, obj, old, ctx, variables, namespace)
 
 
