@@ -39,6 +39,7 @@ import base64
 import contextvars
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -244,6 +245,10 @@ class BudgetExceeded(TemplateRenderError):
         return BudgetExceeded(self.reason, self.used, self.limit, self.what, template_line)
 
 
+OUTPUT_BATCH = 64
+"""Output chunks (one per literal text or ``{{ }}`` between loop steps) measured at a time: the
+output may overshoot ``max_output_chars`` by at most this many chunks before the render fails."""
+
 CLOCK_EVERY = 32
 """Loop steps (or template calls) between two reads of the budget's clock. A clock read costs
 about as much as a loop step (0.3-0.4 us on the 2-core VMs, ``time.monotonic``), so reading it
@@ -338,16 +343,17 @@ class RenderBudget:
             yield item
 
     def join_output(self, chunks: Iterable[str]) -> str:
-        """Concatenate a template's output chunks, spending their characters as they come
-        (``add_output`` inlined: this runs once per output chunk)."""
+        """Concatenate a template's output chunks, spending their characters as they come, in
+        batches of OUTPUT_BATCH chunks (taken and measured at C speed: a Python step per chunk
+        doubled the cost of a loop's output)."""
         out: list[str] = []
-        append, limit = out.append, self.limits.max_output_chars
-        for chunk in chunks:
-            self.output_chars += len(chunk)
-            if self.output_chars > limit:
-                raise self._over_output()
-            append(chunk)
-        return "".join(out)
+        chunks = iter(chunks)
+        while True:
+            batch = list(itertools.islice(chunks, OUTPUT_BATCH))
+            self.add_output(sum(map(len, batch)))
+            out += batch
+            if len(batch) < OUTPUT_BATCH:
+                return "".join(out)
 
     def _over_steps(self) -> BudgetExceeded:
         limit = self.limits.max_loop_steps
@@ -860,9 +866,10 @@ def compile_key_mapper(template: str, location: Any = None, *, engine: TemplateE
 
 
 __all__ = [
-    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "Expression", "ITERATING_FILTERS",
-    "CLOCK_EVERY", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE", "RateLimitedWarner",
-    "RenderBudget", "SourceLocation", "Template", "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode", "b64encode",
-    "compile_index_func", "compile_key_mapper", "from_json", "from_yaml", "index_values", "sha256",
-    "split_expression", "to_json", "to_yaml",
+    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
+    "ITERATING_FILTERS", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE",
+    "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
+    "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode",
+    "b64encode", "compile_index_func", "compile_key_mapper", "from_json", "from_yaml",
+    "index_values", "sha256", "split_expression", "to_json", "to_yaml",
 ]
