@@ -196,9 +196,20 @@ def validate(loaded: LoadedYaml) -> list[ConfigError]:
     (``kinrun.config.schema``), sorted by position."""
     errors = []
     for error in _validator().iter_errors(loaded.data):
-        for key_path, message, at_key in config_schema._describe(error):  # noqa: SLF001
+        described = config_schema._describe(error)  # noqa: SLF001 - the config's wording
+        if not described:  # a oneOf of scalars: say why the closest branch refused it
+            described = [(tuple(error.absolute_path), _closest_branch(error), False)]
+        for key_path, message, at_key in described:
             errors.append(config_schema.locate(loaded, key_path, message, at_key=at_key))
     return config_schema.sort_errors(errors)
+
+
+def _closest_branch(error: jsonschema.ValidationError) -> str:
+    best = jsonschema.exceptions.best_match(error.context) if error.context else None
+    hint = (best.schema.get("x-kinrun-message") if best is not None else None) \
+        or error.schema.get("description") or error.message
+    return f"{config_schema.show(error.instance)} {hint}" if best is not None \
+        and best.schema.get("x-kinrun-message") else f"{config_schema.show(error.instance)}: {hint}"
 
 
 class _Builder:
