@@ -196,6 +196,8 @@ class LogAction:
     newlines of a block scalar dropped)."""
 
     kind = "log"
+    VERBS: tuple[str, ...] = ()
+    """RBAC verbs this kind needs on what it writes (``kinrun.rbac``): none, it only logs."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
         if isinstance(value, str):
@@ -225,6 +227,12 @@ class ApplyAction:
     """
 
     kind = "apply"
+    VERBS: tuple[str, ...] = ("patch", "create")
+    """RBAC verbs on the manifest's resource (``kinrun.rbac``): server-side apply is a PATCH
+    (``application/apply-patch+yaml``), authorized as ``patch``, and as ``create`` too when
+    the object does not exist yet (Kubernetes RBAC, "Server-Side Apply")."""
+    DRY_RUN_VERBS: tuple[str, ...] = ("get",)
+    """Added under ``--dry-run``: the current object is read to show what would change."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
                  field_manager: str) -> None:
@@ -303,6 +311,11 @@ class PatchAction:
     """
 
     kind = "patch"
+    VERBS: tuple[str, ...] = ("patch",)
+    """RBAC verbs on the target's resource, or on ``RESOURCE/status`` with ``subresource:
+    status`` (``kinrun.rbac``)."""
+    DRY_RUN_VERBS: tuple[str, ...] = ("get",)
+    """Added under ``--dry-run``: the current object (or status) is read to show the change."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
         value = _options(value, loc, "patch")
@@ -346,6 +359,9 @@ class DeleteAction:
     """``delete: {target, propagationPolicy}``; target defaults to the reconciled object."""
 
     kind = "delete"
+    VERBS: tuple[str, ...] = ("delete",)
+    """RBAC verbs on the target's resource (``kinrun.rbac``); a dry-run delete reads nothing."""
+    DRY_RUN_VERBS: tuple[str, ...] = ()
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
         value = _options(value or {}, loc, "delete")
@@ -374,6 +390,11 @@ class EventAction:
     """
 
     kind = "event"
+    VERBS: tuple[str, ...] = ("create",)
+    """RBAC verbs on ``RESOURCE`` (not on the target: an Event is a new core/v1 object in the
+    target's namespace, ``default`` for a cluster-scoped target; ``kinrun.rbac``)."""
+    RESOURCE: tuple[str, str] = ("", "events")
+    """(API group, resource) the verbs apply to."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
                  clock: Callable[[], float]) -> None:
@@ -428,6 +449,8 @@ class RequeueAfterAction:
     """``requeueAfter: 30s`` (a duration, a number of seconds, or a template rendering one)."""
 
     kind = "requeueAfter"
+    VERBS: tuple[str, ...] = ()
+    """RBAC verbs: none, it only schedules the key again (``kinrun.rbac``)."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
         self._template = None
@@ -460,6 +483,11 @@ class PluginAction:
                  loc: SourceLocation) -> None:
         self.kind = kind
         self._func = func
+        self.rbac_rules = getattr(func, "RBAC_RULES", None)
+        """What the plugin declares its kind needs (``kinrun.rbac``): the kind function's
+        optional attribute ``RBAC_RULES``, a sequence of RBAC PolicyRule mappings
+        (``{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}``), granted in
+        the namespaces of the reconciled objects; None when the plugin does not say."""
         self._args = compile_tree(value, engine, loc)
 
     def render(self, scope: Scope) -> list[Step]:

@@ -15,7 +15,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  GCSpec, IndexerSpec, InformerSpec, LeaderElectionSpec, Location,
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
-from kinrun.config.model import ShutdownSpec
+from kinrun.config.model import RbacRuleSpec, RbacSpec, ShutdownSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
@@ -55,6 +55,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         if metrics is not None else None,
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
+        rbac=_rbac(ctx, data.get("rbac") or {}),
     )
 
 
@@ -197,6 +198,19 @@ def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
 
 def _gc(data: dict[str, Any]) -> GCSpec:
     return GCSpec(collect_frozen_every=parse_duration(_get(data, "gc", "collectFrozenEvery")))
+
+
+def _rbac(ctx: _Ctx, data: dict[str, Any]) -> RbacSpec:
+    """``rbac``: each ``extraRules`` item as an RbacRuleSpec with its location."""
+    rules = []
+    for i, rule in enumerate(data.get("extraRules") or []):
+        namespaces = rule.get("namespaces")
+        rules.append(RbacRuleSpec(
+            api_groups=tuple(rule["apiGroups"]), resources=tuple(rule["resources"]),
+            verbs=tuple(rule["verbs"]), resource_names=tuple(rule.get("resourceNames") or ()),
+            namespaces=tuple(namespaces) if namespaces is not None else None,
+            location=ctx.at(("rbac", "extraRules", i))))
+    return RbacSpec(extra_rules=tuple(rules))
 
 
 def _shutdown(data: dict[str, Any]) -> ShutdownSpec:

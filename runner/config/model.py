@@ -362,6 +362,29 @@ class ShutdownSpec:
 
 
 @dataclass(frozen=True)
+class RbacRuleSpec:
+    """One extra RBAC PolicyRule of ``rbac.extraRules`` (Kubernetes RBAC, rbac/v1 PolicyRule):
+    ``api_groups`` ("" = core), ``resources`` (plurals, ``x/status`` for a subresource),
+    ``verbs``, ``resource_names`` (empty = any), ``namespaces``: granted by a Role in each, or
+    None for cluster-wide (a ClusterRole); ``location`` of the rule in the file."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] | None = None
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
+class RbacSpec:
+    """``rbac:``: ``extra_rules``, what ``kinrun rbac``/``manifests`` grant beyond what
+    ``kinrun.rbac`` computes from the plan (empty by default)."""
+
+    extra_rules: tuple[RbacRuleSpec, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole config file.
 
@@ -373,7 +396,8 @@ class Config:
     ``leader_election``/``metrics``: None when not configured; ``gc``: a GCSpec (defaults when
     not configured); ``shutdown``: a ShutdownSpec (always set by ``load``, with the schema's
     defaults when not configured; None only on a Config made by hand); ``namespace_override``:
-    the namespace of :meth:`with_namespace`, else None.
+    the namespace of :meth:`with_namespace`, else None; ``rbac``: an RbacSpec (extra RBAC
+    rules for ``kinrun rbac``; empty when not configured).
     """
 
     file: str
@@ -390,6 +414,7 @@ class Config:
     gc: GCSpec = field(default_factory=GCSpec)
     shutdown: ShutdownSpec | None = None
     namespace_override: str | None = None
+    rbac: RbacSpec = field(default_factory=RbacSpec)
 
     def plugin_files(self) -> FrozenMap:
         """Plugin spec -> absolute file path, for the specs that are files (``./hooks.py``)."""

@@ -1,54 +1,91 @@
-"""The scope of Kubernetes' built-in kinds, known without discovery.
+"""The scope and resource (plural) of Kubernetes' built-in kinds, known without discovery.
 
 Used by the compiled plan (``kinrun.plan``) to check what depends on scope before a cluster is
-reached (e.g. a ``mapTo: owner`` that can never produce a key). Discovery stays the truth at
-bind time; this table only answers for kinds every Kubernetes 1.20 API server serves, by API
-group and kind (versions do not change scope). Pure data.
+reached (e.g. a ``mapTo: owner`` that can never produce a key), and by ``kinrun.rbac`` to name
+the resource an RBAC rule grants (RBAC rules name resources, the plural, never kinds).
+Discovery stays the truth at bind time; this table only answers for kinds every Kubernetes 1.20
+API server serves, by API group and kind (versions change neither scope nor plural). The
+plurals are the API server's REST paths (``kubectl api-resources`` on 1.20). Pure data.
 """
 
 from __future__ import annotations
 
 from kinrun.kube.resources import split_api_version
 
-_NAMESPACED = {
-    "": ("Pod", "ConfigMap", "Secret", "Service", "ServiceAccount", "Endpoints", "Event",
-         "LimitRange", "PersistentVolumeClaim", "PodTemplate", "ReplicationController",
-         "ResourceQuota", "Binding"),
-    "apps": ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ControllerRevision"),
-    "batch": ("Job", "CronJob"),
-    "autoscaling": ("HorizontalPodAutoscaler",),
-    "networking.k8s.io": ("Ingress", "NetworkPolicy"),
-    "rbac.authorization.k8s.io": ("Role", "RoleBinding"),
-    "coordination.k8s.io": ("Lease",),
-    "policy": ("PodDisruptionBudget",),
-    "events.k8s.io": ("Event",),
-    "discovery.k8s.io": ("EndpointSlice",),
+_NAMESPACED: dict[str, tuple[tuple[str, str], ...]] = {
+    "": (("Pod", "pods"), ("ConfigMap", "configmaps"), ("Secret", "secrets"),
+         ("Service", "services"), ("ServiceAccount", "serviceaccounts"),
+         ("Endpoints", "endpoints"), ("Event", "events"), ("LimitRange", "limitranges"),
+         ("PersistentVolumeClaim", "persistentvolumeclaims"), ("PodTemplate", "podtemplates"),
+         ("ReplicationController", "replicationcontrollers"),
+         ("ResourceQuota", "resourcequotas"), ("Binding", "bindings")),
+    "apps": (("Deployment", "deployments"), ("StatefulSet", "statefulsets"),
+             ("DaemonSet", "daemonsets"), ("ReplicaSet", "replicasets"),
+             ("ControllerRevision", "controllerrevisions")),
+    "batch": (("Job", "jobs"), ("CronJob", "cronjobs")),
+    "autoscaling": (("HorizontalPodAutoscaler", "horizontalpodautoscalers"),),
+    "networking.k8s.io": (("Ingress", "ingresses"), ("NetworkPolicy", "networkpolicies")),
+    "rbac.authorization.k8s.io": (("Role", "roles"), ("RoleBinding", "rolebindings")),
+    "coordination.k8s.io": (("Lease", "leases"),),
+    "policy": (("PodDisruptionBudget", "poddisruptionbudgets"),),
+    "events.k8s.io": (("Event", "events"),),
+    "discovery.k8s.io": (("EndpointSlice", "endpointslices"),),
 }
-_CLUSTER = {
-    "": ("Namespace", "Node", "PersistentVolume", "ComponentStatus"),
-    "networking.k8s.io": ("IngressClass",),
-    "rbac.authorization.k8s.io": ("ClusterRole", "ClusterRoleBinding"),
-    "policy": ("PodSecurityPolicy",),
-    "storage.k8s.io": ("StorageClass", "CSIDriver", "CSINode", "VolumeAttachment"),
-    "apiextensions.k8s.io": ("CustomResourceDefinition",),
-    "admissionregistration.k8s.io": ("MutatingWebhookConfiguration",
-                                     "ValidatingWebhookConfiguration"),
-    "scheduling.k8s.io": ("PriorityClass",),
-    "certificates.k8s.io": ("CertificateSigningRequest",),
-    "apiregistration.k8s.io": ("APIService",),
-    "node.k8s.io": ("RuntimeClass",),
-    "flowcontrol.apiserver.k8s.io": ("FlowSchema", "PriorityLevelConfiguration"),
+_CLUSTER: dict[str, tuple[tuple[str, str], ...]] = {
+    "": (("Namespace", "namespaces"), ("Node", "nodes"),
+         ("PersistentVolume", "persistentvolumes"), ("ComponentStatus", "componentstatuses")),
+    "networking.k8s.io": (("IngressClass", "ingressclasses"),),
+    "rbac.authorization.k8s.io": (("ClusterRole", "clusterroles"),
+                                  ("ClusterRoleBinding", "clusterrolebindings")),
+    "policy": (("PodSecurityPolicy", "podsecuritypolicies"),),
+    "storage.k8s.io": (("StorageClass", "storageclasses"), ("CSIDriver", "csidrivers"),
+                       ("CSINode", "csinodes"), ("VolumeAttachment", "volumeattachments")),
+    "apiextensions.k8s.io": (("CustomResourceDefinition", "customresourcedefinitions"),),
+    "admissionregistration.k8s.io": (
+        ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
+        ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations")),
+    "scheduling.k8s.io": (("PriorityClass", "priorityclasses"),),
+    "certificates.k8s.io": (("CertificateSigningRequest", "certificatesigningrequests"),),
+    "apiregistration.k8s.io": (("APIService", "apiservices"),),
+    "node.k8s.io": (("RuntimeClass", "runtimeclasses"),),
+    "flowcontrol.apiserver.k8s.io": (("FlowSchema", "flowschemas"),
+                                     ("PriorityLevelConfiguration",
+                                      "prioritylevelconfigurations")),
 }
-_SCOPE = {**{(g, k): True for g, kinds in _NAMESPACED.items() for k in kinds},
-          **{(g, k): False for g, kinds in _CLUSTER.items() for k in kinds}}
+_SCOPE = {**{(g, k): True for g, kinds in _NAMESPACED.items() for k, _ in kinds},
+          **{(g, k): False for g, kinds in _CLUSTER.items() for k, _ in kinds}}
+_PLURAL = {(g, k): p for table in (_NAMESPACED, _CLUSTER) for g, kinds in table.items()
+           for k, p in kinds}
+_KIND_OF = {(g, p): k for (g, k), p in _PLURAL.items()}
+
+
+def _group(api_version: str) -> str | None:
+    try:
+        return split_api_version(api_version)[0]
+    except ValueError:
+        return None
 
 
 def builtin_scope(api_version: str, kind: str) -> bool | None:
     """True when the built-in ``kind`` of ``api_version``'s group is namespaced, False when it
     is cluster-scoped, None when it is not a built-in kind (a CRD: ask discovery) or the
     apiVersion is malformed."""
-    try:
-        group, _version = split_api_version(api_version)
-    except ValueError:
-        return None
-    return _SCOPE.get((group, kind))
+    group = _group(api_version)
+    return None if group is None else _SCOPE.get((group, kind))
+
+
+def builtin_resource(api_version: str, kind: str) -> str | None:
+    """The resource (lowercase plural, as RBAC rules and REST paths name it) of the built-in
+    ``kind`` of ``api_version``'s group: ``("apps/v1", "Deployment") -> "deployments"``; None
+    when it is not a built-in kind (a CRD's plural is its own: ask discovery) or the
+    apiVersion is malformed."""
+    group = _group(api_version)
+    return None if group is None else _PLURAL.get((group, kind))
+
+
+def builtin_kind(api_version: str, resource: str) -> str | None:
+    """The built-in kind served as ``resource`` (a plural) in ``api_version``'s group, the
+    inverse of :func:`builtin_resource`: ``("v1", "configmaps") -> "ConfigMap"``; None when
+    unknown."""
+    group = _group(api_version)
+    return None if group is None else _KIND_OF.get((group, resource))
