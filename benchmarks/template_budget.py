@@ -28,7 +28,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 POD = ROOT / "tests" / "data" / "objects" / "pod-web.yaml"
 
-LOG = "pod {{ obj.metadata.namespace }}/{{ obj.metadata.name }} on {{ obj.spec.nodeName | default('?') }}"
+LOG = ("pod {{ obj.metadata.namespace }}/{{ obj.metadata.name }} "
+       "on {{ obj.spec.nodeName | default('?') }}")
 APPLY = """\
 apiVersion: v1
 kind: ConfigMap

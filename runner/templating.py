@@ -269,7 +269,8 @@ class RenderBudget:
     :meth:`Expression.evaluate` open a fresh budget of their engine's limits when none is active.
     The checks are cooperative, inside the sandbox: :meth:`step` at every loop iteration and every
     item a filter returns, :meth:`call` at every call a template makes, :meth:`add_output` per
-    output chunk; the clock is read every :data:`CLOCK_EVERY` steps and every CLOCK_EVERY calls. Work inside one C-level operation (``join`` of a huge list) is not interrupted; the
+    output chunk; the clock is read every :data:`CLOCK_EVERY` steps and every CLOCK_EVERY calls.
+    Work inside one C-level operation (``join`` of a huge list) is not interrupted; the
     fixed limits (:data:`MAX_RANGE` ...) keep each such operation small.
 
     ``clock``: monotonic seconds (inject a fake in tests); time counts from construction.

@@ -2,7 +2,7 @@
 
     KinrunError
     └── ActionError            an action of a reconcile could not be carried out (retried)
-        └── RenderError        rendering or checking failed; nothing of that reconcile was sent
+        └── RenderError        rendering or checking failed; nothing of the reconcile was sent
             └── BudgetError    the reconcile's templates went over templates.budget
 """
 

@@ -37,8 +37,8 @@ from kinrun.errors import ConfigError, ReconcileError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
-    BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine, TemplateRenderError,
-    as_location,
+    BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
+    TemplateRenderError, as_location,
 )
 
 DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")

@@ -15,7 +15,8 @@ from kinrun.clock import FakeClock
 from kinrun.controller import Controller
 from kinrun.errors import ReconcileError
 from kinrun.templating import (
-    OUTPUT_BATCH, BudgetExceeded, BudgetLimits, TemplateEngine, compile_index_func, compile_key_mapper,
+    OUTPUT_BATCH, BudgetExceeded, BudgetLimits, TemplateEngine, compile_index_func,
+    compile_key_mapper,
 )
 from kinrun.workqueue import DelayingQueue, ItemExponentialFailureRateLimiter, RateLimitingQueue
 
@@ -291,10 +292,10 @@ def test_controller_retries_the_key_over_budget_and_reconciles_the_next(pod):
     queue = RateLimitingQueue(ItemExponentialFailureRateLimiter(1.0, 100.0),
                               DelayingQueue(clock=clock))
     engine = TemplateEngine(clock=clock.now)
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "{{ key | replace('/', '-') }}"}}
     prog = compile_actions([{"log": "{% if obj.get('spin') %}" + NESTED_LOOPS + "{% endif %}ok"},
-                            {"apply": {"manifest": {"apiVersion": "v1", "kind": "ConfigMap",
-                                                    "metadata": {"name": "{{ key | replace('/', '-') }}"}},
-                                       "ownerReference": False}}],
+                            {"apply": {"manifest": config_map, "ownerReference": False}}],
                            controller="web", engine=engine)
     objects = {"shop/bad": {**pod, "spin": True}, "shop/good": pod}
     client = RecordingClient()
