@@ -145,6 +145,6 @@ def test_steps_update_and_delete_with_from(tmp_path: Path) -> None:
 def test_a_bad_duration_is_a_located_error(tmp_path: Path) -> None:
     """`after: soon` is refused by the schema at its line and column, not with a traceback."""
     path = write(tmp_path, "  - name: x\n    when: [{after: soon}]\n    expect: {}\n")
-    with pytest.raises(ConfigError, match=r"t.test.yaml:6:21: cases\[0\].when\[0\].after: "
+    with pytest.raises(ConfigError, match=r"t.test.yaml:6:20: cases\[0\].when\[0\].after: "
                                           r"'soon': A duration"):
         load_test_file(path)
