@@ -12,11 +12,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks"),                                     # the official client; the hookspecs
     ("config", "templating", "predicates"),                # the YAML model; the Jinja2 sandbox
-    ("actions", "plugin_manager", "metrics", "leader_election", "logging_setup"),
+    ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
     ("reconcile", "controller"),                           # one key's reconcile; the workers
-    ("plan", "bound", "manager"),                          # the spine: compile, bind, run
+    ("plan", "bound", "manager", "rbac"),                  # the spine: compile, bind, run;
+                                                           # the RBAC a plan needs
     ("testing",),                                          # embedded API server, fault proxy
-    ("signals", "app"),                                    # the main job
+    ("signals", "app", "manifests"),                       # the main job; its deployment
     ("cli",),                                              # thin argument parsing
 )
 """Each entry names top-level modules or packages of ``kinrun`` (``cache`` covers

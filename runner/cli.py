@@ -59,6 +59,10 @@ commands (give one as the first argument; anything else is a config file to run)
   plugins CONFIG          list the plugins found and the hooks each implements
   render CONFIG --object FILE [--old FILE] [--controller NAME]
                           print the API requests a controller's actions would send for an object
+  rbac CONFIG [--namespace NS] [--dry-run] [--kubeconfig PATH]
+                          print the least-privilege RBAC (Roles, ClusterRole, bindings) it needs
+  manifests CONFIG -o DIR [--namespace NS] [--image IMAGE] [--replicas N]
+                          write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
   test TESTFILE... [-k EXPR] [--junit FILE]
                           run test cases of configs on the embedded API server (no cluster)
 """
@@ -133,7 +137,8 @@ def _err(text: str) -> None:
 
 def _parser(command: str) -> argparse.ArgumentParser:
     return {"run": _run_parser, "validate": _validate_parser, "schema": _schema_parser,
-            "plugins": _plugins_parser, "render": _render_parser, "test": _test_parser}[command]()
+            "plugins": _plugins_parser, "render": _render_parser, "test": _test_parser,
+            "rbac": _rbac_parser, "manifests": _manifests_parser}[command]()
 
 
 def _new(prog: str, description: str, epilog: str = EXIT_CODES_HELP) -> argparse.ArgumentParser:
@@ -446,9 +451,116 @@ def _dump(steps: list[dict[str, Any]], output: str) -> str:
     return yaml.safe_dump(steps, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+# --- deploying: rbac, manifests ---------------------------------------------------------------
+
+
+def _add_identity_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--namespace", "-n", metavar="NS",
+                        help="as the run's --namespace: every namespaced informer watches NS "
+                             "only; also the ServiceAccount's namespace")
+    parser.add_argument("--name", metavar="NAME",
+                        help="name of the Roles, ClusterRole and bindings (default "
+                             "kinrun-<config file name>)")
+    parser.add_argument("--service-account", metavar="NAME",
+                        help="the ServiceAccount granted (default: --name)")
+    parser.add_argument("--service-account-namespace", metavar="NS",
+                        help="its namespace (default: --namespace, else default)")
+    parser.add_argument("--kubeconfig", metavar="PATH",
+                        help="ask this cluster's discovery for kinds kinrun does not know "
+                             "(CRDs); default: no cluster is contacted")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (with --kubeconfig)")
+
+
+def _rbac_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun rbac", "Print the least-privilege RBAC that running CONFIG needs, "
+                  "computed from its compiled plan: list/watch per informer, the verbs of "
+                  "each action on the resource it writes, the Lease of leader election, and "
+                  "rbac.extraRules. A Role (and RoleBinding) per namespace, a ClusterRole for "
+                  "all namespaces and cluster-scoped kinds; no wildcards.")
+    parser.add_argument("config", metavar="CONFIG", help="the config file")
+    _add_identity_flags(parser)
+    parser.add_argument("--dry-run", action="store_true",
+                        help="for `kinrun CONFIG --dry-run`: adds get on what is written, no Lease")
+    parser.add_argument("--explain", action="store_true",
+                        help="precede the YAML with a comment per permission saying why")
+    return parser
+
+
+def _manifests_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun manifests", "Write a kustomize base that deploys CONFIG: "
+                  "ServiceAccount, the RBAC of `kinrun rbac`, a ConfigMap with the config and "
+                  "its plugin files, a Deployment, a metrics Service (with metrics:) and "
+                  "kustomization.yaml. Build it with `kubectl kustomize DIR`.")
+    parser.add_argument("config", metavar="CONFIG", help="the config file")
+    parser.add_argument("--output-dir", "-o", metavar="DIR", required=True,
+                        help="the folder to write (created; files kinrun writes are replaced)")
+    _add_identity_flags(parser)
+    parser.add_argument("--image", metavar="IMAGE",
+                        help=f"container image (default localhost/kinrun:{__version__})")
+    parser.add_argument("--replicas", metavar="N", type=int,
+                        help="pods (default 2 with leaderElection, else 1; more than 1 needs "
+                             "leaderElection)")
+    return parser
+
+
+def _identity(ns: argparse.Namespace) -> tuple[Any, Any]:
+    """The config (with ``--namespace``) and the RBAC names of the flags."""
+    from kinrun.config import load
+    from kinrun.manifests import Names
+
+    config = load(ns.config)
+    if ns.namespace:
+        config = config.with_namespace(ns.namespace)
+    names = Names.for_config(Path(ns.config), name=ns.name, namespace=ns.namespace,
+                             service_account=ns.service_account,
+                             service_account_namespace=ns.service_account_namespace)
+    return config, names
+
+
+def _resolver(ns: argparse.Namespace) -> Any:
+    """Discovery of the --kubeconfig cluster for unknown kinds, or None."""
+    if not ns.kubeconfig:
+        if ns.context:
+            raise UsageError("--context needs --kubeconfig")
+        return None
+    from kinrun.kube import Client
+    from kinrun.rbac import discovery_resolver
+
+    return discovery_resolver(Client.from_config(kubeconfig=ns.kubeconfig, context=ns.context))
+
+
+def _cmd_rbac(ns: argparse.Namespace) -> int:
+    from kinrun.manifests import dump_yaml, explain_lines
+    from kinrun.plan import plan
+    from kinrun.rbac import rbac_needs, rbac_objects
+
+    config, names = _identity(ns)
+    needs = rbac_needs(plan(config), dry_run=ns.dry_run, resolve=_resolver(ns))
+    for note in needs.notes:
+        _err(f"kinrun rbac: note: {note}")
+    if ns.explain:
+        sys.stdout.write("".join(f"# {line}\n" for line in explain_lines(needs)))
+    sys.stdout.write(dump_yaml(rbac_objects(needs, **names.rbac_kwargs())))
+    return EXIT_OK
+
+
+def _cmd_manifests(ns: argparse.Namespace) -> int:
+    from kinrun.manifests import write_base
+
+    config, names = _identity(ns)
+    if ns.replicas is not None and ns.replicas < 1:
+        raise UsageError("--replicas must be at least 1")
+    written = write_base(config, Path(ns.output_dir), names, image=ns.image,
+                         replicas=ns.replicas, resolve=_resolver(ns), warn=lambda text: _err(
+                             f"kinrun manifests: note: {text}"))
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema, "plugins": _cmd_plugins,
-    "render": _cmd_render, "test": _cmd_test,
+    "render": _cmd_render, "test": _cmd_test, "rbac": _cmd_rbac, "manifests": _cmd_manifests,
 }
 
 

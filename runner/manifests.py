@@ -1,0 +1,298 @@
+"""A kustomize base that deploys one config (``kinrun manifests``), and the YAML of ``kinrun rbac``.
+
+``write_base(config, DIR, names)`` writes::
+
+    DIR/kustomization.yaml    resources: the files below (nothing else: builds with the
+                              kustomize v2.0.3 inside kubectl 1.20 and with kustomize v5,
+                              and uses no field v5 deprecates: no bases, vars, commonLabels,
+                              patchesStrategicMerge/patchesJson6902)
+    DIR/serviceaccount.yaml   the identity the pods run as
+    DIR/rbac.yaml             ``kinrun.rbac``: the Roles/ClusterRole the plan needs, bound to it
+    DIR/configmap.yaml        the config file and its plugin files (flat: plugin paths become
+                              ``./NAME.py``); mounted read-only at /config
+    DIR/deployment.yaml       kinrun as the image's entrypoint with the config's path (and
+                              ``--namespace``), non-root (uid 65532, as the image), read-only
+                              root filesystem (an emptyDir at /tmp), no capabilities,
+                              requests/limits, probes on /healthz and /readyz, the metrics
+                              port, terminationGracePeriodSeconds above the stop bound, two
+                              replicas with leader election, a config-hash annotation on the
+                              pod template (pods roll when the config or a plugin changes)
+    DIR/service.yaml          with ``metrics:`` only: a ClusterIP Service for /metrics
+
+Every object carries its namespace explicitly (a Role may live in another namespace than the
+Deployment: the Lease's, or a watched one), so an overlay should not set ``namespace:``.
+Kubernetes semantics: Pod ``terminationGracePeriodSeconds`` is how long the kubelet waits
+after SIGTERM before SIGKILL; kinrun exits within ``shutdown.drainTimeout + EXIT_SLACK``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kinrun import __version__
+from kinrun.app import EXIT_SLACK
+from kinrun.config.model import Config
+from kinrun.errors import ConfigError
+from kinrun.plan import plan
+from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
+
+DEFAULT_IMAGE = f"localhost/kinrun:{__version__}"
+"""The image ``scripts/build-image`` tags."""
+RUN_AS = 65532
+"""The image's user and group (``Containerfile``: nonroot)."""
+CONFIG_DIR = "/config"
+DEFAULT_PROBE_PORT = 8081
+"""The probe port when the config model has no ``probes.port`` (controller-runtime's)."""
+KILL_MARGIN = 5
+"""Seconds between kinrun's own exit bound and the kubelet's SIGKILL."""
+RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+"""Container resources: no CPU limit (throttling stalls watches), a memory limit."""
+
+
+@dataclass(frozen=True)
+class Names:
+    """What the generated objects are called. ``name``: Roles, bindings, Deployment,
+    ConfigMap, Service; ``namespace``: where the ServiceAccount, Deployment, ConfigMap and
+    Service live (the ServiceAccount's namespace); ``service_account``; ``run_namespace``: the
+    run's ``--namespace`` (None: as the config says)."""
+
+    name: str
+    namespace: str
+    service_account: str
+    run_namespace: str | None = None
+
+    @classmethod
+    def for_config(cls, path: Path, *, name: str | None = None, namespace: str | None = None,
+                   service_account: str | None = None,
+                   service_account_namespace: str | None = None) -> Names:
+        """Defaults: ``kinrun-<file stem>`` (a DNS label), the ServiceAccount named alike, in
+        ``service_account_namespace``, else ``namespace``, else ``default``."""
+        name = name or default_name(path)
+        return cls(name, service_account_namespace or namespace or "default",
+                   service_account or name, namespace)
+
+    def rbac_kwargs(self) -> dict[str, str]:
+        """The keyword arguments of ``kinrun.rbac.rbac_objects``."""
+        return {"name": self.name, "service_account": self.service_account,
+                "service_account_namespace": self.namespace}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every object gets; the Deployment selects its pods by them."""
+        return {"app.kubernetes.io/name": "kinrun", "app.kubernetes.io/instance": self.name}
+
+
+def default_name(path: Path) -> str:
+    """``kinrun-<stem>`` of a config path as a DNS-1123 label (at most 63 characters)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "controller"
+    return f"kinrun-{slug}"[:63].rstrip("-")
+
+
+# -- YAML ------------------------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings as literal blocks (readable configs in ConfigMaps)."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> Any:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
+    """``objects`` as a multi-document YAML stream (``---`` before each), keys in order."""
+    return "".join("---\n" + yaml.dump(dict(o), Dumper=_Dumper, sort_keys=False,
+                                       default_flow_style=False, allow_unicode=True)
+                   for o in objects)
+
+
+def explain_lines(needs: RbacNeeds) -> list[str]:
+    """One line per permission and source: ``list core/pods in ns: FILE:LINE: ...``."""
+    return [f"{perm}: {why}" for perm, whys in needs.permissions.items() for why in whys]
+
+
+# -- the base --------------------------------------------------------------------------------
+
+
+def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None = None,
+               replicas: int | None = None, resolve: Resolve | None = None,
+               warn: Callable[[str], None] = lambda _text: None) -> list[Path]:
+    """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
+    the run takes ``--namespace``) into ``out_dir``; returns the files written.
+
+    ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 2 with leader election,
+    else 1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
+    cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
+    (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
+    with one name) and OSError."""
+    needs = rbac_needs(plan(config), resolve=resolve)
+    if replicas is None:
+        replicas = 2 if config.leader_election is not None else 1
+    if replicas > 1 and config.leader_election is None:
+        raise ConfigError(f"{replicas} replicas without leaderElection would all reconcile "
+                          "every key: configure leaderElection", file=config.file)
+    files = config_files(config, warn)
+    objects = {
+        "serviceaccount.yaml": [service_account(names)],
+        "rbac.yaml": rbac_objects(needs, **names.rbac_kwargs(), labels=names.labels),
+        "configmap.yaml": [config_map(names, files)],
+        "deployment.yaml": [deployment(config, names, files, image or DEFAULT_IMAGE, replicas)],
+    }
+    port = metrics_port(config, warn)
+    if port is not None:
+        objects["service.yaml"] = [metrics_service(names, port)]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for file_name, docs in objects.items():
+        path = out_dir / file_name
+        path.write_text(_HEADER.format(source=config.file) + dump_yaml(docs))
+        written.append(path)
+    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                     "resources": list(objects)}
+    path = out_dir / "kustomization.yaml"
+    path.write_text(_HEADER.format(source=config.file)
+                    + yaml.dump(kustomization, Dumper=_Dumper, sort_keys=False))
+    return [*written, path]
+
+
+_HEADER = "# Generated by `kinrun manifests` from {source}; regenerate rather than edit.\n"
+
+
+def config_files(config: Config, warn: Callable[[str], None]) -> dict[str, str]:
+    """ConfigMap key -> text: the config file (plugin file paths made flat, ``./NAME``, and
+    ``cluster.kubeconfig``/``context`` dropped: in a pod kinrun uses its ServiceAccount) and
+    each plugin file. ConfigError for two plugin files with one name."""
+    source = Path(config.file)
+    text = source.read_text(encoding="utf-8")
+    plugin_paths = dict(config.plugin_files())
+    files: dict[str, str] = {}
+    for spec, path in plugin_paths.items():
+        key = Path(path).name
+        if key in files or key == source.name:
+            raise ConfigError(f"two files named {key} cannot share the ConfigMap",
+                              file=config.file, path="plugins")
+        files[key] = Path(path).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    cluster = data.get("cluster") or {}
+    if plugin_paths or "kubeconfig" in cluster or "context" in cluster:
+        if data.get("plugins"):
+            data["plugins"] = [f"./{Path(plugin_paths[s]).name}" if s in plugin_paths else s
+                               for s in data["plugins"]]
+        for key in ("kubeconfig", "context"):
+            if cluster.pop(key, None) is not None:
+                warn(f"cluster.{key} dropped: in the pod kinrun uses its ServiceAccount")
+        if "cluster" in data and not cluster:
+            del data["cluster"]
+        text = (f"# {source.name} for the ConfigMap (plugin paths flattened) by kinrun "
+                "manifests\n" + yaml.dump(data, Dumper=_Dumper, sort_keys=False))
+    if config.templates.allow_files:
+        warn("templates.allowFiles: files templates read are not in the ConfigMap")
+    return {source.name: text, **files}
+
+
+def _meta(names: Names, name: str | None = None) -> dict[str, Any]:
+    return {"name": name or names.name, "namespace": names.namespace, "labels": names.labels}
+
+
+def service_account(names: Names) -> dict[str, Any]:
+    """The ServiceAccount the pods run as."""
+    meta = _meta(names, names.service_account)
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
+
+
+def config_map(names: Names, files: Mapping[str, str]) -> dict[str, Any]:
+    """The ConfigMap ``<name>-config`` holding ``files``."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(names, f"{names.name}-config"),
+            "data": dict(files)}
+
+
+def termination_grace_seconds(config: Config) -> int:
+    """Seconds the kubelet waits after SIGTERM: the config's stop bound (drain timeout +
+    ``kinrun.app.EXIT_SLACK``), rounded up, plus :data:`KILL_MARGIN`."""
+    drain = config.shutdown.drain_timeout if config.shutdown is not None else 0.0
+    return math.ceil(drain + EXIT_SLACK) + KILL_MARGIN
+
+
+def probe_port(config: Config) -> int:
+    """The health probe port: the config's ``probes.port`` when the model has it, else
+    :data:`DEFAULT_PROBE_PORT`."""
+    probes = getattr(config, "probes", None)
+    return int(getattr(probes, "port", DEFAULT_PROBE_PORT) or DEFAULT_PROBE_PORT)
+
+
+def metrics_port(config: Config, warn: Callable[[str], None]) -> int | None:
+    """The fixed metrics port, or None (no ``metrics:``, or port 0: a free one, which no
+    Service can name)."""
+    if config.metrics is None:
+        return None
+    if config.metrics.port == 0:
+        warn("metrics.port 0 picks a free port: no metrics Service")
+        return None
+    if config.metrics.address in ("127.0.0.1", "localhost", "::1"):
+        warn(f"metrics.address {config.metrics.address} is not reachable from the Service")
+    return config.metrics.port
+
+
+def deployment(config: Config, names: Names, files: Mapping[str, str], image: str,
+               replicas: int) -> dict[str, Any]:
+    """The Deployment running kinrun (see the module docstring for what it sets)."""
+    config_key = Path(config.file).name
+    args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "json"]
+    if names.run_namespace:
+        args += ["--namespace", names.run_namespace]
+    ports = [{"name": "probes", "containerPort": probe_port(config), "protocol": "TCP"}]
+    port = metrics_port(config, lambda _t: None)
+    if port is not None:
+        ports.append({"name": "metrics", "containerPort": port, "protocol": "TCP"})
+    digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))
+                            .encode()).hexdigest()[:16]
+    container = {
+        "name": "kinrun", "image": image, "args": args, "ports": ports,
+        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "livenessProbe": _probe("/healthz", 3), "readinessProbe": _probe("/readyz", 1),
+        "resources": RESOURCES,
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    pod = {
+        "serviceAccountName": names.service_account,
+        "terminationGracePeriodSeconds": termination_grace_seconds(config),
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+        "volumes": [{"name": "config", "configMap": {"name": f"{names.name}-config"}},
+                    {"name": "tmp", "emptyDir": {}}],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(names),
+        "spec": {"replicas": replicas, "selector": {"matchLabels": names.labels},
+                 "template": {"metadata": {"labels": names.labels,
+                                           "annotations": {"kinrun.dev/config-hash": digest}},
+                              "spec": pod}},
+    }
+
+
+def _probe(path: str, failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": "probes"}, "periodSeconds": 10,
+            "timeoutSeconds": 2, "failureThreshold": failures}
+
+
+def metrics_service(names: Names, port: int) -> dict[str, Any]:
+    """A ClusterIP Service ``<name>-metrics`` for the pods' metrics port."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(names, f"{names.name}-metrics"),
+            "spec": {"selector": names.labels, "ports": [
+                {"name": "metrics", "port": port, "targetPort": "metrics", "protocol": "TCP"}]}}
