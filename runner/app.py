@@ -7,8 +7,10 @@
          ``export KUBECONFIG=<path>`` (stdout) so kubectl can be pointed at it;
       3. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none),
          bind the plan (discovery) and wire the Manager;
-      4. optionally serve metrics and wait to be the leader (Lease; not with ``--dry-run``,
-         which sends every write with ``dryRun=All`` and must never take the Lease);
+      4. optionally serve metrics and health probes (``probes:`` or
+         ``--health-probe-bind-address``: ``kinrun.probes``; a standby replica is ready) and
+         wait to be the leader (Lease; not with ``--dry-run``, which sends every write with
+         ``dryRun=All`` and must never take the Lease);
       5. start informers, wait for their caches, start the workers (progress in the log);
       6. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
 
@@ -40,8 +42,10 @@ from kinrun.errors import ConfigError
 from kinrun.kube import Client
 from kinrun.leader_election import LeaderElector
 from kinrun.manager import Manager
+from kinrun.logging_setup import reconcile_log_fields
 from kinrun.metrics import Metrics
 from kinrun.plan import Plan, plan
+from kinrun.probes import Probes
 
 _log = logging.getLogger("kinrun")
 
@@ -70,13 +74,17 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             return 0
         compiled = plan(config)  # everything checkable without a cluster fails here first
         kubeconfig, context = _cluster_access(config, options, stack)
-        manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run)
+        probes = _probes(config)
+        manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run,
+                         probes=probes, log_fields=options.log_format == "json")
         if stop.is_set():
             return 0
         if manager.metrics is not None:
             metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
             stack.callback(manager.metrics.close)
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
+        if probes is not None:
+            _serve_probes(probes, config, manager, stack)
         elector = None
         if config.leader_election is not None and options.dry_run:
             # The Lease writes would be real writes: a dry run must never take the Lease from
@@ -86,8 +94,10 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
                          config.leader_election.lease_name)
         elif config.leader_election is not None:
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
+            _standby(probes, manager.metrics, config, True)
             if not elector.acquire(stop):
                 return 0
+            _standby(probes, manager.metrics, config, False)
             stack.callback(elector.release)
         if not manager.start(stop, gc_policy=True):
             manager.stop(0.0)
@@ -105,10 +115,13 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
 
 
 def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
-           stack: contextlib.ExitStack, *, dry_run: bool = False) -> Manager:
+           stack: contextlib.ExitStack, *, dry_run: bool = False, probes: Probes | None = None,
+           log_fields: bool = False) -> Manager:
     """The client (``dry_run``: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
     then the plan bound to it (discovery) and wired into a Manager; the client is closed when
-    ``stack`` unwinds."""
+    ``stack`` unwinds. With ``probes``, every reconcile is tracked for the stuck-reconcile
+    check; with ``log_fields`` (JSON logs), it sets the reconcile log fields
+    (``kinrun.logging_setup.reconcile_log_fields``)."""
     config, cluster = compiled.config, compiled.config.cluster
     pool = sum(c.workers for c in config.controllers) + 2 * len(config.informers) + 4
     client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
@@ -118,7 +131,62 @@ def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
     if dry_run:
         _log.info("dry-run: writes are sent with dryRun=All and logged; nothing is persisted")
     metrics = Metrics() if config.metrics is not None else None
-    return compiled.bind(client).manager(metrics=metrics)
+    if metrics is not None:
+        metrics.instrument_client(client)
+    bound = compiled.bind(client)
+    return bound.manager(metrics=metrics, wrap=_observers(bound, probes, log_fields))
+
+
+# -- operating: probes, standby, log fields (kinrun.probes, kinrun.logging_setup) -------------
+
+
+def _probes(config: Config) -> Probes | None:
+    """The Probes of ``config.probes`` (None: no probe endpoint)."""
+    if config.probes is None:
+        return None
+    return Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
+
+
+def _serve_probes(probes: Probes, config: Config, manager: Manager,
+                  stack: contextlib.ExitStack) -> None:
+    """Serve ``/healthz`` and ``/readyz`` for ``manager``'s informers (ProbeServeError when
+    the port cannot be bound); stopped when ``stack`` unwinds."""
+    probes.watch_informers(lambda: manager.factory.informers().values())
+    port = probes.serve(config.probes.port, config.probes.address)  # type: ignore[union-attr]
+    stack.callback(probes.close)
+    _log.info("health probes on http://%s:%d/healthz and /readyz",
+              config.probes.address, port)  # type: ignore[union-attr]
+
+
+def _standby(probes: Probes | None, metrics: Metrics | None, config: Config,
+             waiting: bool) -> None:
+    """Tell the probes and ``leader_election_master_status`` that this replica waits for the
+    Lease (``waiting``) or leads."""
+    spec = config.leader_election
+    lease = f"{spec.namespace}/{spec.lease_name}"  # type: ignore[union-attr]
+    if probes is not None:
+        probes.standby(lease if waiting else None)
+    if metrics is not None:
+        metrics.set_leader(spec.lease_name, not waiting)  # type: ignore[union-attr]
+
+
+def _observers(bound: Any, probes: Probes | None, log_fields: bool) -> Any:
+    """The wrap ``(controller, reconcile) -> reconcile`` of the main job (``kinrun.bound``):
+    the log fields outermost, then the stuck-reconcile tracking; None when neither is on."""
+    wraps = []
+    if probes is not None:
+        wraps.append(probes.wrap)
+    if log_fields:
+        kinds = {spec.name: bound.refs[spec.primary].kind for spec in bound.config.controllers}
+        wraps.append(reconcile_log_fields(kinds.__getitem__))
+    if not wraps:
+        return None
+
+    def wrap(controller: str, reconcile: Any) -> Any:
+        for one in wraps:
+            reconcile = one(controller, reconcile)
+        return reconcile
+    return wrap
 
 
 def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack

@@ -141,10 +141,14 @@ class _Wiring:
         self._refs_by_id = {ref.id: ref for ref in self.refs.values()}
         self.factory = SharedInformerFactory(self._lister_watcher_for)
         self.informers: dict[str, Informer] = {}
+        # metrics: the workqueues' provider (None: unmetered queues, no cost)
+        self._queue_metrics = metrics.workqueue_provider() if metrics is not None else None
 
     def build(self) -> Wired:
         for name, informer in self.plan.informers.items():
             self.informers[name] = self._informer(informer)
+        if self.metrics is not None:  # relists and watch restarts of every reflector
+            self.metrics.track_reflectors(self.factory.informers().values())
         reconcilers, controllers = {}, {}
         for controller in self.plan.controllers:
             reconcilers[controller.name] = reconciler = self._reconciler(controller)
@@ -209,11 +213,12 @@ class _Wiring:
         spec, limiter = plan.spec, plan.rate_limiter
         queue = RateLimitingQueue(default_controller_rate_limiter(
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
-            burst=limiter.burst, clock=self.clock), clock=self.clock, name=spec.name)
+            burst=limiter.burst, clock=self.clock), clock=self.clock, name=spec.name,
+            metrics_provider=self._queue_metrics)
         reconcile: Callable[..., Any] = reconciler
-        if self.metrics is not None:
+        if self.metrics is not None:  # controller-runtime's reconcile metrics
             reconcile = self.metrics.timed(spec.name, reconcile)
-            self.metrics.track_queue(spec.name, queue.__len__)
+            self.metrics.set_max_concurrent_reconciles(spec.name, spec.workers)
         if self.wrap is not None:
             reconcile = self.wrap(spec.name, reconcile)
         controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,

@@ -174,9 +174,44 @@ def _run_parser() -> argparse.ArgumentParser:
                              "with dryRun=All: the server validates it and persists nothing; "
                              "logs 'dry-run: would patch KIND NS/NAME: field old -> new' per "
                              "write; skips leader election")
+    parser.add_argument("--health-probe-bind-address", metavar="HOST:PORT", type=_bind_address,
+                        default=_UNSET,
+                        help="serve /healthz and /readyz on HOST:PORT (:8081 for every address; "
+                             "0 disables; overrides the config's probes.address and probes.port)")
     _add_log_flags(parser)
     parser.add_argument("--version", action="version", version=f"kinrun {__version__}")
     return parser
+
+
+def _bind_address(text: str) -> tuple[str, int] | None:
+    """argparse type of ``--health-probe-bind-address`` (``kinrun.probes.parse_bind_address``):
+    (host, port), or None for ``0`` (disabled)."""
+    from kinrun.probes import parse_bind_address
+
+    try:
+        return parse_bind_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _with_probe_address(config: Any, ns: argparse.Namespace) -> Any:
+    """``config`` with ``--health-probe-bind-address`` applied (when given): probes on that
+    address (``stuckReconcileAfter`` kept, else its default), or none for ``0``."""
+    if "health_probe_bind_address" not in ns or ns.health_probe_bind_address is _UNSET:
+        return config
+    import dataclasses
+
+    from kinrun.config.model import ProbesSpec
+
+    if ns.health_probe_bind_address is None:
+        return dataclasses.replace(config, probes=None)
+    host, port = ns.health_probe_bind_address
+    probes = dataclasses.replace(config.probes or ProbesSpec(), address=host, port=port)
+    return dataclasses.replace(config, probes=probes)
+
+
+_UNSET = object()
+"""Default of ``--health-probe-bind-address``: not given (None means ``0``, disabled)."""
 
 
 def _duration(text: str) -> float:
@@ -260,6 +295,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     config = load(ns.config)
     if ns.namespace:
         config = config.with_namespace(ns.namespace)
+    config = _with_probe_address(config, ns)
     configure_logging(ns.log_level, ns.log_format)
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
                          namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,

@@ -5,13 +5,27 @@ JSON: ``{"ts": "...Z", "level": "info", "logger": "...", "message": "...", <extr
 plus ``exc`` (the formatted traceback) when the record carries one. Extra fields are the
 ``extra={...}`` of the logging call. Newlines inside a message or traceback are escaped in the
 text form so that every record stays one line.
+
+Reconcile fields (JSON only), as controller-runtime's structured logs carry them: every record
+emitted on a worker thread during a reconcile wrapped by :func:`reconcile_log_fields` (the
+``kinrun.bound`` wrap seam) carries ``controller``, ``kind`` (the controller's primary kind),
+``namespace`` and ``name`` (from the key), ``key`` and ``reconcileID`` (a fresh UUID per
+reconcile): actions' ``log`` lines, hook plugins' ``ctx.logger``, the reconciler's own lines.
+The fields live in a context variable (:data:`RECONCILE_FIELDS`, one per thread) that the JSON
+formatter reads. They stay set after the reconcile returns, until the worker's next reconcile,
+so that the controller's lines about its outcome (``will retry``, ``retry in``, ``dropping``,
+``failed permanently``), logged once the reconcile returned, carry them too; a worker thread
+logs nothing else between two reconciles. An ``extra=`` field of the same name yields to them.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from typing import IO, Any
 
 import orjson
@@ -23,6 +37,29 @@ FORMATS = ("text", "json")
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
                                                                            "taskName"}
+
+
+RECONCILE_FIELDS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "kinrun_reconcile_fields", default=None)
+"""The reconcile fields of the current (or last) reconcile on this thread, or None."""
+
+
+def reconcile_log_fields(kind: str | Callable[[str], str]) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
+    """A wrap ``(controller, reconcile) -> reconcile`` (``kinrun.bound``) that sets the
+    reconcile fields (see the module docstring) of each call; ``kind``: the controller's
+    primary kind, ``kind(controller)`` when a callable."""
+    def wrap(controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
+        controller_kind = kind(controller) if callable(kind) else kind
+        fields_var, new_id = RECONCILE_FIELDS, uuid.uuid4
+
+        def with_fields(key: Any, obj: Any, *args: Any) -> Any:
+            namespace, _, name = str(key).rpartition("/")
+            fields_var.set({"controller": controller, "kind": controller_kind,
+                            "namespace": namespace, "name": name, "key": key,
+                            "reconcileID": str(new_id())})
+            return reconcile(key, obj, *args)
+        return with_fields
+    return wrap
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -49,11 +86,16 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: ts, level, logger, message, extra fields, exc."""
+    """One JSON object per record: ts, level, logger, message, reconcile fields, extra
+    fields, exc."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {"ts": _timestamp(record), "level": record.levelname.lower(),
                                "logger": record.name, "message": record.getMessage()}
+        fields = RECONCILE_FIELDS.get()
+        if fields:
+            for key, value in fields.items():
+                out.setdefault(key, value)
         for key, value in extra_fields(record).items():
             out.setdefault(key, value)
         if record.exc_info:

@@ -1,8 +1,33 @@
-"""Prometheus metrics of a running kinrun (prometheus-client).
+"""Prometheus metrics of a running kinrun (prometheus-client), under controller-runtime's names.
 
-Names follow controller-runtime's where one exists (``controller_runtime_reconcile_total`` ->
-``kinrun_reconcile_total``; ``workqueue_depth`` -> ``kinrun_workqueue_depth``). Each Metrics
-object has its own registry, so several managers (tests) never collide.
+Names, labels and buckets are those Prometheus users and dashboards already know:
+
+* controller-runtime ``pkg/internal/controller/metrics/metrics.go``:
+  ``controller_runtime_reconcile_total{controller, result}`` (result ``success``, ``error``,
+  ``requeue``, ``requeue_after``), ``controller_runtime_reconcile_errors_total{controller}``,
+  ``controller_runtime_terminal_reconcile_errors_total{controller}`` (kinrun's PermanentError),
+  ``controller_runtime_reconcile_time_seconds{controller}`` (histogram, its buckets),
+  ``controller_runtime_max_concurrent_reconciles{controller}`` (``workers``),
+  ``controller_runtime_active_workers{controller}`` (reconciles running now); and the process
+  and runtime collectors (here prometheus-client's ``ProcessCollector``, ``PlatformCollector``
+  and ``GCCollector``: ``process_*``, ``python_info``, ``python_gc_*``);
+* client-go ``util/workqueue/metrics.go`` through controller-runtime's provider
+  (``pkg/internal/metrics/workqueue.go``): ``workqueue_depth``, ``workqueue_adds_total``,
+  ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
+  ``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds``,
+  ``workqueue_retries_total``, labels ``name`` and ``controller`` (both the controller's name);
+  the queues call :class:`WorkqueueMetricsProvider` (``kinrun.workqueue.metrics``);
+* controller-runtime ``pkg/metrics/client_go_adapter.go``:
+  ``rest_client_requests_total{code, method, host}``, one per request try
+  (``kinrun.kube.transport``);
+* controller-runtime ``pkg/metrics/leaderelection.go``: ``leader_election_master_status{name}``
+  (1 leading, 0 standby);
+* kinrun's own: ``kinrun_informer_objects{informer}``, ``kinrun_informer_relists_total{informer}``
+  and ``kinrun_informer_watch_restarts_total{informer, reason}`` (reason ``closed``,
+  ``stalled``, ``expired``, ``error``; through ``kinrun.cache.ReflectorObserver``).
+
+Each Metrics object has its own registry, so several managers (tests) never collide.
+``serve`` answers ``/metrics`` only (404 elsewhere, see ``kinrun.probes.Endpoint``).
 
 Thread-safety: every method is thread-safe (prometheus-client's metrics are).
 """
@@ -11,12 +36,24 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, Histogram,
+                               PlatformCollector, ProcessCollector)
+from prometheus_client.exposition import choose_encoder
 
 from kinrun.errors import KinrunError
+from kinrun.probes import Endpoint, Response
+
+RECONCILE_TIME_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,
+                          0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0,
+                          4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
+"""Seconds; controller-runtime's ``controller_runtime_reconcile_time_seconds`` buckets."""
+
+WORKQUEUE_BUCKETS = tuple(10e-9 * 10 ** i for i in range(12))
+"""Seconds, 10 ns to 1000 s: controller-runtime's workqueue histograms
+(``prometheus.ExponentialBuckets(10e-9, 10, 12)``)."""
 
 
 class MetricsServeError(KinrunError):
@@ -37,81 +74,257 @@ class MetricsServeError(KinrunError):
 
 
 class Metrics:
-    """Reconcile counters and durations, workqueue depth and cached object counts.
+    """Every metric of the module docstring, in one registry (``registry``).
 
-    ``observe_reconcile(controller, seconds, result)`` with result ``success``/``error``/
-    ``requeue``; ``track_queue(controller, len_func)`` and ``track_informer(name, len_func)``
-    register gauges read at scrape time; ``serve(port, address)`` starts the HTTP endpoint
-    (``/metrics``) in a daemon thread and returns the bound port; ``close()`` stops it.
+    Recording: ``timed(controller, reconcile)`` wraps a reconcile;
+    ``set_max_concurrent_reconciles``; ``workqueue_provider()`` for the queues;
+    ``track_informer(name, count)`` (a gauge read at scrape time); ``track_reflectors``;
+    ``instrument_client(client)`` (request counts); ``set_leader(name, leading)``.
+    Serving: ``serve(port, address)`` starts ``/metrics`` in daemon threads and returns the
+    bound port; ``close()`` stops it.
     """
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        r = self.registry = CollectorRegistry()
         self.reconcile_total = Counter(
-            "kinrun_reconcile_total", "Reconciles by controller and result.",
-            ["controller", "result"], registry=self.registry)
-        self.reconcile_seconds = Histogram(
-            "kinrun_reconcile_duration_seconds", "Time per reconcile (seconds).",
-            ["controller"], registry=self.registry)
-        self.queue_depth = Gauge(
-            "kinrun_workqueue_depth", "Keys waiting in a controller's workqueue.",
-            ["controller"], registry=self.registry)
+            "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
+            ["controller", "result"], registry=r)
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller", ["controller"], registry=r)
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller", ["controller"],
+            registry=r)
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller", ["controller"],
+            buckets=RECONCILE_TIME_BUCKETS, registry=r)
+        self.max_concurrent_reconciles = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller", ["controller"], registry=r)
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller", ["controller"], registry=r)
+        self._workqueue_metrics(r)
+        self.rest_client_requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"], registry=r)
+        self.leader_election_master_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"], registry=r)
         self.informer_objects = Gauge(
-            "kinrun_informer_objects", "Objects in an informer's cache.",
-            ["informer"], registry=self.registry)
-        self._server: Any = None
+            "kinrun_informer_objects", "Objects in an informer's cache.", ["informer"],
+            registry=r)
+        self.informer_relists = Counter(
+            "kinrun_informer_relists_total",
+            "LISTs of an informer's reflector after its first (after 410 Gone, or a silent "
+            "watch after a failure).", ["informer"], registry=r)
+        self.informer_watch_restarts = Counter(
+            "kinrun_informer_watch_restarts_total",
+            "Watches of an informer's reflector that ended and were re-opened or followed by "
+            "a relist, by reason: closed (server timeout), stalled (silent past the "
+            "inactivity limit), expired (410), error.", ["informer", "reason"], registry=r)
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
+
+    def _workqueue_metrics(self, r: CollectorRegistry) -> None:
+        labels = ["name", "controller"]
+        self.workqueue_depth = Gauge(
+            "workqueue_depth", "Current depth of workqueue", labels, registry=r)
+        self.workqueue_adds = Counter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", labels,
+            registry=r)
+        self.workqueue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested", labels,
+            buckets=WORKQUEUE_BUCKETS, registry=r)
+        self.workqueue_work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.", labels,
+            buckets=WORKQUEUE_BUCKETS, registry=r)
+        self.workqueue_unfinished_work = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads. One can deduce "
+            "the number of stuck threads by observing the rate at which this increases.",
+            labels, registry=r)
+        self.workqueue_longest_running = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels, registry=r)
+        self.workqueue_retries = Counter(
+            "workqueue_retries_total", "Total number of retries handled by workqueue", labels,
+            registry=r)
+
+    # -- reconciles ------------------------------------------------------------------------------
 
     def observe_reconcile(self, controller: str, seconds: float, result: str) -> None:
-        """Count one reconcile of ``controller`` that took ``seconds`` and ended in ``result``."""
+        """Count one reconcile of ``controller`` that took ``seconds`` and ended in ``result``
+        (``success``/``error``/``requeue``/``requeue_after``; ``error`` also counts in
+        ``controller_runtime_reconcile_errors_total``)."""
         self.reconcile_total.labels(controller, result).inc()
-        self.reconcile_seconds.labels(controller).observe(seconds)
+        if result == "error":
+            self.reconcile_errors.labels(controller).inc()
+        self.reconcile_time.labels(controller).observe(seconds)
 
-    def track_queue(self, controller: str, depth: Callable[[], int]) -> None:
-        """Report ``depth()`` as the workqueue depth of ``controller`` at each scrape."""
-        self.queue_depth.labels(controller).set_function(depth)
+    def set_max_concurrent_reconciles(self, controller: str, workers: int) -> None:
+        """``controller_runtime_max_concurrent_reconciles`` of ``controller``: its workers."""
+        self.max_concurrent_reconciles.labels(controller).set(workers)
+        self.active_workers.labels(controller).set(0)
+
+    def timed(self, controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
+        """``reconcile`` wrapped to record each call as controller-runtime's reconcileHandler
+        does: active workers while it runs, its duration, and its result: for a
+        ``kinrun.reconcile.Result``, ``done`` -> success, ``requeue`` -> requeue_after (a delay
+        > 0) or requeue, ``retry`` -> error, ``permanent`` -> error and a terminal error; for
+        plain callables a delay > 0 (requeue_after), 0 (requeue), None (success) or an
+        exception (error). Extra arguments (the cause) are passed through."""
+        total = {result: self.reconcile_total.labels(controller, result)
+                 for result in ("success", "error", "requeue", "requeue_after")}
+        errors = self.reconcile_errors.labels(controller)
+        terminal = self.terminal_reconcile_errors.labels(controller)
+        seconds = self.reconcile_time.labels(controller)
+        active = self.active_workers.labels(controller)
+
+        def wrapper(key: str, obj: Any, *args: Any) -> Any:
+            active.inc()
+            start = time.perf_counter()
+            try:
+                outcome = reconcile(key, obj, *args)
+            except Exception:
+                seconds.observe(time.perf_counter() - start)
+                errors.inc()
+                total["error"].inc()
+                raise
+            finally:
+                active.dec()
+            seconds.observe(time.perf_counter() - start)
+            result = _result_label(outcome)
+            if result == "error":
+                errors.inc()
+                if getattr(outcome, "outcome", None) == "permanent":
+                    terminal.inc()
+            total[result].inc()
+            return outcome
+        return wrapper
+
+    # -- workqueues, informers, requests, leader election ----------------------------------------
+
+    def workqueue_provider(self) -> WorkqueueMetricsProvider:
+        """The ``kinrun.workqueue.MetricsProvider`` recording into this registry."""
+        return WorkqueueMetricsProvider(self)
 
     def track_informer(self, name: str, count: Callable[[], int]) -> None:
         """Report ``count()`` as the cached object count of informer ``name`` at each scrape."""
         self.informer_objects.labels(name).set_function(count)
 
-    def timed(self, controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
-        """``reconcile`` wrapped to observe each call's duration and result: a
-        ``kinrun.reconcile.Result``'s outcome (``done`` -> success, ``requeue``, ``retry`` and
-        ``permanent`` -> error), or for plain callables a delay (requeue), None (success) or an
-        exception (error). Extra arguments (the cause) are passed through."""
-        def wrapper(key: str, obj: Any, *args: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                outcome = reconcile(key, obj, *args)
-            except Exception:
-                self.observe_reconcile(controller, time.perf_counter() - start, "error")
-                raise
-            kind = getattr(outcome, "outcome", None)
-            if kind is not None:
-                result = _RESULTS[kind]
-            else:
-                result = "requeue" if outcome else "success"
-            self.observe_reconcile(controller, time.perf_counter() - start, result)
-            return outcome
-        return wrapper
+    def track_reflectors(self, informers: Iterable[Any]) -> None:
+        """Count relists and watch restarts of each informer's reflector (``informer.reflector
+        .set_observer``; before the informers start), labelled with the informer's name."""
+        observer = _ReflectorCounters(self)
+        for informer in informers:
+            informer.reflector.set_observer(observer)
+
+    def count_request(self, code: str, method: str, host: str) -> None:
+        """One request try (``kinrun.kube.transport.RequestObserver``)."""
+        self.rest_client_requests.labels(code, method, host).inc()
+
+    def instrument_client(self, client: Any) -> None:
+        """Count every request ``client`` (a ``kinrun.kube.Client``) sends, from now on."""
+        client.transport.request_observer = self.count_request
+
+    def set_leader(self, name: str, leading: bool) -> None:
+        """``leader_election_master_status{name}``: 1 leading, 0 standby."""
+        self.leader_election_master_status.labels(name).set(1.0 if leading else 0.0)
+
+    # -- serving ---------------------------------------------------------------------------------
+
+    def _metrics_route(self, headers: Mapping[str, str]) -> Response:
+        encoder, content_type = choose_encoder(headers.get("Accept", ""))
+        return 200, content_type, encoder(self.registry)
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
         """Serve ``/metrics`` on ``address:port`` (0 = a free port); returns the bound port.
-        Raises MetricsServeError when the socket cannot be bound (port in use, no permission,
-        address not local)."""
+        Other paths answer 404. Raises MetricsServeError when the socket cannot be bound
+        (port in use, no permission, address not local)."""
         try:
-            self._server, _thread = start_http_server(port, addr=address, registry=self.registry)
+            return self._endpoint.serve(port, address)
         except OSError as exc:
             raise MetricsServeError(port, address, exc) from exc
-        return int(self._server.server_address[1])
 
     def close(self) -> None:
         """Stop the HTTP endpoint, if serving."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        self._endpoint.close()
 
 
-_RESULTS = {"done": "success", "requeue": "requeue", "retry": "error", "permanent": "error"}
-"""A Result's outcome -> the ``result`` label of ``kinrun_reconcile_total``."""
+def _result_label(outcome: Any) -> str:
+    """The ``result`` label of one reconcile's outcome (see ``Metrics.timed``)."""
+    kind = getattr(outcome, "outcome", None)
+    if kind is None:
+        if outcome is None:
+            return "success"
+        return "requeue_after" if outcome > 0 else "requeue"
+    if kind == "done":
+        return "success"
+    if kind == "requeue":
+        return "requeue_after" if (outcome.delay or 0) > 0 else "requeue"
+    return "error"  # retry, permanent
+
+
+class WorkqueueMetricsProvider:
+    """``kinrun.workqueue.MetricsProvider`` over a Metrics' ``workqueue_*`` families: the
+    queue called ``name`` gets the children labelled ``name=name, controller=name`` (as
+    controller-runtime, whose queues are named after their controller)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def new_depth_metric(self, name: str) -> Any:
+        """``workqueue_depth``."""
+        return self._m.workqueue_depth.labels(name, name)
+
+    def new_adds_metric(self, name: str) -> Any:
+        """``workqueue_adds_total``."""
+        return self._m.workqueue_adds.labels(name, name)
+
+    def new_latency_metric(self, name: str) -> Any:
+        """``workqueue_queue_duration_seconds``."""
+        return self._m.workqueue_latency.labels(name, name)
+
+    def new_work_duration_metric(self, name: str) -> Any:
+        """``workqueue_work_duration_seconds``."""
+        return self._m.workqueue_work_duration.labels(name, name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> Any:
+        """``workqueue_unfinished_work_seconds``."""
+        return self._m.workqueue_unfinished_work.labels(name, name)
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> Any:
+        """``workqueue_longest_running_processor_seconds``."""
+        return self._m.workqueue_longest_running.labels(name, name)
+
+    def new_retries_metric(self, name: str) -> Any:
+        """``workqueue_retries_total``."""
+        return self._m.workqueue_retries.labels(name, name)
+
+
+class _ReflectorCounters:
+    """A ``kinrun.cache.ReflectorObserver`` counting into a Metrics (the reflector's name is
+    its informer's)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def relisted(self, name: str) -> None:
+        """``kinrun_informer_relists_total``."""
+        self._m.informer_relists.labels(name).inc()
+
+    def watch_restarted(self, name: str, reason: str) -> None:
+        """``kinrun_informer_watch_restarts_total``."""
+        self._m.informer_watch_restarts.labels(name, reason).inc()

@@ -30,7 +30,7 @@ from kinrun.cache.index import (
 from kinrun.cache.lister import Lister
 from kinrun.cache.listwatch import ListerWatcher, ObjectList, Watch, WatchEvent
 from kinrun.cache.multi_namespace import MultiNamespaceInformer, MultiNamespaceLister
-from kinrun.cache.reflector import Reflector
+from kinrun.cache.reflector import Liveness, Reflector, ReflectorObserver
 from kinrun.cache.shared_informer import (
     InformerStoppedError,
     ListenerRegistration,
@@ -68,11 +68,13 @@ __all__ = [
     "ListenerRegistration",
     "Lister",
     "ListerWatcher",
+    "Liveness",
     "MultiNamespaceInformer",
     "MultiNamespaceLister",
     "NAMESPACE_INDEX",
     "ObjectList",
     "Reflector",
+    "ReflectorObserver",
     "RequeueError",
     "ResourceEventHandler",
     "ResourceEventHandlerFuncs",

@@ -30,6 +30,17 @@ What it does when things go wrong:
     doubling to 30 s, reset after 2 min without failures), then re-open the watch from the last
     resourceVersion (a LIST failure retries the LIST);
   * an object of the wrong kind is logged and skipped; ERROR events never reach the store.
+
+What it tells others (read from any thread):
+  * ``liveness()``: whether the reflector is wedged, for a liveness probe (``kinrun.probes``):
+    running, and no progress (a LIST or a watch attempt coming back, whether it succeeded or
+    failed, or any watch event, BOOKMARK included) for longer than its inactivity limit plus
+    ``LIVENESS_GRACE``, not counting backoff pauses. A silent watch is re-opened by the
+    watchdog at the limit, so a healthy idle reflector never gets there; a thread stuck in a
+    handler, a deadlock, or a LIST or connect that hangs past the limit does;
+  * an observer (``set_observer``, a :class:`ReflectorObserver`) hears of every relist and
+    every watch restart with its reason (``kinrun.metrics`` counts them). This layer imports no
+    metrics library: the observer is a plain object with two methods.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kinrun.cache.backoff import Backoff
@@ -66,6 +78,64 @@ DEFAULT_INACTIVITY_TIMEOUT = 3 * BOOKMARK_INTERVAL
 """Seconds (180) a watch may stay silent (no event, no bookmark) before the watchdog drops and
 re-opens it: three bookmark intervals, so one late or lost bookmark never trips it. The one
 place this default is written; config ``informers.<name>.watchInactivityTimeout`` overrides it."""
+
+
+LIVENESS_GRACE = 30.0
+"""Seconds past the inactivity limit before a reflector without progress reads as wedged: room
+for the watchdog's re-open of a silent watch (a WATCH request; a connect may take 10 s and is
+retried) so that the routine re-open never fails a liveness probe."""
+
+WATCH_CLOSED, WATCH_STALLED, WATCH_EXPIRED, WATCH_ERROR = "closed", "stalled", "expired", "error"
+"""Why a watch ended (``ReflectorObserver.watch_restarted``): the server ended it cleanly (its
+timeout), the watchdog closed it (silent past the limit), 410 Gone (a relist follows), or it
+failed (to open, or while streaming; a backoff follows)."""
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """A reflector's liveness at one instant (``Reflector.liveness``). ``name``: the
+    reflector's; ``running``: between ``run`` starting and returning; ``idle``: seconds since
+    its last progress (0 while a backoff pause is under way); ``limit``: seconds of no progress
+    after which it is wedged (inactivity limit + LIVENESS_GRACE); ``wedged``: running and
+    ``idle > limit``."""
+
+    name: str
+    running: bool
+    idle: float
+    limit: float
+
+    @property
+    def wedged(self) -> bool:
+        """Running, and no progress for longer than ``limit`` seconds."""
+        return self.running and self.idle > self.limit
+
+
+class ReflectorObserver(Protocol):
+    """Hears what a reflector does, on the reflector's thread: keep both methods quick and
+    never raise. ``name``: the reflector's."""
+
+    def relisted(self, name: str) -> None:
+        """A LIST after the first one succeeded (after a 410, or a silent watch after a
+        failure)."""
+        ...
+
+    def watch_restarted(self, name: str, reason: str) -> None:
+        """A watch ended and another watch or a LIST follows; ``reason``: one of
+        WATCH_CLOSED, WATCH_STALLED, WATCH_EXPIRED, WATCH_ERROR."""
+        ...
+
+
+class _NoObserver:
+    """The default observer: hears nothing."""
+
+    def relisted(self, name: str) -> None:
+        """Nothing."""
+
+    def watch_restarted(self, name: str, reason: str) -> None:
+        """Nothing."""
+
+
+_NO_OBSERVER = _NoObserver()
 
 
 def too_large_resource_version(err: BaseException) -> bool:
@@ -110,8 +180,11 @@ class Reflector:
     re-open it from the last resourceVersion; None means ``DEFAULT_INACTIVITY_TIMEOUT``.
     Raises ValueError for a limit <= 0.
 
-    Thread-safety: ``run`` is called once, from one thread (``start`` makes one); ``stop`` and
-    the read-only properties are thread-safe. ``_lock`` guards ``_watch`` and ``_stalled``.
+    Thread-safety: ``run`` is called once, from one thread (``start`` makes one); ``stop``,
+    ``liveness`` and the read-only properties are thread-safe; ``set_observer`` is called
+    before ``run``. ``_lock`` guards ``_watch`` and ``_stalled``. ``_progress_at`` and
+    ``_last_activity`` are written by the reflector thread only and read by others without the
+    lock (one float each, atomic under the GIL).
     """
 
     def __init__(self, lister_watcher: ListerWatcher, store: ReflectorStore, *,
@@ -147,8 +220,24 @@ class Reflector:
         self._stale_expiries = 0  # watches expired in a row with no event since the LIST
         self._failed_since_event = False  # a watch failed and no event has arrived since
         self._threads: list[threading.Thread] = []
+        self._running = False  # between run() starting and returning
+        self._progress_at = 0.0  # clock time of the last progress other than a watch event,
+        #                          or the end of the backoff pause under way
+        self._lists = 0  # successful LISTs so far (the first is not a relist)
+        self._observer: ReflectorObserver = _NO_OBSERVER
 
     # -- public ------------------------------------------------------------------------------
+
+    def set_observer(self, observer: ReflectorObserver) -> None:
+        """Tell ``observer`` of every relist and watch restart (before ``run``)."""
+        self._observer = observer
+
+    def liveness(self) -> Liveness:
+        """Whether this reflector is wedged, read now (see the module docstring)."""
+        last = max(self._progress_at, self._last_activity)
+        idle = max(0.0, self._clock.now() - last)
+        return Liveness(self.name, self._running, idle,
+                        self._inactivity_timeout + LIVENESS_GRACE)
 
     @property
     def inactivity_timeout(self) -> float:
@@ -168,6 +257,8 @@ class Reflector:
 
     def run(self) -> None:
         """List and watch until ``stop()``. Never raises for API errors (they are logged)."""
+        self._progress_at = self._clock.now()
+        self._running = True
         self._start_helper(self._watchdog_loop, "watchdog")
         if self.resync_period > 0:
             self._start_helper(self._resync_loop, "resync")
@@ -177,6 +268,7 @@ class Reflector:
         except _Stopped:
             pass
         finally:
+            self._running = False
             self._stop.set()
             self._wake_helpers()
             for thread in self._threads:
@@ -214,12 +306,14 @@ class Reflector:
             try:
                 result = self._lw.list(resource_version=rv)
             except ExpiredError as err:
+                self._progress_at = self._clock.now()
                 log.info("%s: list at resourceVersion %r expired (%s); relisting", self.name, rv, err)
                 if rv == "":
                     self._pause()
                 self._rv_unavailable = True
                 continue
             except Exception as err:  # noqa: BLE001 - every failure is retried
+                self._progress_at = self._clock.now()
                 if rv != "" and too_large_resource_version(err):
                     log.warning("%s: list at resourceVersion %r is ahead of the server (%s); "
                                 "relisting from the latest", self.name, rv, err)
@@ -232,6 +326,10 @@ class Reflector:
             items = [o for o in result.items if self._kind_ok(o)]
             self._store.replace(items, result.resource_version)
             self._last_rv = self._listed_rv = result.resource_version
+            self._progress_at = self._clock.now()
+            self._lists += 1
+            if self._lists > 1:
+                self._observer.relisted(self.name)
             return
 
     # -- watch -------------------------------------------------------------------------------
@@ -244,10 +342,14 @@ class Reflector:
                                    allow_bookmarks=True)
         except ExpiredError as err:
             log.info("%s: watch at %r expired (%s); relisting", self.name, self._last_rv, err)
+            self._progress_at = self._clock.now()
+            self._observer.watch_restarted(self.name, WATCH_EXPIRED)
             self._expired_since_list()
             return False
         except Exception as err:  # noqa: BLE001
             log.warning("%s: watch failed to open: %s", self.name, err)
+            self._progress_at = self._clock.now()
+            self._observer.watch_restarted(self.name, WATCH_ERROR)
             self._failed_since_event = True
             self._pause()
             return True
@@ -274,17 +376,20 @@ class Reflector:
                 self._handle(event)
         except ExpiredError as err:
             log.info("%s: watch expired (%s); relisting", self.name, err)
+            self._observer.watch_restarted(self.name, WATCH_EXPIRED)
             self._expired_since_list()
             return False
         except Exception as err:  # noqa: BLE001
             if self._stop.is_set():
                 raise _Stopped from err
             log.warning("%s: watch failed: %s", self.name, err)
+            self._observer.watch_restarted(self.name, WATCH_ERROR)
             self._failed_since_event = True
             self._pause()
             return True
         finally:
             stalled = self._disarm(watch)
+        self._observer.watch_restarted(self.name, WATCH_STALLED if stalled else WATCH_CLOSED)
         if stalled and self._failed_since_event:
             log.warning("%s: watch silent for over %.0f s since a failed watch; relisting at "
                         "resourceVersion %r (is the server behind it?)", self.name, limit,
@@ -383,8 +488,11 @@ class Reflector:
         self._resync_wakeup.set()
 
     def _pause(self) -> None:
-        """Back off with jitter; raise _Stopped if stopped meanwhile."""
-        self._clock.wait(self._wakeup, self._backoff.next_delay())
+        """Back off with jitter; raise _Stopped if stopped meanwhile. The pause is no lack of
+        progress: ``_progress_at`` is moved to its end."""
+        delay = self._backoff.next_delay()
+        self._progress_at = self._clock.now() + delay
+        self._clock.wait(self._wakeup, delay)
         if self._stop.is_set():
             raise _Stopped
         self._wakeup.clear()

@@ -37,7 +37,7 @@ from kinrun.cache.processor import (
     SharedProcessor,
     determine_resync_period,
 )
-from kinrun.cache.reflector import Reflector
+from kinrun.cache.reflector import Liveness, Reflector
 from kinrun.cache.store import deletion_handling_meta_namespace_key, resource_version
 from kinrun.cache.thread_safe_store import IndexFuncError, KeyedIndexer
 from kinrun.clock import REAL_CLOCK, Clock
@@ -212,6 +212,11 @@ class SharedIndexInformer:
     def last_sync_resource_version(self) -> str:
         """The resourceVersion the reflector resumes from."""
         return self.reflector.last_sync_resource_version
+
+    def liveness(self) -> Liveness:
+        """The reflector's liveness now (``Reflector.liveness``: wedged when running without
+        progress past its inactivity limit). Thread-safe; for liveness probes."""
+        return self.reflector.liveness()
 
     # -- processing --------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  MetricsSpec, RateLimiterSpec, ReconcileSpec, TemplatesSpec,
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.model import RbacRuleSpec, RbacSpec, ShutdownSpec
+from kinrun.config.model import ProbesSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
@@ -53,10 +54,18 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         metrics=MetricsSpec(port=_get(metrics, "metrics", "port"),
                             address=_get(metrics, "metrics", "address"))
         if metrics is not None else None,
+        probes=_probes(data["probes"]) if data.get("probes") is not None else None,
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
         rbac=_rbac(ctx, data.get("rbac") or {}),
     )
+
+
+def _probes(data: dict[str, Any]) -> ProbesSpec:
+    """``probes:``; keys left out take the schema's defaults."""
+    return ProbesSpec(port=_get(data, "probes", "port"), address=_get(data, "probes", "address"),
+                      stuck_reconcile_after=parse_duration(
+                          _get(data, "probes", "stuckReconcileAfter")))
 
 
 def _get(data: dict[str, Any], definition: str, key: str) -> Any:

@@ -342,6 +342,18 @@ class MetricsSpec:
 
 
 @dataclass(frozen=True)
+class ProbesSpec:
+    """Health probe endpoint (``kinrun.probes``, controller-runtime's
+    ``--health-probe-bind-address``): ``port`` (default 8081; 0 = pick a free port),
+    ``address`` (default ``0.0.0.0``), ``stuck_reconcile_after``: seconds (> 0; default 600) a
+    reconcile may run before ``/healthz`` fails. Defaults: the schema's ``probes``."""
+
+    port: int = _d("probes", "port")
+    address: str = _d("probes", "address")
+    stuck_reconcile_after: float = _seconds("probes", "stuckReconcileAfter")
+
+
+@dataclass(frozen=True)
 class GCSpec:
     """The main job's use of kinrun's GC policy (``kinrun.cache.gc_tuning``):
     ``collect_frozen_every`` seconds between collections of the cyclic garbage the policy froze
@@ -411,6 +423,7 @@ class Config:
     controllers: tuple[ControllerSpec, ...] = ()
     leader_election: LeaderElectionSpec | None = None
     metrics: MetricsSpec | None = None
+    probes: ProbesSpec | None = None  # None: no probe endpoint (``probes:`` omitted)
     gc: GCSpec = field(default_factory=GCSpec)
     shutdown: ShutdownSpec | None = None
     namespace_override: str | None = None

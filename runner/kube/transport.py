@@ -10,6 +10,12 @@ Every request takes a token from the shared ``TokenBucket`` (as client-go's ``re
 throttles every verb, watches included), then ``RetryPolicy`` decides about 429/5xx answers.
 Connection failures become ``ApiConnectionError``; urllib3 itself retries only failed connects
 (and, for GET, one broken read of a reused keep-alive connection).
+
+Each try's outcome can be counted (client-go's ``metrics.RequestResult``, exported by
+controller-runtime as ``rest_client_requests_total{code, method, host}``): a ``RequestObserver``
+set as ``Transport.request_observer`` is called once per try with the HTTP status code as a
+string (``"<error>"`` when no answer came, as client-go's ``request.go``), the method and the
+server's ``host[:port]``. None (the default) costs one ``is None`` test per request.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
@@ -34,6 +40,13 @@ log = logging.getLogger("kinrun.kube")
 Query = Mapping[str, Any]
 
 JSON = "application/json"
+
+RequestObserver = Callable[[str, str, str], None]
+"""(code, method, host) of one try: ``"200"``, ``"GET"``, ``"10.0.0.1:6443"``; ``"<error>"``
+for the code when the server gave no answer. Called on the requesting thread; must be quick
+and never raise."""
+
+NO_ANSWER = "<error>"
 
 
 def encode_query(query: Query | None) -> str:
@@ -68,6 +81,9 @@ class Transport:
     ``connect_timeout``/``read_timeout``: seconds for ordinary requests (``read_timeout`` is per
     socket read, not the whole body). ``sleep``: injectable wait used between retries.
 
+    ``request_observer``: counts each try (see the module docstring); set it before requests
+    are sent.
+
     Thread-safe: any number of threads may call ``request`` and ``open_stream`` at once (the
     urllib3 pool and the bucket have their own locks; nothing else here is mutated).
     """
@@ -86,6 +102,8 @@ class Transport:
         # ``pool``: what requests go through; anything with urllib3.PoolManager.request's
         # signature (tests inject fakes). Default: the ApiClient's own pool manager.
         self.pool = pool if pool is not None else api_client.rest_client.pool_manager
+        self.request_observer: RequestObserver | None = None
+        self.host_label = urlsplit(self.host).netloc or self.host  # client-go: URL().Host
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
                 content_type: str = JSON, decode: Callable[[bytes], Any] = loads) -> Any:
@@ -163,8 +181,12 @@ class Transport:
             resp = self.pool.request(method, url, body=body, headers=headers, timeout=timeout,
                                       retries=retries, preload_content=not stream)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if self.request_observer is not None:
+                self.request_observer(NO_ANSWER, method, self.host_label)
             raise error_from_exception(exc, method=method, url=url,
                                        read_timeout=read_timeout) from exc
+        if self.request_observer is not None:
+            self.request_observer(str(resp.status), method, self.host_label)
         if 200 <= resp.status < 300:
             return resp
         raise self._error_of(resp, method, path, read_timeout)

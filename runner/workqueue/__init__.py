@@ -15,10 +15,14 @@ Guarantees every queue level keeps:
     reports shutdown; ``shut_down_with_drain`` also waits for items being processed;
   * delayed: ``add_after`` keeps the earliest ready time per item; delayed items are dropped at
     shutdown.
+Metrics: a queue given a ``MetricsProvider`` (``kinrun.workqueue.metrics``, client-go's
+pattern) records depth, adds, latency, work duration, unfinished work and retries; without
+one it records nothing and costs nothing more.
 Items must be hashable (controllers use "ns/name" keys). ``len()`` is informational only.
 """
 
 from kinrun.workqueue.delaying_queue import DelayingInterface, DelayingQueue
+from kinrun.workqueue.metrics import NOOP_PROVIDER, MetricsProvider, NoopMetricsProvider
 from kinrun.workqueue.queue import Queue, QueueInterface
 from kinrun.workqueue.rate_limiters import (
     BucketRateLimiter,
@@ -37,6 +41,9 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
+    "MetricsProvider",
+    "NOOP_PROVIDER",
+    "NoopMetricsProvider",
     "Queue",
     "QueueInterface",
     "RateLimiter",

@@ -8,6 +8,7 @@ import threading
 from typing import Protocol, runtime_checkable
 
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.workqueue.metrics import MetricsProvider, RetryMetrics, metered
 from kinrun.workqueue.queue import Item, Queue, QueueInterface
 
 
@@ -25,16 +26,21 @@ class DelayingQueue:
     """Wraps a ``QueueInterface`` and adds ``add_after``.
 
     One waiting thread moves items to the wrapped queue when due (on ``clock`` time).
+    ``metrics_provider`` (with a ``name``): count every ``add_after`` as a retry (client-go
+    ``workqueue_retries_total``) and, when no ``queue`` is given, meter the Queue it builds.
     Thread-safety: every method is thread-safe; ``_lock`` guards the waiting heap and map.
     Invariants: ``_ready_at[item]`` is the earliest pending ready time of ``item``; the heap may
     hold stale entries (ready time different from ``_ready_at``), skipped when popped.
     """
 
     def __init__(self, queue: QueueInterface | None = None, *, clock: Clock | None = None,
-                 name: str = "") -> None:
+                 name: str = "", metrics_provider: MetricsProvider | None = None) -> None:
         self.name = name
-        self._queue = queue if queue is not None else Queue(name)
         self._clock = clock or REAL_CLOCK
+        self._queue = queue if queue is not None else Queue(
+            name, metrics_provider=metrics_provider, clock=self._clock)
+        self._retries = RetryMetrics(metrics_provider, name) \
+            if metered(metrics_provider, name) else None  # type: ignore[arg-type]
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, Item]] = []
         self._ready_at: dict[Item, float] = {}
@@ -95,6 +101,8 @@ class DelayingQueue:
     # this level
     def add_after(self, item: Item, delay: float) -> None:
         """See DelayingInterface.add_after."""
+        if self._retries is not None and not self._stopped:
+            self._retries.retry()  # client-go counts every AddAfter, zero delays included
         if delay <= 0:
             self._queue.add(item)
             return

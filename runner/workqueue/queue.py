@@ -1,4 +1,7 @@
-"""The plain work queue (as client-go ``util/workqueue/queue.go``): add, get, done, shut down."""
+"""The plain work queue (as client-go ``util/workqueue/queue.go``): add, get, done, shut down.
+
+Metrics (``kinrun.workqueue.metrics``) hook into add, get and done as client-go's do; a queue
+built without a metrics provider pays one ``is None`` test per call for them."""
 
 from __future__ import annotations
 
@@ -7,6 +10,10 @@ import threading
 from collections import deque
 from collections.abc import Hashable
 from typing import Protocol, runtime_checkable
+
+from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.workqueue.metrics import (UNFINISHED_WORK_UPDATE_PERIOD, MetricsProvider,
+                                      QueueMetrics, metered)
 
 Item = Hashable
 
@@ -51,7 +58,13 @@ thousands of keys) is replaced by a new one, returning its table's memory."""
 class Queue:
     """A fair, stingy work queue (client-go workqueue.Type).
 
-    Thread-safety: every method is thread-safe (one lock, one condition).
+    ``metrics_provider`` (with a ``name``): record the workqueue metrics (see
+    ``kinrun.workqueue.metrics``) on ``clock`` time (default the real one); the unfinished-work
+    gauges are updated every ``unfinished_work_update_period`` seconds by a daemon thread that
+    ends at shutdown (None or 0: no thread; call ``update_unfinished_work`` instead).
+
+    Thread-safety: every method is thread-safe (one lock, one condition); the metrics' hooks
+    run under that lock.
 
     Invariants (lock free):
       * an item is in ``_queue`` iff it is in ``_dirty`` and not in ``_processing``;
@@ -59,7 +72,10 @@ class Queue:
       * an item in both ``_dirty`` and ``_processing`` goes back to ``_queue`` on ``done``.
     """
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", *, metrics_provider: MetricsProvider | None = None,
+                 clock: Clock | None = None,
+                 unfinished_work_update_period: float | None = UNFINISHED_WORK_UPDATE_PERIOD,
+                 ) -> None:
         self.name = name
         self._cond = threading.Condition(threading.Lock())
         self._queue: deque[Item] = deque()  # items ready to hand out, FIFO
@@ -67,12 +83,23 @@ class Queue:
         self._processing: set[Item] = set()  # items handed out and not yet done
         self._shutting_down = False
         self._drain = False
+        self._metrics: QueueMetrics | None = None  # None: not metered (the hot path's test)
+        self._clock = clock or REAL_CLOCK
+        self._metrics_tick = threading.Event()  # wakes the metrics thread: shutdown, or a FakeClock step
+        if metered(metrics_provider, name):
+            self._metrics = QueueMetrics(metrics_provider, name, self._clock)  # type: ignore[arg-type]
+            if unfinished_work_update_period:
+                threading.Thread(target=self._update_unfinished_work_loop,
+                                 args=(unfinished_work_update_period,),
+                                 name=f"workqueue-metrics-{name}", daemon=True).start()
 
     def add(self, item: Item) -> None:
         """See QueueInterface.add."""
         with self._cond:
             if self._shutting_down or item in self._dirty:
                 return
+            if self._metrics is not None:
+                self._metrics.add_locked(item)
             self._dirty.add(item)
             if item in self._processing:
                 return
@@ -88,6 +115,8 @@ class Queue:
             if not self._queue:
                 return None, True
             item = self._queue.popleft()
+            if self._metrics is not None:
+                self._metrics.get_locked(item)
             self._processing.add(item)
             self._dirty.discard(item)
             if not self._dirty and sys.getsizeof(self._dirty) > _SHRINK_ABOVE:
@@ -99,6 +128,8 @@ class Queue:
         with self._cond:
             if item not in self._processing:
                 return
+            if self._metrics is not None:
+                self._metrics.done_locked(item)
             self._processing.discard(item)
             if item in self._dirty:
                 self._queue.append(item)
@@ -117,15 +148,34 @@ class Queue:
         with self._cond:
             return self._drained_locked()
 
+    def update_unfinished_work(self) -> None:
+        """Set the unfinished-work gauges now (client-go ``updateUnfinishedWork``; a metered
+        queue's thread calls it every period; no-op unmetered or once shutting down)."""
+        with self._cond:
+            if self._metrics is not None and not self._shutting_down:
+                self._metrics.update_unfinished_work_locked()
+
+    def _update_unfinished_work_loop(self, period: float) -> None:
+        tick = self._metrics_tick  # set by shut_down, or by a FakeClock's step when due
+        while True:
+            tick.clear()
+            self._clock.wait(tick, period)
+            with self._cond:
+                if self._shutting_down:
+                    return
+            self.update_unfinished_work()
+
     def shut_down(self) -> None:
         """See QueueInterface.shut_down."""
         with self._cond:
             self._shutting_down = True
             self._drain = False
             self._cond.notify_all()
+        self._metrics_tick.set()
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """See QueueInterface.shut_down_with_drain."""
+        self._metrics_tick.set()
         with self._cond:
             self._shutting_down = True
             self._drain = True

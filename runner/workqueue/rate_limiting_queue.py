@@ -6,6 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from kinrun.clock import Clock
 from kinrun.workqueue.delaying_queue import DelayingInterface, DelayingQueue
+from kinrun.workqueue.metrics import MetricsProvider
 from kinrun.workqueue.queue import Item
 from kinrun.workqueue.rate_limiters import RateLimiter, default_controller_rate_limiter
 
@@ -28,14 +29,17 @@ class RateLimitingInterface(DelayingInterface, Protocol):
 
 
 class RateLimitingQueue:
-    """Wraps a ``DelayingInterface`` and a ``RateLimiter``. Thread-safe (as its parts)."""
+    """Wraps a ``DelayingInterface`` and a ``RateLimiter``. Thread-safe (as its parts).
+    ``metrics_provider``: meter the queues it builds when no ``queue`` is given (see
+    ``kinrun.workqueue.metrics``; needs a ``name``)."""
 
     def __init__(self, rate_limiter: RateLimiter | None = None,
                  queue: DelayingInterface | None = None, *, clock: Clock | None = None,
-                 name: str = "") -> None:
+                 name: str = "", metrics_provider: MetricsProvider | None = None) -> None:
         self.name = name
         self.rate_limiter = rate_limiter or default_controller_rate_limiter(clock=clock)
-        self._queue = queue if queue is not None else DelayingQueue(clock=clock, name=name)
+        self._queue = queue if queue is not None else DelayingQueue(
+            clock=clock, name=name, metrics_provider=metrics_provider)
         self.add = self._queue.add
         self.get = self._queue.get
         self.done = self._queue.done

@@ -162,7 +162,7 @@ controllers:
         assert child["metadata"]["ownerReferences"][0]["name"] == "p"
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT).read()
         text = body.decode()
-        assert 'kinrun_reconcile_total{controller="c1",result="success"} 1.0' in text
+        assert 'controller_runtime_reconcile_total{controller="c1",result="success"} 1.0' in text
         assert 'kinrun_informer_objects{informer="cms"} 1.0' in text
     finally:
         metrics.close()
