@@ -71,7 +71,7 @@ def validate(loaded: LoadedYaml) -> list[ConfigError]:
     """All schema errors of ``loaded.data``, located, sorted by line then column."""
     errors: list[ConfigError] = []
     for error in _validator().iter_errors(loaded.data):
-        for path, message, at_key in _describe(error):
+        for path, message, at_key in describe_error(error):
             errors.append(locate(loaded, path, message, at_key=at_key))
     return sort_errors(errors)
 
@@ -103,8 +103,11 @@ def show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, bool]]:
-    """(path, message, at_key) triples for one jsonschema error."""
+def describe_error(error: jsonschema.ValidationError) -> list[tuple[PathKey, str, bool]]:
+    """(path, message, at_key) triples for one jsonschema error, worded as kinrun words config
+    errors (unknown keys with suggestions, durations, choices); [] for a ``oneOf`` over a
+    scalar, whose type error says it all. Used for every schema kinrun validates (the config,
+    ``kinrun test`` files)."""
     path: PathKey = tuple(error.absolute_path)
     schema, instance, kw = error.schema, error.instance, error.validator
     if kw == "additionalProperties" and isinstance(instance, dict) and schema.get(kw) is False:

@@ -196,7 +196,7 @@ def validate(loaded: LoadedYaml) -> list[ConfigError]:
     (``kinrun.config.schema``), sorted by position."""
     errors = []
     for error in _validator().iter_errors(loaded.data):
-        described = config_schema._describe(error)  # noqa: SLF001 - the config's wording
+        described = config_schema.describe_error(error)
         if not described:  # a oneOf of scalars: say why the closest branch refused it
             described = [(tuple(error.absolute_path), _closest_branch(error), False)]
         for key_path, message, at_key in described:
