@@ -118,7 +118,7 @@ class Plan:
         """Resolve every informer's resource through ``client``'s discovery and build the
         informers, controllers and reconcilers (``kinrun.bound.Bound``). Raises
         UnknownKindError (file:line of the informer) or ApiError."""
-        from kinrun.bound import Bound  # bound imports plan: the one upward step, at call time
+        from kinrun.bound import Bound  # the same layer; imported here: bound imports plan
 
         return Bound(self, client)
 
