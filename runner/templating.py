@@ -347,14 +347,15 @@ class RenderBudget:
         """Concatenate a template's output chunks, spending their characters as they come, in
         batches of OUTPUT_BATCH chunks (taken and measured at C speed: a Python step per chunk
         doubled the cost of a loop's output)."""
-        out: list[str] = []
         chunks = iter(chunks)
-        while True:
+        out = list(itertools.islice(chunks, OUTPUT_BATCH))
+        self.add_output(sum(map(len, out)))
+        batch = out
+        while len(batch) == OUTPUT_BATCH:  # more may follow
             batch = list(itertools.islice(chunks, OUTPUT_BATCH))
             self.add_output(sum(map(len, batch)))
             out += batch
-            if len(batch) < OUTPUT_BATCH:
-                return "".join(out)
+        return "".join(out)
 
     def _over_steps(self) -> BudgetExceeded:
         limit = self.limits.max_loop_steps
@@ -475,15 +476,26 @@ _ITER_HOOK = "kinrun_budget_iter"
 
 
 class _BudgetCodeGenerator(CodeGenerator):
-    """Jinja2's code generator, with every ``for`` loop's iterable wrapped in
-    ``environment.kinrun_budget_iter(...)`` (a ``nodes.EnvironmentAttribute`` call, the hook
-    Jinja2 documents for extensions), so each iteration spends a loop step."""
+    """Jinja2's code generator (``Environment.code_generator_class``), with every ``for``
+    loop's iterable wrapped in a call of ``environment.kinrun_budget_iter`` (a
+    ``nodes.EnvironmentAttribute``, the node Jinja2 offers extensions for callbacks), so each
+    iteration spends a loop step. That call is written as a direct call, not through the
+    sandbox's ``environment.call``, whose safety checks cost more than a small loop."""
 
     def visit_Template(self, node: nodes.Template, frame: Any = None) -> None:
         for loop in list(node.find_all(nodes.For)):
             loop.iter = nodes.Call(nodes.EnvironmentAttribute(_ITER_HOOK), [loop.iter], [],
                                    None, None, lineno=loop.iter.lineno)
         super().visit_Template(node, frame)
+
+    def visit_Call(self, node: nodes.Call, frame: Any, forward_caller: bool = False) -> None:
+        hook = node.node
+        if isinstance(hook, nodes.EnvironmentAttribute) and hook.name == _ITER_HOOK:
+            self.write(f"environment.{_ITER_HOOK}(")
+            self.visit(node.args[0], frame)
+            self.write(")")
+            return
+        super().visit_Call(node, frame, forward_caller=forward_caller)
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
@@ -600,10 +612,14 @@ class Template:
         (a TemplateRenderError) past the budget. A ReconcileError raised by a plugin filter or
         function propagates unchanged."""
         budget = _ACTIVE.get()
-        if budget is None:
-            with self._budgets() as budget:
-                return self._render(variables, budget)
-        return self._render(variables, budget)
+        if budget is not None:
+            return self._render(variables, budget)
+        budget = self._budgets()
+        token = _ACTIVE.set(budget)  # ``with budget:`` inlined: this runs once per render
+        try:
+            return self._render(variables, budget)
+        finally:
+            _ACTIVE.reset(token)
 
     def _render(self, variables: Mapping[str, Any], budget: RenderBudget) -> str:
         template = self._template
