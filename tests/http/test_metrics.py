@@ -230,3 +230,19 @@ def test_relists_and_watch_restarts_are_counted(embedded_server: Any, client: Cl
     finally:
         metrics.close()
         manager.stop(5)
+
+
+def test_grafana_dashboard_queries_only_exported_metrics() -> None:
+    """Every metric examples/deploy/grafana-dashboard.json queries is one kinrun exports."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    dashboard = json.loads((root / "examples/deploy/grafana-dashboard.json").read_text())
+    queried = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
+               for name in re.findall(r"\b([a-z_]+)\{", target["expr"])}
+    exported = set()
+    for family in Metrics().registry.collect():
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}
+        exported |= {family.name + s for s in suffixes.get(family.type, [""])}
+        exported |= {sample.name for sample in family.samples}
+    assert queried and queried <= exported, queried - exported
