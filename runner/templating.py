@@ -11,10 +11,12 @@ Design:
 * A budget (:class:`RenderBudget`, limits :class:`BudgetLimits` from ``templates.budget``)
   bounds time, loop steps and output, so no template ties a worker up: one budget per reconcile
   (the actions open it), per indexer/key mapper call, else per render. The checks are
-  cooperative, in the sandbox, at ~1 us per render: compiled ``for`` loops iterate through an
-  environment hook (a code generator wraps each loop's iterable), filters that return
-  collections count their items, the sandbox's ``call`` checks the clock, and the output chunks
-  are counted as they are joined. Past a limit: :class:`BudgetExceeded`.
+  cooperative, in the sandbox: compiled ``for`` loops iterate through an environment hook (a
+  code generator wraps each loop's iterable), filters that return collections count their
+  items, the sandbox's ``call`` counts calls and reads the clock now and then, and the output
+  chunks are measured as they are joined. Cost (``benchmarks/template_budget.py``): about 10
+  Python calls per render and one generator step per loop iteration. Past a limit:
+  :class:`BudgetExceeded`.
 * Templates cannot read the process environment or files unless the config's
   ``templates: {allowEnv: true, allowFiles: true}`` says so; then ``env(name, default)`` and
   ``read_file(path)`` (relative to the config's folder, at most :data:`MAX_FILE_BYTES`) exist.
@@ -468,6 +470,9 @@ def _bounded_range(*args: int) -> range:
     return rng
 
 
+_SIZED_TYPES = frozenset({list, tuple, range, dict, set, frozenset, str})
+"""Iterables whose length is the number of iterations of a loop over them (no break in Jinja2)."""
+
 _SANDBOX_CALL = ImmutableSandboxedEnvironment.call
 """Jinja2's sandboxed call (safety checks, then the call), under the budget's ``call``."""
 
@@ -511,9 +516,17 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _BudgetCodeGenerator
 
     def kinrun_budget_iter(self, iterable: Any) -> Any:
-        """A ``for`` loop's iterable, spending one loop step per item."""
+        """A ``for`` loop's iterable, spending one loop step per item: a list, tuple, range,
+        dict, set or str of at most CLOCK_EVERY items spends them all now (the clock would be
+        read at most once during it anyway) and is iterated as it is, at no cost per step;
+        anything else is iterated through :meth:`RenderBudget.iterate`."""
         budget = _ACTIVE.get()
-        return iterable if budget is None else budget.iterate(iterable)
+        if budget is None:
+            return iterable
+        if type(iterable) in _SIZED_TYPES and len(iterable) <= CLOCK_EVERY:
+            budget.step(len(iterable))
+            return iterable
+        return budget.iterate(iterable)
 
     def call(__self, __context: Any, __obj: Any, *args: Any,  # noqa: N805 - as Jinja2's
              **kwargs: Any) -> Any:

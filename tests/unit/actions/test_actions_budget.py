@@ -90,6 +90,21 @@ def test_a_loop_within_the_limit_renders(pod):
     assert prog.render(key="k", obj=pod).steps[0].message == "." * 50
 
 
+@pytest.mark.parametrize("items", [
+    pytest.param([1, 2, 3], id="list"), pytest.param((1, 2, 3), id="tuple"),
+    pytest.param({"a": 1, "b": 2, "c": 3}, id="dict"), pytest.param("abc", id="str"),
+    pytest.param(iter([1, 2, 3]), id="iterator"),
+])
+def test_small_loops_count_every_iteration(items):
+    """Short loops (counted up front, with no cost per step) spend one step per item too."""
+    engine = engine_with()
+    with engine.budget() as budget:
+        engine.template("{% for x in items %}{% endfor %}"
+                        "{% for i in range(20) %}{% for x in xs %}{% endfor %}{% endfor %}"
+                        ).render({"items": items, "xs": list(range(10))})
+    assert budget.steps == 3 + 20 + 20 * 10
+
+
 def test_recursive_loop_children_are_counted():
     """Items handed to loop(...) of a recursive loop are steps too: 3 + 9 + 27."""
     engine = engine_with()
