@@ -242,3 +242,56 @@ def test_bad_bind_address_is_refused(text: str) -> None:
     """Anything without a port in 0-65535 is a ValueError."""
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_bind_address(text)
+
+
+@pytest.mark.parametrize("file_probes, flag, expected", [
+    pytest.param("", ["--health-probe-bind-address", "127.0.0.1:9440"],
+                 ("127.0.0.1", 9440, 600.0), id="flag-only"),
+    pytest.param("probes: {port: 8081, stuckReconcileAfter: 2m}\n",
+                 ["--health-probe-bind-address", ":9000"], ("0.0.0.0", 9000, 120.0),
+                 id="flag-over-file"),
+    pytest.param("probes: {port: 8081}\n", ["--health-probe-bind-address", "0"], None,
+                 id="flag-disables"),
+    pytest.param("probes: {port: 7000, address: 127.0.0.1}\n", [], ("127.0.0.1", 7000, 600.0),
+                 id="file-only"),
+    pytest.param("", [], None, id="neither"),
+])
+def test_health_probe_bind_address_flag_reaches_the_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, file_probes: str, flag: list[str],
+        expected: Any) -> None:
+    """`kinrun CONFIG --health-probe-bind-address ...` overrides probes.address/port (keeping
+    stuckReconcileAfter), `0` turns the probes off; without it the file decides."""
+    import sys
+    import types
+    from pathlib import Path
+
+    from kinrun import cli
+
+    seen: dict[str, Any] = {}
+    fake = types.ModuleType("kinrun.app")
+
+    def run(config: Any, options: Any) -> int:
+        seen["config"] = config
+        return 0
+
+    fake.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kinrun.app", fake)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    pod_logger = Path(__file__).parents[2] / "examples/configs/pod-logger.yaml"
+    config = tmp_path / "c.yaml"
+    config.write_text(pod_logger.read_text() + file_probes)
+    assert cli.main([str(config), *flag]) == 0
+    probes = seen["config"].probes
+    got = None if probes is None else (probes.address, probes.port, probes.stuck_reconcile_after)
+    assert got == expected
+
+
+def test_bad_health_probe_bind_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed --health-probe-bind-address exits 2 with argparse's message."""
+    from pathlib import Path
+
+    from kinrun import cli
+
+    pod_logger = Path(__file__).parents[2] / "examples/configs/pod-logger.yaml"
+    assert cli.main([str(pod_logger), "--health-probe-bind-address", "8081"]) == 2
+    assert "expected HOST:PORT, :PORT or 0" in capsys.readouterr().err
