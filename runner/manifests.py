@@ -225,11 +225,18 @@ def termination_grace_seconds(config: Config) -> int:
     return math.ceil(drain + EXIT_SLACK) + KILL_MARGIN
 
 
-def probe_port(config: Config) -> int:
-    """The health probe port: the config's ``probes.port`` when the model has it, else
-    :data:`DEFAULT_PROBE_PORT`."""
+def probe_port(config: Config) -> tuple[int, list[str]]:
+    """The health probe port (``/healthz``, ``/readyz``: ``kinrun.probes``) and the run
+    arguments it takes: the config's ``probes.port`` when it serves on every address, else
+    :data:`DEFAULT_PROBE_PORT` through ``--health-probe-bind-address`` (``probes:`` omitted
+    serves none; port 0 or a loopback address cannot be probed by the kubelet)."""
     probes = getattr(config, "probes", None)
-    return int(getattr(probes, "port", DEFAULT_PROBE_PORT) or DEFAULT_PROBE_PORT)
+    if probes is not None and probes.port and probes.address not in _LOOPBACK:
+        return int(probes.port), []
+    return DEFAULT_PROBE_PORT, ["--health-probe-bind-address", f":{DEFAULT_PROBE_PORT}"]
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def metrics_port(config: Config, warn: Callable[[str], None]) -> int | None:
@@ -240,7 +247,7 @@ def metrics_port(config: Config, warn: Callable[[str], None]) -> int | None:
     if config.metrics.port == 0:
         warn("metrics.port 0 picks a free port: no metrics Service")
         return None
-    if config.metrics.address in ("127.0.0.1", "localhost", "::1"):
+    if config.metrics.address in _LOOPBACK:
         warn(f"metrics.address {config.metrics.address} is not reachable from the Service")
     return config.metrics.port
 
@@ -252,7 +259,9 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
     args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "json"]
     if names.run_namespace:
         args += ["--namespace", names.run_namespace]
-    ports = [{"name": "probes", "containerPort": probe_port(config), "protocol": "TCP"}]
+    probes, probe_args = probe_port(config)
+    args += probe_args
+    ports = [{"name": "probes", "containerPort": probes, "protocol": "TCP"}]
     port = metrics_port(config, lambda _t: None)
     if port is not None:
         ports.append({"name": "metrics", "containerPort": port, "protocol": "TCP"})
