@@ -17,9 +17,10 @@ before/after a sandbox change by running it on both trees (``PYTHONPATH=<old tre
 of the test run (no assertions).
 
 Figures of the change that added the budget (2-core VM at load ~15, so timings are the best of
-many runs, interleaved in one process): log 10.8 -> 14.7 us, apply 151 -> 155 us, program
-(two actions + when) 201 -> 224 us, loop100 46 -> 71 us; calls 33 -> 44, 394 -> 413,
-472 -> 492, 427 -> 551 (one generator step per loop iteration).
+80-120 interleaved rounds in one process, two runs): log 10.2 -> 11.3-11.5 us, apply
+114-134 -> 121-136 us (+2-7), program (two actions + when) 152-187 -> 163-194 us (+7-11),
+loop100 37 -> 56-57 us (+0.2 us per iteration of a loop over more than 32 items); calls
+33 -> 44, 394 -> 414, 472 -> 493, 427 -> 552.
 """
 
 from __future__ import annotations
