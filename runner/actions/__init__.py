@@ -13,7 +13,7 @@ the config model (``kinrun.config``): specs arrive as plain mappings.
 """
 
 from kinrun.durations import parse_duration
-from kinrun.actions.errors import ActionError, RenderError
+from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.program import (
     DEFAULT_FIELD_MANAGER, ActionProgram, CompiledAction, compile_actions, execute,
     lookup_functions, plugin_action_kinds, plugin_template_filters,
@@ -24,7 +24,7 @@ from kinrun.actions.steps import (
 from kinrun.kube.request import ApiRequest
 
 __all__ = [
-    "ActionError", "ActionKind", "ActionProgram", "ApiRequest", "CompiledAction",
+    "ActionError", "ActionKind", "ActionProgram", "ApiRequest", "BudgetError", "CompiledAction",
     "DEFAULT_FIELD_MANAGER", "LOG_LEVELS", "LogLine", "RenderError", "RenderResult",
     "RequeueAfter", "Step", "compile_actions", "execute", "lookup_functions", "parse_duration",
     "plugin_action_kinds", "plugin_template_filters",
