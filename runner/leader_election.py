@@ -145,8 +145,12 @@ class LeaderElector:
         try:
             self._lease = self.client.create_lease(lease)
             return True
-        except ApiError as exc:  # AlreadyExists: someone else was faster
+        except ConflictError as exc:  # AlreadyExists (409): another candidate was faster
             _log.debug("creating lease failed: %s", exc)
+            return False
+        except ApiError as exc:  # forbidden, invalid, server errors: the user must know
+            _log.warning("creating lease %s/%s failed: %s", self.spec.namespace,
+                         self.spec.lease_name, exc)
             return False
 
 
