@@ -22,8 +22,12 @@ Design:
   ``read_file(path)`` (relative to the config's folder, at most :data:`MAX_FILE_BYTES`) exist.
   Otherwise those names exist too, but raise an error that names the setting to change.
 * Filters: ``to_yaml``, ``to_json``, ``from_yaml``, ``from_json``, ``b64encode``, ``b64decode``,
-  ``sha256`` plus Jinja2's own (``indent``, ``default``, ``join`` ...) and the plugins'
-  ``kinrun_template_filters``.
+  ``sha256``, the time filters ``to_datetime`` (RFC 3339 -> aware UTC datetime), ``isoformat``
+  and ``duration`` (``"1h"`` -> timedelta), plus Jinja2's own (``indent``, ``default``, ``join``
+  ...) and the plugins' ``kinrun_template_filters``.
+* Time: ``now()`` is the engine's ``wall_clock`` (the plan's clock: fixed under ``kinrun test``)
+  as an aware UTC ``datetime``; ``now() - obj.metadata.creationTimestamp | to_datetime >
+  "1h" | duration`` reads "older than an hour".
 * Expressions (``when:``, indexers) are accepted with or without surrounding ``{{ }}``; a text
   mixing literal text and several ``{{ }}`` is rendered as a template instead (a string).
 
@@ -39,12 +43,14 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import datetime
 import functools
 import hashlib
 import itertools
 import json
 import logging
 import os
+import re
 import threading
 import time
 import traceback
@@ -451,9 +457,71 @@ def sha256(value: Any) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+# --- time: now(), to_datetime, isoformat, duration ------------------------------------------
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+"""An RFC 3339 ``date-time`` (``2023-11-14T22:13:20Z``, ``...20.5+01:00``): what Kubernetes
+writes in ``metav1.Time`` (seconds) and ``metav1.MicroTime`` (microseconds) fields."""
+
+
+def to_datetime(value: Any) -> datetime.datetime:
+    """``"2023-11-14T22:13:20Z" | to_datetime``: an RFC 3339 timestamp (``Z`` or an offset;
+    fractions beyond microseconds are cut) as an aware UTC ``datetime``; an aware datetime is
+    converted to UTC; a number is read as Unix seconds. Raises ValueError for anything else
+    (a timestamp without an offset included: its zone would be a guess)."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"to_datetime: {value!r} has no time zone")
+        return value.astimezone(datetime.timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+    text = str(value) if isinstance(value, str) else None
+    match = _RFC3339.match(text.strip()) if text is not None else None
+    if match is None:
+        raise ValueError(f"to_datetime: {value!r} is not an RFC 3339 timestamp "
+                         "(such as 2023-11-14T22:13:20Z)")
+    text = text.strip()
+    fraction = match.group(1) or ""
+    if len(fraction) > 7:  # more than microseconds: fromisoformat wants at most 6 digits
+        text = text.replace(fraction, fraction[:7], 1)
+    text = text[:-1] + "+00:00" if text[-1] in "Zz" else text
+    return datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+
+
+def isoformat(value: Any, timespec: str = "seconds") -> str:
+    """A time as RFC 3339 text in UTC with ``Z``, as Kubernetes writes it: ``now() |
+    isoformat`` -> ``2023-11-14T22:13:20Z`` (``metav1.Time``: whole seconds, the fraction cut);
+    ``isoformat("microseconds")`` -> ``2023-11-14T22:13:20.123456Z`` (``metav1.MicroTime``).
+    ``value``: anything :func:`to_datetime` takes. Raises ValueError for another
+    ``timespec`` than seconds, milliseconds or microseconds."""
+    if timespec not in ("seconds", "milliseconds", "microseconds"):
+        raise ValueError(f"isoformat: timespec must be seconds, milliseconds or microseconds, "
+                         f"got {timespec!r}")
+    moment = to_datetime(value).replace(tzinfo=None)
+    return moment.isoformat(timespec=timespec) + "Z"
+
+
+def duration(value: Any) -> datetime.timedelta:
+    """``"1h" | duration``: a duration as the config writes them (``30s``, ``1m30s``, ``250ms``,
+    or a number of seconds) as a ``timedelta``, to compare with the difference of two times:
+    ``now() - obj.metadata.creationTimestamp | to_datetime > "1h" | duration``. Raises
+    ValueError for text that is not a duration."""
+    if isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(seconds=parse_duration(value))
+
+
+def _now_function(wall_clock: Callable[[], float]) -> Callable[[], datetime.datetime]:
+    def now() -> datetime.datetime:
+        """``now()``: the current time from the plan's wall clock, an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(wall_clock(), tz=datetime.timezone.utc)
+    return now
+
+
 BUILTIN_FILTERS: Mapping[str, Callable[..., Any]] = {
     "to_yaml": to_yaml, "to_json": to_json, "from_yaml": from_yaml, "from_json": from_json,
     "b64encode": b64encode, "b64decode": b64decode, "sha256": sha256,
+    "to_datetime": to_datetime, "isoformat": isoformat, "duration": duration,
 }
 """kinrun's own filters (Jinja2's built-in filters such as ``indent`` stay available)."""
 
@@ -697,19 +765,24 @@ class TemplateEngine:
     Construction registers filters (kinrun's, then ``extra_filters``; a clash is a ConfigError)
     and the ``env``/``read_file`` functions per ``options``. Every render spends a
     :class:`RenderBudget` of ``options.budget`` (:meth:`budget`); ``clock`` (monotonic seconds)
-    times it. Thread-safe after construction.
+    times it. ``wall_clock`` (Unix seconds; default ``time.time``; the plan's clock, fixed in
+    ``kinrun test`` and ``render``) is what the template function ``now()`` reads, each call.
+    Thread-safe after construction.
     """
 
     def __init__(self, options: Any = None, *, extra_filters: Mapping[str, Callable] | None = None,
                  base_dir: Path | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self.options = TemplateOptions.coerce(options, base_dir)
         self._clock = clock
+        self.wall_clock = wall_clock
         env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False,
                        keep_trailing_newline=True)
         for name in ("lipsum", "cycler", "joiner"):
             env.globals.pop(name, None)
         env.globals["range"] = _bounded_range
+        env.globals["now"] = _now_function(wall_clock)
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
@@ -900,6 +973,7 @@ __all__ = [
     "ITERATING_FILTERS", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE",
     "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
     "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode",
-    "b64encode", "compile_index_func", "compile_key_mapper", "from_json", "from_yaml",
-    "index_values", "sha256", "split_expression", "to_json", "to_yaml",
+    "b64encode", "compile_index_func", "compile_key_mapper", "duration", "from_json",
+    "from_yaml", "index_values", "isoformat", "sha256", "split_expression", "to_datetime",
+    "to_json", "to_yaml",
 ]

@@ -17,6 +17,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.model import RbacRuleSpec, RbacSpec, ShutdownSpec
 from kinrun.config.model import ProbesSpec
+from kinrun.config.model import VarSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
@@ -161,7 +162,9 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
                       for k, a in enumerate(data.get("actions") or [])),
         on_delete=tuple(_action(ctx, path + ("onDelete", k), a)
                         for k, a in enumerate(data.get("onDelete") or [])),
-        keep_old=data.get("keepOld"))
+        keep_old=data.get("keepOld"),
+        vars=tuple(VarSpec(name, expression, ctx.at(path + ("vars", name)))
+                   for name, expression in (data.get("vars") or {}).items()))
 
 
 def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
@@ -185,7 +188,7 @@ def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
 
 
 def _action_spec(kind: str, value: Any) -> dict[str, Any]:
-    if kind == "log" and isinstance(value, str):
+    if kind in ("log", "stop") and isinstance(value, str):
         value = {"message": value}
     if kind == "requeueAfter":
         if isinstance(value, str) and "{{" in value:
@@ -202,7 +205,8 @@ def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
         lease_name=data["leaseName"], namespace=_get(data, "leaderElection", "namespace"),
         lease_duration=parse_duration(_get(data, "leaderElection", "leaseDuration")),
         renew_deadline=parse_duration(_get(data, "leaderElection", "renewDeadline")),
-        retry_period=parse_duration(_get(data, "leaderElection", "retryPeriod")))
+        retry_period=parse_duration(_get(data, "leaderElection", "retryPeriod")),
+        warm_standby=_get(data, "leaderElection", "warmStandby"))
 
 
 def _gc(data: dict[str, Any]) -> GCSpec:

@@ -213,7 +213,8 @@ class RateLimiterSpec:
     burst: int = _d("rateLimiter", "burst")
 
 
-BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter")
+BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop",
+                        "fail")
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,8 @@ class ActionSpec:
     - delete: ``{target, propagationPolicy (None = server default)}``
     - event: ``{type (default Normal), reason, message}``
     - requeueAfter: ``{seconds: float}`` or ``{template: str}`` (renders a duration)
+    - stop: ``{message}`` (the string form becomes message)
+    - fail: ``{message, permanent (default False)}``
     - plugin kinds: the ``with`` mapping as given (empty if omitted)
 
     ``target`` values are FrozenMaps ``{apiVersion, kind, name, namespace?}`` of templates.
@@ -252,27 +255,44 @@ class ActionSpec:
 
 
 @dataclass(frozen=True)
+class VarSpec:
+    """One entry of ``reconcile.vars``: ``name`` (an identifier), ``expression`` (a Jinja2
+    expression with or without ``{{ }}``, as written), ``location`` (the value's place in the
+    file). Compiled and evaluated by ``kinrun.actions`` (``ActionProgram``)."""
+
+    name: str
+    expression: str
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
 class ReconcileSpec:
     """What a controller does per key. ``hooks``: call plugins' ``kinrun_reconcile`` (default
     False); ``hook_plugins``: None = every plugin, else only these plugin names; ``actions``:
     run in order while the object exists; ``on_delete``: run in order once it is gone. With both
     hooks and actions, the order is the main job's (``kinrun.hooks``: actions, then hooks).
-    ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``)."""
+    ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``). ``vars``: the
+    ``vars:`` mapping in file order (evaluated in that order per reconcile, before the actions
+    of either list; empty when not given)."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
     actions: tuple[ActionSpec, ...] = ()
     on_delete: tuple[ActionSpec, ...] = ()
     keep_old: bool | None = None
+    vars: tuple[VarSpec, ...] = ()
 
     @property
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
         ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
-        (``actions``; ``onDelete`` needs no kept version: a deletion brings its final state).
+        (``actions``; ``onDelete`` needs no kept version: a deletion brings its final state)
+        or in its ``vars`` (which those actions see).
         The word test is conservative: a template that names ``old`` in any way keeps it."""
         if self.keep_old is not None:
             return self.keep_old
+        if self.actions and any(_mentions_old(var.expression) for var in self.vars):
+            return True
         return any(_mentions_old(action.raw) for action in self.actions)
 
     @property
@@ -323,13 +343,15 @@ class ControllerSpec:
 @dataclass(frozen=True)
 class LeaderElectionSpec:
     """Leader election through a coordination.k8s.io/v1 Lease (client-go leaderelection).
-    Seconds: ``lease_duration`` (15.0) > ``renew_deadline`` (10.0) > ``retry_period`` (2.0)."""
+    Seconds: ``lease_duration`` > ``renew_deadline`` > ``retry_period``; ``warm_standby``: sync
+    the caches while waiting for the Lease (workers start once it is held)."""
 
     lease_name: str
     namespace: str = _d("leaderElection", "namespace")
     lease_duration: float = _seconds("leaderElection", "leaseDuration")
     renew_deadline: float = _seconds("leaderElection", "renewDeadline")
     retry_period: float = _seconds("leaderElection", "retryPeriod")
+    warm_standby: bool = _d("leaderElection", "warmStandby")
 
 
 @dataclass(frozen=True)
