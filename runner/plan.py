@@ -132,13 +132,15 @@ def plan(config: Config, plugin_manager: Any = None, *,
     template syntax, action values, a plugin index no plugin supplies, a ``mapTo: {index}`` the
     primary lacks, ``reconcile.hooks`` that no plugin implements, an unknown predicate, a
     ``mapTo: owner`` that can only produce keys the primary cache never holds (for built-in
-    kinds; CRDs are checked at bind), and plugin import errors. ``clock``: wall time in
-    seconds for what templates and actions stamp (Event names and timestamps); default
-    ``time.time`` (``kinrun test`` and ``render`` pass a fixed one)."""
+    kinds; CRDs are checked at bind), plugin import errors, and ``reconcile.vars`` that do not
+    compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: wall
+    time in seconds for what templates and actions stamp (Event names and timestamps) and for
+    the templates' ``now()`` (the engine's ``wall_clock``); default ``time.time`` (``kinrun
+    test`` and ``render`` pass a fixed one)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
-                            base_dir=config.base_dir)
+                            base_dir=config.base_dir, wall_clock=clock or time.time)
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
@@ -213,13 +215,17 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
              engine: TemplateEngine, clock: Callable[[], float]) -> ActionProgram | None:
+    rec = spec.reconcile
     if not actions:
+        if rec.vars and not (rec.actions or rec.on_delete):  # no program would compile them
+            raise rec.vars[0].location.error("vars: no actions or onDelete would see them "
+                                             "(hooks read their own inputs)")
         return None
     where = spec.location
     return compile_actions([a.raw for a in actions], controller=spec.name, plugin_manager=pm,
                            engine=engine, locations=[a.location for a in actions],
                            source=(where.file, where.line, f"{where.path}.reconcile.{field}"),
-                           clock=clock)
+                           clock=clock, vars=rec.vars)
 
 
 def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: InformerPlan,

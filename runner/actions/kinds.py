@@ -1,4 +1,5 @@
-"""The built-in action kinds: log, apply, patch, delete, event, requeueAfter (plus plugin kinds).
+"""The built-in action kinds: log, apply, patch, delete, event, requeueAfter, stop, fail (plus
+plugin kinds).
 
 Each kind is compiled once from its config value (templates parsed, literal values checked:
 ConfigError) into an object with ``render(scope) -> list[Step]``. Rendering only builds and
@@ -48,7 +49,8 @@ class CheckError(Exception):
 @dataclass
 class Scope:
     """What one render of one program sees. ``variables`` is what templates see (obj, old, key,
-    controller, reason, get, list, by_index); ``namespace`` is the reconciled object's namespace (from
+    controller, reason, get, list, by_index, then the ``reconcile.vars`` in order, each added
+    once evaluated); ``namespace`` is the reconciled object's namespace (from
     the object, else from the key; None for cluster-scoped keys)."""
 
     controller: str
@@ -473,6 +475,83 @@ class RequeueAfterAction:
             raise CheckError(f"requeueAfter: {exc}") from exc
 
 
+# --- stop and fail: flow decided while rendering ---------------------------------------------
+
+
+class Stop(Exception):
+    """Raised by ``stop`` while rendering: the program ends the render there, as a success.
+    ``message``: the rendered message (logged at info). Control flow, never an error: only
+    :class:`kinrun.actions.program.ActionProgram` catches it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Fail(Exception):
+    """Raised by ``fail`` while rendering: the program turns it into the reconcile's failure
+    (``ActionFailed``, a TemporaryError, or ``ActionFailedPermanently``, a PermanentError,
+    located at the action). ``message``: the rendered message; ``permanent``: as configured."""
+
+    def __init__(self, message: str, permanent: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+
+
+def _message_template(value: Any, engine: TemplateEngine, loc: SourceLocation,
+                      kind: str) -> Any:
+    if not isinstance(value.get("message"), str) or not value["message"]:
+        raise loc.config_error(f"{kind}: message must be a non-empty string")
+    return engine.template(value["message"], loc.child(".message"))
+
+
+class StopAction:
+    """``stop: TEMPLATE`` or ``stop: {message: TEMPLATE}``: end the reconcile here, a success.
+
+    Decided while rendering (the render phase of ``ActionProgram``): the steps of the actions
+    before it are kept and then sent, the later actions are neither rendered nor sent, and the
+    message (trailing newlines dropped) is logged at info as the last step. A requeue asked
+    for by an earlier action stands. Raises :class:`Stop`.
+    """
+
+    kind = "stop"
+    VERBS: tuple[str, ...] = ()
+    """RBAC verbs this kind needs (``kinrun.rbac``): none, it only ends the render."""
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        if isinstance(value, str):
+            value = {"message": value}
+        value = _options(value, loc, "stop")
+        self._message = _message_template(value, engine, loc, "stop")
+
+    def render(self, scope: Scope) -> list[Step]:
+        raise Stop(self._message.render(scope.variables).rstrip("\n"))
+
+
+class FailAction:
+    """``fail: {message: TEMPLATE, permanent: false}``: end the reconcile as a failure.
+
+    Decided while rendering, so nothing of that reconcile is sent, not even the steps of the
+    actions before it (as for any render failure). ``permanent: false`` (the schema's
+    default): retried with the rate limiter's backoff (a TemporaryError without delay);
+    ``true``: a PermanentError, the key is forgotten and waits for its next change
+    (``kinrun.reconcile.Result.failed``). Raises :class:`Fail`.
+    """
+
+    kind = "fail"
+    VERBS: tuple[str, ...] = ()
+    """RBAC verbs this kind needs (``kinrun.rbac``): none, nothing is sent."""
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation) -> None:
+        value = _options(value, loc, "fail")
+        self._message = _message_template(value, engine, loc, "fail")
+        self._permanent = _bool(_setting(value, "fail", "permanent"), loc, "fail.permanent")
+
+    def render(self, scope: Scope) -> list[Step]:
+        raise Fail(self._message.render(scope.variables).rstrip("\n"), self._permanent)
+
+
 # --- plugin kinds ----------------------------------------------------------------------------
 
 
@@ -500,5 +579,5 @@ class PluginAction:
         return steps
 
 
-BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter")
+BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop", "fail")
 """The action kinds kinrun defines; plugin kinds may not reuse these names."""

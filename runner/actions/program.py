@@ -2,14 +2,25 @@
 
 Two phases per reconcile, so nothing is half-applied because of a template:
 
-1. ``render``: every action's ``when:`` is evaluated and every template rendered and checked,
-   in order, all spending one budget (``templates.budget``: time, loop steps, output). The
-   first failure raises :class:`RenderError` (controller, action index and name, config
-   file:line, template line; :class:`BudgetError` past the budget) and nothing of that
-   reconcile is sent.
+1. ``render``: the controller's ``reconcile.vars`` are evaluated in order (each visible to the
+   later ones), then every action's ``when:`` is evaluated and every template rendered and
+   checked, in order, all spending one budget (``templates.budget``: time, loop steps,
+   output). The first failure raises :class:`RenderError` (controller, action index and name,
+   config file:line, template line; :class:`BudgetError` past the budget; :class:`VarError` /
+   :class:`VarBudgetError` naming the var) and nothing of that reconcile is sent.
 2. ``execute``: the steps are carried out in order: ApiRequests through ``client.execute``, log
    lines logged, the smallest requeue delay returned. An API failure propagates (the kube
    layer's ApiError) and the remaining steps are not sent; the controller retries the key.
+
+Flow is decided in the render phase, so what is sent when a reconcile ends midway is exact:
+
+* ``stop`` (when its ``when:`` holds): the render ends there; the steps of the actions before
+  it are executed (requests sent, lines logged, requeues kept), then its message is logged at
+  info; the actions after it are neither rendered nor sent. The reconcile is a success.
+* ``fail``: the render raises :class:`ActionFailed` (a TemporaryError without delay: retried
+  with backoff) or, with ``permanent: true``, :class:`ActionFailedPermanently` (a
+  PermanentError: the key waits for its next change). Nothing of that reconcile is sent, the
+  actions before it included, exactly as for a template error.
 
 Programs are immutable after compiling and thread-safe: workers of one controller render
 concurrently (for different keys).
@@ -26,14 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from kinrun.actions.errors import BudgetError, RenderError
 from kinrun.actions.kinds import (
-    BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, LogAction, PatchAction,
-    PluginAction, RequeueAfterAction, Scope,
+    BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
+    LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
 )
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
 from kinrun.config.schema import action_default
-from kinrun.errors import ConfigError, ReconcileError
+from kinrun.errors import ConfigError, PermanentError, ReconcileError, TemporaryError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
@@ -47,6 +60,122 @@ DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
 
 _RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
+
+RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "get", "list", "by_index",
+                      "now", "range", "env", "read_file")
+"""Names a ``reconcile.vars`` entry may not take: the template variables and functions every
+action sees (a var would shadow them)."""
+_JINJA_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "elif", "for",
+                             "true", "false", "none", "True", "False", "None", "import",
+                             "from", "as", "with", "recursive", "set", "block", "macro"})
+"""Words a Jinja2 expression cannot use as a variable name."""
+
+
+# --- errors of vars and fail -------------------------------------------------------------------
+
+
+def _var_message(location: SourceLocation, controller: str, name: str, detail: str,
+                 template_line: int | None) -> str:
+    where = f" (template line {template_line})" if template_line else ""
+    return f"{location}: controller {controller!r} var {name!r}: {detail}{where}"
+
+
+class VarError(RenderError):
+    """A ``reconcile.vars`` entry failed to evaluate; nothing of that reconcile was sent
+    (retried with backoff, like any RenderError). ``var``: its name; ``index``: its position
+    in ``vars``; ``label``: ``vars.NAME``; ``location``: the var's file:line.
+    ``str()``: ``file:line: path: controller 'c' var 'name': detail``."""
+
+    def __init__(self, detail: str, *, controller: str, index: int, name: str,
+                 location: SourceLocation, template_line: int | None = None) -> None:
+        super().__init__(detail, controller=controller, index=index, label=f"vars.{name}",
+                         location=location, template_line=template_line)
+        self.var = name
+        self.args = (_var_message(location, controller, name, detail, template_line),)
+
+
+class VarBudgetError(BudgetError):
+    """A ``reconcile.vars`` entry went over the reconcile's template budget (the budget the
+    actions then share): a BudgetError naming the var (``var``; ``label`` ``vars.NAME``)."""
+
+    def __init__(self, exceeded: BudgetExceeded, *, controller: str, index: int, name: str,
+                 location: SourceLocation) -> None:
+        super().__init__(exceeded, controller=controller, index=index, label=f"vars.{name}",
+                         location=location)
+        self.var = name
+        self.args = (_var_message(location, controller, name, exceeded.detail,
+                                  exceeded.template_line),)
+
+
+class _Failed:
+    """What both errors of a ``fail`` action carry: ``controller``, ``index``, ``label``,
+    ``location`` (the action's), ``detail`` (the rendered message). ``str()``: ``file:line:
+    path: controller 'c' action [i] (label): message``."""
+
+    def _locate(self, message: str, *, controller: str, index: int, label: str,
+                location: SourceLocation) -> None:
+        self.controller, self.index, self.label = controller, index, label
+        self.location, self.detail = location, message
+        self.args = (f"{location}: controller {controller!r} action [{index}] ({label}): "
+                     f"{message}",)
+
+
+class ActionFailed(_Failed, TemporaryError):
+    """A ``fail`` action ended the reconcile (``permanent: false``): a TemporaryError without
+    a delay, so the controller retries the key with its rate limiter's backoff. Nothing of
+    that reconcile was sent."""
+
+    def __init__(self, message: str, *, controller: str, index: int, label: str,
+                 location: SourceLocation) -> None:
+        TemporaryError.__init__(self, message)
+        self._locate(message, controller=controller, index=index, label=label,
+                     location=location)
+
+
+class ActionFailedPermanently(_Failed, PermanentError):
+    """A ``fail`` action with ``permanent: true`` ended the reconcile: a PermanentError, so
+    the key is forgotten (logged) and waits for its next change. Nothing of it was sent."""
+
+    def __init__(self, message: str, *, controller: str, index: int, label: str,
+                 location: SourceLocation) -> None:
+        PermanentError.__init__(self, message)
+        self._locate(message, controller=controller, index=index, label=label,
+                     location=location)
+
+
+@dataclass(frozen=True)
+class CompiledVar:
+    """One ``reconcile.vars`` entry: ``index`` (its position), ``name``, ``location``, and
+    ``value``, the compiled expression (an Expression, or a _TemplateValue for text mixing
+    literal parts and ``{{ }}``, whose value is the rendered string)."""
+
+    index: int
+    name: str
+    location: SourceLocation
+    value: Any
+
+    def evaluate(self, variables: Mapping[str, Any], controller: str) -> Any:
+        """The var's value with ``variables`` in scope, spending the active budget. An
+        undefined result (``obj.metdata``) is an error, as in a template. Raises VarError,
+        VarBudgetError; a ReconcileError from a plugin filter propagates unchanged."""
+        try:
+            value = self.value.evaluate(variables)
+            if isinstance(value, jinja2.Undefined):
+                str(value)  # StrictUndefined: raises UndefinedError naming what is missing
+            return value
+        except BudgetExceeded as exc:
+            raise VarBudgetError(exc, controller=controller, index=self.index, name=self.name,
+                                 location=self.location) from exc
+        except TemplateRenderError as exc:
+            raise self._error(controller, exc.detail, exc.template_line) from exc
+        except ReconcileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plugin filter or lookup failed
+            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
+
+    def _error(self, controller: str, detail: str, line: int | None) -> VarError:
+        return VarError(detail, controller=controller, index=self.index, name=self.name,
+                        location=self.location, template_line=line)
 
 
 @dataclass(frozen=True)
@@ -62,11 +191,19 @@ class CompiledAction:
     def render(self, scope: Scope, controller: str) -> list[Any]:
         """The action's steps for ``scope`` ([] when ``when`` is false); RenderError on failure,
         except that a ReconcileError (PermanentError/TemporaryError) raised by a plugin's action
-        kind or filter propagates unchanged, so plugins can steer the retry."""
+        kind or filter propagates unchanged, so plugins can steer the retry. A ``stop`` raises
+        :class:`~kinrun.actions.kinds.Stop` (for the program); a ``fail`` raises
+        ActionFailed or ActionFailedPermanently, located at this action."""
         try:
             if not self._wanted(scope):
                 return []
             return self.impl.render(scope)
+        except Stop:
+            raise
+        except Fail as exc:
+            error = ActionFailedPermanently if exc.permanent else ActionFailed
+            raise error(exc.message, controller=controller, index=self.index, label=self.label,
+                        location=self.location) from None
         except BudgetExceeded as exc:
             raise BudgetError(exc, controller=controller, index=self.index, label=self.label,
                               location=self.location) from exc
@@ -96,14 +233,18 @@ class ActionProgram:
     """A controller's compiled actions (``reconcile.actions`` or ``onDelete``).
 
     ``render(key=, obj=, old=, ctx=) -> RenderResult``; ``run(...)`` renders then executes.
-    ``budgets``: makes the budget one render spends, shared by all its actions (normally the
-    engine's ``TemplateEngine.budget``; None: the default limits). Immutable; thread-safe.
+    ``budgets``: makes the budget one render spends, shared by its vars and all its actions
+    (normally the engine's ``TemplateEngine.budget``; None: the default limits). ``vars``: the
+    compiled ``reconcile.vars``, evaluated first, in order, at every render. Immutable;
+    thread-safe.
     """
 
     def __init__(self, controller: str, actions: Sequence[CompiledAction], *,
-                 budgets: Callable[[], RenderBudget] | None = None) -> None:
+                 budgets: Callable[[], RenderBudget] | None = None,
+                 vars: Sequence[CompiledVar] = ()) -> None:
         self.controller = controller
         self.actions: tuple[CompiledAction, ...] = tuple(actions)
+        self.vars: tuple[CompiledVar, ...] = tuple(vars)
         self._budgets = budgets or functools.partial(RenderBudget, BudgetLimits())
 
     def __len__(self) -> int:
@@ -115,22 +256,33 @@ class ActionProgram:
 
         ``obj`` is the object (None in ``onDelete``), ``old`` its previous version if known,
         ``ctx`` the reconcile context (its listers back ``get``/``list``/``by_index``; None gives
-        an empty context). Every ``when:`` and template of every action spends one fresh budget
-        (seconds, loop steps, output characters: ``templates.budget``). Raises RenderError for the
-        first action that fails, BudgetError (a RenderError) for the one that goes over budget.
+        an empty context). The vars are evaluated first, in order, each added to the scope by
+        name; then the actions render. Vars, ``when:`` and templates all spend one fresh budget
+        (seconds, loop steps, output characters: ``templates.budget``). A ``stop`` ends the render
+        with the steps so far plus its message as an info LogLine (the later actions are not
+        rendered). Raises VarError / VarBudgetError for a var that fails, RenderError for the
+        first action that fails, BudgetError (a RenderError) for the one that goes over budget,
+        ActionFailed / ActionFailedPermanently for a ``fail`` that fires.
         """
         scope = self._scope(key, obj, old, ctx)
         steps: list[Any] = []
         with self._budgets():
+            for var in self.vars:
+                scope.variables[var.name] = var.evaluate(scope.variables, self.controller)
             for action in self.actions:
-                steps.extend(action.render(scope, self.controller))
+                try:
+                    steps.extend(action.render(scope, self.controller))
+                except Stop as stop:
+                    steps.append(LogLine("info", stop.message))
+                    break
         return RenderResult(tuple(steps))
 
     def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
             ctx: ReconcileContext | None = None, client: Any = None,
             logger: logging.Logger | None = None) -> float | None:
         """Render, then execute: returns the requeue delay in seconds or None. ``client`` and
-        ``logger`` default to the context's. Raises RenderError (nothing sent) or ApiError."""
+        ``logger`` default to the context's. Raises RenderError or ActionFailed(Permanently)
+        (nothing sent), or ApiError."""
         result = self.render(key=key, obj=obj, old=old, ctx=ctx)
         client = client if client is not None else (ctx.client if ctx else None)
         logger = logger or (ctx.logger if ctx else None) or _logger(self.controller)
@@ -200,7 +352,8 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
                     locations: Sequence[Any] | None = None, engine: TemplateEngine | None = None,
                     base_dir: Path | None = None,
                     clock: Callable[[], float] = time.time,
-                    field_manager: str = DEFAULT_FIELD_MANAGER) -> ActionProgram:
+                    field_manager: str = DEFAULT_FIELD_MANAGER,
+                    vars: Any = ()) -> ActionProgram:
     """Compile a controller's action list once, at start-up.
 
     ``specs``: the actions as plain mappings (``{"log": "...", "when": "..."}``), each with exactly
@@ -213,10 +366,13 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``controllers[0].reconcile.actions``); ``locations``: per-action locations, if known.
     ``engine``: share one TemplateEngine (then ``templates_options``, ``base_dir`` and the
     plugins' filters are not used again). ``base_dir``: the config's folder, for ``read_file``.
-    ``clock``: wall time in seconds (Event names/timestamps).
+    ``clock``: wall time in seconds (Event names/timestamps). ``vars``: the controller's
+    ``reconcile.vars``, in order: a mapping name -> expression, or a sequence of objects with
+    ``name``, ``expression`` and ``location`` (``kinrun.config.model.VarSpec``); see
+    :func:`compile_vars`.
 
-    Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values and
-    template syntax errors.
+    Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values,
+    template syntax errors and bad vars.
     """
     kinds = plugin_action_kinds(plugin_manager)
     engine = engine or TemplateEngine(templates_options, base_dir=base_dir,
@@ -226,7 +382,35 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
         actions.append(_compile_one(index, data, loc, engine, kinds, clock, field_manager))
-    return ActionProgram(controller, actions, budgets=engine.budget)
+    return ActionProgram(controller, actions, budgets=engine.budget,
+                         vars=compile_vars(vars, engine))
+
+
+def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
+    """Compile ``reconcile.vars`` (a mapping name -> expression, in order, or a sequence of
+    objects with ``name``, ``expression``, ``location``) with ``engine``: each expression with
+    or without ``{{ }}`` (text mixing literal parts renders as a string). Raises ConfigError at
+    the var for a syntax error, a name that is not an identifier, a Jinja2 keyword, a name of
+    :data:`RESERVED_VAR_NAMES`, or a name given twice."""
+    if isinstance(vars, Mapping):
+        vars = [(name, expr, None) for name, expr in vars.items()]
+    compiled: list[CompiledVar] = []
+    for index, var in enumerate(vars):
+        name, expr, where = var if isinstance(var, tuple) else (
+            var.name, var.expression, getattr(var, "location", None))
+        loc = as_location(where, f"vars.{name}")
+        if not isinstance(name, str) or not name.isidentifier() or name in _JINJA_KEYWORDS:
+            raise loc.config_error(f"vars: {name!r} is not a valid var name (a letter or '_', "
+                                   "then letters, digits or '_'; no Jinja2 keyword)")
+        if name in RESERVED_VAR_NAMES:
+            raise loc.config_error(f"vars: {name!r} would shadow the template name {name!r} "
+                                   f"(reserved: {', '.join(RESERVED_VAR_NAMES)})")
+        if any(c.name == name for c in compiled):
+            raise loc.config_error(f"vars: {name!r} is given twice")
+        if not isinstance(expr, str) or not expr.strip():
+            raise loc.config_error(f"vars: {name} must be a non-empty expression string")
+        compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc)))
+    return tuple(compiled)
 
 
 def _unwrap(spec: Any, given: Any, base: SourceLocation, index: int
@@ -271,7 +455,8 @@ def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
     if kind == "event":
         return EventAction(value, engine, loc, clock)
     return {"log": LogAction, "patch": PatchAction, "delete": DeleteAction,
-            "requeueAfter": RequeueAfterAction}[kind](value, engine, loc)
+            "requeueAfter": RequeueAfterAction, "stop": StopAction,
+            "fail": FailAction}[kind](value, engine, loc)
 
 
 def _compile_when(when: Any, engine: TemplateEngine, loc: SourceLocation) -> Any:

@@ -44,11 +44,13 @@ def test_every_builtin_action_kind_declares_its_verbs() -> None:
     program = compile_actions([
         {"log": "x"}, {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}"}},
         {"patch": {"patch": {"a": 1}}}, {"delete": {}},
-        {"event": {"reason": "R", "message": "m"}}, {"requeueAfter": "1s"}], controller="c")
+        {"event": {"reason": "R", "message": "m"}}, {"requeueAfter": "1s"},
+        {"stop": "s"}, {"fail": {"message": "f"}}], controller="c")
     verbs = {a.impl.kind: a.impl.VERBS for a in program.actions}
     assert set(verbs) == set(BUILTIN_KINDS)
     assert verbs == {"log": (), "apply": ("patch", "create"), "patch": ("patch",),
-                     "delete": ("delete",), "event": ("create",), "requeueAfter": ()}
+                     "delete": ("delete",), "event": ("create",), "requeueAfter": (),
+                     "stop": (), "fail": ()}
 
 
 def test_builtin_plurals_without_discovery() -> None:
