@@ -85,6 +85,11 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
         if probes is not None:
             _serve_probes(probes, config, manager, stack)
+        warm = (config.leader_election is not None and config.leader_election.warm_standby
+                and not options.dry_run)
+        if warm and not manager.start_caches(stop, gc_policy=True):  # list+watch, no worker
+            manager.stop(0.0)
+            return 0 if stop.is_set() else 1
         elector = None
         if config.leader_election is not None and options.dry_run:
             # The Lease writes would be real writes: a dry run must never take the Lease from
@@ -95,11 +100,18 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         elif config.leader_election is not None:
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
             _standby(probes, manager.metrics, config, True)
+            if warm:
+                _log.info("warm standby: caches synced; waiting for the Lease %s/%s",
+                          config.leader_election.namespace, config.leader_election.lease_name)
             if not elector.acquire(stop):
+                if warm:
+                    manager.stop(0.0)
                 return 0
             _standby(probes, manager.metrics, config, False)
             stack.callback(elector.release)
-        if not manager.start(stop, gc_policy=True):
+        if warm:
+            manager.start_workers()
+        elif not manager.start(stop, gc_policy=True):
             manager.stop(0.0)
             return 0 if stop.is_set() else 1
         _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",

@@ -68,6 +68,7 @@ class Manager:
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
+        self._gc_policy = False  # start_caches was asked to apply the GC policy
         self._gc_stop = threading.Event()  # set by stop: ends the collect-frozen thread at once
         self._gc_thread: threading.Thread | None = None  # runs while gc.collectFrozenEvery > 0
 
@@ -75,14 +76,24 @@ class Manager:
 
     def start(self, stop: threading.Event | None = None, sync_timeout: float | None = None, *,
               gc_policy: bool = False) -> bool:
-        """Call the startup hooks, start every informer, wait for their caches to sync
-        (logging each informer's object count), then start every controller's workers.
+        """``start_caches`` then ``start_workers``. Returns False (workers not started) when
+        ``stop`` was set or ``sync_timeout`` seconds passed before every cache synced."""
+        if not self.start_caches(stop, sync_timeout, gc_policy=gc_policy):
+            return False
+        self.start_workers()
+        return True
+
+    def start_caches(self, stop: threading.Event | None = None,
+                     sync_timeout: float | None = None, *, gc_policy: bool = False) -> bool:
+        """Call the startup hooks, start every informer and wait for their caches to sync
+        (logging each informer's object count); no worker runs yet, so nothing is written:
+        what a warm standby replica does while it waits for the Lease (keys queue up,
+        deduplicated, until ``start_workers``; as controller-runtime's warm replicas).
         With ``gc_policy`` (the main job's choice): apply kinrun's GC policy
-        (``gc_tuning.manage``) first, freeze the GC over the initial list once synced, and with
-        ``gc.collectFrozenEvery`` set run ``collect_frozen_garbage`` that often. Returns False
-        (controllers not started) when ``stop`` was set or ``sync_timeout`` seconds passed
-        before every cache synced."""
+        (``gc_tuning.manage``) first and freeze the GC over the initial list once synced.
+        Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
         plugins.call_startup(self.pm, config=self.config, client=self.client)
+        self._gc_policy = gc_policy
         if gc_policy:
             self._gc_thresholds = gc_tuning.manage()
         self.factory.start()
@@ -90,12 +101,16 @@ class Manager:
             return False
         if gc_policy:
             gc_tuning.freeze()
+        return True
+
+    def start_workers(self) -> None:
+        """Start every controller's workers (after ``start_caches`` returned True) and, under
+        the GC policy with ``gc.collectFrozenEvery`` set, the thread collecting what it froze."""
         for name, controller in self.controllers.items():
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)
-        if gc_policy:
+        if self._gc_policy:
             self._start_collecting_frozen(self.config.gc.collect_frozen_every)
-        return True
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
