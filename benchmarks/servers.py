@@ -214,7 +214,10 @@ class Envtest(Server):
                      workers: int = 16) -> EnvtestStampWriter:
         """A writer (not started) for the latency workload on kube-apiserver: see
         ``EnvtestStampWriter``. Deletes the previous run's marker first."""
-        self.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{MARKER}", ok=(200, 404))
+        # gracePeriodSeconds=0: no kubelet runs here to finish a graceful deletion of a Pod
+        # bound to a node, and the next run creates the marker again under the same name.
+        self.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{MARKER}?gracePeriodSeconds=0",
+                     ok=(200, 202, 404))
         return EnvtestStampWriter(self, ns, pods, rate, writes, workers)
 
     _local = threading.local()
