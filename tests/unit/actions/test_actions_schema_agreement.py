@@ -92,3 +92,24 @@ def test_optional_fields_are_optional_for_both(kind):
 def test_requeue_after_forms_agree(value, ok):
     """requeueAfter: a duration, a number of seconds or a template; nothing else."""
     assert _both({"requeueAfter": value}) == (ok, ok)
+
+
+@pytest.mark.parametrize("action,ok", [
+    pytest.param({"stop": "done here"}, True, id="stop-string"),
+    pytest.param({"stop": {"message": "done"}}, True, id="stop-mapping"),
+    pytest.param({"stop": ""}, False, id="stop-empty"),
+    pytest.param({"stop": {}}, False, id="stop-no-message"),
+    pytest.param({"fail": {"message": "bad", "permanent": True}}, True, id="fail-permanent"),
+    pytest.param({"fail": "bad"}, False, id="fail-string"),
+    pytest.param({"fail": {"message": "bad", "permanent": "yes"}}, False, id="fail-permanent-text"),
+])
+def test_stop_and_fail_forms_agree(action, ok):
+    """stop: a message or {message}; fail: {message, permanent} only; both agree."""
+    assert _both(action) == (ok, ok)
+
+
+def test_stop_and_fail_are_in_the_schema_one_of():
+    """The schema's action oneOf names every built-in kind, stop and fail included."""
+    kinds = [b["required"][0] for b in load_schema()["$defs"]["action"]["oneOf"]]
+    assert set(BUILTIN_KINDS) <= set(kinds)
+    assert {"stop", "fail"} <= set(OBJECT_KINDS)
