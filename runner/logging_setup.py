@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import random
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -44,19 +44,33 @@ RECONCILE_FIELDS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Co
 """The reconcile fields of the current (or last) reconcile on this thread, or None."""
 
 
+_RANDOM_BITS = random.Random().getrandbits  # seeded from os.urandom; atomic under the GIL
+_VERSION_4 = 4 << 76
+_VARIANT_RFC4122 = 0x8000 << 48
+_KEEP = ~((0xF << 76) | (0xC000 << 48))
+
+
+def new_reconcile_id() -> str:
+    """A random (version 4) UUID string, as ``str(uuid.uuid4())`` but from a PRNG seeded once
+    from the OS: an identifier to join log lines, not a secret, and about 4x cheaper on the
+    reconcile path (``uuid4`` reads ``os.urandom`` each time)."""
+    h = f"{_RANDOM_BITS(128) & _KEEP | _VERSION_4 | _VARIANT_RFC4122:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def reconcile_log_fields(kind: str | Callable[[str], str]) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
     """A wrap ``(controller, reconcile) -> reconcile`` (``kinrun.bound``) that sets the
     reconcile fields (see the module docstring) of each call; ``kind``: the controller's
     primary kind, ``kind(controller)`` when a callable."""
     def wrap(controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
         controller_kind = kind(controller) if callable(kind) else kind
-        fields_var, new_id = RECONCILE_FIELDS, uuid.uuid4
+        fields_var, new_id = RECONCILE_FIELDS, new_reconcile_id
 
         def with_fields(key: Any, obj: Any, *args: Any) -> Any:
             namespace, _, name = str(key).rpartition("/")
             fields_var.set({"controller": controller, "kind": controller_kind,
                             "namespace": namespace, "name": name, "key": key,
-                            "reconcileID": str(new_id())})
+                            "reconcileID": new_id()})
             return reconcile(key, obj, *args)
         return with_fields
     return wrap

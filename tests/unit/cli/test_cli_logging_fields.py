@@ -10,6 +10,7 @@ import logging
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ def test_lines_during_and_after_a_reconcile_carry_its_fields(lines: list[dict[st
     assert "will retry" in retry["message"]
     assert retry["reconcileID"] == first["reconcileID"]
     assert second["reconcileID"] != first["reconcileID"]
+    assert uuid.UUID(first["reconcileID"]).version == 4
+    assert str(uuid.UUID(first["reconcileID"])) == first["reconcileID"]
 
 
 def test_cluster_scoped_key_has_an_empty_namespace(lines: list[dict[str, Any]]) -> None:
@@ -123,5 +126,5 @@ def test_main_job_action_log_lines_carry_the_fields() -> None:
     assert {k: found[k] for k in FIELDS[:-1]} == {
         "controller": "pod-logger", "kind": "Pod", "namespace": "default", "name": "mypod",
         "key": "default/mypod"}
-    assert len(found["reconcileID"]) == 36  # a UUID
+    assert uuid.UUID(found["reconcileID"]).variant == uuid.RFC_4122
     assert proc.returncode == 0
