@@ -43,13 +43,18 @@ def load(path: str | Path) -> Config:
     Raises ConfigErrors (a ConfigError) listing every problem found, including an unreadable
     file.
     """
-    file = str(path)
+    return load_text(read_file_text(path), file=str(path), base_dir=Path(path).resolve().parent)
+
+
+def read_file_text(path: str | Path) -> str:
+    """The UTF-8 text of a config-like file; ConfigErrors naming the file when it cannot be
+    read (missing, unreadable, not UTF-8). Shared by every YAML file kinrun loads."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigErrors([ConfigError(f"cannot read the file: {reason}", file=file)]) from None
-    return load_text(text, file=file, base_dir=Path(path).resolve().parent)
+        raise ConfigErrors([ConfigError(f"cannot read the file: {reason}",
+                                        file=str(path))]) from None
 
 
 def load_text(text: str, *, file: str = "<config>", base_dir: str | Path | None = None) -> Config:

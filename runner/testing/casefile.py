@@ -40,6 +40,7 @@ import yaml
 from kinrun.config import ConfigErrors
 from kinrun.config import schema as config_schema
 from kinrun.config.loader import LoadedYaml, PathKey, load_yaml
+from kinrun.config.parse import read_file_text
 from kinrun.durations import parse_duration
 from kinrun.errors import ConfigError
 
@@ -173,12 +174,7 @@ def load_test_file(path: str | Path) -> TestFile:
     ``config`` or ``file:`` reference, a ``file:`` that holds no Kubernetes object), each
     ``file:line:column: key.path: message``. The config itself is not loaded here."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigErrors([ConfigError(f"cannot read the file: {reason}", file=file)]) from None
-    loaded = load_yaml(text, file)
+    loaded = load_yaml(read_file_text(path), file)
     if loaded.errors:
         raise ConfigErrors(loaded.errors)
     errors = validate(loaded)
