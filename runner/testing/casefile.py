@@ -45,8 +45,6 @@ from kinrun.durations import parse_duration
 from kinrun.errors import ConfigError
 
 SCHEMA_FILE = "kinrun-test.schema.json"
-DEFAULT_TIMEOUT = 10.0
-"""Seconds of real time one step may take to become quiet (the file's ``timeout``)."""
 
 Obj = dict[str, Any]
 STEP_KINDS = ("added", "updated", "deleted", "reconcile", "after")
@@ -228,7 +226,7 @@ class _Builder:
         config = (self.base / data["config"]).resolve()
         if not config.is_file():
             self.error(("config",), f"no such config file: {config}")
-        timeout = parse_duration(data.get("timeout", DEFAULT_TIMEOUT))
+        timeout = parse_duration(data.get("timeout", test_schema()["properties"]["timeout"]["default"]))
         cases = tuple(self.case(c, ("cases", i)) for i, c in enumerate(data["cases"]))
         names = [c.name for c in cases]
         for i, name in enumerate(names):
