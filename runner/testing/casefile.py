@@ -226,7 +226,8 @@ class _Builder:
         config = (self.base / data["config"]).resolve()
         if not config.is_file():
             self.error(("config",), f"no such config file: {config}")
-        timeout = parse_duration(data.get("timeout", test_schema()["properties"]["timeout"]["default"]))
+        default_timeout = test_schema()["properties"]["timeout"]["default"]
+        timeout = parse_duration(data.get("timeout", default_timeout))
         cases = tuple(self.case(c, ("cases", i)) for i, c in enumerate(data["cases"]))
         names = [c.name for c in cases]
         for i, name in enumerate(names):
