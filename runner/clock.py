@@ -30,6 +30,13 @@ class Clock(Protocol):
         passes; the caller clears it."""
         ...
 
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """As ``wait``, until ``deadline`` (a ``now()`` value; None: no limit). Use it when
+        the deadline was computed from an earlier ``now()``: a relative timeout would count
+        from the time the wait starts, so time that passed in between would be counted twice
+        (with a fake clock stepped meanwhile, the wake-up would be missed)."""
+        ...
+
 
 class RealClock:
     """The system's monotonic clock. Thread-safe (stateless)."""
@@ -48,6 +55,10 @@ class RealClock:
             return wakeup.is_set()
         return wakeup.wait(timeout)
 
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """``wait`` for what is left until ``deadline`` (monotonic seconds)."""
+        return self.wait(wakeup, None if deadline is None else deadline - time.monotonic())
+
 
 REAL_CLOCK = RealClock()
 
@@ -58,18 +69,21 @@ class FakeClock:
     ``wait`` blocks the calling thread (on the real wake-up event) until the event is set by its
     owner or ``step`` moves time to or past the deadline, in which case ``step`` sets the event.
     ``wait_for_waiters(n)`` lets a test block until n threads are parked in ``wait`` before it
-    steps time, so no test relies on real-time sleeps.
+    steps time, so no test relies on real-time sleeps; ``settle(deadline)`` blocks until every
+    thread a step woke has come back to wait (it has done what was due: ``kinrun test``).
 
-    Thread-safety: all methods are thread-safe. Invariant: every entry of ``_waiters`` is a
+    Thread-safety: all methods are thread-safe. Invariants: every entry of ``_waiters`` is a
     waiter parked in ``wait`` whose deadline has not been reached (entries are removed by
-    ``step`` when due, or by ``wait`` when it returns).
+    ``step`` when due, or by ``wait`` when it returns); ``_woken`` holds the threads ``step``
+    woke that have not called ``wait`` again.
     """
 
     def __init__(self, start: float = 1000.0) -> None:
         self._now = start
         self._cond = threading.Condition(threading.Lock())
-        self._waiters: list[tuple[float, int, threading.Event]] = []  # heap by deadline
+        self._waiters: list[tuple[float, int, threading.Event, int]] = []  # heap by deadline
         self._parked = 0  # threads currently inside wait(), with or without a deadline
+        self._woken: set[int] = set()  # thread idents woken by step, not yet waiting again
         self._seq = itertools.count()
 
     def now(self) -> float:
@@ -80,13 +94,24 @@ class FakeClock:
     def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
         """Park until ``wakeup`` is set or fake time reaches now + ``timeout``."""
         with self._cond:
+            deadline = None if timeout is None else self._now + timeout
+        return self.wait_until(wakeup, deadline)
+
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """Park until ``wakeup`` is set or fake time reaches ``deadline`` (at once when it
+        already has)."""
+        me = threading.get_ident()
+        with self._cond:
+            if me in self._woken:
+                self._woken.discard(me)
+                self._cond.notify_all()
             if wakeup.is_set():
                 return True
-            if timeout is not None and timeout <= 0:
+            if deadline is not None and deadline <= self._now:
                 return False
             entry = None
-            if timeout is not None:
-                entry = (self._now + timeout, next(self._seq), wakeup)
+            if deadline is not None:
+                entry = (deadline, next(self._seq), wakeup, me)
                 heapq.heappush(self._waiters, entry)
             self._parked += 1
             self._cond.notify_all()
@@ -106,12 +131,24 @@ class FakeClock:
         with self._cond:
             self._now += seconds
             while self._waiters and self._waiters[0][0] <= self._now:
-                _, _, event = heapq.heappop(self._waiters)
+                _, _, event, ident = heapq.heappop(self._waiters)
+                self._woken.add(ident)
                 event.set()
 
     def sleep(self, seconds: float) -> None:
         """Block until fake time has moved by ``seconds`` (a test must step it)."""
         self.wait(threading.Event(), seconds)
+
+    def settled(self) -> bool:
+        """Whether every thread woken by a ``step`` has called ``wait`` again."""
+        with self._cond:
+            return not self._woken
+
+    def settle(self, deadline: float) -> bool:
+        """Block (real time, until ``deadline`` on ``time.monotonic``) until ``settled``."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._woken,
+                                       max(0.0, deadline - time.monotonic()))
 
     def waiters(self) -> int:
         """How many threads are parked in ``wait`` right now."""

@@ -454,14 +454,14 @@ class Reflector:
         while not self._stop.is_set():
             with self._lock:
                 watch = self._watch
-                deadline = self._last_activity + self._watch_deadline_limit
-                remaining = deadline - self._clock.now() if watch is not None else None
-                if remaining is not None and remaining <= 0:
+                deadline = self._last_activity + self._watch_deadline_limit \
+                    if watch is not None else None
+                if deadline is not None and deadline <= self._clock.now():
                     self._stalled = True
                     watch.close()  # type: ignore[union-attr]
                     self._watch = None
                     continue
-            self._clock.wait(self._watchdog_wakeup, remaining)
+            self._clock.wait_until(self._watchdog_wakeup, deadline)
             self._watchdog_wakeup.clear()
 
     def _resync_loop(self) -> None:

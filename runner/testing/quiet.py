@@ -22,10 +22,11 @@ deadline: :class:`NotQuiet` says which condition did not hold.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from kinrun.clock import FakeClock
 
 POLL = 0.001
 """Seconds between two looks at a condition."""
@@ -38,65 +39,9 @@ class NotQuiet(Exception):
     still moving (which informer lagged, which queue was busy)."""
 
 
-class StepClock:
-    """A fake monotonic clock (the ``kinrun.clock.Clock`` protocol) that moves only on
-    :meth:`step`, and can tell when every waiter it woke has come back to wait.
-
-    Thread-safety: every method is thread-safe. Invariants: ``_waiters`` maps each thread
-    parked with a deadline to (deadline, wakeup); ``_woken`` holds the threads :meth:`step`
-    woke that have not yet called :meth:`wait` again.
-    """
-
-    def __init__(self, start: float = 0.0) -> None:
-        self._now = start
-        self._cond = threading.Condition()
-        self._waiters: dict[int, tuple[float, threading.Event]] = {}
-        self._woken: set[int] = set()
-
-    def now(self) -> float:
-        """Fake seconds."""
-        with self._cond:
-            return self._now
-
-    def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
-        """Park until ``wakeup`` is set (by its owner, or by :meth:`step` past the deadline)."""
-        me = threading.get_ident()
-        with self._cond:
-            self._woken.discard(me)
-            self._cond.notify_all()
-            if wakeup.is_set():
-                return True
-            if timeout is not None and timeout <= 0:
-                return False
-            if timeout is not None:
-                self._waiters[me] = (self._now + timeout, wakeup)
-        try:
-            wakeup.wait()
-        finally:
-            with self._cond:
-                self._waiters.pop(me, None)
-        return True
-
-    def step(self, seconds: float) -> None:
-        """Advance by ``seconds`` and wake every waiter whose deadline passed."""
-        with self._cond:
-            self._now += seconds
-            for ident, (deadline, wakeup) in list(self._waiters.items()):
-                if deadline <= self._now:
-                    del self._waiters[ident]
-                    self._woken.add(ident)
-                    wakeup.set()
-
-    def settled(self) -> bool:
-        """Whether every waiter woken by a step has called ``wait`` again."""
-        with self._cond:
-            return not self._woken
-
-    def settle(self, deadline: float) -> bool:
-        """Block (real time, until ``deadline`` on ``time.monotonic``) until :meth:`settled`."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._woken,
-                                       max(0.0, deadline - time.monotonic()))
+StepClock = FakeClock
+"""The workqueues' clock in ``kinrun test``: kinrun's one fake clock (``kinrun.clock``), whose
+``settle`` tells when every queue thread a step woke has moved its due keys and waits again."""
 
 
 def wait_until(condition: Callable[[], bool], deadline: float) -> bool:

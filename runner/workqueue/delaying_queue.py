@@ -130,10 +130,10 @@ class DelayingQueue:
             with self._lock:
                 if self._stopped:
                     return
-                due, next_wait = self._pop_due_locked(self._clock.now())
+                due, next_ready = self._pop_due_locked(self._clock.now())
             for item in due:
                 self._queue.add(item)
-            self._clock.wait(self._wakeup, next_wait)
+            self._clock.wait_until(self._wakeup, next_ready)  # absolute: time may move meanwhile
 
     def _pop_due_locked(self, now: float) -> tuple[list[Item], float | None]:
         due = []
@@ -143,4 +143,4 @@ class DelayingQueue:
             if ready_at.get(item) == ready:
                 del ready_at[item]
                 due.append(item)
-        return due, (heap[0][0] - now if heap else None)
+        return due, (heap[0][0] if heap else None)

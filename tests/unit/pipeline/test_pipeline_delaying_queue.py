@@ -97,3 +97,40 @@ def test_forget_of_unknown_item_changes_nothing(clock):
         assert len(q) == 0 and q.num_requeues("ghost") == 0
     finally:
         q.shut_down()
+
+
+class _StepsBeforeParking(FakeClock):
+    """A fake clock that is stepped by ``jump`` seconds just as the next waiter parks: the
+    interleaving where a test steps time after the queue's waiting thread read ``now()``
+    and before it waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jump = 0.0
+
+    def _maybe_jump(self, bounded: bool) -> None:
+        if self.jump and bounded:
+            jump, self.jump = self.jump, 0.0
+            self.step(jump)
+
+    def wait(self, wakeup, timeout):  # noqa: ANN001, ANN201 - the Clock protocol
+        self._maybe_jump(timeout is not None)
+        return super().wait(wakeup, timeout)
+
+    def wait_until(self, wakeup, deadline):  # noqa: ANN001, ANN201 - the Clock protocol
+        self._maybe_jump(deadline is not None)
+        return super().wait_until(wakeup, deadline)
+
+
+def test_a_step_between_reading_now_and_parking_is_not_lost():
+    """Time stepped past an item's ready time while the waiting thread was about to park still
+    delivers the item (the wait is until an absolute deadline, not a relative timeout)."""
+    clock = _StepsBeforeParking()
+    queue = DelayingQueue(Queue(), clock=clock)
+    try:
+        assert clock.wait_for_waiters(1, WAIT)  # idle, no deadline
+        clock.jump = 60.0
+        queue.add_after("a", 30.0)  # wakes the thread, which reads now, then parks: +60 s
+        assert queue.get(WAIT) == ("a", False)
+    finally:
+        queue.shut_down()

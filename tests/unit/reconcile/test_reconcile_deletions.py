@@ -111,11 +111,21 @@ def test_failed_on_delete_is_retried_with_its_final_state_and_reason(pipeline, c
     pipe.server.create(pod("p"))
     pipe.server.delete(KEY)
     assert pipe.hook.wait(lambda c: len([x for x in c if x["deleted"]]) >= 1)
-    clock.step(5)
-    assert pipe.hook.wait(lambda c: len([x for x in c if x["deleted"]]) >= 2)
+    # the retry is scheduled after the hook raised: step until it has fired (bounded)
+    assert _step_until(clock, pipe.hook, lambda c: len([x for x in c if x["deleted"]]) >= 2)
     first, retry = pipe.hook.deletions()
     assert retry["old"] is not None and retry["old_uid"] == first["old_uid"]
     assert retry["reason"] == first["reason"] == DELETED
+
+
+def _step_until(clock, hook, predicate, seconds: float = 5.0) -> bool:
+    """Step the fake clock by ``seconds`` until ``predicate(hook.calls)`` holds: for a timer
+    the worker sets after the call the test saw (at most WAIT of real time)."""
+    for _ in range(int(WAIT / 0.05)):
+        if hook.wait(predicate, timeout=0.05):
+            return True
+        clock.step(seconds)
+    return False
 
 
 def test_permanently_failing_on_delete_is_not_retried(pipeline, clock):
