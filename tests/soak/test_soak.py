@@ -48,9 +48,6 @@ def test_deletions_are_sound(soak_result: SoakResult, check: str) -> None:
     assert _violations(soak_result, check) == []
 
 
-@pytest.mark.xfail(strict=False, reason="deletion contract (Manager): an object deleted and "
-                   "re-created under the same name while the watch was down comes back from the "
-                   "relist as an update with a new uid; no onDelete for the old uid yet")
 def test_every_departure_ends_with_one_ondelete(soak_result: SoakResult) -> None:
     """Every object the cache saw that was deleted, relabelled out or wiped ends with an onDelete."""
     assert _violations(soak_result, "departed object without a final onDelete") == []
