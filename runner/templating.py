@@ -530,11 +530,16 @@ BUILTIN_FILTERS: Mapping[str, Callable[..., Any]] = {
 
 
 def _bounded_range(*args: int) -> range:
-    """``range`` refusing more than MAX_RANGE items (BudgetExceeded, reason ``range``)."""
+    """``range`` refusing more than :data:`MAX_RANGE` items, or more than the active budget's
+    ``maxLoopSteps`` when that is larger (a longer range could not be iterated within the
+    budget anyway; raising the budget raises this limit) (BudgetExceeded, reason ``range``)."""
     rng = range(*args)
-    if len(rng) > MAX_RANGE:
-        raise BudgetExceeded("range", len(rng), MAX_RANGE,
-                             f"range() of {len(rng)} items is over the limit of {MAX_RANGE}")
+    budget = _ACTIVE.get()
+    limit = max(MAX_RANGE, budget.limits.max_loop_steps) if budget is not None else MAX_RANGE
+    if len(rng) > limit:
+        raise BudgetExceeded("range", len(rng), limit,
+                             f"range() of {len(rng)} items is over the limit of {limit}"
+                             f"{' (templates.budget.maxLoopSteps)' if budget else ''}")
     return rng
 
 
@@ -546,6 +551,8 @@ _SANDBOX_CALL = ImmutableSandboxedEnvironment.call
 
 _ITER_HOOK = "kinrun_budget_iter"
 """The environment attribute every compiled ``for`` loop iterates through."""
+_SIZED_HOOK = "kinrun_budget_sized"
+"""The environment attribute every compiled ``~`` concatenation passes its result through."""
 
 
 class _BudgetCodeGenerator(CodeGenerator):
@@ -560,6 +567,13 @@ class _BudgetCodeGenerator(CodeGenerator):
             loop.iter = nodes.Call(nodes.EnvironmentAttribute(_ITER_HOOK), [loop.iter], [],
                                    None, None, lineno=loop.iter.lineno)
         super().visit_Template(node, frame)
+
+    def visit_Concat(self, node: nodes.Concat, frame: Any) -> None:
+        """``a ~ b``: the joined string goes through ``environment.kinrun_budget_sized`` (a
+        size check), so repeated concatenation cannot grow a string without bound."""
+        self.write(f"environment.{_SIZED_HOOK}(")
+        super().visit_Concat(node, frame)
+        self.write(")")
 
     def visit_Call(self, node: nodes.Call, frame: Any, forward_caller: bool = False) -> None:
         hook = node.node
@@ -580,8 +594,13 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     CLOCK_EVERY calls) and counts the items of recursive ``loop(...)`` calls.
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+"})
     code_generator_class = _BudgetCodeGenerator
+
+    def kinrun_budget_sized(self, value: Any) -> Any:
+        """``value`` (a ``~`` result) when its size is within :func:`sequence_limit`."""
+        _check_size(len(value), "a string")
+        return value
 
     def kinrun_budget_iter(self, iterable: Any) -> Any:
         """A ``for`` loop's iterable, spending one loop step per item: a list, tuple, range,
@@ -612,15 +631,32 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         if operator == "*":
             _check_repeat(left, right)
             _check_repeat(right, left)
+        elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
+            _check_size(len(left) + len(right), "a sequence")
         return super().call_binop(context, operator, left, right)
 
 
+_SEQUENCES = (str, bytes, list, tuple)
+
+
+def sequence_limit() -> int:
+    """The largest string or list a template may build with ``*``, ``+`` or ``~`` (items or
+    characters): the active budget's ``maxOutputChars``, else :data:`MAX_SEQUENCE`."""
+    budget = _ACTIVE.get()
+    return budget.limits.max_output_chars if budget is not None else MAX_SEQUENCE
+
+
+def _check_size(size: int, what: str) -> None:
+    limit = sequence_limit()
+    if size > limit:
+        raise BudgetExceeded("sequence", size, limit,
+                             f"{what} of {size} items is over the limit of {limit} "
+                             f"(templates.budget.maxOutputChars)")
+
+
 def _check_repeat(seq: Any, times: Any) -> None:
-    if isinstance(seq, (str, bytes, list, tuple)) and isinstance(times, int):
-        if len(seq) * times > MAX_SEQUENCE:
-            raise BudgetExceeded("sequence", len(seq) * times, MAX_SEQUENCE,
-                                 f"a sequence of {len(seq) * times} items is over the limit "
-                                 f"of {MAX_SEQUENCE}")
+    if isinstance(seq, _SEQUENCES) and isinstance(times, int):
+        _check_size(len(seq) * times, "a sequence")
 
 
 def _refused(setting: str, what: str) -> Callable[..., Any]:

@@ -337,3 +337,26 @@ def test_controller_retries_the_key_over_budget_and_reconciles_the_next(pod):
     assert queue.num_requeues("shop/bad") == 1   # retried with backoff
     assert queue.num_requeues("shop/good") == 0
     assert len(workers) == 2 and len(set(workers)) == 1   # one worker did both
+
+
+@pytest.mark.parametrize("template", [
+    pytest.param("{% set ns = namespace(x=[1]) %}{% for i in range(40) %}"
+                 "{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}", id="list-plus"),
+    pytest.param("{% set ns = namespace(x='a') %}{% for i in range(40) %}"
+                 "{% set ns.x = ns.x ~ ns.x %}{% endfor %}{{ ns.x|length }}", id="string-concat"),
+])
+def test_doubling_a_value_in_a_short_loop_is_bounded(pod, template):
+    """A list or string doubled 40 times in a 40-step loop stops at maxOutputChars items,
+    not at the machine's memory (the budget counts sizes built with +, ~ and *)."""
+    prog = compile_actions([{"log": template}], controller="web",
+                           engine=engine_with(maxOutputChars=1000))
+    err = render_error(prog, pod)
+    assert isinstance(err, BudgetError)
+    assert "over the limit of 1000 (templates.budget.maxOutputChars)" in str(err)
+
+
+def test_a_larger_loop_budget_allows_a_larger_range(pod):
+    """range() is bounded by maxLoopSteps when that is above the fixed 10,000."""
+    prog = compile_actions([{"log": "{% for i in range(20000) %}{% endfor %}ok"}],
+                           controller="web", engine=engine_with(maxLoopSteps=1_000_000))
+    assert prog.render(key="shop/web-1", obj=pod).log_lines[0].message == "ok"
