@@ -40,6 +40,8 @@ from kinrun.errors import ClusterConfigError, ConfigError, KinrunError
 EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
+EXIT_NO_CASES = 5
+"""``kinrun test``: no case selected (``-k`` deselected every case), as pytest's 5."""
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
@@ -57,14 +59,20 @@ commands (give one as the first argument; anything else is a config file to run)
   validate CONFIG...      check config files; prints "FILE: ok" or every error (file:line:col)
   schema                  print the JSON Schema of the config file
   plugins CONFIG          list the plugins found and the hooks each implements
-  render CONFIG --object FILE [--old FILE] [--controller NAME]
+  render CONFIG --object FILE [--old FILE] [--controller NAME] [--deleted [--reason R]]
+         [-o yaml|json]
                           print the API requests a controller's actions would send for an object
-  rbac CONFIG [--namespace NS] [--dry-run] [--kubeconfig PATH]
+  rbac CONFIG [--namespace NS] [--name NAME] [--service-account NAME]
+       [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--dry-run]
+       [--explain]
                           print the least-privilege RBAC (Roles, ClusterRole, bindings) it needs
-  manifests CONFIG -o DIR [--namespace NS] [--image IMAGE] [--replicas N]
+  manifests CONFIG -o DIR [--namespace NS] [--name NAME] [--service-account NAME]
+            [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]]
+            [--image IMAGE] [--replicas N]
                           write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
-  test TESTFILE... [-k EXPR] [--junit FILE]
-                          run test cases of configs on the embedded API server (no cluster)
+  test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION]
+                          run test cases of configs on the embedded API server (no cluster);
+                          exit 5 when -k selects no case
 """
 
 _log = logging.getLogger("kinrun.cli")
@@ -72,6 +80,11 @@ _log = logging.getLogger("kinrun.cli")
 
 class UsageError(Exception):
     """A bad combination of arguments (exit 2)."""
+
+
+class Refused(Exception):
+    """A command refuses its arguments: one line ``PROG: MESSAGE`` on stderr, exit 2 (no
+    usage line: the arguments parse, what they name does not fit)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     -15. With an explicit ``argv`` (in-process callers) the previous handlers are restored.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    typo = _mistyped_command(args)
+    if typo is not None:
+        _err(f"kinrun: unknown command {args[0]!r} (did you mean {typo!r}?)")
+        return EXIT_USAGE
     command = args.pop(0) if args and args[0] in _COMMANDS else "run"  # `run` may be explicit
     if command != "run":
         return _main(command, args)
@@ -96,6 +113,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             watcher.ignore_from_now()
         else:
             watcher.uninstall()
+
+
+def _mistyped_command(args: Sequence[str]) -> str | None:
+    """The command the first argument is a typo of (``valdiate``: ``validate``), or None: it
+    is a command, an option, an existing file, or close to no command name (difflib)."""
+    import difflib
+
+    if not args or args[0] in _COMMANDS or args[0].startswith("-") or Path(args[0]).exists():
+        return None
+    close = difflib.get_close_matches(args[0], list(_COMMANDS), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _main(command: str, args: list[str]) -> int:
@@ -112,6 +140,9 @@ def _main(command: str, args: list[str]) -> int:
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         _err(f"{parser.prog}: error: {exc}")
+        return EXIT_USAGE
+    except Refused as exc:
+        _err(f"{parser.prog}: {exc}")
         return EXIT_USAGE
     except ConfigError as exc:
         _err(str(exc))
@@ -256,6 +287,11 @@ def _render_parser() -> argparse.ArgumentParser:
     parser.add_argument("--deleted", action="store_true",
                         help="render onDelete instead: the object is gone, so it is `old` (its "
                              "final state, as at run time) unless --old is given")
+    parser.add_argument("--reason", choices=("deleted", "left", "unknown"),
+                        help="with --deleted: why the object is gone, as `reason` in the "
+                             "templates (default deleted; left: it no longer matches the "
+                             "informer's selectors; unknown: a relist no longer found it). A "
+                             "live render's reason is added, or updated with --old")
     parser.add_argument("--output", "-o", default="yaml", choices=("yaml", "json"),
                         help="output format (default yaml)")
     _add_log_flags(parser)
@@ -268,12 +304,14 @@ def _test_parser() -> argparse.ArgumentParser:
                   "each case, check the requests sent, the reconcile results and the log lines. "
                   "Prints 'PASS name' or 'FAIL name (seconds)' with a diff per case.",
                   "exit codes:\n  0    every selected case passed\n  1    a case failed\n"
-                  "  2    usage error, invalid test file or config\n")
+                  "  2    usage error, invalid test file or config, --junit FILE not writable\n"
+                  "  5    no case selected (-k deselected every case), as pytest\n")
     parser.add_argument("files", metavar="TESTFILE", nargs="+", help="test files")
     parser.add_argument("-k", metavar="EXPR", dest="select",
                         help="run only cases whose name matches: a substring, or an expression "
                              "of substrings with and/or/not (as pytest -k)")
-    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE "
+                        "(checked writable before any case runs)")
     parser.add_argument("--timeout", metavar="DURATION", type=_duration,
                         help="real time a step may take to become quiet (overrides the files' "
                              "timeout; default 10s)")
@@ -375,14 +413,39 @@ def _cmd_test(ns: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
+    if ns.junit:
+        _check_writable(ns.junit)
+
     def report(outcome: Any) -> None:
         for line in runner.outcome_lines(outcome):
             print(line, flush=True)
     run = runner.run_files(ns.files, select=select, report=report, timeout=ns.timeout)
     print(runner.summary_line(run), flush=True)
     if ns.junit:
-        Path(ns.junit).write_bytes(runner.junit_xml(run))
-    return EXIT_RUNTIME if run.failed else EXIT_OK
+        try:
+            Path(ns.junit).write_bytes(runner.junit_xml(run))
+        except OSError as exc:
+            raise Refused(f"--junit {ns.junit}: {exc.strerror or exc}") from None
+    if run.failed:
+        return EXIT_RUNTIME
+    if not any(not o.skipped for o in run.outcomes):
+        _err("kinrun test: no case selected")
+        return EXIT_NO_CASES
+    return EXIT_OK
+
+
+def _check_writable(path: str) -> None:
+    """Refused (``--junit PATH: reason``) unless ``path`` can be written: opened for append
+    (nothing truncated), and removed again when it did not exist."""
+    target = Path(path)
+    existed = target.exists()
+    try:
+        with target.open("ab"):
+            pass
+    except OSError as exc:
+        raise Refused(f"--junit {path}: {exc.strerror or exc}") from None
+    if not existed:
+        target.unlink(missing_ok=True)
 
 
 def _cmd_render(ns: argparse.Namespace) -> int:
@@ -392,14 +455,55 @@ def _cmd_render(ns: argparse.Namespace) -> int:
     configure_logging(ns.log_level, ns.log_format)
     config = load(ns.config)
     controller = _pick_controller(config, ns.controller)
+    if ns.reason and not ns.deleted:
+        raise UsageError("--reason needs --deleted (a live render's reason is added, or "
+                         "updated with --old)")
     obj = _read_object(ns.object, "--object")
     old = _read_object(ns.old, "--old") if ns.old else None
+    _check_watched(config, controller, obj, ns.object)
+    if not obj["metadata"].get("uid"):
+        obj["metadata"]["uid"] = PLACEHOLDER_UID
+        _err(f"kinrun render: --object {ns.object} has no metadata.uid: using {PLACEHOLDER_UID}")
     if ns.deleted and old is None:
         old = obj  # at run time a deletion's old is the object's final state
     key = object_key(obj)
-    steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted)
+    if ns.deleted:
+        reason = ns.reason or "deleted"
+    else:
+        reason = "updated" if old is not None else "added"
+    steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted, reason)
     print(_dump(steps, ns.output), end="")
     return EXIT_OK
+
+
+PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
+"""``kinrun render``'s uid of an object file without ``metadata.uid`` (owner references need
+one; the server would have set it)."""
+
+
+def _check_watched(config: Any, controller: Any, obj: dict[str, Any], path: str) -> None:
+    """Refused unless the controller's primary informer would deliver ``obj``: its
+    apiVersion and kind, a watched namespace, its label and field selectors."""
+    from kinrun.plan import selector_matcher
+
+    spec = config.informers[controller.primary]
+    what = f"controller {controller.name!r} reconciles informer {spec.name!r}"
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version != spec.api_version or (spec.kind is not None and kind != spec.kind):
+        watched = f"{spec.api_version} {spec.kind or spec.resource}"
+        raise Refused(f"--object {path}: {api_version} {kind} is not what {what} watches "
+                      f"({watched})")
+    namespace = obj["metadata"].get("namespace")
+    if spec.namespaces is not None and namespace and namespace not in spec.namespaces:
+        raise Refused(f"--object {path}: namespace {namespace!r} is not watched: {what}, "
+                      f"which watches namespaces {', '.join(spec.namespaces)}")
+    matches = selector_matcher(spec)
+    if matches is not None and not matches(obj):
+        selectors = "; ".join(f"{flag} {value!r}" for flag, value in (
+            ("labelSelector", spec.label_selector), ("fieldSelector", spec.field_selector))
+            if value)
+        raise Refused(f"--object {path}: does not match the selectors of informer "
+                      f"{spec.name!r} ({selectors}), which {controller.name!r} reconciles")
 
 
 def _pick_controller(config: Any, name: str | None) -> Any:
@@ -441,7 +545,8 @@ def object_key(obj: dict[str, Any]) -> str:
 
 
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
-            old: dict[str, Any] | None, deleted: bool) -> list[dict[str, Any]]:
+            old: dict[str, Any] | None, deleted: bool,
+            reason: str = "") -> list[dict[str, Any]]:
     """The described steps of the controller's actions (or onDelete), compiled by the plan.
     Lookups in templates (``get``/``list``/``by_index``) see an empty cache: render has no
     cluster."""
@@ -459,7 +564,7 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
         return []
     listers = {name: _EmptyLister() for name in config.informers}
     ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old,
-                           reason="deleted" if deleted else "")
+                           reason=reason or ("deleted" if deleted else ""))
     return program.render(key=key, obj=obj, old=old, ctx=ctx).describe()
 
 
@@ -586,9 +691,16 @@ def _cmd_manifests(ns: argparse.Namespace) -> int:
     config, names = _identity(ns)
     if ns.replicas is not None and ns.replicas < 1:
         raise UsageError("--replicas must be at least 1")
-    written = write_base(config, Path(ns.output_dir), names, image=ns.image,
-                         replicas=ns.replicas, resolve=_resolver(ns), warn=lambda text: _err(
-                             f"kinrun manifests: note: {text}"))
+    out_dir = Path(ns.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise Refused(f"-o {ns.output_dir}: exists and is not a directory")
+    try:
+        written = write_base(config, out_dir, names, image=ns.image,
+                             replicas=ns.replicas, resolve=_resolver(ns), warn=lambda text: _err(
+                                 f"kinrun manifests: note: {text}"))
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != ns.output_dir else ""
+        raise Refused(f"-o {ns.output_dir}: cannot write{where}: {exc.strerror or exc}") from None
     for path in written:
         print(path)
     return EXIT_OK
