@@ -73,7 +73,10 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         if stop.is_set():
             return 0
         compiled = plan(config)  # everything checkable without a cluster fails here first
-        kubeconfig, context = _cluster_access(config, options, stack)
+        kubeconfig, context = _cluster_access(config, options, stack, stop)
+        if stop.is_set():  # a signal while the embedded server was being seeded
+            _log.info("stopping before the run started")
+            return 0
         probes = _probes(config)
         manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run,
                          probes=probes, log_fields=options.log_format == "json")
@@ -201,9 +204,10 @@ def _observers(bound: Any, probes: Probes | None, log_fields: bool) -> Any:
     return wrap
 
 
-def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack
-                    ) -> tuple[str | None, str | None]:
-    """The kubeconfig path and context to use; with ``--embedded``, start that server first."""
+def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack,
+                    stop: threading.Event) -> tuple[str | None, str | None]:
+    """The kubeconfig path and context to use; with ``--embedded``, start that server first
+    and load the seeds (cut short, object by object, once ``stop`` is set)."""
     if not options.embedded:
         cluster = options.effective_cluster(config)
         return cluster.kubeconfig, cluster.context
@@ -213,16 +217,21 @@ def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitS
     server = EmbeddedAPIServer()
     server.start()
     stack.callback(server.stop)
-    loaded = sum(_load_seeds(server, path, objects) for path, objects in seeds.items())
+    loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds.items())
+    if stop.is_set():
+        return server.kubeconfig_path, None  # the run stops: nothing to point kubectl at
     _log.info("embedded API server at %s (%d seed object(s))", server.url, loaded)
     print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
     return server.kubeconfig_path, None
 
 
-def _load_seeds(server: Any, path: Path, objects: list[dict]) -> int:
-    """Load one seed file's objects into the embedded server; ConfigError naming the file and
-    document when the server refuses one (unknown kind, invalid object)."""
+def _load_seeds(server: Any, path: Path, objects: list[dict], stop: threading.Event) -> int:
+    """Load one seed file's objects into the embedded server (none more once ``stop`` is set);
+    returns how many were loaded. ConfigError naming the file and document when the server
+    refuses one (unknown kind, invalid object)."""
     for index, obj in enumerate(objects):
+        if stop.is_set():
+            return index
         try:
             server.load([obj])
         except Exception as exc:  # noqa: BLE001 - the server's StatusError, whatever its code
