@@ -46,7 +46,7 @@ from kinrun.actions.kinds import (
 )
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
 from kinrun.config.schema import action_default
-from kinrun.errors import ConfigError, PermanentError, ReconcileError, TemporaryError
+from kinrun.errors import ApiError, ConfigError, PermanentError, ReconcileError, TemporaryError
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
@@ -266,16 +266,21 @@ class ActionProgram:
         """
         scope = self._scope(key, obj, old, ctx)
         steps: list[Any] = []
+        origins: list[str] = []
         with self._budgets():
             for var in self.vars:
                 scope.variables[var.name] = var.evaluate(scope.variables, self.controller)
             for action in self.actions:
                 try:
-                    steps.extend(action.render(scope, self.controller))
+                    rendered = action.render(scope, self.controller)
                 except Stop as stop:
-                    steps.append(LogLine("info", stop.message))
+                    rendered = [LogLine("info", stop.message)]
+                    steps.extend(rendered)
+                    origins.extend([str(action.location)] * len(rendered))
                     break
-        return RenderResult(tuple(steps))
+                steps.extend(rendered)
+                origins.extend([str(action.location)] * len(rendered))
+        return RenderResult(tuple(steps), tuple(origins))
 
     def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
             ctx: ReconcileContext | None = None, client: Any = None,
@@ -321,21 +326,36 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
     }
 
 
+def _locate(err: ApiError, where: str) -> None:
+    """Prefix ``err``'s message with ``where`` (once), keeping its class and attributes: the
+    controller's retry decisions go by class, the log line by message."""
+    if not getattr(err, "located", False) and err.args:
+        err.args = (f"{where}: {err.args[0]}", *err.args[1:])
+        err.located = True  # type: ignore[attr-defined]
+
+
 def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float | None:
     """Carry out a render's steps in order; return the smallest requeue delay (seconds) or None.
 
     ApiRequests go through ``client.execute(req)``, each logged at INFO once sent (``apply
     ConfigMap ns/name``); with ``client=None`` (dry-run) each is logged at INFO as ``dry-run:
-    <request as JSON>`` instead. An ApiError from the client propagates and
-    the later steps are not carried out.
+    <request as JSON>`` instead. An ApiError from the client propagates, its message prefixed
+    with the action's place and the request (``file:line: path: patch ConfigMap ns/x: 404
+    NotFound: ...``), and the later steps are not carried out.
     """
     delay: float | None = None
-    for step in result.steps:
+    for index, step in enumerate(result.steps):
         if isinstance(step, ApiRequest):
             if client is None:
                 logger.info("dry-run: %s", json.dumps(step.describe(), sort_keys=True))
-            else:
+                continue
+            try:
                 client.execute(step)
+            except ApiError as err:
+                origin = result.origins[index] if index < len(result.origins) else ""
+                _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}")
+                raise
+            if not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
                 logger.info("%s", step.summary())
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)

@@ -54,9 +54,12 @@ STEP_TYPES = (ApiRequest, LogLine, RequeueAfter)
 
 @dataclass(frozen=True)
 class RenderResult:
-    """The steps of one reconcile, in action order; nothing has been sent yet."""
+    """The steps of one reconcile, in action order; nothing has been sent yet. ``origins``:
+    where each step comes from (``file:line: controllers[0].reconcile.actions[1]``), one per
+    step, or empty when unknown."""
 
     steps: tuple[Step, ...] = ()
+    origins: tuple[str, ...] = ()
 
     @property
     def requests(self) -> list[ApiRequest]:

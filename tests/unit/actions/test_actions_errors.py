@@ -225,3 +225,15 @@ def test_plugin_kind_can_steer_retry_with_reconcile_errors(pod, error):
     with pytest.raises(type(error)) as info:
         program({"steer": {}}, plugin_manager=Plugins).render(key="shop/web-1", obj=pod)
     assert info.value is error
+
+
+def test_api_error_names_the_action_and_the_request(pod):
+    """An API failure's message says which action (file:line: path) sent which request; its
+    class is kept, so the controller's retry rules still apply."""
+    client = RecordingClient(fail_at=1)
+    prog = program(GOOD_APPLY, {"delete": {}})
+    with pytest.raises(ApiError) as info:
+        prog.run(key="shop/web-1", obj=pod, client=client)
+    assert type(info.value) is ApiError
+    assert "actions[1]" in str(info.value) and "delete Pod shop/web-1: " in str(info.value)
+    assert str(info.value).endswith("boom")
