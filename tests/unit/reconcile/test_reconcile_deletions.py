@@ -271,3 +271,27 @@ def test_update_with_a_new_uid_is_the_deletion_of_the_old_object():
     rec(KEY, new)
     assert [(c[0], c[1], c[2] is new) for c in calls] == [(DELETED, "u1", False), ("", None, True)]
     assert enqueued == [new]
+
+
+def test_the_reconcile_context_is_the_one_the_constructor_builds():
+    """The Reconciler's fast context equals ReconcileContext(...) field by field and stays frozen."""
+    import dataclasses
+
+    from kinrun.hooks import ReconcileContext
+    from kinrun.reconcile import Cause
+
+    rec = Reconciler("c", hooks=lambda *a: None, listers={"x": 1}, indexers={"y": 2},
+                     client="client")
+    cause = Cause("updated")
+    fast = rec._context(KEY, {"old": 1}, "updated", cause)
+    slow = ReconcileContext(controller="c", key=KEY, listers={"x": 1}, client="client",
+                            logger=rec.logger, old={"old": 1}, indexers={"y": 2},
+                            reason="updated", cause=cause)
+    assert fast == slow
+    assert {f.name for f in dataclasses.fields(ReconcileContext)} == set(vars(fast))
+    try:
+        fast.key = "other"  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("the context must stay frozen")
