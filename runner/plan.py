@@ -34,24 +34,28 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimit
 from kinrun.errors import ConfigError
 from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.predicates import PREDICATES
+from kinrun.reconcile import Matches
 from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper
 
 IndexFunc = Callable[[dict], list[str]]
-Matches = Callable[[dict], bool]
 
 
 @dataclass(frozen=True)
 class InformerPlan:
     """One informer, compiled. ``spec``: as configured; ``indexers``: index name -> function
     (the config's expressions and the plugins' ``kinrun_index_funcs``); ``matches``: the
-    label/field selector test (None without selectors; field keys read as dotted paths);
-    ``resync_period``: seconds for handlers registered through this informer name (0 = none)."""
+    label/field selector test (None without selectors; field keys read as dotted paths)."""
 
     spec: InformerSpec
     indexers: Mapping[str, IndexFunc]
     matches: Matches | None
-    resync_period: float
+
+    @property
+    def resync_period(self) -> float:
+        """Seconds between resyncs of the handlers registered through this informer name
+        (0 = none): the spec's ``resyncPeriod``."""
+        return self.spec.resync_period
 
     @property
     def name(self) -> str:
@@ -163,7 +167,7 @@ def _informer(spec: InformerSpec, pm: Any, engine: TemplateEngine) -> InformerPl
             indexers[name] = compile_index_func(ix.expression or "", ix.location, engine=engine)
     for name, func in from_plugins.items():
         indexers.setdefault(name, func)
-    return InformerPlan(spec, indexers, selector_matcher(spec), spec.resync_period)
+    return InformerPlan(spec, indexers, selector_matcher(spec))
 
 
 def selector_matcher(spec: InformerSpec) -> Matches | None:

@@ -154,8 +154,6 @@ class Result:
         return cls("retry", delay, error=error, cause=cause)
 
 
-DONE = Result("done")
-
 
 # -- deletions --------------------------------------------------------------------------------
 
