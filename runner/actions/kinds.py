@@ -13,7 +13,6 @@ Namespace rule (no discovery at render time): a rendered manifest or target with
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from kinrun.config.schema import action_default, action_fields, action_required
 from kinrun.durations import parse_duration
 from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
 from kinrun.hooks import ReconcileContext
+from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import SourceLocation, TemplateEngine
 
@@ -384,22 +384,29 @@ class DeleteAction:
 
 
 class EventAction:
-    """``event: {type: Normal|Warning, reason, message, target}`` -> create a core/v1 Event.
+    """``event: {type: Normal|Warning, reason, message, target}`` -> a core/v1 Event, recorded
+    through the controller's :class:`~kinrun.kube.event_recorder.EventRecorder`.
 
-    The Event is named ``<object name>.<unix nanoseconds in hex>`` as client-go's recorder does,
-    lives in the object's namespace (``default`` for cluster-scoped objects) and refers to the
-    object (``involvedObject`` with uid and resourceVersion when known).
+    Renders an :class:`~kinrun.kube.event_recorder.EventRequest`: the create of the Event as
+    client-go's recorder makes it (named ``<object name>.<unix nanoseconds in hex>``, in the
+    object's namespace, ``default`` for cluster-scoped objects, ``involvedObject`` with uid and
+    resourceVersion when known, the recorder's component and host). At execute time the
+    recorder's correlator turns a repeat into a PATCH of the earlier Event (count + 1),
+    combines similar ones and drops spam (``kinrun.kube.event_correlator``). Without
+    ``target`` the Event is about the reconciled object; in ``onDelete`` (the object is gone)
+    about its final state (``old``).
     """
 
     kind = "event"
-    VERBS: tuple[str, ...] = ("create",)
-    """RBAC verbs on ``RESOURCE`` (not on the target: an Event is a new core/v1 object in the
-    target's namespace, ``default`` for a cluster-scoped target; ``kinrun.rbac``)."""
+    VERBS: tuple[str, ...] = ("create", "patch")
+    """RBAC verbs on ``RESOURCE`` (not on the target: an Event is a core/v1 object in the
+    target's namespace, ``default`` for a cluster-scoped target; ``kinrun.rbac``): ``create``
+    for a new Event, ``patch`` to count a repeat (client-go's recorder needs the same)."""
     RESOURCE: tuple[str, str] = ("", "events")
     """(API group, resource) the verbs apply to."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
-                 clock: Callable[[], float]) -> None:
+                 recorder: EventRecorder) -> None:
         value = _options(value, loc, "event")
         for required in ("reason", "message"):
             if not isinstance(value.get(required), str):
@@ -409,27 +416,21 @@ class EventAction:
         self._message = engine.template(value["message"], loc.child(".message"))
         self._target = (compile_tree(value["target"], engine, loc.child(".target"))
                         if value.get("target") is not None else None)
-        self._clock = clock
+        self._recorder = recorder
 
     def render(self, scope: Scope) -> list[Step]:
-        target = resolve_target(self._target, scope, "event")
+        if self._target is None and scope.obj is None and scope.old is not None:
+            target = reconciled_target(Scope(scope.controller, scope.key, scope.old, None,
+                                             scope.ctx, scope.variables, scope.namespace),
+                                       "event")  # onDelete: the final state
+        else:
+            target = resolve_target(self._target, scope, "event")
         reason = self._reason.render(scope.variables).strip()
         if not reason:
             raise CheckError("event: reason rendered empty")
-        now = self._clock()
-        namespace = target.namespace or "default"
-        name = f"{target.name}.{int(now * 1e9):x}"
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
-        body = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": _involved(target),
-            "type": self._type, "reason": reason,
-            "message": self._message.render(scope.variables)[:EVENT_MESSAGE_MAX],
-            "source": {"component": "kinrun"},
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-        }
-        return [ApiRequest("create", "v1", "Event", name, namespace, body=body)]
+        message = self._message.render(scope.variables)[:EVENT_MESSAGE_MAX]
+        return [self._recorder.event(_involved(target), type=self._type, reason=reason,
+                                     message=message)]
 
 
 def _involved(target: Target) -> dict[str, Any]:
@@ -579,5 +580,6 @@ class PluginAction:
         return steps
 
 
-BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop", "fail")
+BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop", "fail",
+                 "status", "create", "applySet")
 """The action kinds kinrun defines; plugin kinds may not reuse these names."""

@@ -44,14 +44,21 @@ from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
 )
+from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
+from kinrun.actions.steps import is_compound
+from kinrun.actions.applyset import ApplySetAction
+from kinrun.actions.create import CreateAction
+from kinrun.actions.results import RESULTS, answer_of, placeholders, result_reads
+from kinrun.actions.results import template_sources
 from kinrun.config.schema import action_default
 from kinrun.errors import ApiError, ConfigError, PermanentError, ReconcileError, TemporaryError
 from kinrun.hooks import ReconcileContext
+from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
-    TemplateRenderError, as_location,
+    TemplateRenderError, as_location, lookup_functions,
 )
 
 DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
@@ -61,8 +68,9 @@ DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
 _RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
-RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "get", "list", "by_index",
-                      "now", "range", "env", "read_file")
+RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
+                      "by_index",
+                      "now", "range", "env", "read_file", "results")
 """Names a ``reconcile.vars`` entry may not take: the template variables and functions every
 action sees (a var would shadow them)."""
 _JINJA_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "elif", "for",
@@ -180,13 +188,22 @@ class CompiledVar:
 
 @dataclass(frozen=True)
 class CompiledAction:
-    """One action: its place (``index``, ``label``, ``location``), its condition, its kind."""
+    """One action: its place (``index``, ``label``, ``location``), its condition, its kind,
+    and ``reads``: the earlier actions whose ``results`` its templates read (empty: none, so
+    it renders before anything is sent; None: any, through a computed index;
+    :mod:`kinrun.actions.results`)."""
 
     index: int
     label: str
     location: SourceLocation
     when: Any          # an Expression/_TemplateValue, a bool, or None (always)
     impl: Any          # a kinds.*Action with render(scope) -> list[Step]
+    reads: frozenset[str] | None = frozenset()
+
+    @property
+    def deferred(self) -> bool:
+        """Whether it reads an earlier action's result: rendered just before it executes."""
+        return self.reads is None or bool(self.reads)
 
     def render(self, scope: Scope, controller: str) -> list[Any]:
         """The action's steps for ``scope`` ([] when ``when`` is false); RenderError on failure,
@@ -246,6 +263,8 @@ class ActionProgram:
         self.actions: tuple[CompiledAction, ...] = tuple(actions)
         self.vars: tuple[CompiledVar, ...] = tuple(vars)
         self._budgets = budgets or functools.partial(RenderBudget, BudgetLimits())
+        self.staged = any(a.deferred for a in self.actions)
+        """Whether an action reads an earlier one's result (``run`` then executes in stages)."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -262,7 +281,9 @@ class ActionProgram:
         with the steps so far plus its message as an info LogLine (the later actions are not
         rendered). Raises VarError / VarBudgetError for a var that fails, RenderError for the
         first action that fails, BudgetError (a RenderError) for the one that goes over budget,
-        ActionFailed / ActionFailedPermanently for a ``fail`` that fires.
+        ActionFailed / ActionFailedPermanently for a ``fail`` that fires. ``results`` holds a
+        :class:`~kinrun.actions.results.Placeholder` per action (no server has answered): an
+        action that reads one renders with ``<result of action 'NAME' at PATH>`` there.
         """
         scope = self._scope(key, obj, old, ctx)
         steps: list[Any] = []
@@ -270,6 +291,8 @@ class ActionProgram:
         with self._budgets():
             for var in self.vars:
                 scope.variables[var.name] = var.evaluate(scope.variables, self.controller)
+            if self.staged:
+                scope.variables[RESULTS] = placeholders(a.label for a in self.actions)
             for action in self.actions:
                 try:
                     rendered = action.render(scope, self.controller)
@@ -287,11 +310,64 @@ class ActionProgram:
             logger: logging.Logger | None = None) -> float | None:
         """Render, then execute: returns the requeue delay in seconds or None. ``client`` and
         ``logger`` default to the context's. Raises RenderError or ActionFailed(Permanently)
-        (nothing sent), or ApiError."""
-        result = self.render(key=key, obj=obj, old=old, ctx=ctx)
+        (nothing sent), or ApiError. With :attr:`staged` (an action reads ``results``), see
+        :meth:`_run_staged`."""
         client = client if client is not None else (ctx.client if ctx else None)
         logger = logger or (ctx.logger if ctx else None) or _logger(self.controller)
+        if self.staged:
+            return self._run_staged(key, obj, old, ctx, client, logger)
+        result = self.render(key=key, obj=obj, old=old, ctx=ctx)
         return execute(result, client, logger)
+
+    def _run_staged(self, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                    ctx: ReconcileContext | None, client: Any,
+                    logger: logging.Logger) -> float | None:
+        """Run a program some of whose actions read ``results`` (module docstring, "Results").
+
+        First, as ``render``: the vars, then every action that reads no result, in order, on
+        one budget; a failure there (template, check, ``fail``) raises before anything is
+        sent, and a ``stop`` there ends the list at it. Then, in order, each action's steps
+        are executed; an action that reads results is rendered just before (on a budget of
+        its own) with ``results`` holding the answers of the actions before it, so a failure
+        or ``fail`` in it raises after the earlier actions' requests were sent, and a ``stop``
+        in it ends the run there. Without a client (dry-run), results are placeholders."""
+        scope = self._scope(key, obj, old, ctx)
+        planned: list[tuple[CompiledAction, list[Any] | None]] = []
+        with self._budgets():
+            for var in self.vars:
+                scope.variables[var.name] = var.evaluate(scope.variables, self.controller)
+            for action in self.actions:
+                if action.deferred:
+                    planned.append((action, None))
+                    continue
+                try:
+                    planned.append((action, action.render(scope, self.controller)))
+                except Stop as stop:
+                    planned.append((action, [LogLine("info", stop.message)]))
+                    break
+        results: dict[str, Any] = (placeholders(a.label for a in self.actions)
+                                   if client is None else {a.label: None for a in self.actions})
+        scope.variables[RESULTS] = results
+        delay: float | None = None
+        for action, steps in planned:
+            stopped = False
+            if steps is None:
+                with self._budgets():
+                    try:
+                        steps = action.render(scope, self.controller)
+                    except Stop as stop:
+                        steps, stopped = [LogLine("info", stop.message)], True
+            answers: list[Any] = []
+            origin = str(action.location)
+            asked = execute(RenderResult(tuple(steps), (origin,) * len(steps)), client, logger,
+                            answers=answers)
+            if asked is not None:
+                delay = asked if delay is None else min(delay, asked)
+            if client is not None:
+                results[action.label] = answer_of(answers)
+            if stopped:
+                break
+        return delay
 
     def _scope(self, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                ctx: ReconcileContext | None) -> Scope:
@@ -301,29 +377,14 @@ class ActionProgram:
         namespace = ((obj.get("metadata") or {}).get("namespace") if obj is not None
                      else (key.split("/", 1)[0] if "/" in key else None)) or None
         variables = {"obj": obj, "old": old, "key": key, "controller": self.controller,
-                     "reason": ctx.reason, **lookup_functions(ctx.listers)}
+                     "reason": ctx.reason,
+                     "initial_list": getattr(ctx.cause, "initial_list", False),
+                     **lookup_functions(ctx.listers)}
         return Scope(self.controller, key, obj, old, ctx, variables, namespace)
 
 
 def _logger(controller: str) -> logging.Logger:
     return logging.getLogger(f"kinrun.controller.{controller}")
-
-
-def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
-    """The template functions ``get(informer, key)``, ``list(informer)`` and
-    ``by_index(informer, index, value)`` over ``listers`` (unknown informer: LookupError)."""
-    def lister(informer: str) -> Any:
-        try:
-            return listers[informer]
-        except KeyError:
-            known = ", ".join(sorted(listers)) or "none"
-            raise LookupError(f"unknown informer {informer!r} (known: {known})") from None
-
-    return {
-        "get": lambda informer, key: lister(informer).get(key),
-        "list": lambda informer: lister(informer).list(),
-        "by_index": lambda informer, index, value: lister(informer).by_index(index, value),
-    }
 
 
 def _locate(err: ApiError, where: str) -> None:
@@ -334,34 +395,75 @@ def _locate(err: ApiError, where: str) -> None:
         err.located = True  # type: ignore[attr-defined]
 
 
-def execute(result: RenderResult, client: Any, logger: logging.Logger) -> float | None:
+def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
+            answers: list[Any] | None = None) -> float | None:
     """Carry out a render's steps in order; return the smallest requeue delay (seconds) or None.
 
     ApiRequests go through ``client.execute(req)``, each logged at INFO once sent (``apply
-    ConfigMap ns/name``); with ``client=None`` (dry-run) each is logged at INFO as ``dry-run:
-    <request as JSON>`` instead. An ApiError from the client propagates, its message prefixed
+    ConfigMap ns/name``), except that an event's EventRequest goes to its recorder
+    (``kinrun.kube.event_recorder``), which creates the Event, patches an earlier one (the
+    line says which) or drops it (spam filter; logged at DEBUG; its answer None); with
+    ``client=None`` (dry-run) each is logged at INFO as ``dry-run: <request as JSON>``
+    instead. An ApiError from the client propagates, its message prefixed
     with the action's place and the request (``file:line: path: patch ConfigMap ns/x: 404
-    NotFound: ...``), and the later steps are not carried out.
+    NotFound: ...``), and the later steps are not carried out. A compound step (an
+    ``applySet``'s) sends its writes through the same path, one by one (``dry-run:`` lines of
+    its planned writes without a client). ``answers``: when given, the server's answer of each
+    request or compound step is appended to it, in order (``results``).
     """
     delay: float | None = None
     for index, step in enumerate(result.steps):
-        if isinstance(step, ApiRequest):
+        if is_compound(step):
+            origin = result.origins[index] if index < len(result.origins) else ""
+            answer = _execute_compound(step, origin, client, logger)
+            if answers is not None:
+                answers.append(answer)
+        elif isinstance(step, ApiRequest):
             if client is None:
                 logger.info("dry-run: %s", json.dumps(step.describe(), sort_keys=True))
                 continue
+            sent: ApiRequest | None = step
             try:
-                client.execute(step)
+                if isinstance(step, EventRequest) and step.recorder is not None:
+                    sent, answer = step.recorder.record(client, step)  # create, patch, nothing
+                else:
+                    answer = client.execute(step)
+                if answers is not None:
+                    answers.append(answer)
             except ApiError as err:
                 origin = result.origins[index] if index < len(result.origins) else ""
                 _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}")
                 raise
-            if not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
-                logger.info("%s", step.summary())
+            if sent is None:
+                logger.debug("event dropped by the spam filter: %s", step.summary())
+            elif not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
+                logger.info("%s", sent.summary())
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)
         elif isinstance(step, RequeueAfter):
             delay = step.seconds if delay is None else min(delay, step.seconds)
     return delay
+
+
+def _execute_compound(step: Any, origin: str, client: Any, logger: logging.Logger) -> Any:
+    """Carry out a CompoundStep: its writes sent and logged as ``execute`` sends requests
+    (an ApiError located at ``origin`` and the write); without a client, its planned writes
+    logged as ``dry-run:`` lines. Returns its answer."""
+    if client is None:
+        for described in step.describe_all():
+            logger.info("dry-run: %s", json.dumps(described, sort_keys=True))
+        return None
+
+    def send(request: ApiRequest) -> Any:
+        try:
+            answer = client.execute(request)
+        except ApiError as err:
+            _locate(err, f"{origin + ': ' if origin else ''}{request.summary()}")
+            raise
+        if not getattr(client, "dry_run", False):
+            logger.info("%s", request.summary())
+        return answer
+    return step.execute(send, client)
 
 
 # --- compiling -------------------------------------------------------------------------------
@@ -373,7 +475,7 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
                     base_dir: Path | None = None,
                     clock: Callable[[], float] = time.time,
                     field_manager: str = DEFAULT_FIELD_MANAGER,
-                    vars: Any = ()) -> ActionProgram:
+                    vars: Any = (), recorder: EventRecorder | None = None) -> ActionProgram:
     """Compile a controller's action list once, at start-up.
 
     ``specs``: the actions as plain mappings (``{"log": "...", "when": "..."}``), each with exactly
@@ -389,7 +491,9 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``clock``: wall time in seconds (Event names/timestamps). ``vars``: the controller's
     ``reconcile.vars``, in order: a mapping name -> expression, or a sequence of objects with
     ``name``, ``expression`` and ``location`` (``kinrun.config.model.VarSpec``); see
-    :func:`compile_vars`.
+    :func:`compile_vars`. ``recorder``: the controller's EventRecorder, shared by all its
+    programs so repeated Events are counted across them (None: one of this program's own,
+    component ``kinrun``, stamped by ``clock``).
 
     Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values,
     template syntax errors and bad vars.
@@ -398,10 +502,12 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     engine = engine or TemplateEngine(templates_options, base_dir=base_dir,
                                       extra_filters=plugin_template_filters(plugin_manager))
     base = as_location(source)
+    recorder = recorder or EventRecorder("kinrun", clock=clock)
     actions = []
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
-        actions.append(_compile_one(index, data, loc, engine, kinds, clock, field_manager))
+        actions.append(_compile_one(index, data, loc, engine, kinds, recorder, field_manager))
+    _check_result_reads(actions)
     return ActionProgram(controller, actions, budgets=engine.budget,
                          vars=compile_vars(vars, engine))
 
@@ -429,6 +535,9 @@ def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
             raise loc.config_error(f"vars: {name!r} is given twice")
         if not isinstance(expr, str) or not expr.strip():
             raise loc.config_error(f"vars: {name} must be a non-empty expression string")
+        if result_reads([(expr, True)]) != frozenset():
+            raise loc.config_error(f"vars: {name} reads results: vars are evaluated before any "
+                                   "action runs; read results in the action that needs them")
         compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc)))
     return tuple(compiled)
 
@@ -445,7 +554,7 @@ def _unwrap(spec: Any, given: Any, base: SourceLocation, index: int
 
 
 def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEngine,
-                 kinds: Mapping[str, ActionKind], clock: Callable[[], float],
+                 kinds: Mapping[str, ActionKind], recorder: EventRecorder,
                  field_manager: str) -> CompiledAction:
     if not isinstance(data, Mapping):
         raise loc.config_error(f"an action must be a mapping, got {type(data).__name__}")
@@ -461,19 +570,53 @@ def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEng
     if kind not in BUILTIN_KINDS and kind not in kinds:
         known = ", ".join([*BUILTIN_KINDS, *sorted(kinds)])
         raise loc.config_error(f"unknown action kind {kind!r} (known: {known})")
-    impl = _builtin(kind, data[kind], engine, loc.child(f".{kind}"), clock, field_manager) \
+    impl = _builtin(kind, data[kind], engine, loc.child(f".{kind}"), recorder, field_manager) \
         if kind in BUILTIN_KINDS else PluginAction(kind, kinds[kind], data[kind], engine,
                                                    loc.child(f".{kind}"))
     label = str(data.get("name") or kind)
-    return CompiledAction(index, label, loc, _compile_when(data.get("when"), engine, loc), impl)
+    reads = result_reads(template_sources(data))
+    return CompiledAction(index, label, loc, _compile_when(data.get("when"), engine, loc), impl,
+                          reads)
+
+
+def _check_result_reads(actions: Sequence[CompiledAction]) -> None:
+    """Each name an action reads from ``results`` is the name of one earlier action; at most
+    one ``applySet`` per list (two would share the parent's ApplySet id). ConfigError at the
+    action otherwise."""
+    sets = [a for a in actions if isinstance(a.impl, ApplySetAction)]
+    if len(sets) > 1:
+        raise sets[1].location.config_error(
+            f"a second applySet in one list ({sets[0].location.path} is the first): both would "
+            "be the ApplySet of the same parent; put every child in one applySet")
+    for action in actions:
+        for name in sorted(action.reads or ()):
+            earlier = [a for a in actions[:action.index] if a.label == name]
+            if len(earlier) == 1:
+                continue
+            if earlier:
+                raise action.location.config_error(
+                    f"results.{name}: {len(earlier)} earlier actions are named {name!r}; "
+                    "give them distinct names")
+            later = any(a.label == name for a in actions[action.index:])
+            known = ", ".join(a.label for a in actions[:action.index]) or "none"
+            raise action.location.config_error(
+                f"results.{name}: " + ("that action runs at or after this one; only earlier "
+                                       "actions have results" if later else
+                                       f"no earlier action is named {name!r} (earlier: {known})"))
 
 
 def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
-             clock: Callable[[], float], field_manager: str) -> Any:
+             recorder: EventRecorder, field_manager: str) -> Any:
     if kind == "apply":
         return ApplyAction(value, engine, loc, field_manager)
     if kind == "event":
-        return EventAction(value, engine, loc, clock)
+        return EventAction(value, engine, loc, recorder)
+    if kind == "status":  # lastTransitionTime from the plan's clock, as now() in templates
+        return StatusAction(value, engine, loc, engine.wall_clock)
+    if kind == "applySet":
+        return ApplySetAction(value, engine, loc, field_manager)
+    if kind == "create":
+        return CreateAction(value, engine, loc)
     return {"log": LogAction, "patch": PatchAction, "delete": DeleteAction,
             "requeueAfter": RequeueAfterAction, "stop": StopAction,
             "fail": FailAction}[kind](value, engine, loc)

@@ -2,8 +2,10 @@
 
 A render gives a :class:`RenderResult`: an ordered list of steps, each an
 :class:`~kinrun.kube.request.ApiRequest` (sent through ``client.execute``), a :class:`LogLine`
-(logged) or a :class:`RequeueAfter` (the reconcile asks to run again). Plugins extend the action
-vocabulary with an :class:`ActionKind`, which returns the same steps. Pure data; no I/O here.
+(logged), a :class:`RequeueAfter` (the reconcile asks to run again) or a :class:`CompoundStep`
+(several writes of which some depend on what the server answers, such as an ``applySet``'s
+prune: ``kinrun.actions.applyset.ApplySetStep``). Plugins extend the action vocabulary with an
+:class:`ActionKind`, which returns the first three. Pure data; no I/O here.
 """
 
 from __future__ import annotations
@@ -48,8 +50,30 @@ class RequeueAfter:
         return {"requeueAfter": self.seconds}
 
 
-Step = Union[ApiRequest, LogLine, RequeueAfter]
+class CompoundStep(Protocol):
+    """A step of several writes, carried out by the program's executor (``execute``).
+
+    ``execute(send, client)``: ``send(ApiRequest) -> answer`` sends one write as the executor
+    sends any request (logged, recorded by ``kinrun test``, errors located at the action);
+    ``client`` is for reads (LIST, discovery). Returns the step's answer (``results``).
+    ``describe_all()``: the planned writes as JSON-ready dicts (``kinrun render``, dry-run
+    without a client); ``summary()``: one line for logs."""
+
+    def execute(self, send: Any, client: Any) -> Any: ...
+
+    def describe_all(self) -> list[dict[str, Any]]: ...
+
+    def summary(self) -> str: ...
+
+
+Step = Union[ApiRequest, LogLine, RequeueAfter, CompoundStep]
 STEP_TYPES = (ApiRequest, LogLine, RequeueAfter)
+"""The step types a plugin action kind may return."""
+
+
+def is_compound(step: Any) -> bool:
+    """Whether ``step`` is a :class:`CompoundStep` (carried out by its own ``execute``)."""
+    return hasattr(step, "describe_all") and hasattr(step, "execute")
 
 
 @dataclass(frozen=True)
@@ -78,8 +102,15 @@ class RenderResult:
         return min(delays) if delays else None
 
     def describe(self) -> list[dict[str, Any]]:
-        """Every step as a JSON-ready dict (``kinrun render``)."""
-        return [s.describe() for s in self.steps]
+        """Every step as a JSON-ready dict (``kinrun render``); a compound step gives one per
+        planned write."""
+        out: list[dict[str, Any]] = []
+        for step in self.steps:
+            if is_compound(step):
+                out.extend(step.describe_all())
+            else:
+                out.append(step.describe())
+        return out
 
 
 class ActionKind(Protocol):

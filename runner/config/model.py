@@ -134,9 +134,11 @@ class TemplatesSpec:
 @dataclass(frozen=True)
 class TransformSpec:
     """Transform applied before caching (client-go SetTransform): ``strip_managed_fields``
-    (default True) drops ``metadata.managedFields``."""
+    (default True) drops ``metadata.managedFields``; ``drop``: dotted paths of further fields
+    to drop, as written (``kinrun.cache.transform.parse_path`` reads them)."""
 
     strip_managed_fields: bool = _d("transform", "stripManagedFields")
+    drop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,8 @@ class InformerSpec:
     ``namespaces``: tuple of namespaces, or None for all namespaces (also for cluster-scoped
     resources, where any namespaces given are ignored at discovery — including the one set by
     :meth:`Config.with_namespace`); ``label_selector``/``field_selector``: None or the string
-    sent to the server; ``resync_period`` seconds (0.0 = no resync); ``transform``;
+    sent to the server; ``resync_period`` seconds (0.0 = no resync); ``metadata_only``: list
+    and watch PartialObjectMetadata (apiVersion, kind, metadata only); ``transform``;
     ``indexers``: name -> IndexerSpec; ``watch_inactivity_timeout``: seconds (> 0) a watch may
     stay silent (no event, no bookmark) before it is re-opened, or None for the reflector's
     default (``kinrun.cache.reflector.DEFAULT_INACTIVITY_TIMEOUT``, the one place it is written).
@@ -175,6 +178,7 @@ class InformerSpec:
     label_selector: str | None = None
     field_selector: str | None = None
     resync_period: float = _seconds("informer", "resyncPeriod")
+    metadata_only: bool = _d("informer", "metadataOnly")
     transform: TransformSpec = field(default_factory=TransformSpec)
     indexers: FrozenMap = field(default_factory=FrozenMap)
     watch_inactivity_timeout: float | None = None
@@ -213,8 +217,26 @@ class RateLimiterSpec:
     burst: int = _d("rateLimiter", "burst")
 
 
+@dataclass(frozen=True)
+class EventsSpec:
+    """The source of a controller's Events (``controllers[].events``; client-go's
+    EventSource): ``component`` (``source.component`` and ``reportingComponent``; None: the
+    schema's default, ``kinrun/{controller}``, see :meth:`component_of`), ``host``
+    (``source.host`` and ``reportingInstance``; None: left out)."""
+
+    component: str | None = None
+    host: str | None = None
+
+    def component_of(self, controller: str) -> str:
+        """The component of ``controller``'s Events: as configured, else the schema's
+        default with ``{controller}`` replaced by the controller's name."""
+        if self.component is not None:
+            return self.component
+        return str(_d("events", "component")).replace("{controller}", controller)
+
+
 BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop",
-                        "fail")
+                        "fail", "status", "create", "applySet")
 
 
 @dataclass(frozen=True)
@@ -232,6 +254,9 @@ class ActionSpec:
     - requeueAfter: ``{seconds: float}`` or ``{template: str}`` (renders a duration)
     - stop: ``{message}`` (the string form becomes message)
     - fail: ``{message, permanent (default False)}``
+    - create: ``{manifest, ownerReference (default True)}``
+    - applySet: ``{manifests, forEach (None), as (default item), ownerReference (default
+      True), prune (default True), force (default False), fieldManager}``
     - plugin kinds: the ``with`` mapping as given (empty if omitted)
 
     ``target`` values are FrozenMaps ``{apiVersion, kind, name, namespace?}`` of templates.
@@ -273,7 +298,8 @@ class ReconcileSpec:
     hooks and actions, the order is the main job's (``kinrun.hooks``: actions, then hooks).
     ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``). ``vars``: the
     ``vars:`` mapping in file order (evaluated in that order per reconcile, before the actions
-    of either list; empty when not given)."""
+    of either list; empty when not given). ``finalize``: run in order while the object
+    terminates and still carries the controller's ``finalizer`` (``kinrun.reconcile``)."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
@@ -281,6 +307,7 @@ class ReconcileSpec:
     on_delete: tuple[ActionSpec, ...] = ()
     keep_old: bool | None = None
     vars: tuple[VarSpec, ...] = ()
+    finalize: tuple[ActionSpec, ...] = ()
 
     @property
     def keeps_old(self) -> bool:
@@ -326,7 +353,10 @@ class ControllerSpec:
     every update passes); ``resync_period``: seconds between resyncs of this controller's
     primary handler (0.0 = none; None = the primary informer's ``resync_period``);
     ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
-    (>= 0, default 15); ``reconcile``."""
+    (>= 0, default 15); ``reconcile``; ``events``: the source its Events name;
+    ``finalizer``: the finalizer it owns on its primary objects, or None;
+    ``finalizer_location``: where ``finalizer`` is written; ``schedule``: its cron
+    ``schedule``/``timeZone`` (a ScheduleSpec), or None."""
 
     name: str
     primary: str
@@ -338,6 +368,22 @@ class ControllerSpec:
     max_retries: int = _d("controller", "maxRetries")
     reconcile: ReconcileSpec = field(default_factory=ReconcileSpec)
     location: Location = _NOWHERE
+    events: EventsSpec = field(default_factory=EventsSpec)
+    finalizer: str | None = None
+    finalizer_location: Location = _NOWHERE
+    schedule: ScheduleSpec | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A controller's ``schedule`` (a cron expression, as written) and ``timeZone`` (an IANA
+    name, None = UTC), each with its place in the file; compiled and checked by
+    ``kinrun.plan`` (``kinrun.schedule.CronSchedule``)."""
+
+    cron: str
+    time_zone: str | None = None
+    location: Location = _NOWHERE
+    time_zone_location: Location = _NOWHERE
 
 
 @dataclass(frozen=True)
@@ -352,6 +398,20 @@ class LeaderElectionSpec:
     renew_deadline: float = _seconds("leaderElection", "renewDeadline")
     retry_period: float = _seconds("leaderElection", "retryPeriod")
     warm_standby: bool = _d("leaderElection", "warmStandby")
+
+
+@dataclass(frozen=True)
+class ShardingSpec:
+    """``sharding:`` (``kinrun.sharding``): the ``ring`` name; ``namespace`` of the
+    membership Leases; seconds ``lease_duration`` > ``renew_deadline`` > ``retry_period`` (as
+    leader election); ``sync_period``: seconds between the sharder's looks at every object."""
+
+    ring: str
+    namespace: str = _d("sharding", "namespace")
+    lease_duration: float = _seconds("sharding", "leaseDuration")
+    renew_deadline: float = _seconds("sharding", "renewDeadline")
+    retry_period: float = _seconds("sharding", "retryPeriod")
+    sync_period: float = _seconds("sharding", "syncPeriod")
 
 
 @dataclass(frozen=True)
@@ -450,6 +510,7 @@ class Config:
     shutdown: ShutdownSpec | None = None
     namespace_override: str | None = None
     rbac: RbacSpec = field(default_factory=RbacSpec)
+    sharding: ShardingSpec | None = None  # None: not sharded (``sharding:`` omitted)
 
     def plugin_files(self) -> FrozenMap:
         """Plugin spec -> absolute file path, for the specs that are files (``./hooks.py``)."""

@@ -38,9 +38,14 @@ def _sample(prop: dict[str, Any]) -> Any:
         return prop["enum"][0]
     if ref.endswith("/objectRef"):
         return dict(TARGET)
-    if ref.endswith("/template") or ref.endswith("/expression"):
+    if ref.endswith("/expression"):
+        return "[]"
+    if ref.endswith("/template"):
         return "kind: ConfigMap"
-    return {"boolean": True, "string": "kinrun-test"}[prop["type"]]
+    if "pattern" in prop and "default" in prop:  # a name with a syntax: its default is one
+        return prop["default"]
+    kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
+    return {"boolean": True, "string": "kinrun-test", "object": {}}[kind]
 
 
 def _minimal(kind: str) -> dict[str, Any]:

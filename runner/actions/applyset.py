@@ -1,0 +1,481 @@
+"""The ``applySet`` action: a set of children applied together, and pruned when no longer wanted.
+
+Membership is recorded as kubectl's ApplySet does it (KEP-3659, "kubectl apply --prune"
+redesign; the label and annotation keys of ``k8s.io/kubectl/pkg/cmd/apply/applyset.go``), so
+a kubectl that knows ApplySets (1.27+) reads what kinrun made:
+
+* the **parent** is the reconciled object; its id is
+  ``applyset-<base64url(sha256("<name>.<namespace>.<kind>.<group>"))>-v1`` (unpadded URL-safe
+  base64, RFC 4648; namespace and group "" when cluster-scoped / core) and it carries the label
+  ``applyset.kubernetes.io/id=<id>`` and the annotations ``applyset.kubernetes.io/tooling``
+  (``kinrun/v<version>``), ``applyset.kubernetes.io/contains-group-kinds`` (the children's
+  group-kinds, ``Kind.group`` or ``Kind`` for the core group, sorted, comma-separated) and, when
+  children live outside the parent's namespace (or the parent is cluster-scoped),
+  ``applyset.kubernetes.io/additional-namespaces``;
+* every **child** carries the label ``applyset.kubernetes.io/part-of=<id>``.
+
+One reconcile of an applySet, in this order (kubectl's, ``ApplySet.BeforeApply`` then prune):
+
+1. the parent's metadata is patched (merge patch) to the *union* of the group-kinds and
+   namespaces it records and the wanted ones, so a child never exists that the parent does not
+   lead to (a crash after an apply leaves it findable); the patch carries the parent's
+   ``resourceVersion`` as the informer cache has it, so a stale cache is a 409 Conflict
+   (retried) and never shrinks what the server records. Skipped when nothing changes;
+2. every wanted child is server-side applied (with the part-of label and, where the child can
+   have one, an owner reference to the parent: same namespace, or a cluster-scoped parent);
+3. prune (``prune: true``): for each recorded or wanted group-kind, in each recorded or wanted
+   namespace (once cluster-wide for a cluster-scoped kind), the objects labelled
+   ``part-of=<id>`` are LISTed from the server; each one that is not wanted, carries the label
+   with this id (checked again on the object), is not the parent and is not already being
+   deleted, is DELETEd with a ``uid`` precondition (an object replaced meanwhile is left alone:
+   409). Nothing without this set's label is ever deleted, whatever its name or kind;
+4. the parent's metadata is patched to exactly the wanted group-kinds and namespaces (skipped
+   when equal to step 1's), with the resourceVersion that step 1 answered.
+
+Steps 2-4 are decided at render time except what only the server knows (the live children to
+prune, the version of a group recorded but no longer wanted: ``GET /apis/<group>``).
+
+kubectl interop: kubectl accepts as ApplySet parents only Secrets, ConfigMaps and custom
+resources whose CRD is labelled ``applyset.kubernetes.io/is-parent-type=true``; kubectl refuses
+to change a set whose tooling annotation names another tool, and kinrun refuses the same
+(CheckError): a parent that kubectl manages is not taken over. Not tested here: the kubectl of
+the test machines (Debian's 1.20) predates ApplySets.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kinrun import __version__
+from kinrun.actions.kinds import (
+    CheckError, Scope, Target, _bool, _namespace, _options, _setting, check_manifest,
+    compile_tree, reconciled_target,
+)
+from kinrun.actions.steps import Step
+from kinrun.errors import ConflictError, NotFoundError
+from kinrun.kube.request import ApiRequest
+from kinrun.kube.resources import split_api_version
+from kinrun.templating import SourceLocation, TemplateEngine
+
+PART_OF = "applyset.kubernetes.io/part-of"
+"""Label on each child: the id of the set it belongs to."""
+ID_LABEL = "applyset.kubernetes.io/id"
+"""Label on the parent: its ApplySet id."""
+TOOLING = "applyset.kubernetes.io/tooling"
+"""Annotation on the parent: ``<tool>/<version>`` of the tool that manages the set."""
+GROUP_KINDS = "applyset.kubernetes.io/contains-group-kinds"
+"""Annotation on the parent: the group-kinds of its children (``Kind.group``, sorted)."""
+NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
+"""Annotation on the parent: namespaces of children other than the parent's own."""
+TOOL = "kinrun"
+TOOLING_VALUE = f"{TOOL}/v{__version__}"
+
+Send = Callable[[ApiRequest], Any]
+"""Sends one request as the program's executor does (logged, errors located): its answer."""
+_log = logging.getLogger("kinrun.actions.applyset")
+
+
+def applyset_id(name: str, namespace: str | None, kind: str, group: str) -> str:
+    """The ApplySet id of a parent (KEP-3659 "ApplySet ID"): ``applyset-`` + the unpadded
+    URL-safe base64 of sha256 of ``<name>.<namespace>.<kind>.<group>`` + ``-v1`` (55 chars, a
+    valid label value)."""
+    digest = hashlib.sha256(f"{name}.{namespace or ''}.{kind}.{group}".encode()).digest()
+    return f"applyset-{base64.urlsafe_b64encode(digest).decode().rstrip('=')}-v1"
+
+
+def group_kind(api_version: str, kind: str) -> str:
+    """``Deployment.apps``; ``ConfigMap`` for the core group (as apimachinery GroupKind.String)."""
+    group = split_api_version(api_version)[0]
+    return f"{kind}.{group}" if group else kind
+
+
+def split_group_kind(text: str) -> tuple[str, str]:
+    """(group, kind) of ``Kind.group`` (apimachinery ParseGroupKind: split at the first dot)."""
+    kind, _, group = text.partition(".")
+    return group, kind
+
+
+def _listed(value: Any) -> set[str]:
+    return {part.strip() for part in str(value or "").split(",") if part.strip()}
+
+
+@dataclass(frozen=True)
+class ParentState:
+    """What an ApplySet parent records: group-kinds (``Kind.group``) and additional
+    namespaces."""
+
+    group_kinds: frozenset[str]
+    namespaces: frozenset[str]
+
+    def annotations(self, current: Mapping[str, Any]) -> dict[str, Any]:
+        """The merge patch of ``metadata.annotations`` that makes ``current`` record this state
+        (additional-namespaces removed, as null, when empty); {} when it already does."""
+        want: dict[str, Any] = {TOOLING: TOOLING_VALUE,
+                                GROUP_KINDS: ",".join(sorted(self.group_kinds)),
+                                NAMESPACES: ",".join(sorted(self.namespaces)) or None}
+        patch = {}
+        for key, value in want.items():
+            if value is None:
+                if key in current:
+                    patch[key] = None
+            elif current.get(key) != value:
+                patch[key] = value
+        return patch
+
+
+@dataclass(frozen=True)
+class ApplySetStep:
+    """The writes of one ``applySet`` action for one reconcile (module docstring, steps 1-4).
+
+    ``parent``: the reconciled object; ``set_id``; ``begin``: the merge patch of step 1 or None;
+    ``applies``: the children's apply requests, in order; ``prune``: whether step 3 runs;
+    ``kinds``: (apiVersion or None when only recorded, group, kind) to list; ``namespaces``:
+    where namespaced kinds are listed; ``keep``: (group, kind, namespace, name) of the wanted
+    children; ``end``: step 4's merge patch (its resourceVersion added when sent) or None.
+    Immutable; ``execute`` keeps its state in locals.
+    """
+
+    parent: Target
+    set_id: str
+    begin: dict[str, Any] | None
+    applies: tuple[ApiRequest, ...]
+    prune: bool
+    kinds: tuple[tuple[str | None, str, str], ...]
+    namespaces: tuple[str, ...]
+    keep: frozenset[tuple[str, str, str | None, str]]
+    end: dict[str, Any] | None
+
+    def summary(self) -> str:
+        """``applySet <id> of ConfigMap ns/name: 3 children``."""
+        where = f"{self.parent.namespace}/{self.parent.name}" if self.parent.namespace \
+            else self.parent.name
+        return (f"applySet {self.set_id} of {self.parent.kind} {where}: "
+                f"{len(self.applies)} children")
+
+    def _parent_patch(self, body: dict[str, Any]) -> ApiRequest:
+        p = self.parent
+        return ApiRequest("patch", p.api_version, p.kind, p.name, p.namespace, body=body,
+                          patch_type="merge")
+
+    def prune_description(self) -> dict[str, Any]:
+        """The prune step as ``kinrun render`` shows it (what is listed, what is kept)."""
+        return {"prune": {
+            "applySet": self.set_id,
+            "labelSelector": f"{PART_OF}={self.set_id}",
+            "groupKinds": sorted(f"{k}.{g}" if g else k for _v, g, k in self.kinds),
+            "namespaces": list(self.namespaces),
+            "keep": sorted(f"{k}{'.' + g if g else ''} {ns + '/' if ns else ''}{n}"
+                           for g, k, ns, n in self.keep)}}
+
+    def requests(self) -> list[ApiRequest | dict[str, Any]]:
+        """The planned writes in order: parent patch, applies, the prune description (a dict),
+        the final parent patch (its resourceVersion filled in when sent)."""
+        out: list[ApiRequest | dict[str, Any]] = []
+        if self.begin is not None:
+            out.append(self._parent_patch(self.begin))
+        out.extend(self.applies)
+        if self.prune:
+            out.append(self.prune_description())
+        if self.end is not None:
+            out.append(self._parent_patch(self.end))
+        return out
+
+    def describe_all(self) -> list[dict[str, Any]]:
+        """Every planned write as a JSON-ready dict (``kinrun render``)."""
+        return [r if isinstance(r, dict) else r.describe() for r in self.requests()]
+
+    def execute(self, send: Send, client: Any) -> list[Any]:
+        """Carry out steps 1-4 (module docstring): ``send`` each write, LIST and resolve through
+        ``client`` (``resolve``, ``lister_watcher``, ``transport``). Returns the answers of the
+        applies, in order. Raises the ApiError of a failed write (the later ones are not sent;
+        the next reconcile starts over: every step is idempotent)."""
+        rv = self.parent.resource_version
+        if self.begin is not None:
+            answer = send(self._parent_patch(self.begin))
+            rv = ((answer or {}).get("metadata") or {}).get("resourceVersion") or rv
+        answers = [send(req) for req in self.applies]
+        if self.prune:
+            self._prune(send, client)
+        if self.end is not None:
+            body = dict(self.end)
+            if rv:
+                body["metadata"] = {**body["metadata"], "resourceVersion": rv}
+            send(self._parent_patch(body))
+        return answers
+
+    def _prune(self, send: Send, client: Any) -> None:
+        selector = f"{PART_OF}={self.set_id}"
+        for api_version, group, kind in self.kinds:
+            ref = _resolve(client, api_version, group, kind)
+            if ref is None:
+                continue
+            scopes: Iterable[str | None] = self.namespaces if ref.namespaced else (None,)
+            for namespace in scopes:
+                listed = client.lister_watcher(ref, namespace=namespace,
+                                               label_selector=selector).list()
+                for item in listed.items:
+                    request = self._unwanted(ref, group, item)
+                    if request is None:
+                        continue
+                    try:
+                        send(request)
+                    except ConflictError:  # replaced since the LIST: not the object listed
+                        _log.debug("applySet %s: %s changed meanwhile; left alone",
+                                   self.set_id, request.summary())
+
+    def _unwanted(self, ref: Any, group: str, item: Mapping[str, Any]) -> ApiRequest | None:
+        """The DELETE of a listed object, or None when it must stay: wanted, not labelled with
+        this set's id, the parent itself, or already terminating."""
+        meta = item.get("metadata") or {}
+        name, uid = meta.get("name"), meta.get("uid")
+        namespace = meta.get("namespace") if ref.namespaced else None
+        if (meta.get("labels") or {}).get(PART_OF) != self.set_id or not name:
+            return None
+        if meta.get("deletionTimestamp") or (uid and uid == self.parent.uid):
+            return None
+        if ref.namespaced:
+            if (group, ref.kind, namespace, name) in self.keep:
+                return None
+        elif any((g, k, n) == (group, ref.kind, name) for g, k, _ns, n in self.keep):
+            return None
+        body = {"preconditions": {"uid": uid}} if uid else None
+        return ApiRequest("delete", ref.api_version, ref.kind, name, namespace, body=body,
+                          params={"propagationPolicy": "Background"})
+
+
+def _resolve(client: Any, api_version: str | None, group: str, kind: str) -> Any:
+    """The ResourceRef of a group-kind: by its apiVersion when a wanted child gives one, else
+    by the group's preferred version (``GET /apis/<group>``; ``v1`` for core). None when the
+    server no longer serves it (nothing of it is left to prune)."""
+    from kinrun.kube.discovery import UnknownKindError
+
+    try:
+        if api_version is None:
+            if not group:
+                api_version = "v1"
+            else:
+                answer = client.transport.request("GET", f"/apis/{group}") or {}
+                api_version = (answer.get("preferredVersion") or {}).get("groupVersion")
+                if not api_version:
+                    return None
+        return client.resolve(api_version, kind)
+    except (NotFoundError, UnknownKindError):
+        _log.info("applySet: %s is no longer served; nothing of it to prune",
+                  f"{kind}.{group}" if group else kind)
+        return None
+
+
+class ApplySetAction:
+    """``applySet: {manifests, forEach, as, ownerReference, prune, force, fieldManager}``.
+
+    ``manifests``: a template rendering YAML documents (``---``-separated) and/or YAML lists of
+    objects, or a literal list of manifests; with ``forEach`` (an expression giving a list) it
+    is rendered once per item with the item as ``as`` (default ``item``). Empty documents are
+    skipped; every object needs string apiVersion, kind and metadata.name; the same
+    group-kind/namespace/name twice is a CheckError. Namespace rule as ``apply``. In
+    ``onDelete`` there is no parent: CheckError.
+    """
+
+    kind = "applySet"
+    VERBS: tuple[str, ...] = ("patch", "create", "list", "delete")
+    """RBAC verbs on each child's resource (``kinrun.rbac``): server-side apply is ``patch``
+    (+ ``create`` for a new child); prune LISTs by label and DELETEs. Without ``prune``:
+    :attr:`APPLY_VERBS` only."""
+    APPLY_VERBS: tuple[str, ...] = ("patch", "create")
+    PARENT_VERBS: tuple[str, ...] = ("patch",)
+    """RBAC verbs on the reconciled object's resource: its ApplySet labels and annotations."""
+    DRY_RUN_VERBS: tuple[str, ...] = ("get",)
+    """Added under ``--dry-run``: each child is read to show what would change."""
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
+                 field_manager: str) -> None:
+        value = _options(value, loc, "applySet")
+        self._manifests = compile_documents(value["manifests"], engine, loc.child(".manifests"))
+        each = value.get("forEach")
+        if each is not None and (not isinstance(each, str) or not each.strip()):
+            raise loc.child(".forEach").config_error("applySet.forEach must be an expression")
+        self._for_each = None if each is None else engine.value(each, loc.child(".forEach"))
+        self._as = _setting(value, "applySet", "as")
+        if not isinstance(self._as, str) or not self._as.isidentifier():
+            raise loc.child(".as").config_error(f"applySet.as must be a variable name, got "
+                                                f"{self._as!r}")
+        self._owner = _bool(_setting(value, "applySet", "ownerReference"), loc,
+                            "applySet.ownerReference")
+        self.prune = _bool(_setting(value, "applySet", "prune"), loc, "applySet.prune")
+        self._force = _bool(_setting(value, "applySet", "force"), loc, "applySet.force")
+        self._field_manager = str(value.get("fieldManager") or field_manager)
+
+    def render(self, scope: Scope) -> list[Step]:
+        if scope.obj is None:
+            raise CheckError("applySet: the reconciled object (the ApplySet parent) is gone; "
+                             "applySet cannot run in onDelete")
+        parent = reconciled_target(scope, "applySet")
+        group = split_api_version(parent.api_version)[0]
+        set_id = applyset_id(parent.name, parent.namespace, parent.kind, group)
+        meta = scope.obj.get("metadata") or {}
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        _check_parent(labels, annotations, set_id)
+        children = self._children(scope)
+        applies, keep, wanted_gk, wanted_ns = [], set(), {}, set()
+        for manifest in children:
+            request, key = self._apply(manifest, scope, parent, set_id)
+            if key in keep:
+                raise CheckError(f"applySet: {_label(key)} is given twice")
+            keep.add(key)
+            applies.append(request)
+            wanted_gk.setdefault(group_kind(request.api_version, request.kind),
+                                 request.api_version)
+            if request.namespace is not None and request.namespace != parent.namespace:
+                wanted_ns.add(request.namespace)
+        recorded = ParentState(frozenset(_listed(annotations.get(GROUP_KINDS))),
+                               frozenset(_listed(annotations.get(NAMESPACES))))
+        wanted = ParentState(frozenset(wanted_gk), frozenset(wanted_ns))
+        union = ParentState(recorded.group_kinds | wanted.group_kinds,
+                            recorded.namespaces | wanted.namespaces)
+        begin = _metadata_patch(labels, annotations, set_id, union, parent.resource_version)
+        after = {**annotations, **(begin or {}).get("metadata", {}).get("annotations", {})}
+        after = {k: v for k, v in after.items() if v is not None}
+        end = (_metadata_patch({ID_LABEL: set_id}, after, set_id, wanted, None)
+               if self.prune else None)
+        kinds = tuple(sorted(((wanted_gk.get(gk),) + split_group_kind(gk)
+                              for gk in union.group_kinds), key=lambda t: (t[1], t[2])))
+        namespaces = tuple(sorted(union.namespaces | ({parent.namespace} if parent.namespace
+                                                      else set())))
+        return [ApplySetStep(parent, set_id, begin, tuple(applies), self.prune,
+                             kinds if self.prune else (), namespaces, frozenset(keep), end)]
+
+    def _children(self, scope: Scope) -> list[dict[str, Any]]:
+        if self._for_each is None:
+            return self._manifests(scope.variables)
+        items = self._for_each.evaluate(scope.variables)
+        if isinstance(items, Mapping):
+            items = list(items.items())
+        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise CheckError(f"applySet: forEach must give a list, got {type(items).__name__}")
+        children = []
+        for item in items:
+            children.extend(self._manifests({**scope.variables, self._as: item}))
+        return children
+
+    def _apply(self, manifest: Any, scope: Scope, parent: Target, set_id: str
+               ) -> tuple[ApiRequest, tuple[str, str, str | None, str]]:
+        manifest = check_manifest(manifest, "applySet")
+        meta = manifest["metadata"]
+        namespace = _namespace(meta, scope, "applySet")
+        meta.pop("namespace", None)
+        if namespace is not None:
+            meta["namespace"] = namespace
+        labels = meta.get("labels")
+        if labels is None:
+            labels = meta["labels"] = {}
+        if not isinstance(labels, dict):
+            raise CheckError(f"applySet: {meta['name']}: metadata.labels must be a mapping")
+        if labels.get(PART_OF) not in (None, set_id):
+            raise CheckError(f"applySet: {meta['name']} is labelled part of another ApplySet "
+                             f"({labels[PART_OF]})")
+        labels[PART_OF] = set_id
+        if self._owner and (parent.namespace is None or parent.namespace == namespace):
+            _own(manifest, parent)
+        params: dict[str, Any] = {"fieldManager": self._field_manager}
+        if self._force:
+            params["force"] = True
+        api_version, kind = manifest["apiVersion"], manifest["kind"]
+        key = (split_api_version(api_version)[0], kind, namespace, meta["name"])
+        return ApiRequest("apply", api_version, kind, meta["name"], namespace, body=manifest,
+                          params=params), key
+
+
+def _check_parent(labels: Mapping[str, Any], annotations: Mapping[str, Any],
+                  set_id: str) -> None:
+    tooling = annotations.get(TOOLING)
+    if tooling and str(tooling).split("/", 1)[0] != TOOL:
+        raise CheckError(f"applySet: the reconciled object is an ApplySet of {tooling!r} "
+                         f"({TOOLING}); kinrun does not change another tool's set")
+    if labels.get(ID_LABEL) not in (None, set_id):
+        raise CheckError(f"applySet: the reconciled object's {ID_LABEL} label is "
+                         f"{labels[ID_LABEL]!r}, not its id {set_id!r}")
+
+
+def _metadata_patch(labels: Mapping[str, Any], annotations: Mapping[str, Any], set_id: str,
+                    state: ParentState, resource_version: str | None) -> dict[str, Any] | None:
+    """The merge patch making the parent record ``state`` (None: it already does)."""
+    meta: dict[str, Any] = {}
+    if labels.get(ID_LABEL) != set_id:
+        meta["labels"] = {ID_LABEL: set_id}
+    changed = state.annotations(annotations)
+    if changed:
+        meta["annotations"] = changed
+    if not meta:
+        return None
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    return {"metadata": meta}
+
+
+def _own(manifest: dict[str, Any], owner: Target) -> None:
+    """Make ``owner`` the child's controller owner (as apply's ownerReference); CheckError when
+    it names another controller owner or the parent has no uid."""
+    if not owner.uid:
+        raise CheckError("applySet: the reconciled object has no metadata.uid; "
+                         "set ownerReference: false")
+    refs = [r for r in manifest["metadata"].get("ownerReferences") or []
+            if isinstance(r, dict) and r.get("uid") != owner.uid]
+    if any(r.get("controller") for r in refs):
+        raise CheckError(f"applySet: {manifest['metadata']['name']} already names another "
+                         "controller owner; set ownerReference: false")
+    refs.append({"apiVersion": owner.api_version, "kind": owner.kind, "name": owner.name,
+                 "uid": owner.uid, "controller": True, "blockOwnerDeletion": True})
+    manifest["metadata"]["ownerReferences"] = refs
+
+
+def _label(key: tuple[str, str, str | None, str]) -> str:
+    group, kind, namespace, name = key
+    return f"{kind}{'.' + group if group else ''} {namespace + '/' if namespace else ''}{name}"
+
+
+def compile_documents(value: Any, engine: TemplateEngine, loc: SourceLocation
+                      ) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """``render(variables) -> list of objects`` for a value that is a template (rendered, then
+    read as YAML documents, each a mapping or a list of mappings; empty ones skipped), a list
+    of manifests, or one manifest mapping (their strings rendered)."""
+    if isinstance(value, str):
+        template = engine.template(value, loc)
+
+        def render(variables: Mapping[str, Any]) -> list[Any]:
+            return _flatten(parse_yaml_documents(template.render(variables)))
+        return render
+    tree = compile_tree(value, engine, loc)
+    return lambda variables: _flatten([tree(variables)])
+
+
+def parse_yaml_documents(text: str) -> list[Any]:
+    """Every YAML document of rendered text; errors -> CheckError naming the rendered line."""
+    try:
+        return list(yaml.load_all(text, Loader=_SAFE_LOADER))  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at rendered line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CheckError(f"rendered YAML is invalid{where}: {problem}") from exc
+
+
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _flatten(documents: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for doc in documents:
+        if doc is None:
+            continue
+        if isinstance(doc, list):
+            out.extend(item for item in doc if item is not None)
+        else:
+            out.append(doc)
+    return out
