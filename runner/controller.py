@@ -53,6 +53,17 @@ class Controller:
     threads, never for the same key on two threads at once (the queue guarantees it). ``_why``
     is written by enqueueing threads (one dict operation each, atomic under the GIL) and popped
     by the worker that takes the key.
+
+    Hot reload (``kinrun.reload``) swaps the definition under the same workqueue:
+    :meth:`pause` waits until no reconcile runs and holds every worker before its next one;
+    :meth:`resume` (optionally with a ``successor``, a Controller built for the new definition
+    and never started) takes over the successor's object getter, reconcile, workers,
+    ``max_retries`` and ``on_drop``, then lets the workers go on; :meth:`retire` ends the
+    workers after the reconcile under way and drops the queued keys. So each reconcile runs
+    entirely under one definition, and none starts under a definition that was replaced
+    before it started. ``_gate`` guards ``_paused``, ``_retired``, ``_active`` (reconciles
+    running now) and the definition's fields while they change; workers read those fields
+    only between taking ``_gate`` on the way in and leaving the reconcile.
     """
 
     def __init__(self, name: str, queue: RateLimitingInterface, get_object: GetObject,
@@ -71,6 +82,10 @@ class Controller:
         self._causes = causes
         self._why: dict[Any, Cause] = {}  # key -> first cause since the key was last taken
         self._on_drop = on_drop
+        self._gate = threading.Condition(threading.Lock())  # see "Hot reload" above
+        self._paused = False
+        self._retired = False
+        self._active = 0
 
     def enqueue(self, key: str, cause: Cause | None = None) -> None:
         """Ask for ``key`` to be reconciled (deduplicated by the queue); ``cause``: why (kept
@@ -110,22 +125,97 @@ class Controller:
         return drained and joined
 
     def _worker(self) -> None:
+        me = threading.current_thread()
         while not self._stopping.is_set():
             if not self.process_next_item():
                 return
+            if len(self._threads) > self.workers:  # fewer workers since a reload
+                with self._gate:
+                    if len(self._threads) > self.workers and me in self._threads:
+                        self._threads.remove(me)
+                        return
 
     def process_next_item(self) -> bool:
-        """Handle one key; False once the queue is shut down and empty."""
+        """Handle one key; False once the queue is shut down and empty, or the controller
+        was retired (the key taken is then dropped)."""
         key, shutdown = self.queue.get()
         if shutdown:
             return False
         if key is None:
             return True
+        gate = self._gate
+        with gate:
+            while self._paused:
+                gate.wait()
+            if self._retired:
+                self.queue.done(key)
+                return False
+            self._active += 1
         try:
             self._reconcile_key(key)
         finally:
             self.queue.done(key)
+            with gate:
+                self._active -= 1
+                if self._paused and not self._active:
+                    gate.notify_all()
         return True
+
+    # -- hot reload (kinrun.reload) ------------------------------------------------------------
+
+    def pause(self, timeout: float | None = None) -> bool:
+        """Hold every worker before its next reconcile and wait (at most ``timeout`` s, None =
+        no limit) until none runs. True when paused; False on timeout (then not paused).
+        Keys keep being queued meanwhile. Call :meth:`resume` after a True."""
+        with self._gate:
+            self._paused = True
+            if self._gate.wait_for(lambda: self._active == 0, timeout):
+                return True
+            self._paused = False
+            self._gate.notify_all()
+            return False
+
+    def running_keys(self) -> int:
+        """Reconciles running now (for a pause that takes long: the log says how many)."""
+        return self._active
+
+    def resume(self, successor: Controller | None = None) -> None:
+        """Let the workers go on (after :meth:`pause`); with ``successor`` (same name, built
+        for the new definition over this queue, never started), every later reconcile runs
+        its definition: object getter, reconcile, ``max_retries``, ``on_drop``, causes and
+        ``workers`` (more start at once when running; fewer: the extra ones end after their
+        next key)."""
+        with self._gate:
+            if successor is not None:
+                self._get_object, self._reconcile = successor._get_object, successor._reconcile
+                self.max_retries, self._on_drop = successor.max_retries, successor._on_drop
+                self._causes, self.log = successor._causes, successor.log
+                more = successor.workers - self.workers
+                self.workers = successor.workers
+                if self._threads and more > 0:
+                    for i in range(more):
+                        thread = threading.Thread(
+                            target=self._worker, daemon=True,
+                            name=f"{self.name}-worker-{len(self._threads) + i}")
+                        self._threads.append(thread)
+                        thread.start()
+            self._paused = False
+            self._gate.notify_all()
+
+    def retire(self, timeout: float | None = None) -> bool:
+        """The controller was removed from the config: let the reconciles under way finish
+        (at most ``timeout`` s), start no other (queued keys are dropped) and end the workers.
+        Returns whether every running reconcile finished in time."""
+        with self._gate:
+            self._retired = True
+            self._paused = False
+            self._gate.notify_all()
+            done = self._gate.wait_for(lambda: self._active == 0, timeout)
+        self._stopping.set()
+        self.queue.shut_down()
+        for thread in list(self._threads):
+            thread.join(5.0 if timeout is None else max(0.0, timeout))
+        return done
 
     def _cause_of(self, key: Any) -> Cause:
         cause = self._why.pop(key, None) if self._why else None
@@ -177,6 +267,7 @@ class Controller:
 
 _REQUEUED, _RETRIED = Cause(REQUEUED), Cause(RETRIED)
 CAUSE_ADDED, CAUSE_UPDATED, CAUSE_RESYNC = Cause(ADDED), Cause(UPDATED), Cause(RESYNC)
+CAUSE_ADDED_INITIAL = Cause(ADDED, initial_list=True)
 CAUSE_DELETION = Cause(DELETION)
 
 
@@ -202,20 +293,24 @@ def _traceback_worthy(err: BaseException | None) -> BaseException | None:
 class _MappingHandler:
     """A ResourceEventHandler that enqueues the keys ``map_func`` gives for an object; for an
     update, the keys of the old and the new object (so a changed owner reaches both). Each
-    key is enqueued with ``cause`` (``mapped`` from the watched informer)."""
+    key is enqueued with ``cause`` (``mapped`` from the watched informer). ``flagged``: call
+    ``map_func(obj, initial_list)`` (True only for an add of the informer's initial list)
+    instead of ``map_func(obj)``."""
 
-    __slots__ = ("enqueue", "map_func", "log", "cause")
+    __slots__ = ("enqueue", "map_func", "log", "cause", "flagged")
 
-    def __init__(self, enqueue: Callable[..., None], map_func: Callable[[Obj], Iterable[str]],
-                 cause: Cause | None = None) -> None:
+    def __init__(self, enqueue: Callable[..., None], map_func: Callable[..., Iterable[str]],
+                 cause: Cause | None = None, flagged: bool = False) -> None:
         self.enqueue, self.map_func, self.cause = enqueue, map_func, cause
+        self.flagged = flagged
         self.log = logging.getLogger("kinrun.controller")
 
-    def _emit(self, obj: Obj | None) -> set[str]:
+    def _emit(self, obj: Obj | None, initial_list: bool = False) -> set[str]:
         if obj is None:
             return set()
         try:
-            return {k for k in self.map_func(obj) if k}
+            keys = self.map_func(obj, initial_list) if self.flagged else self.map_func(obj)
+            return {k for k in keys if k}
         except Exception:  # noqa: BLE001 - a bad object must not stop the handler
             self.log.exception("mapping %r to keys failed", self.map_func)
             return set()
@@ -230,7 +325,7 @@ class _MappingHandler:
 
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
         """Enqueue the object's keys."""
-        self._enqueue(self._emit(obj))
+        self._enqueue(self._emit(obj, is_in_initial_list))
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Enqueue the keys of both versions."""
@@ -269,8 +364,9 @@ class _OwnKeyCauseHandler(_OwnKeyHandler):
     __slots__ = ()
 
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
-        """Enqueue the object's key (cause ``added``)."""
-        self.enqueue(deletion_handling_meta_namespace_key(obj), CAUSE_ADDED)
+        """Enqueue the object's key (cause ``added``, its ``initial_list`` flag as given)."""
+        self.enqueue(deletion_handling_meta_namespace_key(obj),
+                     CAUSE_ADDED_INITIAL if is_in_initial_list else CAUSE_ADDED)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         """Enqueue the new object's key (``resync`` when the resourceVersion is the same)."""
@@ -329,9 +425,15 @@ def enqueue_owner_key(enqueue: Callable[..., None], owner_kind: str,
     return _MappingHandler(enqueue, map_func, Cause(MAPPED, informer) if informer else None)
 
 
-def enqueue_mapped(enqueue: Callable[..., None], map_func: Callable[[Obj], Iterable[str]], *,
-                   informer: str = "") -> ResourceEventHandler:
+def enqueue_mapped(enqueue: Callable[..., None], map_func: Callable[..., Iterable[str]], *,
+                   informer: str = "", initial_list: bool = False) -> ResourceEventHandler:
     """A handler that enqueues every key ``map_func(obj)`` returns ("" and errors are skipped,
     errors logged); for updates, the keys of both versions. For template or index mappings.
-    ``informer``: the watched informer's name, recorded as the cause (``mapped``)."""
-    return _MappingHandler(enqueue, map_func, Cause(MAPPED, informer) if informer else None)
+    ``informer``: the watched informer's name, recorded as the cause (``mapped``).
+    ``initial_list``: ``map_func`` takes ``(obj, initial_list)``: True for the adds of the
+    informer's initial list (client-go ``isInInitialList``), False otherwise (a
+    ``kinrun.templating.KeyMapper``). The handler runs where its informer calls it: wire a
+    mapper that may take long (lookups, a template) on a listener thread of its own
+    (``add_event_handler(..., synchronous=False)``), so it stalls only itself."""
+    return _MappingHandler(enqueue, map_func, Cause(MAPPED, informer) if informer else None,
+                           initial_list)

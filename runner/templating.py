@@ -988,28 +988,104 @@ def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngin
                                 logger=logger, clock=clock)
 
 
+def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
+    ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
+    never the API server). An unknown informer raises LookupError naming the known ones; an
+    unknown index raises KeyError. The objects returned are the cache's, read-only (the
+    sandbox refuses mutating methods). Used by action templates (``kinrun.actions``) and by
+    ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
+    def lister(informer: str) -> Any:
+        try:
+            return listers[informer]
+        except KeyError:
+            known = ", ".join(sorted(listers)) or "none"
+            raise LookupError(f"unknown informer {informer!r} (known: {known})") from None
+
+    return {
+        "get": lambda informer, key: lister(informer).get(key),
+        "list": lambda informer, namespace=None: (lister(informer).list() if namespace is None
+                                                  else lister(informer).list(namespace)),
+        "by_index": lambda informer, index, value: lister(informer).by_index(index, value),
+    }
+
+
+LOOKUP_NAMES = ("get", "list", "by_index")
+"""The names :func:`lookup_functions` defines."""
+
+
+class KeyMapper:
+    """A compiled ``mapTo: {template: ...}``: ``mapper(obj, initial_list=False) -> [key, ...]``.
+
+    The template sees ``obj`` (the secondary object), ``initial_list`` (True when the object
+    comes from its informer's first list, or is replayed to a handler added later, as
+    client-go's ``OnAdd(obj, isInInitialList)``; False for real adds, updates and deletions),
+    and, once :meth:`bind` gave it the listers, ``get``/``list``/``by_index`` over the caches.
+    Its value maps as :func:`index_values`: one key per line of rendered text, or a list of
+    keys; ``""``/None: no key. Each call spends a budget of its own (``templates.budget``).
+    Errors, a BudgetExceeded or a lookup of an unknown informer included, give no key and a
+    warning at most once a minute (an event handler must not fail). ``uses_lookups``: the
+    template names ``get``, ``list`` or ``by_index``. Immutable; thread-safe.
+    """
+
+    __slots__ = ("_value", "_engine", "location", "source", "_warner", "_lookups",
+                 "uses_lookups")
+
+    def __init__(self, value: Any, engine: TemplateEngine, location: SourceLocation,
+                 source: str, warner: RateLimitedWarner,
+                 lookups: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        self._value, self._engine, self.location, self.source = value, engine, location, source
+        self._warner = warner
+        self._lookups = dict(lookups or {})
+        self.uses_lookups = any(re.search(rf"\b{name}\s*\(", source) for name in LOOKUP_NAMES)
+
+    def bind(self, listers: Mapping[str, Any]) -> KeyMapper:
+        """The same mapper with ``get``/``list``/``by_index`` over ``listers`` (informer name
+        -> Lister): what ``kinrun.bound`` wires."""
+        return KeyMapper(self._value, self._engine, self.location, self.source, self._warner,
+                         lookup_functions(listers))
+
+    def __call__(self, obj: dict, initial_list: bool = False) -> list[str]:
+        try:
+            with self._engine.budget():  # a budget per call, whatever the caller's
+                return index_values(self._value.evaluate(
+                    {"obj": obj, "initial_list": initial_list, **self._lookups}))
+        except (TemplateRenderError, TypeError, LookupError) as exc:
+            self._warner.warn("%s: key mapper %r failed for %s: %s", self.location, self.source,
+                              _object_name(obj), exc)
+            return []
+
+    def __repr__(self) -> str:
+        return f"key mapper {self.source!r} from {self.location}"
+
+
 def compile_key_mapper(template: str, location: Any = None, *, engine: TemplateEngine | None = None,
                        options: Any = None, logger: logging.Logger | None = None,
-                       clock: Callable[[], float] = time.monotonic) -> Callable[[dict], list[str]]:
-    """Compile a watch's ``mapTo: {template: ...}`` into a function from a secondary object to the
-    primary keys to enqueue (``namespace/name``).
+                       clock: Callable[[], float] = time.monotonic) -> KeyMapper:
+    """Compile a watch's ``mapTo: {template: ...}`` into a :class:`KeyMapper`: a secondary
+    object -> the primary keys to enqueue (``namespace/name``, or ``name`` for cluster-scoped
+    primaries).
 
-    The template sees ``obj`` (the secondary object). The rendered text holds one key per line;
-    blank lines are dropped, so ``""`` means no key. A single expression returning a list gives
-    several keys. Syntax errors: ConfigError at ``location``. Each call spends a budget of its
-    own. Errors while rendering, a BudgetExceeded included, give no key and a rate-limited
-    warning (an event handler must not fail).
+    The template sees ``obj``, ``initial_list`` and, once bound to the listers, the lookups
+    ``get``/``list``/``by_index`` (so one Secret can fan out to every Namespace:
+    ``list('namespaces') | map(attribute='metadata.name') | list``). The rendered text holds one
+    key per line; blank lines are dropped, so ``""`` means no key; an expression returning a
+    list gives several keys. Syntax errors: ConfigError at ``location``. Each call spends a
+    budget of its own; errors give no key and a rate-limited warning (see KeyMapper).
     """
-    return _compile_object_func(template, location, "key mapper", engine=engine, options=options,
-                                logger=logger, clock=clock)
+    engine = engine or TemplateEngine(options, clock=clock)
+    loc = as_location(location)
+    value = engine.value(template, loc, undefined_to_none=True)
+    warner = RateLimitedWarner(logger or logging.getLogger("kinrun.templating"), clock=clock)
+    return KeyMapper(value, engine, loc, template, warner)
 
 
 __all__ = [
     "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
     "ITERATING_FILTERS", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE",
-    "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
+    "KeyMapper", "LOOKUP_NAMES", "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
     "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode",
     "b64encode", "compile_index_func", "compile_key_mapper", "duration", "from_json",
-    "from_yaml", "index_values", "isoformat", "sha256", "split_expression", "to_datetime",
+    "from_yaml", "index_values", "isoformat", "lookup_functions", "sha256", "split_expression", "to_datetime",
     "to_json", "to_yaml",
 ]

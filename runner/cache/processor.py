@@ -44,7 +44,9 @@ class ProcessorListener:
     the listener's thread only. The informer serialises calls of a synchronous handler (they
     happen under its processing lock). A handler that raises is logged; later notifications
     still come. Invariant: ``_initial_pending`` counts initial-list adds buffered or being
-    handled (always 0 between calls for a synchronous listener). After ``stop`` no handler
+    handled (always 0 between calls for a synchronous listener); ``_pending`` counts every
+    notification buffered or in the batch being handled (guarded by ``_cond``; a batch is
+    subtracted once it is done, so :meth:`idle` means the handler has seen everything added). After ``stop`` no handler
     call starts, not even for notifications the thread already took into its batch (a call
     already running completes); ``_stopped`` only goes from False to True, under ``_cond``,
     and is read without it before each call.
@@ -64,6 +66,7 @@ class ProcessorListener:
         self._buffer: deque[Notification] = deque()
         self._stopped = False
         self._initial_pending = 0
+        self._pending = 0
         self._thread: threading.Thread | None = None
 
     def add(self, notification: Notification) -> None:
@@ -78,6 +81,7 @@ class ProcessorListener:
                 return
             if notification[0] == ADD and notification[2]:
                 self._initial_pending += 1
+            self._pending += 1
             self._buffer.append(notification)
             self._cond.notify()
 
@@ -95,6 +99,7 @@ class ProcessorListener:
         with self._cond:
             self._stopped = True
             self._initial_pending -= sum(1 for kind, _, b in self._buffer if kind == ADD and b)
+            self._pending -= len(self._buffer)
             self._buffer.clear()
             self._cond.notify()
 
@@ -102,6 +107,13 @@ class ProcessorListener:
         """Wait for the listener's thread to end."""
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+    def idle(self) -> bool:
+        """True when every notification added so far has been handled (or dropped by
+        ``stop``); always True for a synchronous listener. For tests and ``kinrun test``'s
+        quiet check: it says nothing about notifications still to come."""
+        with self._cond:
+            return self._pending == 0
 
     def initial_list_handled(self) -> bool:
         """True when every initial-list add given so far has been handled."""
@@ -117,7 +129,12 @@ class ProcessorListener:
                 if self._stopped:
                     return
                 batch, self._buffer = self._buffer, deque()
-            self._dispatch_batch(batch)
+            taken = len(batch)
+            try:
+                self._dispatch_batch(batch)
+            finally:
+                with self._cond:
+                    self._pending -= taken
 
     def _dispatch_batch(self, batch: deque[Notification]) -> None:
         """Hand ``batch`` to the handler in order; once stopped, drop the rest of it (a
@@ -206,6 +223,13 @@ class SharedProcessor:
             self._started = True
             for listener in self._listeners:
                 listener.start()
+
+    def idle(self) -> bool:
+        """True when every listener has handled every notification it was given
+        (:meth:`ProcessorListener.idle`)."""
+        with self._lock:
+            listeners = self._listeners
+        return all(listener.idle() for listener in listeners)
 
     def stop(self) -> None:
         """Stop every listener and join their threads (each at most 5 s)."""

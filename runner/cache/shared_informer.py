@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +153,8 @@ class SharedIndexInformer:
         return period
 
     def remove_event_handler(self, registration: ListenerRegistration) -> bool:
-        """Unregister a handler; its buffered notifications are dropped. False if unknown."""
+        """Unregister a handler (client-go ``RemoveEventHandler``, 1.26+); its buffered
+        notifications are dropped. False if unknown."""
         return self._processor.remove_listener(registration.listener)
 
     def add_indexers(self, indexers: Indexers) -> None:
@@ -161,6 +162,13 @@ class SharedIndexInformer:
         Raises IndexConflictError / IndexFuncError (then nothing is added)."""
         with self._block_deltas:
             self.indexer.add_indexers(indexers)
+
+    def update_indexers(self, indexers: Indexers, remove: Iterable[str] = ()) -> None:
+        """Hot reload: set ``indexers`` (a name present is replaced) and drop the ``remove``
+        names, each set index built from the cache at once (no relist). Raises IndexFuncError
+        (then nothing changes)."""
+        with self._block_deltas:
+            self.indexer.store.update_indexers(indexers, remove)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -193,6 +201,12 @@ class SharedIndexInformer:
         for thread in self._threads:
             thread.join(timeout)
         self._stop_event.set()
+
+    def handlers_idle(self) -> bool:
+        """True when every handler has handled every notification given to it so far: the
+        buffered listeners (their own threads) have caught up; synchronous ones always have.
+        ``kinrun test`` checks it to know a change's key mappings are done."""
+        return self._processor.idle()
 
     def has_synced(self) -> bool:
         """True once the first list has been fully stored and handed to the handlers."""

@@ -8,13 +8,15 @@ server's resourceVersion stops moving, since reconciles write too):
    resourceVersion. The embedded server runs with a small ``bookmark_interval``, so every
    watch gets BOOKMARKs carrying the global resourceVersion even when nothing it watches
    changed. A reflector moves its resume point only after the informer has stored the event
-   and called the (synchronous) enqueue handlers, so reaching the version means every key
-   the change maps to is queued;
+   and called the synchronous enqueue handlers (and buffered the others' notifications), so
+   reaching the version means every key the change maps to is queued or being mapped;
 2. the workqueue clock has settled (:meth:`StepClock.settle`): every delaying-queue thread
    woken by a step of the fake clock has moved the keys that fell due into its queue and
    parked again;
-3. every controller's workqueue is idle (``idle()``: nothing queued, nothing processing);
-   keys waiting for the fake clock do not count.
+3. every informer's buffered handlers have caught up (``handlers_idle()``: a ``mapTo``
+   template runs on a listener thread of its own, after the reflector moved on) and every
+   controller's workqueue is idle (``idle()``: nothing queued, nothing processing); keys
+   waiting for the fake clock do not count.
 
 Waiting polls these conditions every millisecond or so (none of them signals), bounded by a
 deadline: :class:`NotQuiet` says which condition did not hold.
@@ -89,7 +91,13 @@ class Quiet:
                 if _rv(inf.last_sync_resource_version) < rv]
 
     def _busy(self) -> list[str]:
-        return [name for name, queue in self.queues if not queue.idle()]
+        handlers = [f"handlers of {name}" for name, inf in self.reflectors
+                    if not getattr(inf, "handlers_idle", _always)()]
+        return handlers + [name for name, queue in self.queues if not queue.idle()]
+
+
+def _always() -> bool:
+    return True
 
 
 def _rv(text: str) -> int:

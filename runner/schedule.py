@@ -1,0 +1,167 @@
+"""A controller's ``schedule:``: reconcile every cached primary key at fixed times (cron).
+
+Semantics follow batch/v1 CronJob where they apply: ``schedule`` is a standard five-field cron
+expression (minute hour day-of-month month day-of-week; ``*/5``, ranges, lists, names such as
+``MON``) or one of the macros ``@yearly``/``@annually``, ``@monthly``, ``@weekly``, ``@daily``/
+``@midnight``, ``@hourly``; times are UTC unless ``timeZone`` names an IANA zone
+(``Europe/Berlin``; CronJob ``spec.timeZone``, GA in Kubernetes 1.27), daylight-saving changes
+included. ``TZ=``/``CRON_TZ=`` prefixes are refused as CronJob refuses them. Parsing is
+croniter's; zones are ``zoneinfo``'s (the system's tz database, or the ``tzdata`` package).
+
+A :class:`Scheduler` waits on the one clock abstraction (``kinrun.clock``) until the next fire
+time, read on a wall clock (Unix seconds; the plan's, fixed in ``kinrun test``), then queues
+every key its primary informer's lister holds with cause ``scheduled``; the workqueue
+deduplicates keys already queued. Times missed while the process was busy or the clock jumped
+fire once, at the next wake-up (as CronJob with a ``startingDeadlineSeconds`` that allows
+one late run); a wall clock that jumps is noticed within :data:`MAX_WAIT` seconds. Besides
+``resyncPeriod``, not instead of it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import zoneinfo
+from collections.abc import Callable, Iterable
+
+from croniter import croniter
+
+from kinrun.clock import REAL_CLOCK, Clock
+
+MAX_WAIT = 60.0
+"""Seconds the scheduler waits at most before it reads the wall clock again (a wall clock that
+jumps, e.g. NTP stepping it, moves the next fire time)."""
+
+_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+
+
+class ScheduleError(ValueError):
+    """A ``schedule`` or ``timeZone`` the scheduler cannot use; the message says why."""
+
+
+class CronSchedule:
+    """A parsed cron ``expression`` in ``time_zone`` (an IANA name, None = UTC).
+
+    :meth:`next_after` gives the next fire time. Immutable; thread-safe. Raises
+    :class:`ScheduleError` for an expression croniter refuses, one that is not five fields or
+    a macro (``@reboot`` and seconds fields included), and for an unknown zone."""
+
+    __slots__ = ("expression", "time_zone", "zone")
+
+    def __init__(self, expression: str, time_zone: str | None = None) -> None:
+        text = " ".join(str(expression).split())
+        if text.upper().startswith(("TZ=", "CRON_TZ=")):
+            raise ScheduleError(f"schedule {expression!r}: write the zone in timeZone, not as a "
+                                "TZ= prefix (as CronJob)")
+        if text.startswith("@"):
+            if text.lower() not in _MACROS:
+                raise ScheduleError(f"schedule {expression!r}: unknown macro (known: "
+                                    f"{', '.join(_MACROS)})")
+            text = text.lower()
+        elif len(text.split()) != 5:
+            raise ScheduleError(f"schedule {expression!r}: a cron expression has five fields "
+                                "(minute hour day-of-month month day-of-week)")
+        if not croniter.is_valid(text):
+            try:
+                croniter(text)
+            except ValueError as exc:
+                raise ScheduleError(f"schedule {expression!r}: {exc}") from None
+            raise ScheduleError(f"schedule {expression!r} is not a valid cron expression")
+        self.expression, self.time_zone = text, time_zone
+        self.zone = _zone(time_zone)
+
+    def next_after(self, unix: float) -> float:
+        """The first fire time (Unix seconds) strictly after ``unix`` (Unix seconds)."""
+        start = datetime.datetime.fromtimestamp(unix, tz=self.zone)
+        return float(croniter(self.expression, start).get_next(float))
+
+    def __repr__(self) -> str:
+        zone = f" in {self.time_zone}" if self.time_zone else " (UTC)"
+        return f"CronSchedule({self.expression!r}{zone})"
+
+
+def _zone(name: str | None) -> datetime.tzinfo:
+    if name is None:
+        return datetime.timezone.utc
+    try:
+        return zoneinfo.ZoneInfo(str(name))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ScheduleError(f"timeZone {name!r} is not a known IANA time zone (such as UTC, "
+                            f"Europe/Berlin, America/New_York): {exc}") from None
+
+
+class Scheduler:
+    """Queues every key of one controller each time its :class:`CronSchedule` fires.
+
+    ``name``: the controller (thread name, log lines); ``keys()``: the keys to queue (the
+    primary informer's cached keys); ``enqueue(key)``: queue one (the controller's enqueue with
+    the ``scheduled`` cause bound); ``clock``: what it waits on (monotonic seconds; a FakeClock
+    in tests); ``wall()``: Unix seconds, the time the schedule is read in.
+
+    Thread-safety: ``start``/``stop`` from one thread; the scheduler's own thread does the rest.
+    ``fired`` counts the fire times handled (read by tests). ``_wakeup`` is only a wake-up
+    (``kinrun.clock``): ``_stopped`` says why it was set.
+    """
+
+    def __init__(self, name: str, schedule: CronSchedule, keys: Callable[[], Iterable[str]],
+                 enqueue: Callable[[str], None], *, clock: Clock | None = None,
+                 wall: Callable[[], float], logger: logging.Logger | None = None) -> None:
+        self.name, self.schedule = name, schedule
+        self._keys, self._enqueue = keys, enqueue
+        self._clock, self._wall = clock or REAL_CLOCK, wall
+        self.log = logger or logging.getLogger(f"kinrun.controller.{name}")
+        self._wakeup = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.fired = 0
+
+    def start(self) -> None:
+        """Start the scheduler's thread (once): the first fire time is the first after now."""
+        if self._thread is not None:
+            return
+        first = self.schedule.next_after(self._wall())
+        self._thread = threading.Thread(target=self._run, args=(first,),
+                                        name=f"{self.name}-schedule", daemon=True)
+        self._thread.start()
+        self.log.info("%s: schedule %s, next at %s", self.name, self.schedule,
+                      _utc(first))
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread and join it (at most ``timeout`` real seconds). Idempotent."""
+        self._stopped = True
+        self._wakeup.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self, next_at: float) -> None:
+        while not self._stopped:
+            now = self._wall()
+            if now >= next_at:
+                self.fire()
+                next_at = self.schedule.next_after(max(now, next_at))
+                continue
+            deadline = self._clock.now() + min(next_at - now, MAX_WAIT)
+            self._clock.wait_until(self._wakeup, deadline)
+            self._wakeup.clear()
+
+    def fire(self) -> int:
+        """Queue every key now; returns how many. A failing ``keys`` is logged, never fatal."""
+        try:
+            keys = list(self._keys())
+            for key in keys:
+                self._enqueue(key)
+        except Exception:  # noqa: BLE001 - the next fire time must still come
+            self.log.exception("%s: scheduled reconcile failed to queue keys", self.name)
+            return 0
+        finally:
+            self.fired += 1
+        self.log.info("%s: schedule fired: %d key(s) queued", self.name, len(keys))
+        return len(keys)
+
+
+def _utc(unix: float) -> str:
+    return datetime.datetime.fromtimestamp(unix, tz=datetime.timezone.utc).isoformat()
+
+
+__all__ = ["CronSchedule", "MAX_WAIT", "ScheduleError", "Scheduler"]
