@@ -11,9 +11,12 @@ builder does (step 7 of the pipeline lives here):
   :class:`kinrun.controller.Controller`;
 * the primary informer enqueues each object's own key (updates filtered by the predicates),
   recording deletions first; each watched secondary maps its objects to primary keys by owner
-  reference, by a template, or by an index of the primary informer. These enqueue handlers are
-  synchronous (a key mapping and a workqueue add never block); plugins' raw event hooks get
-  listener threads of their own. Resync is per handler (client-go
+  reference, by a template, or by an index of the primary informer. The own-key, owner and
+  index handlers are synchronous (a key computation and a workqueue add never block); a
+  ``mapTo: {template}`` mapper, which may look objects up and spend up to its template budget,
+  runs on a listener thread of its own (client-go's processorListener), so a slow mapper
+  stalls only itself, never its informer or the other handlers (one thread hand-off per event,
+  ~15 us, ``benchmarks/``); plugins' raw event hooks get listener threads of their own too. Resync is per handler (client-go
   ``AddEventHandlerWithResyncPeriod``): the controller's resyncPeriod, else its primary
   informer's; a watch and a plugin's event hooks resync as their own informer says.
 
@@ -37,18 +40,21 @@ from kinrun.cache import (
     SharedInformerFactory,
     deletion_handling_meta_namespace_key,
     meta_namespace_key,
-    strip_managed_fields,
 )
 from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.clock import Clock
 from kinrun.kube import ResourceRef
+from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.plan import ControllerPlan, InformerPlan, Plan, WatchPlan, owner_mapping_problem
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import Reconciler, confirm_gone_by_get
+from kinrun.reconcile import SCHEDULED, Cause, Reconciler, confirm_gone_by_get
+from kinrun.schedule import Scheduler
 from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 _log = logging.getLogger("kinrun.manager")
+
+CAUSE_SCHEDULED = Cause(SCHEDULED)
 
 Informer = SharedIndexInformer | MultiNamespaceInformer
 """A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
@@ -63,26 +69,51 @@ class Bound:
     ``plan``; ``client`` (a ``kinrun.kube.Client``); ``refs``: informer name -> ResourceRef.
     Construction runs discovery: UnknownKindError / ApiError propagate, a located ConfigError
     for a ``mapTo: owner`` that discovery shows can never produce a key. Immutable afterwards.
+
+    ``wait_for_kinds`` (the main job's choice): a kind discovery does not know, in an API group
+    that is not one of Kubernetes' built-in groups (``kinrun.kube.builtin_kinds``: a CRD not
+    installed yet), is not an error: the informer waits (``waiting``: informer name -> why,
+    file:line first) and so do the controllers that use it (:meth:`waiting_controllers`);
+    nothing is wired for them until a later bind resolves it (``kinrun.reload``). A kind
+    unknown in a built-in group (a typo: ``Pods``, ``apps/v1 Deployments``) stays an
+    UnknownKindError: those groups serve a fixed set of kinds.
     """
 
-    def __init__(self, plan: Plan, client: Any) -> None:
+    def __init__(self, plan: Plan, client: Any, *, wait_for_kinds: bool = False) -> None:
         self.plan, self.client = plan, client
         self.refs: dict[str, ResourceRef] = {}
+        self.waiting: dict[str, str] = {}
         for name, informer in plan.informers.items():
             spec = informer.spec
             try:
                 self.refs[name] = client.resolve(spec.api_version, spec.kind or spec.resource or "")
             except UnknownKindError as exc:
+                if wait_for_kinds and not builtin_group(spec.api_version):
+                    self.waiting[name] = f"{spec.location}: {exc}"
+                    continue
                 raise UnknownKindError(f"{spec.location}: {exc}", api_version=exc.api_version,
                                        name=exc.name, suggestions=exc.suggestions) from None
         for controller in plan.controllers:
             for watch in controller.watches:
                 self._check_owner_mapping(controller, watch)
 
+    def waiting_controllers(self) -> dict[str, list[str]]:
+        """Controller name -> the waiting informers it needs (primary or watched), for the
+        controllers that cannot run yet (file order)."""
+        out: dict[str, list[str]] = {}
+        for controller in self.plan.controllers:
+            names = [controller.spec.primary, *(w.spec.informer for w in controller.watches)]
+            missing = [n for n in dict.fromkeys(names) if n in self.waiting]
+            if missing:
+                out[controller.name] = missing
+        return out
+
     def _check_owner_mapping(self, controller: ControllerPlan, watch: WatchPlan) -> None:
         if watch.spec.map_to != "owner":
             return
         primary, secondary = controller.spec.primary, watch.spec.informer
+        if primary in self.waiting or secondary in self.waiting:
+            return  # checked by the bind that resolves them
         problem = owner_mapping_problem(
             self.plan.informers[primary].spec, self.plan.informers[secondary].spec,
             self.refs[primary].namespaced, self.refs[secondary].namespaced)
@@ -95,17 +126,20 @@ class Bound:
         return self.plan.config
 
     def manager(self, *, metrics: Any = None, clock: Clock | None = None,
-                wrap: Wrap | None = None) -> Any:
+                wrap: Wrap | None = None, shard: Any = None) -> Any:
         """The informers, controllers and reconcilers of this plan, wired and not started, in
         a :class:`kinrun.manager.Manager`. ``metrics``: a ``kinrun.metrics.Metrics`` to record
         into; ``clock``: the workqueues' clock (requeues, retries, rate limits; default the
         real one; informers always use real time, they do I/O); ``wrap(controller, reconcile)
         -> reconcile``: an observer around every controller's reconcile (``kinrun test``
-        records through it). Raises a located ConfigError when two informer names sharing one
-        watch define the same index name differently."""
+        records through it); ``shard``: this replica's ``kinrun.sharding.shard.Shard`` when
+        the config is sharded (None: every object, as without ``sharding``): the sharded
+        informers select its label, its gate wraps every reconcile, a move is no deletion.
+        Raises a located ConfigError when two informer names sharing one watch define the
+        same index name differently."""
         from kinrun.manager import Manager
 
-        return Manager(_Wiring(self, metrics, clock, wrap).build())
+        return Manager(_Wiring(self, metrics, clock, wrap, shard=shard).build())
 
     def start(self, stop: Any = None, *, metrics: Any = None, gc_policy: bool = False,
               sync_timeout: float | None = None) -> Any:
@@ -122,43 +156,111 @@ class Bound:
 class Wired:
     """What :class:`_Wiring` builds, for the Manager to run: ``bound``; ``factory``;
     ``informers`` (name -> Informer); ``controllers`` (name -> Controller); ``reconcilers``
-    (name -> Reconciler); ``metrics`` (or None)."""
+    (name -> Reconciler); ``metrics`` (or None); ``handlers``: owner -> the event handlers it
+    registers, each ``[informer, handler, resync, synchronous, registration]`` (the
+    registration None until registered); owners are controller names and
+    ``informer:<name>`` for a plugin's event hooks (hot reload replaces them by owner).
+    A rewiring (``kinrun.reload``) also fills ``successors``: controller name -> a Controller
+    built for the new definition over the running one's queue, never started, for
+    ``Controller.resume``; ``limiters``: controller name -> its new rate limiter."""
 
     def __init__(self, bound: Bound, factory: SharedInformerFactory,
                  informers: dict[str, Informer], controllers: dict[str, Controller],
-                 reconcilers: dict[str, Reconciler], metrics: Any = None) -> None:
+                 reconcilers: dict[str, Reconciler], metrics: Any = None,
+                 handlers: dict[str, list[list[Any]]] | None = None) -> None:
         self.bound, self.factory, self.metrics = bound, factory, metrics
         self.informers, self.controllers, self.reconcilers = informers, controllers, reconcilers
+        self.handlers: dict[str, list[list[Any]]] = handlers or {}
+        self.successors: dict[str, Controller] = {}
+        self.limiters: dict[str, Any] = {}
+        self.clock: Clock | None = None  # the workqueues' clock (None: the real one)
+        self.schedules: dict[str, Scheduler] = {}  # controller name -> its cron Scheduler
+
+
+def register(entry: list[Any]) -> None:
+    """Register one ``Wired.handlers`` entry on its informer (stores the registration)."""
+    informer, handler, resync, synchronous, _ = entry
+    entry[4] = informer.add_event_handler(handler, resync, synchronous=synchronous)
+
+
+def unregister(entry: list[Any]) -> None:
+    """Remove one registered ``Wired.handlers`` entry from its informer (a stopped informer
+    has nothing to remove)."""
+    informer, registration = entry[0], entry[4]
+    if registration is not None:
+        informer.remove_event_handler(registration)
+        entry[4] = None
 
 
 class _Wiring:
-    """Builds the pipeline of one Bound (see the module docstring). Used once."""
+    """Builds the pipeline of one Bound (see the module docstring). Used once.
+
+    Hot reload (``kinrun.reload``) rewires over the running pipeline: ``factory`` (the running
+    one: informers whose key is unchanged are reused, cache and all); ``only``: the
+    controllers to build (None: every controller whose informers are resolved); ``reuse``:
+    controller name -> the running Controller whose queue a rebuilt one takes over (its
+    handlers enqueue there; the new definition goes to ``Wired.successors``); ``event_hooks``:
+    the informer names whose plugin event handler to build (None: all); ``defer``: collect
+    the handlers without registering them."""
 
     def __init__(self, bound: Bound, metrics: Any, clock: Clock | None = None,
-                 wrap: Wrap | None = None) -> None:
+                 wrap: Wrap | None = None, *, factory: SharedInformerFactory | None = None,
+                 only: set[str] | None = None, reuse: dict[str, Controller] | None = None,
+                 event_hooks: set[str] | None = None, defer: bool = False,
+                 shard: Any = None) -> None:
         self.bound, self.metrics, self.clock, self.wrap = bound, metrics, clock, wrap
+        # sharding: this replica's Shard, and the informers it shards (kinrun.sharding)
+        self.shard = shard
+        self.sharded = bound.plan.sharded if shard is not None else {}
         self.plan, self.client, self.refs = bound.plan, bound.client, bound.refs
         self._refs_by_id = {ref.id: ref for ref in self.refs.values()}
-        self.factory = SharedInformerFactory(self._lister_watcher_for)
+        if factory is not None:
+            factory.set_lister_watcher_for(self._lister_watcher_for)
+        self.factory = factory or SharedInformerFactory(self._lister_watcher_for)
         self.informers: dict[str, Informer] = {}
+        self.only, self.reuse, self.event_hooks = only, reuse or {}, event_hooks
+        self.defer = defer
+        self.handlers: dict[str, list[list[Any]]] = {}
+        self.successors: dict[str, Controller] = {}
+        self.limiters: dict[str, Any] = {}
+        self.schedules: dict[str, Scheduler] = {}
         # metrics: the workqueues' provider (None: unmetered queues, no cost)
         self._queue_metrics = metrics.workqueue_provider() if metrics is not None else None
 
+    def _handler(self, owner: str, informer: Informer, handler: Any, resync: float, *,
+                 synchronous: bool = False) -> None:
+        entry = [informer, handler, resync, synchronous, None]
+        self.handlers.setdefault(owner, []).append(entry)
+        if not self.defer:
+            register(entry)
+
     def build(self) -> Wired:
         for name, informer in self.plan.informers.items():
-            self.informers[name] = self._informer(informer)
+            if name not in self.bound.waiting:
+                self.informers[name] = self._informer(informer)
         if self.metrics is not None:  # relists and watch restarts of every reflector
             self.metrics.track_reflectors(self.factory.informers().values())
         reconcilers, controllers = {}, {}
+        waiting = self.bound.waiting_controllers()
         for controller in self.plan.controllers:
+            if controller.name in waiting or (self.only is not None
+                                              and controller.name not in self.only):
+                continue
             reconcilers[controller.name] = reconciler = self._reconciler(controller)
             controllers[controller.name] = self._controller(controller, reconciler)
         for name, informer in self.informers.items():
+            if self.event_hooks is not None and name not in self.event_hooks:
+                continue
             handler = plugins.event_handler(self.plan.plugins, name)
             if handler is not None:
-                informer.add_event_handler(handler, self.plan.informers[name].resync_period)
-        return Wired(self.bound, self.factory, self.informers, controllers, reconcilers,
-                     self.metrics)
+                self._handler(f"informer:{name}", informer, handler,
+                              self.plan.informers[name].resync_period)
+        wired = Wired(self.bound, self.factory, self.informers, controllers, reconcilers,
+                      self.metrics, self.handlers)
+        wired.successors, wired.limiters = self.successors, self.limiters
+        wired.clock = self.clock
+        wired.schedules = self.schedules
+        return wired
 
     # -- informers ---------------------------------------------------------------------------
 
@@ -166,7 +268,8 @@ class _Wiring:
         return self.client.lister_watcher(
             self._refs_by_id[key.resource], namespace=key.namespace,
             label_selector=key.label_selector or None, field_selector=key.field_selector or None,
-            drop_managed_fields=key.transform == STRIP_MANAGED_FIELDS)
+            drop_managed_fields=key.transform.startswith(STRIP_MANAGED_FIELDS),
+            **({"metadata_only": True} if key.metadata_only else {}))
 
     def _informer(self, plan: InformerPlan) -> Informer:
         spec, ref = plan.spec, self.refs[plan.name]
@@ -175,14 +278,15 @@ class _Wiring:
         if spec.namespaces and not ref.namespaced and spec.namespaces != (config.namespace_override,):
             _log.warning("informer %s: %s is cluster-scoped; namespaces %s ignored",
                          spec.name, ref.kind, list(spec.namespaces))
-        strip = spec.transform.strip_managed_fields
-        key = InformerKey(ref.id, None, spec.label_selector or "", spec.field_selector or "",
-                          STRIP_MANAGED_FIELDS if strip else "")
+        labels = spec.label_selector or ""
+        if plan.name in self.sharded:  # this replica's objects only
+            labels = self.shard.selector(labels)
+        key = InformerKey(ref.id, None, labels, spec.field_selector or "",
+                          plan.transform_id, spec.metadata_only)
         try:
             informer = self.factory.informer_for_namespaces(
                 key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler
-                indexers=dict(plan.indexers),
-                transform=strip_managed_fields if strip else None, name=spec.name,
+                indexers=dict(plan.indexers), transform=plan.transform, name=spec.name,
                 inactivity_timeout=spec.watch_inactivity_timeout)
         except IndexConflictError as exc:
             raise spec.location.error(
@@ -197,43 +301,78 @@ class _Wiring:
     def _reconciler(self, plan: ControllerPlan) -> Reconciler:
         spec = plan.spec
         ref = self.refs[spec.primary]
-        selective = self.plan.informers[spec.primary].matches is not None
+        base = self.plan.informers[spec.primary].matches
+        sharded = spec.primary in self.sharded
         return Reconciler(
             spec.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
-            keep_old=plan.keep_old,
+            keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
             listers={name: inf.lister for name, inf in self.informers.items()},
             # one namespace or all: the informer's Indexer; several: their merged lister
             indexers={name: getattr(inf, "indexer", inf.lister)
                       for name, inf in self.informers.items()},
             client=self.client,
-            confirm_gone=confirm_gone_by_get(self.client, ref.api_version, ref.kind)
-            if selective else None)
+            confirm_gone=confirm_gone_by_get(
+                self.client, ref.api_version, ref.kind,
+                moved=self.shard.still_there(base) if sharded else None)
+            if base is not None or sharded else None,
+            moved=self.shard.moved_away if sharded else None)
 
     def _controller(self, plan: ControllerPlan, reconciler: Reconciler) -> Controller:
         spec, limiter = plan.spec, plan.rate_limiter
-        queue = RateLimitingQueue(default_controller_rate_limiter(
+        rate_limiter = default_controller_rate_limiter(
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
-            burst=limiter.burst, clock=self.clock), clock=self.clock, name=spec.name,
-            metrics_provider=self._queue_metrics)
+            burst=limiter.burst, clock=self.clock)
+        running = self.reuse.get(spec.name)
+        if running is not None:  # a swap: the running queue, keys and all (kinrun.reload)
+            queue = running.queue
+            self.limiters[spec.name] = rate_limiter
+        else:
+            queue = RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
+                                      metrics_provider=self._queue_metrics)
         reconcile: Callable[..., Any] = reconciler
         if self.metrics is not None:  # controller-runtime's reconcile metrics
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.set_max_concurrent_reconciles(spec.name, spec.workers)
+        primary = self.plan.informers[spec.primary]
+        matches = primary.matches
+        if spec.primary in self.sharded:  # the gate: fence, drains, objects in transit
+            ref = self.refs[spec.primary]
+            self.shard.register(spec.name, spec.primary, ref.api_version, ref.kind)
+            reconcile = self.shard.wrap(spec.name, reconcile)
+            matches = self.shard.matches(matches)
         if self.wrap is not None:
             reconcile = self.wrap(spec.name, reconcile)
         controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
                                 reconcile, workers=spec.workers, max_retries=spec.max_retries,
                                 clock=self.clock, causes=True, on_drop=reconciler.forget)
-        primary = self.plan.informers[spec.primary]
-        self.informers[spec.primary].add_event_handler(
-            RecordDeletions(filter_updates(enqueue_own_key(controller.enqueue, causes=True),
-                                           spec.predicates), reconciler, primary.matches),
-            plan.resync_period, synchronous=True)
+        enqueue = controller.enqueue
+        if running is not None:
+            self.successors[spec.name] = controller
+            controller, enqueue = running, running.enqueue
+        own = enqueue_own_key(enqueue, causes=True)
+        handler = filter_updates(own, spec.predicates)
+        if spec.primary in self.sharded:  # a drain reaches the workers whatever the predicates
+            handler = self.shard.bypass(handler, own)
+        self._handler(spec.name, self.informers[spec.primary], RecordDeletions(
+            handler, reconciler, matches), plan.resync_period, synchronous=True)
         for watch in plan.watches:
-            self.informers[watch.spec.informer].add_event_handler(
-                self._secondary_handler(watch, spec.primary, controller.enqueue),
-                self.plan.informers[watch.spec.informer].resync_period, synchronous=True)
+            self._handler(spec.name, self.informers[watch.spec.informer],
+                          self._secondary_handler(watch, spec.primary, enqueue),
+                          self.plan.informers[watch.spec.informer].resync_period,
+                          synchronous=watch.spec.map_to != "template")
+        if plan.schedule is not None:
+            self.schedules[spec.name] = self._scheduler(plan, enqueue)
         return controller
+
+    def _scheduler(self, plan: ControllerPlan, enqueue: Callable[..., None]) -> Scheduler:
+        """The controller's cron schedule: every key of its primary cache, cause
+        ``scheduled``, timed on the workqueues' clock and read on the plan's wall clock."""
+        lister = self.informers[plan.spec.primary].lister
+        return Scheduler(
+            plan.name, plan.schedule,
+            lambda: [deletion_handling_meta_namespace_key(o) for o in lister.list()],
+            lambda key: enqueue(key, CAUSE_SCHEDULED), clock=self.clock,
+            wall=self.plan.engine.wall_clock)
 
     def _secondary_handler(self, watch: WatchPlan, primary: str,
                            enqueue: Callable[..., None]) -> Any:
@@ -242,8 +381,9 @@ class _Wiring:
             return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group,
                                      owner_namespaced=primary_ref.namespaced,
                                      informer=spec.informer)
-        if spec.map_to == "template":
-            return enqueue_mapped(enqueue, watch.mapper, informer=spec.informer)
+        if spec.map_to == "template":  # lookups read every informer's cache
+            mapper = watch.mapper.bind({name: inf.lister for name, inf in self.informers.items()})
+            return enqueue_mapped(enqueue, mapper, informer=spec.informer, initial_list=True)
         informer, index = self.informers[primary], spec.index or ""
 
         def by_index(obj: dict) -> list[str]:

@@ -81,9 +81,9 @@ class ReconcileContext:
         deleted it), ``left`` (it exists but no longer matches the informer's selectors) or
         ``unknown`` (a relist no longer found it); otherwise why the key was queued
         (``added``, ``updated``, ``resync``, ``mapped from INFORMER``, ``requeued``,
-        ``retried``; "" when not recorded). See ``kinrun.reconcile`` for the rules.
+        ``retried``, ``scheduled``; "" when not recorded). See ``kinrun.reconcile`` for the rules.
       ``cause``: the same as structured data (a ``kinrun.reconcile.Cause``: ``kind``,
-        ``informer``), or None.
+        ``informer``, ``initial_list``: an ``added`` from the informer's first list), or None.
     """
 
     controller: str

@@ -59,18 +59,47 @@ class Manager:
             from kinrun.plan import plan  # the spine: plan, bound and manager are one layer
 
             wired = plan(wired, plugin_manager).bind(client).manager(metrics=metrics)._wired
-        self._wired = wired
-        bound = wired.bound
-        self.config, self.client, self.pm = bound.config, bound.client, bound.plan.plugins
-        self.refs = bound.refs
         self.metrics = wired.metrics
         self.factory = wired.factory
-        self.informers, self.controllers = wired.informers, wired.controllers
-        self.reconcilers = wired.reconcilers
+        self.clock = getattr(wired, "clock", None)  # the workqueues' clock (None: real time)
+        self.caches_started = False  # start_caches began: new informers start at once
+        self.workers_started = False  # start_workers ran: new controllers start at once
+        self.adopt(wired)
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
         self._gc_policy = False  # start_caches was asked to apply the GC policy
         self._gc_stop = threading.Event()  # set by stop: ends the collect-frozen thread at once
         self._gc_thread: threading.Thread | None = None  # runs while gc.collectFrozenEvery > 0
+
+    def adopt(self, wired: Any) -> None:
+        """Run ``wired`` from now on (hot reload, ``kinrun.reload``, which has already started,
+        swapped and stopped what differs): the attributes of the class docstring follow it.
+        The main job's thread calls it, between reloads."""
+        self._wired = wired
+        bound = wired.bound
+        self.config, self.client, self.pm = bound.config, bound.client, bound.plan.plugins
+        self.refs = bound.refs
+        self.informers, self.controllers = wired.informers, wired.controllers
+        self.reconcilers = wired.reconcilers
+        self.schedules = getattr(wired, "schedules", {})  # controller -> kinrun.schedule.Scheduler
+
+    @property
+    def wired(self) -> Any:
+        """What runs now (``kinrun.bound.Wired``)."""
+        return self._wired
+
+    @property
+    def plan(self) -> Any:
+        """The Plan in force (``kinrun.plan.Plan``)."""
+        return self._wired.bound.plan
+
+    def waiting_informers(self) -> dict[str, str]:
+        """Informer name -> why it waits (its kind is not served yet: a CRD not installed);
+        their controllers wait too (``kinrun.bound.Bound.waiting``)."""
+        return dict(self._wired.bound.waiting)
+
+    def waiting_controllers(self) -> dict[str, list[str]]:
+        """Controller name -> the waiting informers it needs."""
+        return self._wired.bound.waiting_controllers()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -93,6 +122,12 @@ class Manager:
         (``gc_tuning.manage``) first and freeze the GC over the initial list once synced.
         Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
         plugins.call_startup(self.pm, config=self.config, client=self.client)
+        for name, why in self.waiting_informers().items():
+            _log.warning("informer %s waits: its kind is not served yet (%s); controllers %s "
+                         "start when discovery finds it", name, why,
+                         ", ".join(c for c, ns in self.waiting_controllers().items()
+                                   if name in ns) or "-")
+        self.caches_started = True
         self._gc_policy = gc_policy
         if gc_policy:
             self._gc_thresholds = gc_tuning.manage()
@@ -106,9 +141,12 @@ class Manager:
     def start_workers(self) -> None:
         """Start every controller's workers (after ``start_caches`` returned True) and, under
         the GC policy with ``gc.collectFrozenEvery`` set, the thread collecting what it froze."""
+        self.workers_started = True
         for name, controller in self.controllers.items():
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)
+        for scheduler in self.schedules.values():  # cron schedules fire once workers run
+            scheduler.start()
         if self._gc_policy:
             self._start_collecting_frozen(self.config.gc.collect_frozen_every)
 
@@ -164,6 +202,8 @@ class Manager:
         shutdown hooks and undo the GC policy. Returns whether every queue drained and every
         worker ended."""
         self._stop_collecting_frozen()
+        for scheduler in self.schedules.values():
+            scheduler.stop()
         self.factory.stop()
         deadline = time.monotonic() + drain_timeout
         drained = True

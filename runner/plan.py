@@ -24,19 +24,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
+from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
+                                    strip_managed_fields)
+from kinrun.config import metadata_only
 from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
                                  WatchSpec)
 from kinrun.errors import ConfigError
 from kinrun.kube.builtin_kinds import builtin_scope
+from kinrun.kube.event_recorder import EventRecorder
 from kinrun.predicates import PREDICATES
 from kinrun.reconcile import Matches
 from kinrun.selectors import parse_field_selector, parse_label_selector
-from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper
+from kinrun.schedule import CronSchedule, ScheduleError
+from kinrun.sharding.scope import sharded_informers
+from kinrun.templating import KeyMapper, TemplateEngine, compile_index_func, compile_key_mapper
 
 IndexFunc = Callable[[dict], list[str]]
 
@@ -45,11 +52,15 @@ IndexFunc = Callable[[dict], list[str]]
 class InformerPlan:
     """One informer, compiled. ``spec``: as configured; ``indexers``: index name -> function
     (the config's expressions and the plugins' ``kinrun_index_funcs``); ``matches``: the
-    label/field selector test (None without selectors; field keys read as dotted paths)."""
+    label/field selector test (None without selectors; field keys read as dotted paths);
+    ``transform``: applied to each object before it is cached (``kinrun.cache.transform``), or
+    None; ``transform_id``: the id naming it in the informer's key ("" for None)."""
 
     spec: InformerSpec
     indexers: Mapping[str, IndexFunc]
     matches: Matches | None
+    transform: Callable[[dict], dict] | None = None
+    transform_id: str = ""
 
     @property
     def resync_period(self) -> float:
@@ -66,11 +77,11 @@ class InformerPlan:
 @dataclass(frozen=True)
 class WatchPlan:
     """One watched secondary of a controller: ``spec``; ``mapper``: the compiled key mapper
-    of ``mapTo: {template}`` (None for owner and index mappings, which need the primary's
-    resource and cache: they are made at bind)."""
+    of ``mapTo: {template}``, not yet bound to the listers its lookups read (None for owner
+    and index mappings, which need the primary's resource and cache: they are made at bind)."""
 
     spec: WatchSpec
-    mapper: IndexFunc | None = None
+    mapper: KeyMapper | None = None
 
 
 @dataclass(frozen=True)
@@ -78,7 +89,9 @@ class ControllerPlan:
     """One controller, compiled. ``actions`` / ``on_delete``: action programs or None;
     ``hooks``: the plugins' reconcile caller or None; ``keep_old``; ``resync_period``: the
     primary handler's, seconds (the controller's, else its primary informer's); ``watches``;
-    ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known."""
+    ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known;
+    ``finalize``: the program run while an object terminates with ``finalizer`` on it (both
+    None without ``finalizer:``; ``kinrun.reconcile``)."""
 
     spec: ControllerSpec
     actions: ActionProgram | None
@@ -87,6 +100,9 @@ class ControllerPlan:
     keep_old: bool
     resync_period: float
     watches: tuple[WatchPlan, ...]
+    finalize: ActionProgram | None = None
+    finalizer: str | None = None
+    schedule: CronSchedule | None = None
 
     @property
     def name(self) -> str:
@@ -103,13 +119,16 @@ class ControllerPlan:
 class Plan:
     """A config compiled against its plugins: ``config``; ``plugins`` (the pluggy manager);
     ``engine`` (the config's TemplateEngine); ``informers`` (name -> InformerPlan, file order);
-    ``controllers`` (ControllerPlans, file order). Build with :func:`plan`."""
+    ``controllers`` (ControllerPlans, file order); ``sharded``: with ``sharding``, informer
+    name -> ``primary`` / ``owned`` for the informers the ring shards (``kinrun.sharding.
+    scope``; empty otherwise). Build with :func:`plan`."""
 
     config: Config
     plugins: Any
     engine: TemplateEngine
     informers: Mapping[str, InformerPlan]
     controllers: tuple[ControllerPlan, ...]
+    sharded: Mapping[str, str] = field(default_factory=dict)
 
     def controller(self, name: str) -> ControllerPlan:
         """The controller called ``name``; KeyError if none."""
@@ -118,13 +137,14 @@ class Plan:
                 return controller
         raise KeyError(name)
 
-    def bind(self, client: Any) -> Any:
+    def bind(self, client: Any, *, wait_for_kinds: bool = False) -> Any:
         """Resolve every informer's resource through ``client``'s discovery and build the
         informers, controllers and reconcilers (``kinrun.bound.Bound``). Raises
-        UnknownKindError (file:line of the informer) or ApiError."""
+        UnknownKindError (file:line of the informer) or ApiError. ``wait_for_kinds``: a kind
+        of a non-built-in group that is not served yet waits instead (``Bound.waiting``)."""
         from kinrun.bound import Bound  # the same layer; imported here: bound imports plan
 
-        return Bound(self, client)
+        return Bound(self, client, wait_for_kinds=wait_for_kinds)
 
 
 def plan(config: Config, plugin_manager: Any = None, *,
@@ -148,7 +168,7 @@ def plan(config: Config, plugin_manager: Any = None, *,
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
-    return Plan(config, pm, engine, informers, controllers)
+    return Plan(config, pm, engine, informers, controllers, sharded_informers(config))
 
 
 # -- informers --------------------------------------------------------------------------------
@@ -167,7 +187,75 @@ def _informer(spec: InformerSpec, pm: Any, engine: TemplateEngine) -> InformerPl
             indexers[name] = compile_index_func(ix.expression or "", ix.location, engine=engine)
     for name, func in from_plugins.items():
         indexers.setdefault(name, func)
-    return InformerPlan(spec, indexers, selector_matcher(spec))
+    matches = selector_matcher(spec)  # refuses a malformed selector first
+    if spec.metadata_only:
+        check_metadata_only(spec)
+    transform, transform_id = informer_transform(spec)
+    return InformerPlan(spec, indexers, matches, transform, transform_id)
+
+
+def informer_transform(spec: InformerSpec) -> tuple[Callable[[dict], dict] | None, str]:
+    """The transform an informer applies before caching and its id: ``strip_managed_fields``
+    ("stripManagedFields"), a ``FieldPruner`` for ``transform.drop`` (its ``id``), or (None,
+    ""). Raises ConfigError at the informer for a path ``parse_path`` refuses."""
+    strip, drop = spec.transform.strip_managed_fields, spec.transform.drop
+    if not drop:
+        return (strip_managed_fields, STRIP_MANAGED_FIELDS) if strip else (None, "")
+    paths = []
+    for i, text in enumerate(drop):
+        try:
+            paths.append(parse_path(text))
+        except ValueError as exc:
+            raise spec.location.error(f"transform.drop[{i}]: {exc}") from None
+    pruner = FieldPruner(paths, strip_managed_fields=strip)
+    return pruner, pruner.id
+
+
+def _check_metadata_only_reads(spec: ControllerSpec,
+                               informers: Mapping[str, InformerPlan]) -> None:
+    """Refuse templates reading fields a metadata-only informer's objects lack
+    (``kinrun.config.metadata_only``): the actions, vars and ``when`` of a controller whose
+    primary is metadata-only, and a ``mapTo: {template}`` over a metadata-only secondary.
+    Raises ConfigError at the action, var or watch."""
+    def refuse(location: Any, reads: list[str], what: str, informer: str) -> None:
+        if reads:
+            raise location.error(
+                f"{what} reads {', '.join(reads)}, but informer {informer!r} is metadataOnly: "
+                f"its objects hold only apiVersion, kind and metadata")
+    primary = spec.primary
+    if informers[primary].spec.metadata_only:
+        rec = spec.reconcile
+        for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ())):
+            reads = sorted({r for text in metadata_only.strings_in(action.spec)
+                            for r in metadata_only.non_metadata_reads(text)}
+                           | set(metadata_only.non_metadata_reads(action.when or "",
+                                                                  expression=True)))
+            refuse(action.location, reads, f"action {action.name}", primary)
+        for var in rec.vars:
+            refuse(var.location, metadata_only.non_metadata_reads(var.expression, expression=True),
+                   f"var {var.name}", primary)
+    for watch in spec.watches:
+        if watch.template and informers[watch.informer].spec.metadata_only:
+            refuse(watch.location, metadata_only.non_metadata_reads(watch.template, ("obj",)),
+                   "the mapTo template", watch.informer)
+
+
+def check_metadata_only(spec: InformerSpec) -> None:
+    """Refuse what cannot work on a metadata-only informer: an index expression reading fields
+    other than apiVersion/kind/metadata, and a field selector on fields other than metadata's
+    (the server filters on it, but kinrun's own selector test, which confirms departures,
+    would read fields its objects lack). Raises ConfigError at the indexer or informer."""
+    for name, ix in spec.indexers.items():
+        reads = metadata_only.non_metadata_reads(ix.expression or "", ("obj",), expression=True)
+        if reads:
+            raise ix.location.error(
+                f"index {name!r} reads {', '.join(reads)}, but the informer is metadataOnly: its "
+                f"objects hold only apiVersion, kind and metadata")
+    for key, _, _ in parse_field_selector(spec.field_selector).terms:
+        if not key.startswith("metadata."):
+            raise spec.location.error(
+                f"metadataOnly: fieldSelector {key!r} is not a metadata field; the cached "
+                f"objects hold only apiVersion, kind and metadata")
 
 
 def selector_matcher(spec: InformerSpec) -> Matches | None:
@@ -211,25 +299,71 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     watches = tuple(_watch(config, spec, w, primary, informers[w.informer], engine)
                     for w in spec.watches)
     resync = spec.resync_period if spec.resync_period is not None else primary.resync_period
+    events = EventRecorder(spec.events.component_of(spec.name), spec.events.host, clock=clock)
+    _check_finalizer(spec, hooks)
+    _check_metadata_only_reads(spec, informers)
     return ControllerPlan(
-        spec, _program(spec, rec.actions, "actions", pm, engine, clock),
-        _program(spec, rec.on_delete, "onDelete", pm, engine, clock), hooks, rec.keeps_old, resync,
-        watches)
+        spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
+        _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
+        rec.keeps_old, resync, watches,
+        _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
+        spec.finalizer, schedule=_schedule(spec))
+
+
+def _schedule(spec: ControllerSpec) -> CronSchedule | None:
+    """The controller's cron schedule, checked now: a bad expression or an unknown zone is a
+    ConfigError at its key (``kinrun.schedule``)."""
+    sched = spec.schedule
+    if sched is None:
+        return None
+    if not sched.cron:
+        raise sched.time_zone_location.error("timeZone needs a schedule (a cron expression)")
+    try:
+        CronSchedule(sched.cron)
+    except ScheduleError as exc:
+        raise sched.location.error(str(exc)) from None
+    try:
+        return CronSchedule(sched.cron, sched.time_zone)
+    except ScheduleError as exc:
+        raise sched.time_zone_location.error(str(exc)) from None
+
+
+def _check_finalizer(spec: ControllerSpec, hooks: Any) -> None:
+    """Refuse a ``finalizer`` that is not a domain-qualified Kubernetes name, one with nothing
+    to run while the object terminates (no ``finalize``, no hooks), and ``finalize`` without
+    a ``finalizer`` (it would never run). ConfigError at the key."""
+    rec = spec.reconcile
+    if spec.finalizer is None:
+        if rec.finalize:
+            raise rec.finalize[0].location.error(
+                "finalize runs only while the controller's finalizer holds a terminating "
+                "object: set controllers[].finalizer (such as example.com/cleanup)")
+        return
+    problem = finalizer_name_problem(spec.finalizer)
+    if problem:
+        raise spec.finalizer_location.error(problem)
+    if not rec.finalize and hooks is None:
+        raise spec.finalizer_location.error(
+            "nothing would run while an object terminates: give reconcile.finalize (or "
+            "hooks, which see the terminating object)")
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
-             engine: TemplateEngine, clock: Callable[[], float]) -> ActionProgram | None:
+             engine: TemplateEngine, clock: Callable[[], float], *,
+             recorder: EventRecorder) -> ActionProgram | None:
+    """One action list of ``spec`` compiled (None when empty). ``recorder``: the controller's
+    one EventRecorder, shared by all its programs (the correlator counts across them)."""
     rec = spec.reconcile
     if not actions:
-        if rec.vars and not (rec.actions or rec.on_delete):  # no program would compile them
-            raise rec.vars[0].location.error("vars: no actions or onDelete would see them "
-                                             "(hooks read their own inputs)")
+        if rec.vars and not (rec.actions or rec.on_delete or rec.finalize):  # none sees them
+            raise rec.vars[0].location.error("vars: no actions, onDelete or finalize would "
+                                             "see them (hooks read their own inputs)")
         return None
     where = spec.location
     return compile_actions([a.raw for a in actions], controller=spec.name, plugin_manager=pm,
                            engine=engine, locations=[a.location for a in actions],
                            source=(where.file, where.line, f"{where.path}.reconcile.{field}"),
-                           clock=clock, vars=rec.vars)
+                           clock=clock, vars=rec.vars, recorder=recorder)
 
 
 def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: InformerPlan,

@@ -36,8 +36,35 @@ soak, and later hot reload and sharding):
   that fails is retried with its deletion (final state and reason) kept; one that asks for a
   requeue keeps it too (it runs again after the delay).
 
-Room for a later "moved" reason (an object handed to another replica) is left in
-:data:`DELETION_REASONS` and in the classification of :meth:`Reconciler.record_deletion`.
+Finalizers (a controller with ``finalizer: NAME``; Kubernetes finalizers, as controller-runtime
+users write them with ``controllerutil.AddFinalizer``/``RemoveFinalizer``, and as kopf does):
+
+* a live object without NAME gets it first (``kinrun.actions.finalizer``: a JSON patch guarded
+  by the resourceVersion read), then the actions run in the same reconcile on the object as the
+  server answered; a failed add is retried (nothing else of that reconcile was sent);
+* a terminating object (``metadata.deletionTimestamp`` set) with NAME runs ``finalize`` (then
+  the hooks) instead of ``actions``: ``obj`` is the live object, so the cleanup can read it. When
+  they succeed NAME is removed (a JSON patch testing the list as read) and the server deletes the
+  object once no finalizer is left; its DELETED event then runs ``onDelete`` as any deletion
+  (the notice after the fact). A failure (or a ``fail`` action) retries with backoff and keeps
+  NAME, so the object stays; a ``requeueAfter`` keeps it too and runs ``finalize`` again after
+  the delay; ``fail`` with ``permanent: true`` gives up until the object changes again;
+* a terminating object without NAME runs nothing (as kopf: a deletion that kinrun does not
+  hold up is not kinrun's to act on); without ``finalizer:`` a controller's actions run on
+  terminating objects as on any other.
+
+While kinrun is not running, a deleted object with NAME stays terminating (and so does a
+namespace being deleted around it) until kinrun returns and finalizes it, or someone removes
+NAME by hand (``kubectl patch KIND NAME --type=json -p '[{"op": "remove", "path":
+"/metadata/finalizers/I"}]'``, I its index). Removing ``finalizer:`` from the config does not
+remove NAME from the objects that carry it.
+
+* **moved** — (sharding, ``kinrun.sharding``) the object left a sharded informer because the
+  sharder handed it to another replica: not a deletion, no ``onDelete``. Told from the final
+  state (its shard label names another replica: ``moved``), else by the same GET as ``left``:
+  the same uid still there and still matching the config's own selectors means ``moved`` (or
+  moved and back), no longer matching them ``left``. A tombstone of a sharded informer is
+  confirmed by that GET as well.
 
 Thread-safety: a Reconciler is called by its controller's workers, never for the same key on two
 threads at once (the workqueue guarantees it). ``record_deletion`` runs on informer threads;
@@ -47,13 +74,16 @@ a live reconcile with nothing pending).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kinrun.errors import NotFoundError, PermanentError, TemporaryError
+from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
+                                      remove_finalizer)
+from kinrun.errors import ApiError, NotFoundError, PermanentError, TemporaryError
 from kinrun.hooks import ReconcileContext
 
 Obj = dict[str, Any]
@@ -74,24 +104,31 @@ REQUEUED = "requeued"
 """A requeue asked for by the previous reconcile (``requeueAfter``, TemporaryError(delay))."""
 RETRIED = "retried"
 """A rate-limited retry after a failed reconcile."""
+SCHEDULED = "scheduled"
+"""The controller's ``schedule`` (cron) fired: every cached primary key is queued
+(``kinrun.schedule``)."""
 
-CAUSES = (ADDED, UPDATED, RESYNC, DELETION, MAPPED, REQUEUED, RETRIED)
+CAUSES = (ADDED, UPDATED, RESYNC, DELETION, MAPPED, REQUEUED, RETRIED, SCHEDULED)
 
-DELETED, LEFT, UNKNOWN = "deleted", "left", "unknown"
+DELETED, LEFT, UNKNOWN, MOVED = "deleted", "left", "unknown", "moved"
 DELETION_REASONS = (DELETED, LEFT, UNKNOWN)
 """Why ``onDelete`` runs: the server deleted the object, it left the selectors, or a relist no
-longer found it (a tombstone). A future "moved" (handed to another replica) is not a deletion
-and will not run ``onDelete``."""
+longer found it (a tombstone). :data:`MOVED` (handed to another replica) is a departure, not a
+deletion: it runs no ``onDelete``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Cause:
     """Why a key was queued: ``kind`` one of :data:`CAUSES`; ``informer`` the watched informer
-    for ``mapped`` (else the primary's name, or "" when unknown). The first cause since the key
-    was last taken by a worker is kept (the workqueue coalesces the rest)."""
+    for ``mapped`` (else the primary's name, or "" when unknown); ``initial_list``: an
+    ``added`` that came from the primary informer's first list (or the cache replayed to a
+    handler added later), not a real creation (client-go ``OnAdd(obj, isInInitialList)``,
+    1.27+); templates see it as ``initial_list``. The first cause since the key was last
+    taken by a worker is kept (the workqueue coalesces the rest)."""
 
     kind: str
     informer: str = ""
+    initial_list: bool = False
 
     def __str__(self) -> str:
         return f"{self.kind} from {self.informer}" if self.kind == MAPPED else self.kind
@@ -171,10 +208,11 @@ class Deletion:
     confirm: bool = False
 
 
-ConfirmGone = Callable[[str, str | None], bool]
+ConfirmGone = Callable[[str, str | None], "bool | str"]
 """(key, uid) -> True when the object with that uid no longer exists on the server (GET: not
-found, or another uid); False when it is still there (it left the selectors). Raises ApiError
-for other failures (the reconcile is then retried)."""
+found, or another uid); False when it is still there (it left the selectors); :data:`MOVED`
+when it is still there and only changed replica (sharding). Raises ApiError for other
+failures (the reconcile is then retried)."""
 
 Matches = Callable[[Obj], bool | None]
 """Whether an object matches the informer's selectors: True, False, or None when it cannot be
@@ -201,7 +239,9 @@ class Reconciler:
     version as ``old`` for the next reconcile of the key; ``listers`` / ``indexers``: informer
     name -> lister / indexer for the context; ``client``: the API client (None: nothing may be
     sent); ``confirm_gone``: asks the server whether a departed object is gone (see the module
-    docstring; None: every DELETED event is a deletion); ``logger``.
+    docstring; None: every DELETED event is a deletion); ``logger``; ``finalizer``: the
+    finalizer this controller owns (None: none) and ``finalize``: the program run while an
+    object carrying it terminates (see "Finalizers" in the module docstring).
 
     ``__call__(key, obj, cause=None) -> Result``; never raises for a failing action or hook (the
     failure is the result). ``record_deletion(obj_or_tombstone, matches)`` is called by the
@@ -213,14 +253,18 @@ class Reconciler:
                  listers: Mapping[str, Any] | None = None,
                  indexers: Mapping[str, Any] | None = None, client: Any = None,
                  confirm_gone: ConfirmGone | None = None,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, finalize: Any = None,
+                 finalizer: str | None = None,
+                 moved: Callable[[Obj], bool] | None = None) -> None:
         self.name = name
         self.actions, self.on_delete, self.hooks = actions, on_delete, hooks
+        self.finalize, self.finalizer = finalize, finalizer
         self.keep_old = keep_old
         self.listers = dict(listers or {})
         self.indexers = dict(indexers or {})
         self.client = client
         self.confirm_gone = confirm_gone
+        self.moved = moved  # sharding: the final state shows the object is another replica's
         self.logger = logger or logging.getLogger(f"kinrun.controller.{name}")
         self._lock = threading.Lock()
         self._pending: dict[str, list[Deletion]] = {}  # guarded by _lock; key -> oldest first
@@ -238,7 +282,9 @@ class Reconciler:
         from a relist (reason ``unknown``); ``matches``: the informer's selector test, None when
         the informer has no selector (every DELETED event is then ``deleted``)."""
         if tombstone:
-            deletion = Deletion(final, _uid(final), UNKNOWN)
+            deletion = Deletion(final, _uid(final), UNKNOWN, confirm=self.moved is not None)
+        elif self.moved is not None and final is not None and self.moved(final):
+            deletion = Deletion(final, _uid(final), MOVED)
         elif matches is None or final is None:
             deletion = Deletion(final, _uid(final), DELETED)
         else:
@@ -269,6 +315,20 @@ class Reconciler:
             self._pending.pop(key, None)
         self._last.pop(key, None)
 
+    def take_over(self, old: Reconciler) -> None:
+        """Hot reload (``kinrun.reload``): carry over what ``old`` (the same controller's
+        previous definition) recorded and has not handled: pending deletions (before any
+        recorded here) and, when this one keeps ``old``, the last reconciled versions. Call
+        while neither runs a reconcile (``Controller.pause``)."""
+        with old._lock:
+            pending, old._pending = old._pending, {}
+        with self._lock:
+            for key, deletions in pending.items():
+                self._pending[key] = deletions + self._pending.get(key, [])
+        if self.keep_old:
+            for key, obj in old._last.items():
+                self._last.setdefault(key, obj)
+
     # -- reconciling (workers) ---------------------------------------------------------------
 
     def __call__(self, key: str, obj: Obj | None, cause: Cause | None = None) -> Result:
@@ -291,12 +351,60 @@ class Reconciler:
         old = self._last.get(key) if self.keep_old else None
         ctx = self._context(key, old, str(cause) if cause is not None else "", cause)
         try:
+            if self.finalizer is not None:
+                if is_terminating(obj):
+                    return self._terminating(key, obj, old, ctx, cause)
+                if not has_finalizer(obj, self.finalizer):
+                    obj = self._write_finalizer(key, add_finalizer(obj, self.finalizer), obj,
+                                                "add")
             delay = self._run(key, obj, old, ctx)
         except Exception as err:  # noqa: BLE001 - the failure is the result
             return Result.failed(err, cause)
         if self.keep_old:
             self._last[key] = obj
         return Result.after(delay, cause)
+
+    # -- finalizers ----------------------------------------------------------------------------
+
+    def _terminating(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
+                     cause: Cause | None) -> Result:
+        """A terminating object (``deletionTimestamp`` set) of a controller with a finalizer:
+        ``finalize`` and the hooks while ours is on it, then ours removed; nothing without it.
+        Raises what they raise (the caller makes it the result; the finalizer stays)."""
+        assert self.finalizer is not None
+        if not has_finalizer(obj, self.finalizer):
+            self.logger.debug("%s: %s is terminating without finalizer %s: no actions run",
+                              self.name, key, self.finalizer)
+            return Result("done", cause=cause)
+        delays = []
+        if self.finalize is not None:
+            delays.append(self.finalize.run(key=key, obj=obj, old=old, ctx=ctx))
+        if self.hooks is not None:
+            delays.append(self.hooks(self.name, key, obj, ctx))
+        asked = [d for d in delays if d is not None and d > 0]
+        if asked:  # not finished: the finalizer stays, finalize runs again after the delay
+            return Result.after(min(asked), cause)
+        self._write_finalizer(key, remove_finalizer(obj, self.finalizer), obj, "remove")
+        return Result("done", cause=cause)
+
+    def _write_finalizer(self, key: str, request: Any, obj: Obj, what: str) -> Obj:
+        """Send a finalizer patch; the object as the server now has it (``obj`` itself
+        without a client, and under dry-run, where nothing changed). ApiError propagates with
+        the controller, key and finalizer in its message."""
+        if self.client is None:
+            self.logger.info("dry-run: %s", json.dumps(request.describe(), sort_keys=True))
+            return obj
+        try:
+            answer = self.client.execute(request)
+        except ApiError as err:
+            if err.args:
+                err.args = (f"controller {self.name!r}: {what} finalizer {self.finalizer} on "
+                            f"{key}: {err.args[0]}", *err.args[1:])
+            raise
+        if getattr(self.client, "dry_run", False):
+            return obj
+        self.logger.info("%s: %s finalizer %s", request.summary(), what, self.finalizer)
+        return answer if isinstance(answer, dict) and answer.get("metadata") else obj
 
     def _run_deletions(self, key: str, deletions: list[Deletion],
                        cause: Cause | None) -> Result | None:
@@ -306,6 +414,10 @@ class Reconciler:
         for i, deletion in enumerate(deletions):
             try:
                 deletion = self._confirmed(key, deletion)
+                if deletion.reason == MOVED:
+                    self.logger.debug("%s: %s moved to another replica: no onDelete",
+                                      self.name, key)
+                    continue
                 ctx = self._context(key, deletion.final, deletion.reason, cause)
                 delay = self._run(key, None, deletion.final, ctx)
             except PermanentError as err:
@@ -324,7 +436,12 @@ class Reconciler:
         if not deletion.confirm or self.confirm_gone is None:
             return deletion
         gone = self.confirm_gone(key, deletion.uid)
-        return Deletion(deletion.final, deletion.uid, DELETED if gone else LEFT)
+        if isinstance(gone, str):  # MOVED (sharding)
+            return Deletion(deletion.final, deletion.uid, gone)
+        if gone:
+            return Deletion(deletion.final, deletion.uid,
+                            UNKNOWN if deletion.reason == UNKNOWN else DELETED)
+        return Deletion(deletion.final, deletion.uid, LEFT)
 
     def _context(self, key: str, old: Obj | None, reason: str,
                  cause: Cause | None) -> ReconcileContext:
@@ -350,14 +467,19 @@ class Reconciler:
         return min(asked) if asked else None
 
 
-def confirm_gone_by_get(client: Any, api_version: str, kind: str) -> ConfirmGone:
+def confirm_gone_by_get(client: Any, api_version: str, kind: str, *,
+                        moved: Callable[[Obj], bool] | None = None) -> ConfirmGone:
     """A :data:`ConfirmGone` that GETs the object through ``client`` (``Client.get``): gone
-    when not found or when the uid differs. Other ApiErrors propagate (retried)."""
-    def confirm(key: str, uid: str | None) -> bool:
+    when not found or when the uid differs. Other ApiErrors propagate (retried). ``moved``
+    (sharding): the live object (same uid) only changed replica: :data:`MOVED` instead of
+    False."""
+    def confirm(key: str, uid: str | None) -> bool | str:
         namespace, _, name = key.rpartition("/")
         try:
             live = client.get(api_version, kind, name, namespace or None)
         except NotFoundError:
             return True
-        return uid is not None and _uid(live) != uid
+        if uid is not None and _uid(live) != uid:
+            return True
+        return MOVED if moved is not None and moved(live) else False
     return confirm

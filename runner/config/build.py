@@ -18,6 +18,9 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
 from kinrun.config.model import RbacRuleSpec, RbacSpec, ShutdownSpec
 from kinrun.config.model import ProbesSpec
 from kinrun.config.model import VarSpec
+from kinrun.config.model import ScheduleSpec
+from kinrun.config.model import ShardingSpec
+from kinrun.config.model import EventsSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
@@ -59,7 +62,17 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
         rbac=_rbac(ctx, data.get("rbac") or {}),
+        sharding=_sharding(data["sharding"]) if data.get("sharding") is not None else None,
     )
+
+
+def _sharding(data: dict[str, Any]) -> ShardingSpec:
+    """``sharding:``; keys left out take the schema's defaults."""
+    return ShardingSpec(
+        ring=data["ring"], namespace=_get(data, "sharding", "namespace"),
+        **{field: parse_duration(_get(data, "sharding", key)) for field, key in (
+            ("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
+            ("retry_period", "retryPeriod"), ("sync_period", "syncPeriod"))})
 
 
 def _probes(data: dict[str, Any]) -> ProbesSpec:
@@ -109,8 +122,10 @@ def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
         namespaces=tuple(namespaces) if namespaces is not None else None,
         label_selector=data.get("labelSelector"), field_selector=data.get("fieldSelector"),
         resync_period=parse_duration(_get(data, "informer", "resyncPeriod")),
+        metadata_only=bool(_get(data, "informer", "metadataOnly")),
         transform=TransformSpec(strip_managed_fields=_get(transform, "transform",
-                                                          "stripManagedFields")),
+                                                          "stripManagedFields"),
+                                drop=tuple(transform.get("drop") or ())),
         indexers=FrozenMap(indexers),
         watch_inactivity_timeout=_optional_duration(data.get("watchInactivityTimeout")),
         location=ctx.at(base))
@@ -133,7 +148,23 @@ def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
         rate_limiter=_rate_limiter(data.get("rateLimiter") or {}),
         max_retries=_get(data, "controller", "maxRetries"),
         reconcile=_reconcile(ctx, base + ("reconcile",), data["reconcile"]),
-        location=ctx.at(base))
+        location=ctx.at(base), events=_events(data.get("events") or {}),
+        finalizer=data.get("finalizer"), finalizer_location=ctx.at(base + ("finalizer",)),
+        schedule=_schedule(ctx, base, data))
+
+
+def _schedule(ctx: _Ctx, base: PathKey, data: dict[str, Any]) -> ScheduleSpec | None:
+    """``schedule``/``timeZone`` of a controller; a lone ``timeZone`` keeps its location for
+    the plan's error."""
+    if "schedule" not in data and "timeZone" not in data:
+        return None
+    return ScheduleSpec(data.get("schedule") or "", data.get("timeZone"),
+                        ctx.at(base + ("schedule",)) if "schedule" in data else ctx.at(base),
+                        ctx.at(base + ("timeZone",)) if "timeZone" in data else ctx.at(base))
+
+
+def _events(data: dict[str, Any]) -> EventsSpec:
+    return EventsSpec(component=data.get("component"), host=data.get("host"))
 
 
 def _watch(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> WatchSpec:
@@ -162,6 +193,8 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
                       for k, a in enumerate(data.get("actions") or [])),
         on_delete=tuple(_action(ctx, path + ("onDelete", k), a)
                         for k, a in enumerate(data.get("onDelete") or [])),
+        finalize=tuple(_action(ctx, path + ("finalize", k), a)
+                       for k, a in enumerate(data.get("finalize") or [])),
         keep_old=data.get("keepOld"),
         vars=tuple(VarSpec(name, expression, ctx.at(path + ("vars", name)))
                    for name, expression in (data.get("vars") or {}).items()))
