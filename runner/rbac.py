@@ -12,8 +12,14 @@ primary informer with a selector   ``get`` on it too: a departure is confirmed b
 action                             its kind's ``VERBS`` (``kinrun.actions.kinds``: apply =
                                    ``patch`` + ``create``, patch = ``patch`` on ``R`` or
                                    ``R/status``, delete = ``delete``, event = ``create`` on
-                                   core ``events``) on the resource it writes; ``--dry-run``
-                                   adds ``DRY_RUN_VERBS`` (``get``: the current object is read)
+                                   core ``events``, status = ``patch`` on the primary's
+                                   ``R/status``) on the resource it writes; ``--dry-run``
+                                   adds ``DRY_RUN_VERBS`` (``get``: the current object is read);
+                                   create = ``create`` on the manifest's resource
+``applySet`` action                ``patch``, ``create``, ``list``, ``delete`` on each child's
+                                   resource in its namespaces (``patch``, ``create`` without
+                                   prune); ``patch`` on the primary (its ApplySet metadata)
+controller ``finalizer``           ``patch`` on the primary's resource (add and remove it)
 plugin action kind                 its ``RBAC_RULES`` attribute, in the reconciled namespaces
 leader election (not dry-run)      ``get``, ``update`` on the Lease by name and ``create`` on
                                    ``leases`` in the Lease's namespace
@@ -211,8 +217,14 @@ class _Collector:
                               "hook plugins: what they send through ctx.client is not "
                               "computed; grant it in rbac.extraRules")
         rec = controller.spec.reconcile
+        if controller.finalizer is not None and primary is not None:
+            res, where = primary  # the finalizer is added and removed with JSON patches
+            self.grant(where if res.namespaced else (CLUSTER,), res.group, res.plural,
+                       ("patch",), f"{controller.spec.finalizer_location}: finalizer "
+                       f"{controller.finalizer}: add and remove it")
         for specs, program in ((rec.actions, controller.actions),
-                               (rec.on_delete, controller.on_delete)):
+                               (rec.on_delete, controller.on_delete),
+                               (rec.finalize, controller.finalize)):
             if program is None:
                 continue
             for spec, compiled in zip(specs, program.actions):
@@ -231,6 +243,9 @@ class _Collector:
         if not verbs:
             return
         value = thaw(spec.raw[spec.kind]) if spec.kind in spec.raw else {}
+        if getattr(impl, "PARENT_VERBS", None) is not None:  # applySet: children + parent
+            self._children(spec, impl, value, primary)
+            return
         try:
             if getattr(impl, "RESOURCE", None) is not None:  # event: a new core/v1 Event
                 group, plural = impl.RESOURCE
@@ -238,7 +253,7 @@ class _Collector:
                 scopes = self._event_scopes(_namespace_mode(target), primary)
                 self.grant(scopes, group, plural, verbs, why)
                 return
-            fields = (_document_fields(value.get("manifest")) if spec.kind == "apply"
+            fields = (_document_fields(value.get("manifest")) if spec.kind in ("apply", "create")
                       else _target_fields(value.get("target")))
             res, scopes = self._written(fields, primary)
         except _Unknown as exc:
@@ -247,7 +262,40 @@ class _Collector:
         plural = res.plural
         if spec.kind == "patch" and value.get("subresource"):
             plural = f"{plural}/{value['subresource']}"
+        elif getattr(impl, "SUBRESOURCE", None):  # status: RESOURCE/status of the object
+            plural = f"{plural}/{impl.SUBRESOURCE}"
         self.grant(scopes, res.group, plural, verbs, why)
+
+    def _children(self, spec: Any, impl: Any, value: Mapping[str, Any],
+                  primary: tuple[Resource, tuple[str, ...]] | None) -> None:
+        """An ``applySet``: ``PARENT_VERBS`` on the reconciled object's resource (its ApplySet
+        labels and annotations), and on each child's resource, in its namespaces, ``VERBS``
+        (apply + prune's list and delete; ``APPLY_VERBS`` without prune). The children are read
+        statically from ``manifests`` (every document or list item, ``{% %}`` tags dropped, so
+        a ``{% for %}`` body counts once). What a set recorded before and no longer renders
+        (a kind removed from the config) is not covered: grant it in rbac.extraRules."""
+        loc: Location = spec.location
+        why = f"{loc}: {spec.kind}"
+        dry = tuple(getattr(impl, "DRY_RUN_VERBS", ())) if self.dry_run else ()
+        try:
+            res, scopes = self._written(None, primary)
+        except _Unknown as exc:
+            self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, tuple(impl.PARENT_VERBS))
+        else:
+            self.grant(scopes, res.group, res.plural, impl.PARENT_VERBS, f"{why}: parent")
+        verbs = tuple(impl.VERBS if impl.prune else impl.APPLY_VERBS) + dry
+        try:
+            children = _children_fields(value.get("manifests"))
+        except _Unknown as exc:
+            self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, verbs)
+            return
+        for fields in children:
+            try:
+                res, scopes = self._written(fields, primary)
+            except _Unknown as exc:
+                self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, verbs)
+                continue
+            self.grant(scopes, res.group, res.plural, verbs, f"{why}: child")
 
     def _plugin_action(self, spec: Any, impl: Any,
                        primary: tuple[Resource, tuple[str, ...]] | None) -> None:
@@ -412,6 +460,35 @@ def _document_fields(manifest: Any) -> Mapping[str, Any] | None:
     if isinstance(meta, Mapping) and "namespace" in meta:
         fields["namespace"] = meta["namespace"]
     return fields
+
+
+def _children_fields(manifests: Any) -> list[Mapping[str, Any]]:
+    """The ``apiVersion``/``kind``/``namespace`` fields of each child an ``applySet``'s
+    ``manifests`` names: every YAML document of a template (``{{ }}`` as placeholders, tags
+    dropped), each item of a document that is a list; or each manifest of a literal list."""
+    if isinstance(manifests, list):
+        return [_document_fields(m) for m in manifests]
+    if not isinstance(manifests, str):
+        raise _Unknown("its manifests are neither a list nor a template")
+    exprs: list[str] = []
+
+    def token(match: re.Match[str]) -> str:
+        exprs.append(match.group(0))
+        return _TOKEN.format(len(exprs) - 1)
+    text = _EXPR.sub(token, _TAG.sub("", manifests))
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise _Unknown(f"its manifests cannot be read without rendering them ({exc})") from None
+    out = []
+    for doc in docs:
+        for item in (doc if isinstance(doc, list) else [doc]):
+            if item is None:
+                continue
+            if not isinstance(item, Mapping):
+                raise _Unknown("a child in its manifests is not a mapping")
+            out.append(_document_fields(_untokenize(item, exprs)))
+    return out
 
 
 def _untokenize(value: Any, exprs: list[str]) -> Any:

@@ -5,7 +5,7 @@ ConfigError. Checked: a controller's ``for`` and ``watches[].informer`` name kno
 ``mapTo: {index: NAME}`` names an indexer of the primary informer; controller names are
 unique; ``reconcile.hooks`` lists name loaded plugins; a ``plugin:`` action kind is not a built-in kind; plugin file paths exist (resolved against the config file's folder); a reconcile does
 something (hooks or actions); rate limiter ``baseDelay <= maxDelay``; leader election
-``leaseDuration > renewDeadline > retryPeriod``.
+and sharding ``leaseDuration > renewDeadline > retryPeriod``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
         errors += _check_controller(loaded, base, controller, informers)
     errors += _check_hook_plugins(loaded, data)
     errors += _check_leader_election(loaded, data.get("leaderElection"))
+    errors += _check_leader_election(loaded, data.get("sharding"), ("sharding",))
     errors += _check_selectors(loaded, informers)
     return errors
 
@@ -127,7 +128,7 @@ def _check_controller(loaded: LoadedYaml, base: PathKey, controller: dict[str, A
 
 def _check_plugin_kinds(loaded: LoadedYaml, base: PathKey, reconcile: dict[str, Any]) -> list[ConfigError]:
     errors = []
-    for list_name in ("actions", "onDelete"):
+    for list_name in ("actions", "onDelete", "finalize"):
         for k, action in enumerate(reconcile.get(list_name) or []):
             if action.get("plugin") in BUILTIN_ACTION_KINDS:
                 errors.append(locate(loaded, base + (list_name, k, "plugin"),
@@ -139,7 +140,8 @@ def _check_plugin_kinds(loaded: LoadedYaml, base: PathKey, reconcile: dict[str, 
 def _check_reconcile(loaded: LoadedYaml, base: PathKey, controller: dict[str, Any]) -> list[ConfigError]:
     errors = []
     reconcile = controller["reconcile"]
-    if not reconcile.get("hooks") and not reconcile.get("actions") and not reconcile.get("onDelete"):
+    if not reconcile.get("hooks") and not reconcile.get("actions") \
+            and not reconcile.get("onDelete") and not reconcile.get("finalize"):
         errors.append(locate(loaded, base + ("reconcile",),
                              "reconcile does nothing: set hooks: true, or give actions or onDelete"))
     errors += _check_plugin_kinds(loaded, base + ("reconcile",), reconcile)
@@ -151,13 +153,14 @@ def _check_reconcile(loaded: LoadedYaml, base: PathKey, controller: dict[str, An
     return errors
 
 
-def _check_leader_election(loaded: LoadedYaml, spec: dict[str, Any] | None) -> list[ConfigError]:
+def _check_leader_election(loaded: LoadedYaml, spec: dict[str, Any] | None,
+                           base: PathKey = ("leaderElection",)) -> list[ConfigError]:
+    """``leaseDuration > renewDeadline > retryPeriod`` (leaderElection, sharding)."""
     if not spec:
         return []
     lease = parse_duration(spec.get("leaseDuration", 15))
     renew = parse_duration(spec.get("renewDeadline", 10))
     retry = parse_duration(spec.get("retryPeriod", 2))
-    base: PathKey = ("leaderElection",)
     if renew >= lease:
         return [locate(loaded, base + ("renewDeadline",),
                        f"renewDeadline ({renew:g}s) must be less than leaseDuration ({lease:g}s)")]

@@ -45,12 +45,15 @@ def test_every_builtin_action_kind_declares_its_verbs() -> None:
         {"log": "x"}, {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}"}},
         {"patch": {"patch": {"a": 1}}}, {"delete": {}},
         {"event": {"reason": "R", "message": "m"}}, {"requeueAfter": "1s"},
-        {"stop": "s"}, {"fail": {"message": "f"}}], controller="c")
+        {"stop": "s"}, {"fail": {"message": "f"}}, {"status": {}},
+        {"create": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: n-}"}},
+        {"applySet": {"manifests": "[]"}}], controller="c")
     verbs = {a.impl.kind: a.impl.VERBS for a in program.actions}
     assert set(verbs) == set(BUILTIN_KINDS)
     assert verbs == {"log": (), "apply": ("patch", "create"), "patch": ("patch",),
-                     "delete": ("delete",), "event": ("create",), "requeueAfter": (),
-                     "stop": (), "fail": ()}
+                     "delete": ("delete",), "event": ("create", "patch"), "requeueAfter": (),
+                     "stop": (), "fail": (), "status": ("patch",), "create": ("create",),
+                     "applySet": ("patch", "create", "list", "delete")}
 
 
 def test_builtin_plurals_without_discovery() -> None:
@@ -110,7 +113,7 @@ def test_patch_status_delete_and_event_verbs() -> None:
         '''))
     assert perms(needs) == {"list core/configmaps in a", "watch core/configmaps in a",
                             "patch core/configmaps/status in a", "delete batch/jobs in a",
-                            "create core/events in a"}
+                            "create core/events in a", "patch core/events in a"}
 
 
 def test_literal_and_cluster_scoped_targets() -> None:
@@ -124,7 +127,7 @@ def test_literal_and_cluster_scoped_targets() -> None:
             "patch core/namespaces cluster-wide"} <= perms(needs)
     events = needs_of(with_actions("- event: {reason: R, message: m}\n",
                                    informer="{apiVersion: v1, kind: Node}"))
-    assert "create core/events in default" in perms(events)
+    assert {"create core/events in default", "patch core/events in default"} <= perms(events)
 
 
 def test_dry_run_adds_reads_and_drops_the_lease() -> None:

@@ -1,0 +1,219 @@
+"""The ``status`` action: write the reconciled object's status subresource, only when it changes.
+
+::
+
+    - status:
+        fields: {availableReplicas: "{{ deploy.status.availableReplicas | default(0) }}"}
+        conditions:
+          - {type: Ready, status: "{{ ready }}", reason: Synced, message: "..."}
+        observedGeneration: true        # the default
+
+Rendering computes the status the object should have, from the cached object (``obj.status``):
+
+1. ``fields`` merged into it with JSON merge patch rules (RFC 7386: a mapping merges, ``null``
+   removes the field, anything else replaces it). A string that is exactly one
+   ``{{ expression }}`` keeps the expression's type (a number stays a number, so it compares
+   equal to what the server stores); a string mixing text and ``{{ }}`` renders as text.
+   ``fields`` may also be one template rendering a YAML mapping. ``conditions`` and
+   ``observedGeneration`` are set by their own keys, not here;
+2. ``observedGeneration`` (unless ``observedGeneration: false``): ``obj.metadata.generation``;
+3. each of ``conditions`` merged in by type with apimachinery's ``meta.SetStatusCondition``
+   semantics (``kinrun.conditions``): ``lastTransitionTime`` is the plan's clock (``now()``)
+   when the condition is new or its ``status`` changed, else kept; ``reason``, ``message`` and
+   ``observedGeneration`` (the object's generation) are updated in place; conditions of other
+   types are kept.
+
+When the result equals ``obj.status`` the action renders no step at all: nothing is sent, so a
+status write, which changes the object and queues it again, cannot start a write loop (the next
+reconcile computes the same status and stops there). Otherwise one request is sent: a JSON merge
+patch of ``/status`` holding only what differs (``null`` for removed fields; the whole
+``conditions`` list, as merge patches replace lists), with ``metadata.resourceVersion`` of the
+object as read as its precondition (optimistic concurrency, as controller-runtime's
+``Status().Patch`` with ``MergeFromWithOptimisticLock``): when the object changed since the
+cache saw it the server answers 409 Conflict and the reconcile is retried with backoff, on the
+newer object, so a concurrent writer of other conditions is never overwritten.
+
+The kind must have a status subresource (built-in kinds with a status; a CRD with
+``subresources: {status: {}}``). A field the server does not keep (pruned by the CRD's schema)
+differs again at every reconcile and is written every time: declare it in the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jinja2
+
+from kinrun.actions.kinds import (
+    CheckError, Render, Scope, _options, _setting, compile_document, reconciled_target,
+)
+from kinrun.actions.steps import Step
+from kinrun.conditions import ConditionError, check_condition, set_status_condition
+from kinrun.kube.request import ApiRequest
+from kinrun.templating import SourceLocation, TemplateEngine, split_expression
+
+Obj = dict[str, Any]
+_OWN_KEYS = ("conditions", "observedGeneration")
+
+
+def compile_values(value: Any, engine: TemplateEngine, loc: SourceLocation) -> Render:
+    """Compile a value whose strings may be templates, keeping types: returns
+    ``render(variables)`` building a fresh copy in which a string that is exactly one
+    ``{{ expression }}`` becomes the expression's value (an undefined one is an error), a
+    string mixing text and ``{{ }}``/``{% %}`` its rendered text, any other value itself
+    (mapping keys are not templated)."""
+    if isinstance(value, str):
+        if "{{" not in value and "{%" not in value:
+            return lambda _v: value
+        if value.strip().startswith("{{") and split_expression(value) is not None:
+            expression = engine.expression(split_expression(value) or "", loc)
+            return lambda v: _defined(expression.evaluate(v), value)
+        return engine.template(value, loc).render
+    if isinstance(value, Mapping):
+        items = [(k, compile_values(v, engine, loc.child(f".{k}"))) for k, v in value.items()]
+        return lambda v: {k: f(v) for k, f in items}
+    if isinstance(value, (list, tuple)):
+        parts = [compile_values(item, engine, loc.child(f"[{i}]"))
+                 for i, item in enumerate(value)]
+        return lambda v: [f(v) for f in parts]
+    return lambda _v: value
+
+
+def _defined(value: Any, source: str) -> Any:
+    if isinstance(value, jinja2.Undefined):
+        str(value)  # StrictUndefined: raises, naming what is missing
+    return value
+
+
+def _json(value: Any, what: str) -> Any:
+    """A JSON copy of a rendered value (CheckError when it is not JSON data)."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise CheckError(f"status: {what} is not JSON data: {exc}") from None
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: ``patch`` applied to ``target``; returns a new value (the
+    inputs are not modified)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def merge_diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> Obj:
+    """The JSON merge patch that turns ``current`` into ``desired`` (both mappings): changed
+    keys with their new value (nested mappings as their own diff), removed keys as None."""
+    diff: Obj = {key: None for key in current if key not in desired}
+    for key, value in desired.items():
+        old = current.get(key)
+        if key in current and old == value:
+            continue
+        if isinstance(old, dict) and isinstance(value, dict):
+            diff[key] = merge_diff(old, value)
+        else:
+            diff[key] = value
+    return diff
+
+
+class StatusAction:
+    """``status: {fields, conditions, observedGeneration: true}`` -> a merge patch of the
+    reconciled object's ``/status``, or nothing when the status would not change (module
+    docstring). ``clock``: wall seconds for ``lastTransitionTime`` (the plan's clock)."""
+
+    kind = "status"
+    VERBS: tuple[str, ...] = ("patch",)
+    """RBAC verbs on ``RESOURCE/status`` of the reconciled object (``kinrun.rbac``)."""
+    SUBRESOURCE = "status"
+    """The subresource the verbs apply to."""
+    DRY_RUN_VERBS: tuple[str, ...] = ("get",)
+    """Added under ``--dry-run``: the current status is read to show the change."""
+
+    def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
+                 clock: Callable[[], float]) -> None:
+        value = _options(value or {}, loc, "status")  # {}: observedGeneration alone
+        fields, conditions = value.get("fields"), value.get("conditions")
+        if isinstance(fields, Mapping):
+            own = [k for k in _OWN_KEYS if k in fields]
+            if own:
+                raise loc.child(".fields").config_error(
+                    f"status.fields: {', '.join(own)} is set by its own key of status "
+                    "(conditions: a list merged by type; observedGeneration: true/false)")
+        self._fields = (compile_document(fields, engine, loc.child(".fields"))
+                        if isinstance(fields, str) else
+                        compile_values(fields, engine, loc.child(".fields")) if fields else None)
+        self._conditions = (compile_document(conditions, engine, loc.child(".conditions"))
+                            if isinstance(conditions, str) else
+                            compile_values(conditions, engine, loc.child(".conditions"))
+                            if conditions else None)
+        observed = _setting(value, "status", "observedGeneration")
+        if not isinstance(observed, bool):
+            raise loc.config_error(f"status.observedGeneration must be true or false, got "
+                                   f"{observed!r}")
+        self._observed = observed
+        self._clock = clock
+
+    def render(self, scope: Scope) -> list[Step]:
+        target = reconciled_target(scope, "status")
+        obj = scope.obj or {}
+        current = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        desired = self.desired(scope, current, (obj.get("metadata") or {}).get("generation"))
+        if desired == current:
+            return []
+        body: Obj = {"status": merge_diff(current, desired)}
+        if target.resource_version:
+            body["metadata"] = {"resourceVersion": target.resource_version}
+        return [ApiRequest("patch", target.api_version, target.kind, target.name,
+                           target.namespace, body=body, patch_type="merge",
+                           subresource="status")]
+
+    def desired(self, scope: Scope, current: Mapping[str, Any], generation: Any) -> Obj:
+        """The status the object should have (module docstring), as a new dict."""
+        desired = _json(current, "obj.status")
+        if self._fields is not None:
+            fields = _json(self._fields(scope.variables), "fields")
+            if not isinstance(fields, dict):
+                raise CheckError(f"status: fields must render to a mapping, got {fields!r}")
+            own = [k for k in _OWN_KEYS if k in fields]
+            if own:
+                raise CheckError(f"status: fields rendered {', '.join(own)}: set it by its own "
+                                 "key of status")
+            desired = merge_patch(desired, fields)
+        observed = self._observed and isinstance(generation, int)
+        if observed:
+            desired["observedGeneration"] = generation
+        if self._conditions is not None:
+            desired["conditions"] = self._merged_conditions(scope, desired, generation,
+                                                            observed)
+        return desired
+
+    def _merged_conditions(self, scope: Scope, desired: Obj, generation: Any,
+                           observed: bool) -> list[Obj]:
+        rendered = _json(self._conditions(scope.variables), "conditions")
+        if not isinstance(rendered, list):
+            raise CheckError(f"status: conditions must render to a list, got {rendered!r}")
+        merged = desired.get("conditions")
+        merged = merged if isinstance(merged, list) else []
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock()))
+        seen: set[str] = set()
+        for item in rendered:
+            try:
+                condition = check_condition(item)
+            except ConditionError as exc:
+                raise CheckError(f"status: {exc}") from None
+            if condition["type"] in seen:
+                raise CheckError(f"status: condition {condition['type']} is given twice")
+            seen.add(condition["type"])
+            if observed:
+                condition.setdefault("observedGeneration", generation)
+            merged, _ = set_status_condition(merged, condition, now)
+        return merged
