@@ -217,7 +217,7 @@ def test_event_is_created_on_the_object(pod):
                                     "namespace": "shop", "uid": POD_UID,
                                     "resourceVersion": "1001"},
                  "type": "Warning", "reason": "Seen", "message": "pod on node-a",
-                 "source": {"component": "kinrun"},
+                 "source": {"component": "kinrun"}, "reportingComponent": "kinrun",
                  "firstTimestamp": "2025-11-30T10:53:20Z",
                  "lastTimestamp": "2025-11-30T10:53:20Z", "count": 1}}]
 
