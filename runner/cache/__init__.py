@@ -46,7 +46,7 @@ from kinrun.cache.store import (
     split_meta_namespace_key,
 )
 from kinrun.cache.thread_safe_store import IndexFuncError, KeyedIndexer, ThreadSafeStore, new_indexer
-from kinrun.cache.transform import STRIP_MANAGED_FIELDS, strip_managed_fields
+from kinrun.cache.transform import STRIP_MANAGED_FIELDS, FieldPruner, parse_path, strip_managed_fields
 
 __all__ = [
     "Backoff",
@@ -55,6 +55,7 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "FIFOClosedError",
+    "FieldPruner",
     "FilteringResourceEventHandler",
     "IndexConflictError",
     "IndexFunc",
@@ -90,6 +91,7 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key",
     "new_indexer",
+    "parse_path",
     "split_meta_namespace_key",
     "strip_managed_fields",
     "wait_for_cache_sync",

@@ -21,7 +21,9 @@ class InformerKey:
     ``resource``: resource id "group/version/resource" ("/v1/pods" or "v1/pods" for the core
     group: any stable spelling, compared as is); ``namespace``: one namespace, or None for all;
     ``label_selector`` / ``field_selector``: as sent to the server ("" = none); ``transform``: an
-    id naming the transform ("" = none), e.g. "stripManagedFields".
+    id naming the transform ("" = none), e.g. "stripManagedFields" (``FieldPruner.id`` for a
+    pruning transform); ``metadata_only``: objects are listed and watched as
+    PartialObjectMetadata (apiVersion, kind, metadata), as client-go's metadata informers.
     """
 
     resource: str
@@ -29,6 +31,7 @@ class InformerKey:
     label_selector: str = ""
     field_selector: str = ""
     transform: str = ""
+    metadata_only: bool = False
 
 
 class SharedInformerFactory:
@@ -46,6 +49,13 @@ class SharedInformerFactory:
         self._lock = threading.Lock()
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         self._started = False
+
+    def set_lister_watcher_for(self,
+                               lister_watcher_for: Callable[[InformerKey], ListerWatcher]) -> None:
+        """Build the ListerWatchers of keys requested from now on with ``lister_watcher_for``
+        (hot reload: the new config's resources); running informers keep theirs."""
+        with self._lock:
+            self._lister_watcher_for = lister_watcher_for
 
     def informer_for(self, key: InformerKey, *, kind: str | None = None,
                      resync_period: float = 0.0, indexers: Indexers | None = None,
@@ -110,6 +120,15 @@ class SharedInformerFactory:
             informers = list(self._informers.values())
         for informer in informers:
             informer.start()
+
+    def remove(self, keys: Iterable[InformerKey], timeout: float = 5.0) -> None:
+        """Stop the informers of ``keys`` and forget them (hot reload: no informer name uses
+        them any more); a later request for such a key creates a new informer (a new LIST).
+        Unknown keys are ignored."""
+        with self._lock:
+            gone = [self._informers.pop(key) for key in keys if key in self._informers]
+        for informer in gone:
+            informer.stop(timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every informer and join its threads."""

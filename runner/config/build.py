@@ -17,6 +17,7 @@ from kinrun.config.model import (ActionSpec, ClusterSpec, Config, ControllerSpec
                                  TransformSpec, WatchSpec, freeze)
 from kinrun.config.model import RbacRuleSpec, RbacSpec, ShutdownSpec
 from kinrun.config.model import ProbesSpec
+from kinrun.config.model import ReloadSpec
 from kinrun.config.model import VarSpec
 from kinrun.config.model import ScheduleSpec
 from kinrun.config.model import ShardingSpec
@@ -61,6 +62,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         probes=_probes(data["probes"]) if data.get("probes") is not None else None,
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
+        reload=_reload(data.get("reload") or {}),
         rbac=_rbac(ctx, data.get("rbac") or {}),
         sharding=_sharding(data["sharding"]) if data.get("sharding") is not None else None,
     )
@@ -240,6 +242,11 @@ def _leader_election(data: dict[str, Any]) -> LeaderElectionSpec:
         renew_deadline=parse_duration(_get(data, "leaderElection", "renewDeadline")),
         retry_period=parse_duration(_get(data, "leaderElection", "retryPeriod")),
         warm_standby=_get(data, "leaderElection", "warmStandby"))
+
+
+def _reload(data: dict[str, Any]) -> ReloadSpec:
+    return ReloadSpec(*(parse_duration(_get(data, "reload", key))
+                        for key in ("pollInterval", "syncTimeout", "discoveryInterval")))
 
 
 def _gc(data: dict[str, Any]) -> GCSpec:

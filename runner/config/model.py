@@ -446,6 +446,18 @@ class GCSpec:
 
 
 @dataclass(frozen=True)
+class ReloadSpec:
+    """Hot reload (``kinrun.reload``), seconds each: ``poll_interval`` between looks at the
+    config and plugin files (0 = never; SIGHUP only), ``sync_timeout`` for the informers a
+    reload adds, ``discovery_interval`` between rediscoveries of non-built-in kinds (0 =
+    never). Defaults: the schema's ``reload``."""
+
+    poll_interval: float = _seconds("reload", "pollInterval")
+    sync_timeout: float = _seconds("reload", "syncTimeout")
+    discovery_interval: float = _seconds("reload", "discoveryInterval")
+
+
+@dataclass(frozen=True)
 class ShutdownSpec:
     """How the main job stops (``kinrun.app``): ``drain_timeout`` seconds the workqueues get
     to drain after a stop signal (the default is the schema's ``default`` of
@@ -508,6 +520,7 @@ class Config:
     probes: ProbesSpec | None = None  # None: no probe endpoint (``probes:`` omitted)
     gc: GCSpec = field(default_factory=GCSpec)
     shutdown: ShutdownSpec | None = None
+    reload: ReloadSpec = field(default_factory=ReloadSpec)
     namespace_override: str | None = None
     rbac: RbacSpec = field(default_factory=RbacSpec)
     sharding: ShardingSpec | None = None  # None: not sharded (``sharding:`` omitted)

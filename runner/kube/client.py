@@ -146,18 +146,20 @@ class Client:
     def lister_watcher(self, ref: ResourceRef, *, namespace: str | None = None,
                        label_selector: str | None = None, field_selector: str | None = None,
                        page_size: int = 500, watch_read_timeout: float | None = None,
-                       drop_managed_fields: bool = False) -> KubeListerWatcher:
+                       drop_managed_fields: bool = False,
+                       metadata_only: bool = False) -> KubeListerWatcher:
         """A ListerWatcher of ``ref`` in ``namespace`` (None = all namespaces).
 
         ``page_size``: LIST page size (0 = unpaged). ``watch_read_timeout``: socket read
         timeout of watches in seconds (None = the watch's timeoutSeconds + 30).
-        ``drop_managed_fields``: cut ``metadata.managedFields`` before decoding where possible
-        (see ``KubeListerWatcher``).
+        ``drop_managed_fields``: cut ``metadata.managedFields`` before decoding where possible;
+        ``metadata_only``: list and watch PartialObjectMetadata (see ``KubeListerWatcher``).
         """
         return KubeListerWatcher(self.transport, ref, namespace=namespace,
                                  label_selector=label_selector, field_selector=field_selector,
                                  page_size=page_size, watch_read_timeout=watch_read_timeout,
-                                 drop_managed_fields=drop_managed_fields)
+                                 drop_managed_fields=drop_managed_fields,
+                                 metadata_only=metadata_only)
 
     # -- single objects ----------------------------------------------------------------------
 

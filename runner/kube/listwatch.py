@@ -16,6 +16,16 @@ classes, no per-event copies. The
 socket read timeout is longer than the server's ``timeoutSeconds`` (the kubernetes client sets
 none, so a silently dead connection would otherwise block the reflector forever). ERROR events
 raise typed errors (410 -> ExpiredError with the server's message).
+
+Metadata only (``metadata_only``): LIST and WATCH ask for PartialObjectMetadata with the Accept
+headers of client-go's ``metadata`` client (``as=PartialObjectMetadataList;g=meta.k8s.io;v=v1``
+for a LIST, ``as=PartialObjectMetadata`` for a WATCH, each with ``application/json`` as the
+fallback), so the server sends only ``metadata`` per object. The objects are given the watched
+resource's ``apiVersion`` and ``kind`` (not ``meta.k8s.io/v1`` ``PartialObjectMetadata``), as
+controller-runtime's metadata cache sets the requested GVK on what it returns: owner references,
+events and GETs built from them name the real kind. A server that ignores the Accept header and
+sends whole objects gets them cut down to ``apiVersion``/``kind``/``metadata`` here, so the cache
+holds the same either way.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from kinrun.kube.chunked import ChunkedBody
 from kinrun.kube.jsondecode import gc_paused
 from kinrun.kube.managed_fields import event_object, list_items, loads_without_managed_fields
 from kinrun.kube.resources import ResourceRef
-from kinrun.kube.transport import Transport
+from kinrun.kube.transport import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Transport
 
 DEFAULT_WATCH_TIMEOUT = 300
 """Server-side ``timeoutSeconds`` when the caller gives none (client-go's reflector picks 5-10
@@ -45,6 +55,10 @@ WATCH_READ_GRACE = 30.0
 itself first; only a dead connection runs into the read timeout."""
 
 _READ_SIZE = 1 << 16  # bytes per raw read of a watch stream
+
+
+PARTIAL_KIND = "PartialObjectMetadata"
+PARTIAL_LIST_KIND = "PartialObjectMetadataList"
 
 
 def item_kind(list_kind: str, fallback: str) -> str:
@@ -59,7 +73,8 @@ class KubeListerWatcher:
     timeout of watches in seconds; None = the watch's ``timeoutSeconds`` + 30 s.
     ``drop_managed_fields``: objects come without ``metadata.managedFields`` where it can be cut
     from the raw JSON before decoding (``kinrun.kube.managed_fields``; where it cannot, they
-    keep it, so an informer still strips it with its transform).
+    keep it, so an informer still strips it with its transform). ``metadata_only``: objects
+    are listed and watched as PartialObjectMetadata (see the module docstring).
 
     Thread-safety: as the ListerWatcher protocol says, ``list``/``watch`` run on the
     reflector's thread; the returned Watch's ``close`` may be called from any thread. Holds no
@@ -69,9 +84,13 @@ class KubeListerWatcher:
     def __init__(self, transport: Transport, ref: ResourceRef, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  page_size: int = 500, watch_read_timeout: float | None = None,
-                 drop_managed_fields: bool = False) -> None:
+                 drop_managed_fields: bool = False, metadata_only: bool = False) -> None:
         self.transport = transport
         self.drop_managed_fields = drop_managed_fields
+        self.metadata_only = metadata_only
+        # only a metadata-only watcher passes ``accept`` (test transports need not know it)
+        self._list_accept = {"accept": PARTIAL_OBJECT_METADATA_LIST} if metadata_only else {}
+        self._watch_accept = {"accept": PARTIAL_OBJECT_METADATA} if metadata_only else {}
         self.ref = ref
         self.namespace = namespace if ref.namespaced else None
         self.label_selector = label_selector or None
@@ -82,7 +101,8 @@ class KubeListerWatcher:
 
     def __repr__(self) -> str:
         return (f"KubeListerWatcher({self.ref.id}, namespace={self.namespace!r}, "
-                f"labels={self.label_selector!r}, fields={self.field_selector!r})")
+                f"labels={self.label_selector!r}, fields={self.field_selector!r}"
+                + (", metadataOnly" if self.metadata_only else "") + ")")
 
     def _selectors(self) -> dict[str, Any]:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
@@ -109,7 +129,8 @@ class KubeListerWatcher:
         pages = 0
         while True:
             try:
-                page = self.transport.request("GET", self.path, query=query, decode=self._decode)
+                page = self.transport.request("GET", self.path, query=query, decode=self._decode,
+                                              **self._list_accept)
             except ExpiredError:
                 if not query.get("continue"):
                     raise
@@ -124,7 +145,8 @@ class KubeListerWatcher:
     def _list_unpaged(self, resource_version: str, pages_dropped: int) -> ObjectList:
         """client-go pager's fallback: a continue token expired, so LIST everything at once."""
         query = {**self._selectors(), "resourceVersion": resource_version or None}
-        page = self.transport.request("GET", self.path, query=query, decode=self._decode)
+        page = self.transport.request("GET", self.path, query=query, decode=self._decode,
+                                      **self._list_accept)
         extra = {"pages": 1, "pages_dropped": pages_dropped, "unpaged_after_expired": True}
         return self._object_list(page, list(page.get("items") or ()), extra)
 
@@ -137,8 +159,13 @@ class KubeListerWatcher:
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:
-        api_version = page.get("apiVersion") or self.ref.api_version
-        kind = item_kind(str(page.get("kind") or ""), self.ref.kind)
+        if self.metadata_only:
+            api_version, kind = self.ref.api_version, self.ref.kind
+            if page.get("kind") != PARTIAL_LIST_KIND:  # the server sent whole objects
+                items = [partial_object_metadata(item) for item in items]
+        else:
+            api_version = page.get("apiVersion") or self.ref.api_version
+            kind = item_kind(str(page.get("kind") or ""), self.ref.kind)
         for item in items:
             item["apiVersion"] = api_version
             item["kind"] = kind
@@ -160,10 +187,21 @@ class KubeListerWatcher:
         read_timeout = self.watch_read_timeout
         if read_timeout is None:
             read_timeout = timeout + WATCH_READ_GRACE
-        resp = self.transport.open_stream(self.path, query=query, read_timeout=read_timeout)
+        resp = self.transport.open_stream(self.path, query=query, read_timeout=read_timeout,
+                                          **self._watch_accept)
         return StreamWatch(resp, api_version=self.ref.api_version, kind=self.ref.kind,
                            description=f"WATCH {self.path}", read_timeout=read_timeout,
-                           drop_managed_fields=self.drop_managed_fields)
+                           drop_managed_fields=self.drop_managed_fields,
+                           metadata_only=self.metadata_only)
+
+
+def partial_object_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` cut to ``apiVersion``, ``kind`` and ``metadata`` (what a PartialObjectMetadata
+    holds; the values are shared, not copied)."""
+    out = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
+    if "metadata" in obj:
+        out["metadata"] = obj["metadata"]
+    return out
 
 
 class StreamWatch:
@@ -171,8 +209,9 @@ class StreamWatch:
 
     Iterate once, on one thread: yields WatchEvent(type, object) per line; ends when the server
     ends the stream or after ``close()``; raises ExpiredError/ApiError for ERROR events, and
-    ApiConnectionError when the connection breaks or a read times out. ``drop_managed_fields``:
-    as for ``KubeListerWatcher``.
+    ApiConnectionError when the connection breaks or a read times out. ``drop_managed_fields``,
+    ``metadata_only``: as for ``KubeListerWatcher`` (a metadata-only watch gives every object
+    but a BOOKMARK's ``api_version``/``kind``, and cuts whole objects down to metadata).
 
     Each read takes every byte that has arrived (``ChunkedBody``); each event is decoded just
     before it is yielded, so the consumer works on an object still in the CPU cache (decoding
@@ -186,9 +225,10 @@ class StreamWatch:
 
     def __init__(self, response: urllib3.BaseHTTPResponse, *, api_version: str, kind: str,
                  description: str = "WATCH", read_timeout: float | None = None,
-                 drop_managed_fields: bool = False) -> None:
+                 drop_managed_fields: bool = False, metadata_only: bool = False) -> None:
         self._resp = response
         self._drop_managed_fields = drop_managed_fields
+        self._metadata_only = metadata_only
         self._api_version = api_version
         self._kind = kind
         self._description = description
@@ -338,7 +378,12 @@ class StreamWatch:
             raise ApiError(f"{self._description}: undecodable watch event: {text}") from None
         if etype == "ERROR":
             raise error_from_status(obj)
-        if etype != "BOOKMARK" and "kind" not in obj:
+        if self._metadata_only and etype != "BOOKMARK":
+            if obj.get("kind") != PARTIAL_KIND or len(obj) > 3:  # a whole object was sent
+                obj = partial_object_metadata(obj)
+            obj["apiVersion"] = self._api_version
+            obj["kind"] = self._kind
+        elif etype != "BOOKMARK" and "kind" not in obj:
             obj["apiVersion"] = self._api_version
             obj["kind"] = self._kind
         return WatchEvent(etype, obj)

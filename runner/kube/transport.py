@@ -41,6 +41,14 @@ Query = Mapping[str, Any]
 
 JSON = "application/json"
 
+PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+"""Accept header of a GET or WATCH asking for metadata only (client-go ``metadata`` client's
+watch; the API server answers ``meta.k8s.io/v1`` PartialObjectMetadata objects)."""
+
+PARTIAL_OBJECT_METADATA_LIST = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                                "application/json")
+"""Accept header of a LIST asking for metadata only (client-go ``metadata`` client's list)."""
+
 RequestObserver = Callable[[str, str, str], None]
 """(code, method, host) of one try: ``"200"``, ``"GET"``, ``"10.0.0.1:6443"``; ``"<error>"``
 for the code when the server gave no answer. Called on the requesting thread; must be quick
@@ -106,16 +114,19 @@ class Transport:
         self.host_label = urlsplit(self.host).netloc or self.host  # client-go: URL().Host
 
     def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
-                content_type: str = JSON, decode: Callable[[bytes], Any] = loads) -> Any:
+                content_type: str = JSON, decode: Callable[[bytes], Any] = loads,
+                accept: str = JSON) -> Any:
         """Send one request and return its decoded JSON body (None when empty).
 
-        ``path`` starts with ``/``; ``query`` values are strings, ints or bools. ``decode``:
+        ``path`` starts with ``/``; ``query`` values are strings, ints or bools. ``accept``: the
+        Accept header (``PARTIAL_OBJECT_METADATA_LIST`` for a metadata-only LIST). ``decode``:
         bytes -> document, raising ``orjson.JSONDecodeError`` for non-JSON (default: orjson
         with the GC paused). Raises the ApiError subclass for a failure after retries,
         ApiConnectionError with no answer.
         """
         resp = self._send_with_retries(method, path, query, encode_body(body), content_type,
-                                       stream=False, read_timeout=self.read_timeout)
+                                       stream=False, read_timeout=self.read_timeout,
+                                       accept=accept)
         data = resp.data
         if not data:
             return None
@@ -126,38 +137,42 @@ class Transport:
             raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None
 
     def open_stream(self, path: str, *, query: Query | None = None,
-                    read_timeout: float | None = None) -> urllib3.BaseHTTPResponse:
+                    read_timeout: float | None = None,
+                    accept: str = JSON) -> urllib3.BaseHTTPResponse:
         """Open a streamed GET (a WATCH) and return the urllib3 response once it answered 2xx.
 
         The body is not read: the caller iterates it and must ``close()``/``release_conn()``.
         ``read_timeout``: seconds a socket read may block, for the whole stream (None = none).
+        ``accept``: the Accept header (``PARTIAL_OBJECT_METADATA`` for metadata-only events).
         Non-2xx answers raise as ``request`` does (429/5xx before the stream are retried).
         """
         return self._send_with_retries("GET", path, query, None, JSON, stream=True,
-                                       read_timeout=read_timeout)
+                                       read_timeout=read_timeout, accept=accept)
 
     def url(self, path: str, query: Query | None = None) -> str:
         """The absolute URL for ``path`` and ``query`` on this server."""
         return self.host + path + encode_query(query)
 
-    def headers(self, method: str, path: str, content_type: str | None) -> dict[str, str]:
+    def headers(self, method: str, path: str, content_type: str | None,
+                accept: str = JSON) -> dict[str, str]:
         """Default headers (User-Agent), auth from the Configuration, Accept and Content-Type."""
         headers = dict(self.api_client.default_headers)
         self.api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, None)
-        headers["Accept"] = JSON
+        headers["Accept"] = accept
         if content_type:
             headers["Content-Type"] = content_type
         return headers
 
     def _send_with_retries(self, method: str, path: str, query: Query | None,
                            body: bytes | None, content_type: str, *, stream: bool,
-                           read_timeout: float | None) -> urllib3.BaseHTTPResponse:
+                           read_timeout: float | None,
+                           accept: str = JSON) -> urllib3.BaseHTTPResponse:
         attempt = 0
         while True:
             attempt += 1
             try:
                 return self._send_once(method, path, query, body, content_type, stream=stream,
-                                       read_timeout=read_timeout)
+                                       read_timeout=read_timeout, accept=accept)
             except ApiError as error:
                 if not self.retry.should_retry(error, method=method, attempt=attempt):
                     raise
@@ -167,13 +182,13 @@ class Transport:
                 self._sleep(delay)
 
     def _send_once(self, method: str, path: str, query: Query | None, body: bytes | None,
-                   content_type: str, *, stream: bool,
-                   read_timeout: float | None) -> urllib3.BaseHTTPResponse:
+                   content_type: str, *, stream: bool, read_timeout: float | None,
+                   accept: str = JSON) -> urllib3.BaseHTTPResponse:
         """One throttled try; returns a 2xx response, raises the mapped ApiError otherwise."""
         if self.rate_limiter is not None:
             self.rate_limiter.accept()
         url = self.url(path, query)
-        headers = self.headers(method, path, content_type if body is not None else None)
+        headers = self.headers(method, path, content_type if body is not None else None, accept)
         timeout = urllib3.Timeout(connect=self.connect_timeout, read=read_timeout)
         retries = urllib3.Retry(total=None, connect=3, read=1 if method == "GET" else 0,
                                 redirect=False, status=0, other=0, raise_on_status=False)

@@ -61,10 +61,11 @@ class RawKube:
 
     def request(self, method: str, path: str, body: Any = None, *,
                 query: dict[str, Any] | None = None, content_type: str = "application/json",
-                timeout: float = 30.0, user_agent: str | None = None) -> Response:
+                timeout: float = 30.0, user_agent: str | None = None,
+                accept: str = "application/json") -> Response:
         """Send one request; return its status and decoded body (errors are answers, not raised).
         ``user_agent`` replaces urllib3's default User-Agent (``python-urllib3/<version>``)."""
-        headers = dict(self.headers, Accept="application/json")
+        headers = dict(self.headers, Accept=accept)
         if user_agent is not None:
             headers["User-Agent"] = user_agent
         data = None
@@ -80,11 +81,12 @@ class RawKube:
         return self.request("GET", path, query=query)
 
     def open_watch(self, path: str, query: dict[str, Any] | None = None, *,
-                   read_timeout: float = 10.0) -> OpenWatch:
+                   read_timeout: float = 10.0, accept: str | None = None) -> OpenWatch:
         """Open a watch on ``path`` (``watch=true`` is added); returns once headers arrived,
         so a test can write after the watch is registered and before reading."""
         query = dict(query or {}, watch="true")
-        resp = self.pool.request("GET", self.url(path, query), headers=dict(self.headers),
+        headers = dict(self.headers, **({"Accept": accept} if accept else {}))
+        resp = self.pool.request("GET", self.url(path, query), headers=headers,
                                  preload_content=False, retries=False,
                                  timeout=urllib3.Timeout(connect=5, read=read_timeout))
         return OpenWatch(resp)

@@ -25,6 +25,7 @@ import yaml
 
 from . import apply as server_side_apply
 from . import managed_fields, openapi
+from . import partial
 from . import patch as patches
 from . import status as st
 from .faults import Faults
@@ -331,13 +332,25 @@ class Api:
     # -- verbs ----------------------------------------------------------------------------
 
     def _get(self, req: Request, t: Target) -> Answer:
+        form = self._metadata_form(req, t, is_list=False)
         entry = self.store.get_entry(t.rtype, t.namespace, t.name)
-        return Answer(200, self._raw(t, entry))
+        return Answer(200, partial.partial_raw(entry.raw) if form else self._raw(t, entry))
+
+    @staticmethod
+    def _metadata_form(req: Request, t: Target, *, is_list: bool) -> partial.Form:
+        """The PartialObjectMetadata form the Accept header asks for ("" = whole objects);
+        406 for the list form of an object or the object form of a list (``partial``)."""
+        form = partial.requested_form(req.headers.get("Accept", ""))
+        if form and (form == "list") != is_list:
+            go_type = f"*{t.rtype.group.split('.')[0] or 'core'}.{t.rtype.kind}"
+            raise partial.not_acceptable(form, go_type + ("List" if is_list else ""), is_list)
+        return form
 
     def _list(self, req: Request, t: Target) -> Answer:
         q = req.query
         rv, match, cont = q.get("resourceVersion", ""), q.get("resourceVersionMatch", ""), q.get("continue", "")
         self._check_list_params(rv, match, cont)
+        form = self._metadata_form(req, t, is_list=True)
         if (rv or cont) and self.faults.take("list"):
             raise st.too_old(int(rv) if rv.isdigit() else 0, self.store.resource_version)
         labels = parse_label_selector(q.get("labelSelector"))
@@ -355,6 +368,9 @@ class Api:
             meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
+        if form:
+            items = b",".join(partial.partial_raw(e.raw) for e in result.entries)
+            return Answer(200, partial.list_head(meta) + b',"items":[' + items + b"]}")
         head = orjson.dumps({"kind": t.rtype.list_kind_name,
                              "apiVersion": t.rtype.api_version(t.version), "metadata": meta})
         items = b",".join(self._raw(t, e) for e in result.entries)
@@ -373,6 +389,7 @@ class Api:
 
     def _watch(self, req: Request, t: Target) -> WatchAnswer:
         q = req.query
+        metadata_only = partial.requested_form(req.headers.get("Accept", "")) == "object"
         labels = parse_label_selector(q.get("labelSelector"))
         fields = parse_field_selector(q.get("fieldSelector"))
         fields.check(t.rtype.field_keys, t.rtype.plural)
@@ -401,7 +418,8 @@ class Api:
                 namespace=namespace, labels=labels, fields=fields,
                 bookmarks=_truthy(q.get("allowWatchBookmarks")),
                 bookmark_interval=self.bookmark_interval,
-                send_initial_events=_truthy(q.get("sendInitialEvents")))
+                send_initial_events=_truthy(q.get("sendInitialEvents")),
+                metadata_only=metadata_only)
         except st.StatusError as exc:
             if exc.code != 410:
                 raise

@@ -13,7 +13,9 @@ Filtering follows the cacher's ``convertToWatchEvent``: an update whose object s
 the selectors is sent as ADDED, one that stops matching as DELETED (carrying the previous
 object with the new resourceVersion). With ``allowWatchBookmarks`` a BOOKMARK (an object of the
 kind with only ``metadata.resourceVersion``) is sent every ``bookmark_interval`` seconds once the
-watcher has caught up.
+watcher has caught up. A metadata-only watch (``metadata_only``, asked for with
+``as=PartialObjectMetadata`` in the Accept header) converts every event's object, bookmarks
+included, to PartialObjectMetadata (``partial``).
 
 Concurrency: a Watcher is used by one thread (its HTTP connection); ``stop()`` may be called
 from any thread. It reads shared state under the store's lock.
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from . import partial
 from .history import Event, EventLog, event_line, event_pieces
 from .registry import ResourceType
 from kinrun.selectors import FieldSelector, LabelSelector
@@ -49,12 +52,14 @@ class Watcher:
     def __init__(self, store: Store, rtype: ResourceType, log: EventLog, *, version: str,
                  namespace: str | None, labels: LabelSelector, fields: FieldSelector,
                  cursor: int, initial: list[Entry], bookmarks: bool, bookmark_interval: float,
-                 initial_end_bookmark: bool, after_rv: int = 0) -> None:
+                 initial_end_bookmark: bool, after_rv: int = 0,
+                 metadata_only: bool = False) -> None:
         self._store = store
         self._rtype = rtype
         self._log = log
         self._version = version
         self._convert = version != rtype.storage_version
+        self._metadata_only = metadata_only
         self._namespace = namespace
         self._labels = labels
         self._fields = fields
@@ -74,9 +79,11 @@ class Watcher:
     @classmethod
     def open(cls, store: Store, rtype: ResourceType, *, version: str, resource_version: str,
              namespace: str | None, labels: LabelSelector, fields: FieldSelector,
-             bookmarks: bool, bookmark_interval: float, send_initial_events: bool = False) -> Watcher:
+             bookmarks: bool, bookmark_interval: float, send_initial_events: bool = False,
+             metadata_only: bool = False) -> Watcher:
         """Start a watch at ``resource_version`` ("" or "0": current objects first as ADDED;
-        ``send_initial_events`` does the same for any rv and ends them with a bookmark).
+        ``send_initial_events`` does the same for any rv and ends them with a bookmark;
+        ``metadata_only``: PartialObjectMetadata objects, see the module docstring).
         Raises 410 Expired (HTTP form) when the rv predates the history, 400 when malformed."""
         from .store import parse_rv  # noqa: PLC0415  (store imports watch users, not watch)
         with store.lock:
@@ -100,7 +107,7 @@ class Watcher:
                           fields=fields, cursor=cursor, initial=initial, bookmarks=bookmarks,
                           bookmark_interval=bookmark_interval,
                           initial_end_bookmark=send_initial_events and bookmarks,
-                          after_rv=after_rv)
+                          after_rv=after_rv, metadata_only=metadata_only)
             store.watcher_changed_locked(rtype, +1)
             return watcher
 
@@ -183,6 +190,8 @@ class Watcher:
         return out
 
     def _convert_lines(self, pieces: list[bytes]) -> list[bytes]:
+        if self._metadata_only:
+            return [partial.event_line(line) for line in b"".join(pieces).splitlines()]
         if not self._convert:
             return pieces
         api_version = self._rtype.api_version(self._version)
@@ -200,4 +209,5 @@ class Watcher:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         obj = {"kind": self._rtype.kind, "apiVersion": self._rtype.api_version(self._version),
                "metadata": meta}
-        return event_line("BOOKMARK", orjson.dumps(obj))
+        line = event_line("BOOKMARK", orjson.dumps(obj))
+        return partial.event_line(line) if self._metadata_only else line
