@@ -359,7 +359,7 @@ class _Wiring:
             self._handler(spec.name, self.informers[watch.spec.informer],
                           self._secondary_handler(watch, spec.primary, enqueue),
                           self.plan.informers[watch.spec.informer].resync_period,
-                          synchronous=True)
+                          synchronous=watch.spec.map_to != "template")
         if plan.schedule is not None:
             self.schedules[spec.name] = self._scheduler(plan, enqueue)
         return controller

@@ -189,3 +189,25 @@ def test_a_var_mentioning_old_keeps_old():
         actions:
           - log: "{{ changed }}"
         """).keep_old is True
+
+
+def test_initial_list_tells_the_first_list_from_a_real_add():
+    """``initial_list`` is the ``added`` cause's flag (client-go isInInitialList); False for
+    any other cause and without a context; it is a reserved var name."""
+    from kinrun.actions import LogLine, compile_actions
+    from kinrun.hooks import ReconcileContext
+    from kinrun.reconcile import ADDED, RESYNC, Cause
+
+    program = compile_actions([{"log": "{{ reason }} initial={{ initial_list }}"}],
+                              controller="c")
+    obj = {"metadata": {"name": "x", "namespace": "ns"}}
+
+    def line(cause):
+        ctx = ReconcileContext(controller="c", key="ns/x", reason=str(cause or ""), cause=cause)
+        return program.render(key="ns/x", obj=obj, ctx=ctx).steps[0]
+    assert line(Cause(ADDED, initial_list=True)) == LogLine("info", "added initial=True")
+    assert line(Cause(ADDED)) == LogLine("info", "added initial=False")
+    assert line(Cause(RESYNC)) == LogLine("info", "resync initial=False")
+    assert line(None) == LogLine("info", " initial=False")
+    with pytest.raises(ConfigError, match="would shadow the template name 'initial_list'"):
+        compile_actions([{"log": "x"}], controller="c", vars={"initial_list": "1"})
