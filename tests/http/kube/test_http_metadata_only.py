@@ -58,6 +58,14 @@ def test_metadata_only_list_and_watch_cache_metadata_with_the_real_kind(
     embedded_server.load([configmap(i) for i in range(3)])
     lw = kube_client.lister_watcher(kube_client.resolve("v1", "ConfigMap"), namespace=NS,
                                     metadata_only=True, drop_managed_fields=True)
+    sent: list[str] = []
+    pool = lw.transport.pool
+    real = pool.request
+
+    def recording(method: str, url: str, **kw: Any) -> Any:
+        sent.append(kw["headers"]["Accept"])
+        return real(method, url, **kw)
+    pool.request = recording  # type: ignore[method-assign]
     listed = lw.list()
     assert [set(o) for o in listed.items] == [{"apiVersion", "kind", "metadata"}] * 3
     assert {(o["apiVersion"], o["kind"]) for o in listed.items} == {("v1", "ConfigMap")}
@@ -72,6 +80,7 @@ def test_metadata_only_list_and_watch_cache_metadata_with_the_real_kind(
         if len(events) == 2:
             break
     watch.close()
+    assert sent[0] == PARTIAL_OBJECT_METADATA_LIST and sent[1] == PARTIAL_OBJECT_METADATA
     assert [e.type for e in events] == ["MODIFIED", "DELETED"]
     for event in events:
         assert set(event.object) == {"apiVersion", "kind", "metadata"}
