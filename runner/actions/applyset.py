@@ -47,6 +47,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -298,6 +299,9 @@ class ApplySetAction:
                  field_manager: str) -> None:
         value = _options(value, loc, "applySet")
         self._manifests = compile_documents(value["manifests"], engine, loc.child(".manifests"))
+        self.literal_kinds = literal_kinds(value["manifests"])
+        """(apiVersion, kind) the manifests name literally: listed by prune even when the
+        parent's annotations were lost (the parent replaced without them)."""
         each = value.get("forEach")
         if each is not None and (not isinstance(each, str) or not each.strip()):
             raise loc.child(".forEach").config_error("applySet.forEach must be an expression")
@@ -344,8 +348,11 @@ class ApplySetAction:
         after = {k: v for k, v in after.items() if v is not None}
         end = (_metadata_patch({ID_LABEL: set_id}, after, set_id, wanted, None)
                if self.prune else None)
-        kinds = tuple(sorted(((wanted_gk.get(gk),) + split_group_kind(gk)
-                              for gk in union.group_kinds), key=lambda t: (t[1], t[2])))
+        listed = {gk: wanted_gk.get(gk) for gk in union.group_kinds}
+        for api_version, kind in self.literal_kinds:
+            listed.setdefault(group_kind(api_version, kind), api_version)
+        kinds = tuple(sorted(((v,) + split_group_kind(gk) for gk, v in listed.items()),
+                             key=lambda t: (t[1], t[2])))
         namespaces = tuple(sorted(union.namespaces | ({parent.namespace} if parent.namespace
                                                       else set())))
         return [ApplySetStep(parent, set_id, begin, tuple(applies), self.prune,
@@ -467,6 +474,36 @@ def parse_yaml_documents(text: str) -> list[Any]:
 
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+_EXPR = re.compile(r"\{\{.*?\}\}", re.S)
+_TAG = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
+
+
+def literal_kinds(manifests: Any) -> tuple[tuple[str, str], ...]:
+    """(apiVersion, kind) of each child ``manifests`` names with literal text (a template read
+    with each ``{{ }}`` as a placeholder and tags dropped); () when it cannot be read so."""
+    if isinstance(manifests, str):
+        try:
+            docs = list(yaml.load_all(_EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)),
+                                      Loader=_SAFE_LOADER))  # noqa: S506 - a safe loader
+        except yaml.YAMLError:
+            return ()
+    else:
+        docs = [manifests]
+    found: dict[tuple[str, str], None] = {}
+    for item in _flatten(docs):
+        if not isinstance(item, Mapping):
+            continue
+        api_version, kind = item.get("apiVersion"), item.get("kind")
+        if all(isinstance(v, str) and v and "{" not in v and "kinrun-placeholder" not in v
+               for v in (api_version, kind)):
+            try:
+                split_api_version(api_version)
+            except ValueError:
+                continue
+            found[(api_version, kind)] = None
+    return tuple(found)
 
 
 def _flatten(documents: Iterable[Any]) -> list[Any]:

@@ -125,7 +125,10 @@ def _kind_sources(path: PathKey, kind: str, value: Any) -> Iterator[tuple[PathKe
     if not isinstance(value, dict):
         return
     fields = {"log": ("message",), "apply": ("manifest",), "patch": ("patch",),
-              "event": ("reason", "message")}.get(kind, ())
+              "event": ("reason", "message"), "create": ("manifest",),
+              "applySet": ("manifests",)}.get(kind, ())
+    if kind == "applySet" and isinstance(value.get("forEach"), str):
+        yield path + ("forEach",), value["forEach"], True
     for f in fields:
         if isinstance(value.get(f), str):
             yield path + (f,), value[f], False
