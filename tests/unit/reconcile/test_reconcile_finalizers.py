@@ -1,0 +1,191 @@
+"""Finalizers (kinrun.reconcile): added before the first write, finalize while the object
+terminates and still carries ours, removed only once finalize succeeded; nothing for a
+terminating object without ours; the config refuses what could never work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kinrun.actions import compile_actions
+from kinrun.config import load_text
+from kinrun.errors import ConfigError, ConflictError
+from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.plan import plan
+from kinrun.reconcile import Reconciler
+
+NAME = "example.com/cleanup"
+KEY = "ns/cm"
+
+
+def cm(*, finalizers: tuple[str, ...] = (), terminating: bool = False,
+       **annotations: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "cm", "namespace": "ns", "uid": "u1",
+                            "resourceVersion": "5", "annotations": dict(annotations)}
+    if finalizers:
+        meta["finalizers"] = list(finalizers)
+    if terminating:
+        meta["deletionTimestamp"] = "2023-11-14T22:13:20Z"
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+class Client:
+    """Answers patches with the object they make (finalizers as the JSON patch sets them);
+    ``fail`` raises for requests of that verb+kind."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.sent: list[Any] = []
+        self.fail = fail
+
+    def execute(self, req: Any) -> Any:
+        self.sent.append(req)
+        if self.fail == f"{req.verb} {req.kind}":
+            raise ConflictError("the object has been modified", status=409)
+        if req.patch_type == "json":
+            obj = cm()
+            obj["metadata"]["finalizers"] = req.body[-1]["value"]
+            obj["metadata"]["resourceVersion"] = "6"
+            return obj
+        return None
+
+
+def reconciler(client: Client, *, finalize: list[Any] | None = None,
+               actions: list[Any] | None = None) -> Reconciler:
+    def program(specs: list[Any] | None) -> Any:
+        return compile_actions(specs, controller="c") if specs else None
+    return Reconciler("c", actions=program(actions or [{"patch": {"patch": {"data": {"a": "b"}}}}]),
+                      finalize=program(finalize or [
+                          {"delete": {"target": {"apiVersion": "v1", "kind": "Secret",
+                                                 "name": "ext"}}}]),
+                      finalizer=NAME, client=client)
+
+
+def summary(client: Client) -> list[str]:
+    return [f"{r.verb} {r.kind}" + (f" {r.body[-1]['value']}" if r.patch_type == "json" else "")
+            for r in client.sent]
+
+
+def test_the_first_reconcile_adds_the_finalizer_before_the_actions_write():
+    """add (JSON patch, resourceVersion tested), then the actions on the patched object."""
+    client = Client()
+    result = reconciler(client)(KEY, cm())
+    assert result.outcome == "done"
+    assert summary(client) == [f"patch ConfigMap {[NAME]}", "patch ConfigMap"]
+    assert client.sent[0].body[0] == {"op": "test", "path": "/metadata/resourceVersion",
+                                      "value": "5"}
+
+
+def test_an_object_that_has_it_is_not_patched_again():
+    """Ours already there (others kept): only the actions run."""
+    client = Client()
+    reconciler(client)(KEY, cm(finalizers=("other.io/x", NAME)))
+    assert summary(client) == ["patch ConfigMap"]
+
+
+def test_a_failed_add_is_retried_and_nothing_else_is_sent():
+    """The add conflicts (409): retry; the actions did not run."""
+    client = Client(fail="patch ConfigMap")
+    result = reconciler(client)(KEY, cm())
+    assert result.outcome == "retry" and "add finalizer example.com/cleanup" in str(result.error)
+    assert len(client.sent) == 1
+
+
+def test_a_terminating_object_runs_finalize_then_loses_the_finalizer():
+    """finalize (not actions) with the live object, then remove: the list as read is tested."""
+    client = Client()
+    result = reconciler(client)(KEY, cm(finalizers=("other.io/x", NAME), terminating=True))
+    assert result.outcome == "done"
+    assert summary(client) == ["delete Secret", "patch ConfigMap ['other.io/x']"]
+    assert client.sent[1].body[0] == {"op": "test", "path": "/metadata/finalizers",
+                                      "value": ["other.io/x", NAME]}
+
+
+def test_a_failing_finalize_keeps_the_finalizer_and_retries():
+    """finalize fails: no remove; the result is a retry with backoff."""
+    client = Client(fail="delete Secret")
+    result = reconciler(client)(KEY, cm(finalizers=(NAME,), terminating=True))
+    assert result.outcome == "retry" and result.delay is None
+    assert summary(client) == ["delete Secret"]
+
+
+def test_a_fail_action_in_finalize_keeps_the_finalizer():
+    """fail (when held): nothing sent, retried; the object keeps ours."""
+    client = Client()
+    rec = reconciler(client, finalize=[
+        {"fail": {"message": "held"}, "when": "obj.metadata.annotations.hold is defined"},
+        {"delete": {"target": {"apiVersion": "v1", "kind": "Secret", "name": "ext"}}}])
+    assert rec(KEY, cm(finalizers=(NAME,), terminating=True, hold="yes")).outcome == "retry"
+    assert client.sent == []
+    assert rec(KEY, cm(finalizers=(NAME,), terminating=True)).outcome == "done"
+    assert summary(client) == ["delete Secret", "patch ConfigMap []"]
+
+
+def test_a_requeue_in_finalize_keeps_the_finalizer_until_it_runs_again():
+    """requeueAfter: not finished yet; ours stays, finalize runs again after the delay."""
+    client = Client()
+    rec = reconciler(client, finalize=[{"requeueAfter": "10s"}])
+    result = rec(KEY, cm(finalizers=(NAME,), terminating=True))
+    assert (result.outcome, result.delay) == ("requeue", 10.0)
+    assert client.sent == []
+
+
+def test_a_terminating_object_without_ours_runs_nothing():
+    """Deleted before kinrun added ours (or another controller's object): no actions at all."""
+    client = Client()
+    result = reconciler(client)(KEY, cm(finalizers=("other.io/x",), terminating=True))
+    assert result.outcome == "done" and client.sent == []
+
+
+@pytest.mark.parametrize("name,problem", [
+    ("cleanup", "no domain prefix"), ("orphan", "no domain prefix"),
+    ("Example.com/x", "DNS subdomain"), ("example.com/", "after '/'"),
+    ("example.com/-x", "after '/'"), ("example.com/" + "x" * 64, "after '/'"),
+])
+def test_finalizer_names_must_be_domain_qualified_names(name, problem):
+    """IsQualifiedName with a prefix, as kube-apiserver validates metadata.finalizers."""
+    assert problem in (finalizer_name_problem(name) or "")
+
+
+def test_a_good_finalizer_name_passes():
+    """example.com/cleanup, kinrun.dev/a.b_c-1."""
+    assert finalizer_name_problem(NAME) is None
+    assert finalizer_name_problem("kinrun.dev/a.b_c-1") is None
+
+
+CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap}
+controllers:
+  - name: c
+    for: cms
+%s
+    reconcile:
+      actions: [{log: hi}]
+%s
+"""
+
+
+@pytest.mark.parametrize("finalizer,finalize,message", [
+    pytest.param("    finalizer: cleanup", "      finalize: [{log: bye}]", "no domain prefix",
+                 id="bare-name"),
+    pytest.param("", "      finalize: [{log: bye}]", r"set controllers\[\]\.finalizer",
+                 id="finalize-without-finalizer"),
+    pytest.param("    finalizer: example.com/x", "", "nothing would run",
+                 id="finalizer-without-finalize"),
+])
+def test_plan_refuses_finalizers_that_cannot_work(finalizer, finalize, message):
+    """validate refuses these at the key, with file:line."""
+    with pytest.raises(ConfigError, match=message) as err:
+        plan(load_text(CONFIG % (finalizer, finalize), file="f.yaml"))
+    assert str(err.value).startswith("f.yaml:")
+
+
+def test_plan_compiles_finalize():
+    """finalizer + finalize: a finalize program on the controller's plan."""
+    compiled = plan(load_text(CONFIG % ("    finalizer: example.com/x",
+                                        "      finalize: [{log: bye}]"), file="f.yaml"))
+    (controller,) = compiled.controllers
+    assert controller.finalizer == "example.com/x" and len(controller.finalize) == 1
