@@ -8,15 +8,17 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 """
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "clock", "durations", "selectors", "conditions"),  # pure data and time; no I/O
+    ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
+     "redact"),                                            # Secret values kept out of output
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks"),                                     # the official client; the hookspecs
-    ("config", "templating", "predicates"),                # the YAML model; the Jinja2 sandbox
+    ("config", "config_watch", "templating", "predicates"),  # the YAML model, watching its
+                                                           # files; the Jinja2 sandbox
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
     ("reconcile", "controller", "schedule", "sharding"),   # one key's reconcile; the workers;
                                                            # cron schedules; a ring's replicas
-    ("plan", "bound", "manager", "rbac"),                  # the spine: compile, bind, run;
-                                                           # the RBAC a plan needs
+    ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
+                                                           # the RBAC a plan needs; reload
     ("testing",),                                          # embedded API server, fault proxy
     ("signals", "app", "manifests"),                       # the main job; its deployment
     ("cli",),                                              # thin argument parsing

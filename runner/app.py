@@ -40,12 +40,21 @@ from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
+from kinrun.config.model import LeaderElectionSpec
 from kinrun.leader_election import LeaderElector
+from kinrun.sharding import replica_identity
+from kinrun.sharding.membership import MemberLease, MembershipSpec
+from kinrun.sharding.shard import Shard
+from kinrun.sharding.sharder import Sharder, SharderRole, sharded_resources
 from kinrun.manager import Manager
 from kinrun.logging_setup import reconcile_log_fields
 from kinrun.metrics import Metrics
 from kinrun.plan import Plan, plan
 from kinrun.probes import Probes
+from kinrun.config import load
+from kinrun.config.paths import is_plugin_path
+from kinrun.config_watch import ConfigWatcher
+from kinrun.reload import Reloader
 
 _log = logging.getLogger("kinrun")
 
@@ -78,8 +87,9 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             _log.info("stopping before the run started")
             return 0
         probes = _probes(config)
+        shard = _shard(config, options)  # None: not sharded (or a dry run)
         manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run,
-                         probes=probes, log_fields=options.log_format == "json")
+                         probes=probes, log_fields=options.log_format == "json", shard=shard)
         if stop.is_set():
             return 0
         if manager.metrics is not None:
@@ -88,8 +98,13 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
         if probes is not None:
             _serve_probes(probes, config, manager, stack)
-        warm = (config.leader_election is not None and config.leader_election.warm_standby
-                and not options.dry_run)
+        member = None
+        if shard is not None:  # join the ring; leaderElection elects the sharder role only
+            member = _join_ring(compiled, manager, shard, stack, stop)
+            if member is None:
+                return 0
+        warm = (shard is None and config.leader_election is not None
+                and config.leader_election.warm_standby and not options.dry_run)
         if warm and not manager.start_caches(stop, gc_policy=True):  # list+watch, no worker
             manager.stop(0.0)
             return 0 if stop.is_set() else 1
@@ -100,7 +115,7 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             _log.warning("dry-run: leader election skipped: this replica reconciles without "
                          "the Lease %s/%s", config.leader_election.namespace,
                          config.leader_election.lease_name)
-        elif config.leader_election is not None:
+        elif config.leader_election is not None and shard is None:
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
             _standby(probes, manager.metrics, config, True)
             if warm:
@@ -119,19 +134,88 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             return 0 if stop.is_set() else 1
         _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
                   len(manager.informers), len(manager.controllers))
+        stop_reloading = _start_reloading(manager, options, probes, stop,
+                                          log_fields=options.log_format == "json")
         stop.wait()
         _arm_exit_deadline()
+        stop_reloading()
         _log.info("stopping: draining workqueues (at most %gs)", drain_timeout)
         drained = manager.stop(drain_timeout)
         _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
         if elector is not None and elector.lost:
             return 1  # leadership lost: a supervisor should restart this replica as a candidate
+        if member is not None and member.lost:
+            return 1  # membership lost: restarted, the replica joins the ring again
         return 0 if drained else 1
+
+
+def _watched_files(options: RunOptions, config: Config) -> list[str]:
+    """The config file as given, then its plugin files as given (relative to the config
+    file's folder as given, not resolved: a ConfigMap volume swaps what the symlinks point to,
+    ``kinrun.config_watch``)."""
+    folder = Path(options.config_path).parent
+    return [str(options.config_path), *(str(folder / spec) for spec in config.plugins
+                                        if is_plugin_path(spec))]
+
+
+def _load_again(options: RunOptions) -> Config:
+    """The config file loaded again as the CLI loaded it (``--namespace`` applied)."""
+    config = load(options.config_path)
+    return config.with_namespace(options.namespace) if options.namespace else config
+
+
+def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | None,
+                     stop: threading.Event, *, log_fields: bool = False) -> Any:
+    """Hot reload (``kinrun.reload``): a thread that polls the config and plugin files every
+    ``reload.pollInterval`` (``kinrun.config_watch``), reloads on a change or SIGHUP and looks
+    for kinds not served yet every so often. Returns the function that stops it (called
+    before the Manager stops, so no reload runs while it does)."""
+    spec = manager.config.reload
+    files = lambda: _watched_files(options, manager.config)  # noqa: E731 - follows reloads
+    watcher = ConfigWatcher(files())
+    wrap_for = lambda bound: _observers(bound, probes, log_fields)  # noqa: E731
+    reloader = Reloader(manager, lambda: _load_again(options), plan, wrap_for=wrap_for,
+                        metrics=manager.metrics, files=files, sync_timeout=spec.sync_timeout,
+                        drain_timeout=options.effective_drain_timeout(manager.config),
+                        discovery_interval=spec.discovery_interval, stop=stop)
+    if probes is not None:
+        probes.watch_waiting(manager.waiting_informers)
+    ended, wake, hup = threading.Event(), threading.Event(), threading.Event()
+
+    def on_hup() -> None:
+        hup.set()
+        wake.set()
+
+    def take_hup() -> bool:
+        was = hup.is_set()
+        hup.clear()
+        return was
+
+    def changed() -> bool:
+        watcher.set_paths(files())  # the plugin files of the config in force
+        return watcher.changed()
+    watching = signals.current()
+    if watching is not None:
+        watching.on_reload(on_hup)
+    thread = threading.Thread(target=reloader.run, name="kinrun-reload", daemon=True,
+                              args=(ended, wake, changed, spec.poll_interval, take_hup))
+    thread.start()
+    if spec.poll_interval:
+        _log.info("watching %s for changes every %gs (and SIGHUP)", ", ".join(files()),
+                  spec.poll_interval)
+
+    def stop_reloading() -> None:
+        if watching is not None:
+            watching.on_reload(None)
+        ended.set()
+        wake.set()
+        thread.join(options.effective_drain_timeout(manager.config) + 1.0)
+    return stop_reloading
 
 
 def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
            stack: contextlib.ExitStack, *, dry_run: bool = False, probes: Probes | None = None,
-           log_fields: bool = False) -> Manager:
+           log_fields: bool = False, shard: Shard | None = None) -> Manager:
     """The client (``dry_run``: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
     then the plan bound to it (discovery) and wired into a Manager; the client is closed when
     ``stack`` unwinds. With ``probes``, every reconcile is tracked for the stuck-reconcile
@@ -148,8 +232,56 @@ def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
     metrics = Metrics() if config.metrics is not None else None
     if metrics is not None:
         metrics.instrument_client(client)
-    bound = compiled.bind(client)
-    return bound.manager(metrics=metrics, wrap=_observers(bound, probes, log_fields))
+    bound = compiled.bind(client, wait_for_kinds=True)  # a CRD not installed yet: it waits
+    if shard is not None:
+        shard.client = client  # the drain acknowledgements
+    return bound.manager(metrics=metrics, wrap=_observers(bound, probes, log_fields),
+                         shard=shard)
+
+
+# -- sharding (kinrun.sharding) ----------------------------------------------------------------
+
+
+def _shard(config: Config, options: RunOptions) -> Shard | None:
+    """This replica's Shard of ``config.sharding`` (identity: ``--shard-id``, POD_NAME, host
+    name; ConfigError when unusable), or None: not sharded, or a dry run (whose Lease and label
+    writes would be real: it runs unsharded, over every object, writing nothing)."""
+    if config.sharding is None:
+        return None
+    if options.dry_run:
+        _log.warning("dry-run: sharding skipped: this replica sees every object of ring %s",
+                     config.sharding.ring)
+        return None
+    return Shard(config.sharding.ring, replica_identity(options.shard_id))
+
+
+def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib.ExitStack,
+               stop: threading.Event) -> MemberLease | None:
+    """Take this replica's membership Lease (None when ``stop`` came first), fence every
+    reconcile on it, and campaign for the sharder role (the config's ``leaderElection``, else
+    a Lease ``<ring>-sharder``); both end when ``stack`` unwinds: the sharder first, the
+    membership Lease after the workers stopped."""
+    spec = compiled.config.sharding
+    assert spec is not None
+    membership = MembershipSpec(spec.ring, spec.namespace, spec.lease_duration,
+                                spec.renew_deadline, spec.retry_period)
+    member = MemberLease(manager.client, membership, shard.identity, on_lost=stop.set)
+    shard.fence = member.valid
+    if not member.acquire(stop):
+        return None
+    stack.callback(member.release)
+    election = compiled.config.leader_election or LeaderElectionSpec(
+        lease_name=f"{spec.ring}-sharder", namespace=spec.namespace,
+        lease_duration=spec.lease_duration, renew_deadline=spec.renew_deadline,
+        retry_period=spec.retry_period)
+    role = SharderRole(manager.client, election, lambda: Sharder(
+        manager.client, membership, sharded_resources(compiled, manager.refs),
+        sync_period=spec.sync_period), identity=shard.identity)
+    role.start()
+    stack.callback(role.stop)
+    _log.info("ring %s: member %s; %s", spec.ring, shard.identity,
+              "; ".join(f"{name} {role}" for name, role in compiled.sharded.items()))
+    return member
 
 
 # -- operating: probes, standby, log fields (kinrun.probes, kinrun.logging_setup) -------------

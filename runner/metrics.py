@@ -128,10 +128,77 @@ class Metrics:
             "Watches of an informer's reflector that ended and were re-opened or followed by "
             "a relist, by reason: closed (server timeout), stalled (silent past the "
             "inactivity limit), expired (410), error.", ["informer", "reason"], registry=r)
+        self._config_metrics(r)
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
         self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
+
+    def _config_metrics(self, r: CollectorRegistry) -> None:
+        """Hot reload (``kinrun.reload``), named after Prometheus' own
+        ``prometheus_config_last_reload_successful`` and
+        ``prometheus_config_last_reload_success_timestamp_seconds``."""
+        self.config_last_reload_successful = Gauge(
+            "kinrun_config_last_reload_successful",
+            "Whether the last configuration reload attempt was successful (1) or the previous "
+            "config stayed in force (0).", registry=r)
+        self.config_last_reload_success_timestamp = Gauge(
+            "kinrun_config_last_reload_success_timestamp_seconds",
+            "Timestamp of the last successful configuration load (start or reload).",
+            registry=r)
+        self.config_reloads = Counter(
+            "kinrun_config_reloads_total", "Configuration reloads by result (success, failure).",
+            ["result"], registry=r)
+        self.config_info = Gauge(
+            "kinrun_config_info", "The configuration files' SHA-256: state active for the one "
+            "in force, rejected for the last one that failed to reload (until a reload "
+            "succeeds).", ["hash", "state"], registry=r)
+        self.informer_waiting = Gauge(
+            "kinrun_informer_waiting", "1 while an informer waits for its kind to be served "
+            "(a CRD not installed).", ["informer"], registry=r)
+        self._config_hashes: dict[str, str] = {}  # state -> hash labelled now
+
+    def _set_config_hash(self, state: str, digest: str | None) -> None:
+        previous = self._config_hashes.pop(state, None)
+        if previous is not None:
+            self.config_info.remove(previous, state)
+        if digest is not None:
+            self._config_hashes[state] = digest
+            self.config_info.labels(digest, state).set(1)
+
+    def config_loaded(self, digest: str) -> None:
+        """The config with hash ``digest`` is in force at start."""
+        self.config_last_reload_successful.set(1)
+        self.config_last_reload_success_timestamp.set(time.time())
+        self._set_config_hash("active", digest)
+
+    def reload_succeeded(self, digest: str, when: float) -> None:
+        """A reload put the config ``digest`` in force at ``when`` (Unix seconds)."""
+        self.config_reloads.labels("success").inc()
+        self.config_last_reload_successful.set(1)
+        self.config_last_reload_success_timestamp.set(when)
+        self._set_config_hash("active", digest)
+        self._set_config_hash("rejected", None)
+
+    def reload_failed(self, digest: str) -> None:
+        """A reload of the config ``digest`` failed; the previous one stays in force."""
+        self.config_reloads.labels("failure").inc()
+        self.config_last_reload_successful.set(0)
+        self._set_config_hash("rejected", digest)
+
+    def set_waiting(self, informers: Iterable[str], known: Iterable[str] = ()) -> None:
+        """``kinrun_informer_waiting``: 1 for ``informers``, 0 for the others of ``known``."""
+        waiting = set(informers)
+        for name in set(known) | waiting:
+            self.informer_waiting.labels(name).set(1 if name in waiting else 0)
+
+    def forget_informer(self, name: str) -> None:
+        """Drop the per-informer series of an informer a reload removed."""
+        for family in (self.informer_objects, self.informer_waiting):
+            try:
+                family.remove(name)
+            except KeyError:
+                pass
 
     def _workqueue_metrics(self, r: CollectorRegistry) -> None:
         labels = ["name", "controller"]

@@ -122,6 +122,28 @@ def _import_module(spec: str, where: Mapping[str, str]) -> ModuleType:
                           **where) from exc
 
 
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 (hex) of a plugin file's bytes, None when unreadable. A file whose digest
+    changed since it was imported is imported again by the next ``load_plugins`` (hot reload:
+    ``kinrun.reload``); the module object of the version in force is left to those who hold
+    it, so two versions are never mixed within one plugin manager."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def plugin_digests(pm: Any) -> dict[str, str | None]:
+    """Plugin name -> the digest of the file it was imported from (None: a module or entry
+    point, which is never re-imported), for every plugin ``pm`` registered."""
+    out: dict[str, str | None] = {}
+    for name, source in getattr(pm, "sources", {}).items():
+        plugin = pm.get_plugin(name)
+        out[name] = getattr(plugin, "__kinrun_digest__", None) if source.startswith("file ") \
+            else None
+    return out
+
+
 def file_module_name(path: Path) -> str:
     """The stable unique module name a plugin file is imported under."""
     stem = re.sub(r"\W", "_", path.stem) or "plugin"
@@ -133,18 +155,24 @@ def _import_file(spec: str, path: Path, where: Mapping[str, str]) -> ModuleType:
     if not path.is_file():
         raise ConfigError(f"plugin file {spec!r} not found (looked for {path})", **where)
     name = file_module_name(path)
-    if name in sys.modules:
-        return sys.modules[name]
+    digest = file_digest(path)
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__kinrun_digest__", digest) == digest:
+        return loaded  # unchanged since it was imported: the same module
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise ConfigError(f"plugin file {spec!r} cannot be imported (not a Python file?)",
                           **where)
     module = importlib.util.module_from_spec(module_spec)
+    module.__kinrun_digest__ = digest  # type: ignore[attr-defined]
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)
     except BaseException as exc:
-        del sys.modules[name]
+        if loaded is not None:
+            sys.modules[name] = loaded  # the version in force stays
+        else:
+            del sys.modules[name]
         if not isinstance(exc, Exception):
             raise
         raise ConfigError(f"plugin {spec!r} failed to import: {_describe_exc(exc)}",

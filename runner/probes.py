@@ -5,7 +5,9 @@
                    ``stuck_reconcile_after`` seconds; the body names each failed check:
                    ``[-]reflector pods: no progress for 250s (limit 210s)``
     GET /readyz    200 ``ok`` once every informer's cache has synced; 500 before, naming the
-                   informers not synced yet; a standby replica waiting for the Lease is ready
+                   informers not synced yet, and while an informer waits for its kind to be
+                   served (a CRD not installed: ``[-]informer foos: waiting: ...``; hot reload
+                   never makes a ready kinrun unready by itself, a rejected config included); a standby replica waiting for the Lease is ready
                    (``ok (standby: waiting for the Lease ns/name)``): it serves its purpose by
                    waiting, and a rollout must not stall on it
     anything else  404 (HEAD is answered as GET, without a body)
@@ -145,6 +147,7 @@ class Probes:
         self._informers: Callable[[], Iterable[Any]] | None = None  # None: nothing built yet
         self._running: dict[int, tuple[str, Any, float]] = {}  # thread -> (controller, key, start)
         self._standby: str | None = None  # "ns/name" of the Lease waited for, or None
+        self._waiting: Callable[[], Mapping[str, str]] = dict  # informer -> why it waits
         self._endpoint = Endpoint({"/healthz": self._healthz_route,
                                    "/readyz": self._readyz_route}, "probes")
 
@@ -155,6 +158,11 @@ class Probes:
         ``name``, ``has_synced()`` and ``liveness()`` (``SharedIndexInformer``; for a Manager,
         ``manager.factory.informers().values``)."""
         self._informers = informers
+
+    def watch_waiting(self, waiting: Callable[[], Mapping[str, str]]) -> None:
+        """Report the informers ``waiting()`` names (informer -> why: its kind is not served
+        yet) as not ready (a Manager's ``waiting_informers``)."""
+        self._waiting = waiting
 
     def standby(self, lease: str | None) -> None:
         """Waiting for the Lease ``lease`` ("ns/name"): ready, and says so; None: leading (or
@@ -200,6 +208,8 @@ class Probes:
             return False, "readyz check failed\n[-]informers: not started\n"
         waiting = [f"[-]informer {inf.name}: not synced"
                    for inf in self._informer_list() if not inf.has_synced()]
+        waiting += [f"[-]informer {name}: waiting: {why}"
+                    for name, why in self._waiting().items()]
         if waiting:
             return False, "readyz check failed\n" + "\n".join(waiting) + "\n"
         return True, "ok\n"

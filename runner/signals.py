@@ -1,4 +1,5 @@
-"""SIGINT/SIGTERM for the main job, through signal handlers that take no lock.
+"""SIGINT/SIGTERM (stop) and SIGHUP (reload the config) for the main job, through signal
+handlers that take no lock.
 
 Why a self-pipe: CPython runs a Python signal handler in the main thread between two bytecodes,
 wherever that thread is — inside ``threading.Event.wait()`` holding the Event's condition lock,
@@ -21,6 +22,11 @@ What a signal does, by the state of the process-wide :class:`StopSignals`:
     finished  the run returned: signals are ignored (the process is already exiting with the
               run's code; the default action would turn it into -15); the CLI's own process
               then sets them to SIG_IGN (:meth:`StopSignals.ignore_from_now`)
+
+SIGHUP is not a stop request: while a run has a reload callback set
+(:meth:`StopSignals.on_reload`, the hot reload of ``kinrun.reload``) it is logged and calls
+it on the signal thread (the callback only wakes the reload loop); otherwise it is logged and
+ignored (before, SIGHUP's default action ended the process).
 
 In ``waiting`` and ``attached``, another signal within SECOND_SIGNAL_GRACE seconds of the first
 is the same request (``timeout`` and some supervisors signal both the process and its group)
@@ -54,6 +60,7 @@ SECOND_SIGNAL_GRACE = 1.0
 """Seconds after a stop signal during which another one is taken as the same request."""
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RELOAD_SIGNALS = (signal.SIGHUP,)
 
 EXIT_INTERRUPTED = 130
 EXIT_OVERDUE = 1
@@ -117,6 +124,7 @@ class StopSignals:
         self._rfd, self._wfd = -1, -1
         self._previous: dict[int, object] = {}
         self._thread: threading.Thread | None = None
+        self._reload: Callable[[], None] | None = None  # guarded by _lock
 
     # --- the handler: no lock, no logging, no allocation beyond one bytes object ----------
 
@@ -139,7 +147,8 @@ class StopSignals:
         os.set_blocking(self._rfd, False)  # read by the signal thread and by attach
         self._thread = threading.Thread(target=self._read_pipe, name="kinrun-signals", daemon=True)
         self._thread.start()
-        self._previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
+        self._previous = {sig: signal.signal(sig, self.handle)
+                          for sig in (*STOP_SIGNALS, *RELOAD_SIGNALS)}
 
     def uninstall(self) -> None:
         """Restore the previous handlers, cancel the deadline, end the signal thread (main
@@ -174,13 +183,19 @@ class StopSignals:
         if early is not None:
             _log.info("%s received before the run started: stopping", early[0])
 
+    def on_reload(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback()`` (on the signal thread; keep it quick) for each SIGHUP from now
+        on; None: SIGHUP is logged and ignored."""
+        with self._lock:
+            self._reload = callback
+
     def ignore_from_now(self) -> None:
         """The process is exiting with the run's code: set SIGINT/SIGTERM to SIG_IGN (main
         thread only). The ``finished`` state alone is not enough: interpreter finalization
         resets Python-level handlers to SIG_DFL, so a late signal would end the process with
         -15; SIG_IGN is left as it is."""
         self.detach()
-        for sig in STOP_SIGNALS:
+        for sig in (*STOP_SIGNALS, *RELOAD_SIGNALS):
             signal.signal(sig, signal.SIG_IGN)
 
     def detach(self) -> None:
@@ -188,6 +203,7 @@ class StopSignals:
         nothing else (the deadline stays armed while the process exits)."""
         with self._lock:
             self._stop, self._finished, self._first = None, True, None
+            self._reload = None
 
     def arm_deadline(self) -> None:
         """Arm the exit deadline now (a run stopping for a reason other than a signal, such as
@@ -236,6 +252,15 @@ class StopSignals:
     def _on_signal(self, signum: int) -> None:
         """One signal, on the signal thread: the state machine of the module docstring."""
         name = signal.Signals(signum).name
+        if signum in RELOAD_SIGNALS:
+            with self._lock:
+                reload = None if self._finished else self._reload
+            if reload is None:
+                _log.info("%s received: no config reload now (not running); ignored", name)
+                return
+            _log.info("%s received: reloading the config", name)
+            reload()
+            return
         with self._lock:
             if self._finished:
                 return

@@ -8,7 +8,7 @@ the ``Indexer`` that informers and listers use.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from kinrun.cache.index import (
@@ -202,6 +202,18 @@ class ThreadSafeStore:
                 if name in self._indexers:
                     raise IndexConflictError(name)
             built = {n: self._build_index(n, f, self._items) for n, f in indexers.items()}
+            self._indexers.update(indexers)
+            self._indices.update(built)
+
+    def update_indexers(self, indexers: Indexers, remove: Iterable[str] = ()) -> None:
+        """Set index functions (a name present is replaced) and drop the ``remove`` names;
+        each set index is rebuilt from every stored object at once. Raises IndexFuncError
+        when a function fails on a stored object (nothing changes then). For hot reload."""
+        with self._lock:
+            built = {n: self._build_index(n, f, self._items) for n, f in indexers.items()}
+            for name in remove:
+                self._indexers.pop(name, None)
+                self._indices.pop(name, None)
             self._indexers.update(indexers)
             self._indices.update(built)
 

@@ -89,3 +89,14 @@ def builtin_kind(api_version: str, resource: str) -> str | None:
     unknown."""
     group = _group(api_version)
     return None if group is None else _KIND_OF.get((group, resource))
+
+
+_GROUPS = frozenset(_NAMESPACED) | frozenset(_CLUSTER)
+
+
+def builtin_group(api_version: str) -> bool:
+    """Whether ``api_version``'s API group is one of the built-in groups of this table (the
+    API server itself serves their fixed set of kinds; a CRD's group is never one of them:
+    ``gateway.networking.k8s.io`` is not ``networking.k8s.io``). False for a malformed
+    apiVersion."""
+    return _group(api_version) in _GROUPS
