@@ -10,6 +10,8 @@ managedFields), as watch event lines framed as HTTP chunks, one chunk per event 
 kube-apiserver does). Each variant consumes the same bytes from memory:
 
 - ``bare``: split lines, ``orjson.loads``, a dict of objects (the cyclic GC off): the floor;
+- ``frames``: kinrun's ``StreamWatch`` reading and de-chunking the bytes into event lines,
+  nothing decoded (the socket-read step);
 - ``stream``: kinrun's ``StreamWatch`` (chunked decoding, batched decode), objects dropped;
 - ``informer``: ``SharedIndexInformer`` over it (reflector, DeltaFIFO, strip managedFields,
   indexer) and a synchronous no-op handler; the GC policy as the Manager applies it;
@@ -18,7 +20,17 @@ kube-apiserver does). Each variant consumes the same bytes from memory:
 - ``reconciler``: ``controller`` with the main job's reconcile (``kinrun.reconcile.Reconciler``:
   the cause of each queued key, a ``ReconcileContext``, the pluggy call, a typed Result) and
   its primary handler (deletions recorded), with a plugin whose ``kinrun_reconcile`` does
-  nothing (what the ``kinrun-cli`` contender runs).
+  nothing (what the ``kinrun-cli`` contender runs);
+- ``reconciler-action``: ``reconciler`` compiled from ``configs/bench-pods-action.yaml``
+  (``kinrun.plan``: the templated ``log`` action rendered in full at level debug with the
+  logger at WARNING, the no-op hook, ``keepOld`` as the config implies): what the
+  ``kinrun-cli-action`` contender runs.
+
+``--steps`` prints where each microsecond of an event goes, as differences between the
+variants' medians (frames; decode and free = stream - frames; reflector, DeltaFIFO, transform,
+indexer and a synchronous handler = informer - stream; enqueue, workqueue, worker wake-up and a
+no-op reconcile = controller - informer; the main job's reconcile = reconciler - controller;
+the templated action = reconciler-action - reconciler).
 
 Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
 (``time.process_time``, every thread), the variants interleaved run by run.
@@ -142,6 +154,15 @@ def run_bare(data: bytes, n: int) -> float:
     return dt
 
 
+def run_frames(data: bytes, n: int) -> float:
+    watch = StreamWatch(FakeResponse(data), api_version="v1", kind="Pod")
+    t = time.process_time()
+    count = sum(len(lines) for lines in watch._line_batches())
+    dt = time.process_time() - t
+    assert count == n, count
+    return dt
+
+
 def run_stream(data: bytes, n: int) -> float:
     t = time.process_time()
     count = sum(1 for _ in StreamWatch(FakeResponse(data), api_version="v1", kind="Pod"))
@@ -184,7 +205,35 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
                       listers={"pods": informer.lister}, indexers={"pods": informer.indexer})
 
 
-def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False) -> float:
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def config_reconcile(informer: SharedIndexInformer, tick: Callable[[], None],
+                     config: str) -> Any:
+    """The Reconciler ``kinrun CONFIG`` builds for the first controller of ``config`` (its
+    plugin's hook does nothing without KINRUN_BENCH_ARGS), calling ``tick`` after each
+    reconcile; returns (reconcile, reconciler)."""
+    import logging
+
+    from kinrun.config import load
+    from kinrun.plan import plan
+    from kinrun.reconcile import Reconciler
+
+    logging.getLogger("kinrun").setLevel(logging.WARNING)
+    cp = plan(load(str(CONFIGS / config))).controllers[0]
+    reconciler = Reconciler(cp.spec.name, actions=cp.actions, on_delete=cp.on_delete,
+                            hooks=cp.hooks, keep_old=cp.keep_old,
+                            listers={"pods": informer.lister}, indexers={"pods": informer.indexer})
+
+    def reconcile(*args: Any) -> Any:
+        result = reconciler(*args)
+        tick()
+        return result
+    return reconcile, reconciler
+
+
+def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False,
+                 config: str = "") -> float:
     counter = _Counter(n)
     previous = gc_tuning.manage()
     t = time.process_time()
@@ -192,14 +241,19 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
                                    transform=strip_managed_fields, name="replay")
     ctrl = None
     if controller:
-        reconcile = (main_job_reconcile(informer, counter.tick) if main_job
-                     else lambda key, obj: counter.tick())
+        recorder = None
+        if config:
+            reconcile, recorder = config_reconcile(informer, counter.tick, config)
+        else:
+            reconcile = (main_job_reconcile(informer, counter.tick) if main_job
+                         else lambda key, obj: counter.tick())
+            recorder = reconcile if main_job else None
         ctrl = Controller("replay", RateLimitingQueue(), informer.indexer.get_by_key,
                           reconcile, workers=1, causes=main_job)
         handler = enqueue_own_key(ctrl.enqueue, causes=main_job)
         if main_job:
             from kinrun.bound import RecordDeletions
-            handler = RecordDeletions(handler, reconcile, None)
+            handler = RecordDeletions(handler, recorder, None)
         informer.add_event_handler(handler, synchronous=True)
         ctrl.start()
     else:
@@ -218,11 +272,21 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
 
 VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "bare": run_bare,
+    "frames": run_frames,
     "stream": run_stream,
     "informer": lambda d, n: run_informer(d, n, controller=False),
     "controller": lambda d, n: run_informer(d, n, controller=True),
     "reconciler": lambda d, n: run_informer(d, n, controller=True, main_job=True),
+    "reconciler-action": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                                   config="bench-pods-action.yaml"),
 }
+
+STEPS = (("read, de-chunk, split lines", "frames", None),
+         ("decode (managedFields cut) and free", "stream", "frames"),
+         ("reflector, DeltaFIFO, transform, indexer, processor", "informer", "stream"),
+         ("enqueue, workqueue, worker, no-op reconcile", "controller", "informer"),
+         ("main job reconcile (causes, context, pluggy hook)", "reconciler", "controller"),
+         ("templated action (render, keepOld)", "reconciler-action", "reconciler"))
 
 
 def main() -> None:
@@ -231,6 +295,8 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--steps", action="store_true",
+                   help="also print the per-step differences (needs every variant)")
     args = p.parse_args()
     data, n = history(args.pods, args.updates)
     names = args.variants.split(",")
@@ -240,8 +306,14 @@ def main() -> None:
             times[name].append(VARIANTS[name](data, n) / n * 1e6)
     print(f"{n} events, {len(data) / n:,.0f} bytes each on the wire; CPU us per event")
     for name in names:
-        print(f"  {name:11s} median {statistics.median(times[name]):6.1f}   "
+        print(f"  {name:17s} median {statistics.median(times[name]):6.1f}   "
               f"min {min(times[name]):6.1f}")
+    if args.steps:
+        med = {name: statistics.median(v) for name, v in times.items()}
+        print("per step, us per event (differences of medians):")
+        for label, a, b in STEPS:
+            if a in med and (b is None or b in med):
+                print(f"  {label:55s} {med[a] - (med[b] if b else 0.0):6.1f}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@ Variants (``--variant``):
 - ``action``: the reconcile renders one templated ``log`` action at level ``debug`` and
   executes it while the logger is at WARNING: the template is rendered in full (kinrun renders
   every action before sending anything) and nothing is sent or printed;
+- ``metadata``: ``noop`` over a metadata-only informer (``metadataOnly: true``: the LIST and
+  WATCH ask for PartialObjectMetadata, the cache holds apiVersion/kind/metadata);
+- ``prune``: ``noop`` with the pruning transform of ``transform: {drop: PRUNE}`` (what a
+  controller that reads labels, owners, the node and the phase can drop);
 - ``gc-fix``: ``noop`` plus every LIST run with the collector off and ended with
   ``gc.freeze()`` (the part of the GC policy proposed from these benchmarks that lives in the
   kube layer); not in the default run.
@@ -33,9 +37,11 @@ import logging  # noqa: E402
 import threading  # noqa: E402
 
 from kinrun.cache import (  # noqa: E402
+    FieldPruner,
     ObjectList,
     SharedIndexInformer,
     gc_tuning,
+    parse_path,
     strip_managed_fields,
 )
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
@@ -47,6 +53,12 @@ ACTION = {"log": {"level": "debug", "message": (
     "{{ obj.spec.nodeName }} phase={{ obj.status.phase }} "
     "app={{ obj.metadata.labels.app }} images={{ obj.spec.containers | map(attribute='image') "
     "| join(',') }}")}}
+
+
+PRUNE = ("spec.containers", "spec.volumes", "spec.tolerations", "spec.affinity",
+         "status.conditions", "status.containerStatuses")
+"""The ``prune`` variant's ``transform.drop``: keeps metadata (the harness reads annotations),
+spec.nodeName and the other scalars of spec, status.phase and the IPs."""
 
 
 class ReplayFrom:
@@ -118,10 +130,14 @@ def reconciler(informer: SharedIndexInformer):
 def main() -> None:
     client = Client.from_config(kubeconfig=ARGS.kubeconfig, qps=1e6, burst=10**6)
     ref = client.resolve("v1", "Pod")
-    lw = Opened(client.lister_watcher(ref, namespace=ARGS.namespace, drop_managed_fields=True))
+    lw = Opened(client.lister_watcher(ref, namespace=ARGS.namespace, drop_managed_fields=True,
+                                      metadata_only=ARGS.variant == "metadata"))
     if ARGS.workload == "events":
         lw = ReplayFrom(lw, ARGS.since)
-    informer = SharedIndexInformer(lw, kind="Pod", transform=strip_managed_fields, name="pods")
+    transform = strip_managed_fields
+    if ARGS.variant == "prune":
+        transform = FieldPruner([parse_path(p) for p in PRUNE])
+    informer = SharedIndexInformer(lw, kind="Pod", transform=transform, name="pods")
     queue = RateLimitingQueue(name="bench")
     ctrl = Controller("bench", queue, informer.indexer.get_by_key, reconciler(informer),
                       workers=1)
