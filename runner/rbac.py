@@ -332,7 +332,13 @@ class _Collector:
             return res, (CLUSTER,)
         if res.namespaced is None:
             raise _Unknown(f"the scope of {kind} ({api_version}) needs discovery", res.group)
-        mode = _namespace_mode(fields)
+        try:
+            mode = _namespace_mode(fields)
+        except _Unknown:
+            if primary is not None and primary[0] == _NAMESPACES \
+                    and _renders_namespace_name(fields["namespace"]):
+                return res, (CLUSTER,)  # into the reconciled Namespace: any of them
+            raise
         if mode is _RECONCILED:
             if primary is None:
                 raise _Unknown("the reconciled object's namespaces are unknown")
@@ -532,6 +538,25 @@ def _namespace_mode(fields: Mapping[str, Any] | None) -> Any:
     if not isinstance(value, str):
         raise _Unknown(f"its namespace {value!r} is not a string")
     return value
+
+
+_NAMESPACES = Resource("", "namespaces", False)
+
+
+def _renders_namespace_name(template: str) -> bool:
+    """Whether ``template`` renders to the name of a probe Namespace (as ``obj``/``old`` and
+    ``key``): a controller of Namespaces writing into the Namespace it reconciles, so into
+    any namespace (a cluster-wide grant)."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    probe = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": _PROBE_NS}}
+    try:
+        env = SandboxedEnvironment(undefined=StrictUndefined)
+        out = env.from_string(template).render(obj=probe, old=probe, key=_PROBE_NS)
+    except Exception:  # noqa: BLE001 - anything else it needs makes it unknown
+        return False
+    return out.strip() == _PROBE_NS
 
 
 def _renders_reconciled_namespace(template: str) -> bool:
