@@ -43,9 +43,10 @@ class Cluster:
         return base if self.backend == "embedded" else f"{base}-{self.namespace}"[:63]
 
     def obj(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` with this test's namespace set (namespaced kinds only: not Node/Namespace)."""
+        """``obj`` with this test's namespace set (namespaced kinds only: not Node, Namespace
+        or CustomResourceDefinition)."""
         obj = orjson.loads(orjson.dumps(obj))
-        if obj["kind"] not in ("Node", "Namespace"):
+        if obj["kind"] not in ("Node", "Namespace", "CustomResourceDefinition"):
             obj["metadata"]["namespace"] = self.namespace
         return obj
 
