@@ -157,7 +157,7 @@ class Controller:
             self.queue.done(key)
             with gate:
                 self._active -= 1
-                if self._paused and not self._active:
+                if not self._active and (self._paused or self._retired):
                     gate.notify_all()
         return True
 

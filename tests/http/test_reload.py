@@ -1,0 +1,356 @@
+"""Hot reload applied to a running Manager (kinrun.reload.Reloader) against the embedded API
+server: kept informers are not relisted, swapped controllers take over their workqueue, an
+invalid config changes nothing, a gained index is built from the cache, and under a writer
+no key is lost or reconciled by two definitions at once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kinrun.config import load
+from kinrun.kube import Client
+from kinrun.metrics import Metrics
+from kinrun.plan import plan
+from kinrun.reload import Reloader
+
+WAIT = 30.0
+
+CONFIG = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default]}
+controllers:
+  - name: a
+    for: cms
+    workers: 2
+    reconcile:
+      actions:
+        - log: "a VERSION {{ obj.metadata.name }}"
+  - name: b
+    for: cms
+    reconcile:
+      actions:
+        - log: "b {{ obj.metadata.name }}"
+"""
+
+SECRETS = """
+  secrets: {apiVersion: v1, kind: Secret, namespaces: [default]}
+"""
+CONTROLLER_C = """
+  - name: c
+    for: secrets
+    reconcile:
+      actions:
+        - log: "c {{ obj.metadata.name }}"
+"""
+
+
+def config(version: str, *, secrets: bool = False, index: bool = False) -> str:
+    text = CONFIG.replace("VERSION", version)
+    if index:
+        text = text.replace("namespaces: [default]}",
+                            'namespaces: [default], indexers: {byApp: "{{ obj.metadata.labels.app'
+                            ' }}"}}', 1)
+    if secrets:
+        text = text.replace("informers:\n", "informers:" + SECRETS, 1) + CONTROLLER_C
+    return text
+
+
+def _n(version: str) -> int:
+    return int(version.lstrip("v"))
+
+
+class Calls:
+    """Every reconcile as (version, controller, key, resourceVersion), through the wrap seam;
+    fails the test when one key runs under two reconciles at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.calls: list[tuple[str, str, str, str]] = []
+        self.running: Counter[tuple[str, str]] = Counter()
+        self.overlaps: list[tuple[str, str]] = []
+        self.stale: list[tuple[str, str, str]] = []  # started under a replaced version
+        self.current: dict[str, str] = {}  # controller -> newest version started
+        self.by_version: Counter[tuple[str, str]] = Counter()  # reconciles running now
+
+    def wrap_for(self, version: str):
+        def wrap(controller, reconcile):
+            def observed(key, obj, *args):
+                with self.lock:
+                    if self.running[(controller, key)]:
+                        self.overlaps.append((controller, key))
+                    self.running[(controller, key)] += 1
+                    # the barrier: none starts under a definition older than one that started,
+                    # and none of a newer one while an older one still runs
+                    newest = self.current.get(controller, version)
+                    older_running = any(n for (c, v), n in self.by_version.items()
+                                        if c == controller and _n(v) < _n(version))
+                    if _n(version) < _n(newest) or older_running:
+                        self.stale.append((version, controller, key))
+                    self.current[controller] = max(newest, version, key=_n)
+                    self.by_version[(controller, version)] += 1
+                try:
+                    return reconcile(key, obj, *args)
+                finally:
+                    with self.lock:
+                        self.running[(controller, key)] -= 1
+                        self.by_version[(controller, version)] -= 1
+                        rv = (obj or {}).get("metadata", {}).get("resourceVersion", "")
+                        self.calls.append((version, controller, key, rv))
+                        self.lock.notify_all()
+            return observed
+        return wrap
+
+    def wait_for(self, predicate, timeout: float = WAIT) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: predicate(self.calls), timeout)
+
+
+class CountingClient:
+    """The client with every LIST counted per resource (``lists``)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client, self.lists = client, Counter()
+        original = client.lister_watcher
+
+        def lister_watcher(ref, **kw):
+            lw = original(ref, **kw)
+            inner = lw.list
+
+            def counted(*a, **k):
+                self.lists[ref.resource] += 1
+                return inner(*a, **k)
+            lw.list = counted
+            return lw
+        client.lister_watcher = lister_watcher
+
+
+@pytest.fixture
+def client(embedded_server) -> Iterator[Client]:
+    client = Client.from_config(kubeconfig=embedded_server.kubeconfig_path)
+    yield client
+    client.close()
+
+
+def version_of(bound) -> str:
+    text = bound.plan.controller("a").spec.reconcile.actions[0].raw["log"]
+    return text.split()[1]
+
+
+def start(path: Path, client: Client, calls: Calls, metrics: Metrics | None = None):
+    compiled = plan(load(path))
+    bound = compiled.bind(client, wait_for_kinds=True)
+    manager = bound.manager(metrics=metrics, wrap=calls.wrap_for(version_of(bound)))
+    assert manager.start(sync_timeout=WAIT)
+    reloader = Reloader(manager, lambda: load(path), plan, metrics=metrics,
+                        wrap_for=lambda b: calls.wrap_for(version_of(b)),
+                        files=lambda: [str(path)], drain_timeout=WAIT)
+    return manager, reloader
+
+
+def cm(name: str, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "labels": labels}, "data": {}}
+
+
+def test_reload_keeps_the_informer_swaps_one_controller_and_adds_another(
+        client: Client, tmp_path: Path) -> None:
+    counting = CountingClient(client)
+    for i in range(5):
+        client.create(cm(f"c{i}"))
+    client.create({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "s0", "namespace": "default"}})
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    try:
+        assert calls.wait_for(lambda c: sum(1 for x in c if x[1] == "a") >= 5)
+        informer, b = manager.informers["cms"], manager.controllers["b"]
+        a_queue = manager.controllers["a"].queue
+        b_calls = sum(1 for x in calls.calls if x[1] == "b")
+        path.write_text(config("v2", secrets=True))
+        assert reloader.reload()
+        assert reloader.last_diff.controllers_swapped == ("a",)
+        assert reloader.last_diff.controllers_added == ("c",)
+        assert reloader.last_diff.controllers_unchanged == ("b",)
+        # every object is reconciled again by the new definition of a; c runs
+        assert calls.wait_for(lambda c: {x[2] for x in c if x[:2] == ("v2", "a")}
+                              == {f"default/c{i}" for i in range(5)})
+        assert calls.wait_for(lambda c: ("v2", "c", "default/s0") in {x[:3] for x in c})
+        assert manager.informers["cms"] is informer  # cache kept
+        assert manager.controllers["a"].queue is a_queue  # the same workqueue
+        assert manager.controllers["b"] is b
+        assert counting.lists == {"configmaps": 1, "secrets": 1}  # no relist of configmaps
+        assert sum(1 for x in calls.calls if x[1] == "b") == b_calls  # b untouched
+        assert not calls.overlaps and not calls.stale
+        # and back: c and the secrets informer go away
+        path.write_text(config("v3"))
+        assert reloader.reload()
+        assert reloader.last_diff.controllers_removed == ("c",)
+        assert reloader.last_diff.informers_removed == ("secrets",)
+        assert "c" not in manager.controllers and "secrets" not in manager.informers
+        assert len(manager.factory.informers()) == 1
+        client.create(cm("late"))
+        assert calls.wait_for(lambda c: ("v3", "a", "default/late") in {x[:3] for x in c})
+        assert counting.lists["configmaps"] == 1
+        assert not calls.overlaps and not calls.stale
+    finally:
+        manager.stop(2.0)
+
+
+def test_invalid_config_changes_nothing_and_is_logged_once(
+        client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls, metrics = Calls(), Metrics()
+    manager, reloader = start(path, client, calls, metrics)
+    try:
+        before = dict(manager.controllers)
+        path.write_text(config("v2").replace("for: cms", "for: nothing", 1))
+        with caplog.at_level(logging.ERROR, logger="kinrun.reload"):
+            assert not reloader.reload()
+            assert not reloader.reload()  # the same bytes: not logged again
+        errors = [r for r in caplog.records if "reload" in r.getMessage()]
+        assert len(errors) == 1
+        assert f"{path}:" in errors[0].getMessage()  # file:line of the bad key
+        assert manager.controllers == before
+        assert metrics.registry.get_sample_value("kinrun_config_last_reload_successful") == 0
+        assert metrics.registry.get_sample_value(
+            "kinrun_config_reloads_total", {"result": "failure"}) == 2
+        rejected = reloader_hash(path)
+        assert metrics.registry.get_sample_value(
+            "kinrun_config_info", {"hash": rejected, "state": "rejected"}) == 1
+        path.write_text(config("v2"))
+        assert reloader.reload()
+        assert metrics.registry.get_sample_value("kinrun_config_last_reload_successful") == 1
+        assert metrics.registry.get_sample_value(
+            "kinrun_config_info", {"hash": reloader.hash, "state": "active"}) == 1
+        assert metrics.registry.get_sample_value(
+            "kinrun_config_info", {"hash": rejected, "state": "rejected"}) is None
+    finally:
+        manager.stop(2.0)
+
+
+def reloader_hash(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_gained_index_is_built_from_the_cache_without_a_list(
+        client: Client, tmp_path: Path) -> None:
+    counting = CountingClient(client)
+    client.create(cm("one", app="web"))
+    client.create(cm("two", app="db"))
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    try:
+        path.write_text(config("v1", index=True))
+        assert reloader.reload()
+        assert reloader.last_diff.indexes == {"cms": (("byApp",), (), ())}
+        lister = manager.informers["cms"].lister
+        assert lister.index_keys("byApp", "web") == ["default/one"]
+        assert counting.lists == {"configmaps": 1}
+        path.write_text(config("v1"))
+        assert reloader.reload()
+        with pytest.raises(KeyError):
+            manager.informers["cms"].lister.index_keys("byApp", "web")
+    finally:
+        manager.stop(2.0)
+
+
+def test_under_a_writer_no_key_is_lost_or_reconciled_by_two_definitions(
+        client: Client, tmp_path: Path) -> None:
+    """A writer updates 20 ConfigMaps continuously while the config is replaced 4 times; the
+    last version of every object is reconciled by the final definition, no reconcile starts
+    under a replaced one and no key runs twice at once."""
+    names = [f"w{i}" for i in range(20)]
+    for name in names:
+        client.create(cm(name))
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    stop, last = threading.Event(), {}
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            name = names[n % len(names)]
+            obj = client.patch("v1", "ConfigMap", name, {"data": {"n": str(n)}},
+                               namespace="default")
+            last[f"default/{name}"] = obj["metadata"]["resourceVersion"]
+            n += 1
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        for version in ("v2", "v3", "v4", "v5"):
+            seen = len(calls.calls)
+            assert calls.wait_for(lambda c, seen=seen: len(c) > seen + 40)
+            path.write_text(config(version, secrets=version in ("v3", "v4")))
+            assert reloader.reload()
+        stop.set()
+        thread.join(WAIT)
+        final = dict(last)
+        assert calls.wait_for(lambda c: all(
+            any(x[0] == "v5" and x[1] == "a" and x[2] == key and int(x[3]) >= int(rv)
+                for x in c) for key, rv in final.items()))
+        assert not calls.overlaps
+        assert not calls.stale
+    finally:
+        stop.set()
+        manager.stop(2.0)
+
+
+def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path) -> None:
+    """The old definition's reconcile under way finishes before any of the new one starts,
+    and the key queued meanwhile runs under the new one."""
+    client.create(cm("gate"))
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    entered, release = threading.Event(), threading.Event()
+    gated = calls.wrap_for
+
+    def wrap_for(version):
+        outer = gated(version)
+
+        def wrap(controller, reconcile):
+            def gate(key, obj, *args):
+                if version == "v1" and controller == "a" and key == "default/gate" \
+                        and (obj or {}).get("data"):
+                    entered.set()
+                    release.wait(WAIT)
+                return reconcile(key, obj, *args)
+            return outer(controller, gate)
+        return wrap
+    calls.wrap_for = wrap_for
+    manager, reloader = start(path, client, calls)
+    try:
+        client.patch("v1", "ConfigMap", "gate", {"data": {"x": "1"}}, namespace="default")
+        assert entered.wait(WAIT)
+        path.write_text(config("v2"))
+        done = []
+        reloading = threading.Thread(target=lambda: done.append(reloader.reload()))
+        reloading.start()
+        reloading.join(0.5)
+        assert reloading.is_alive()  # held at the barrier by the v1 reconcile
+        client.patch("v1", "ConfigMap", "gate", {"data": {"x": "2"}}, namespace="default")
+        release.set()
+        reloading.join(WAIT)
+        assert done == [True]
+        assert calls.wait_for(lambda c: any(x[:3] == ("v2", "a", "default/gate")
+                                            and x[3] for x in c))
+        assert not calls.overlaps and not calls.stale
+    finally:
+        release.set()
+        manager.stop(2.0)
