@@ -20,7 +20,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
                                                            # the RBAC a plan needs; reload
     ("testing",),                                          # embedded API server, fault proxy
-    ("signals", "app", "manifests"),                       # the main job; its deployment
+    ("signals", "app", "manifests", "reference"),          # the main job; its deployment;
+                                                           # the generated template reference
     ("cli",),                                              # thin argument parsing
 )
 """Each entry names top-level modules or packages of ``kinrun`` (``cache`` covers

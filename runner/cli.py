@@ -60,7 +60,7 @@ commands (give one as the first argument; anything else is a config file to run)
   schema                  print the JSON Schema of the config file
   plugins CONFIG          list the plugins found and the hooks each implements
   render CONFIG --object FILE [--old FILE] [--controller NAME] [--deleted [--reason R]]
-         [-o yaml|json]
+         [-o yaml|json] [--show-secrets]
                           print the API requests a controller's actions would send for an object
   rbac CONFIG [--namespace NS] [--name NAME] [--service-account NAME]
        [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--dry-run]
@@ -70,7 +70,7 @@ commands (give one as the first argument; anything else is a config file to run)
             [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]]
             [--image IMAGE] [--replicas N]
                           write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
-  test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION]
+  test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION] [--show-secrets]
                           run test cases of configs on the embedded API server (no cluster);
                           exit 5 when -k selects no case
 """
@@ -205,6 +205,9 @@ def _run_parser() -> argparse.ArgumentParser:
                              "with dryRun=All: the server validates it and persists nothing; "
                              "logs 'dry-run: would patch KIND NS/NAME: field old -> new' per "
                              "write; skips leader election")
+    parser.add_argument("--shard-id", metavar="NAME",
+                        help="with sharding: this replica's name in the ring (its Lease and "
+                             "label value; default: $POD_NAME, else the host name)")
     parser.add_argument("--health-probe-bind-address", metavar="HOST:PORT", type=_bind_address,
                         default=_UNSET,
                         help="serve /healthz and /readyz on HOST:PORT (:8081 for every address; "
@@ -294,6 +297,10 @@ def _render_parser() -> argparse.ArgumentParser:
                              "live render's reason is added, or updated with --old")
     parser.add_argument("--output", "-o", default="yaml", choices=("yaml", "json"),
                         help="output format (default yaml)")
+    parser.add_argument("--show-secrets", action="store_true",
+                        help="print the values of Secrets in requests (default: each value "
+                             "replaced by its size, as kubectl describe secret); log, event, "
+                             "stop and fail messages stay redacted as at run time")
     _add_log_flags(parser)
     return parser
 
@@ -315,6 +322,9 @@ def _test_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", metavar="DURATION", type=_duration,
                         help="real time a step may take to become quiet (overrides the files' "
                              "timeout; default 10s)")
+    parser.add_argument("--show-secrets", action="store_true",
+                        help="show the values of Secrets in the diffs of failed cases "
+                             "(default: each value replaced by its size)")
     return parser
 
 
@@ -338,7 +348,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
                          namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,
                          seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
-                         log_format=ns.log_format, drain_timeout=ns.drain_timeout)
+                         log_format=ns.log_format, drain_timeout=ns.drain_timeout,
+                         shard_id=ns.shard_id)
     from kinrun.app import run  # imported here: it pulls in the kubernetes client
 
     try:
@@ -354,15 +365,19 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
     from kinrun.config import load
     from kinrun.plan import plan
 
+    from kinrun.sharding.scope import describe
+
     status = EXIT_OK
     for path in ns.configs:
         try:
-            plan(load(path))  # load + plan: whatever the run would refuse before a cluster
+            compiled = plan(load(path))  # load + plan: whatever the run would refuse first
         except ConfigError as exc:
             _err(str(exc))
             status = EXIT_USAGE
         else:
             print(f"{path}: ok", flush=True)
+            for line in describe(compiled.config):  # with sharding: a line per informer
+                print(f"{path}: {line}", flush=True)
     return status
 
 
@@ -419,7 +434,8 @@ def _cmd_test(ns: argparse.Namespace) -> int:
     def report(outcome: Any) -> None:
         for line in runner.outcome_lines(outcome):
             print(line, flush=True)
-    run = runner.run_files(ns.files, select=select, report=report, timeout=ns.timeout)
+    run = runner.run_files(ns.files, select=select, report=report, timeout=ns.timeout,
+                           show_secrets=ns.show_secrets)
     print(runner.summary_line(run), flush=True)
     if ns.junit:
         try:
@@ -472,6 +488,10 @@ def _cmd_render(ns: argparse.Namespace) -> int:
     else:
         reason = "updated" if old is not None else "added"
     steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted, reason)
+    if not ns.show_secrets:
+        from kinrun.redact import redact_steps
+
+        steps = redact_steps(steps)
     print(_dump(steps, ns.output), end="")
     return EXIT_OK
 

@@ -45,6 +45,12 @@ def _parse_micro(value: str | None) -> float:
     return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
 
 
+now_micro = _now_micro
+"""The current time as a Lease MicroTime string (``2026-01-02T03:04:05.123456Z``)."""
+parse_micro = _parse_micro
+"""Seconds since the epoch of a Lease MicroTime string (0.0 for None or "")."""
+
+
 class LeaderElector:
     """Acquire and keep one Lease.
 
@@ -154,4 +160,4 @@ class LeaderElector:
             return False
 
 
-__all__ = ["LeaderElector"]
+__all__ = ["LeaderElector", "now_micro", "parse_micro"]

@@ -41,6 +41,7 @@ class RunOptions:
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"
     drain_timeout: float | None = None
+    shard_id: str | None = None  # --shard-id: this replica's name in a ring (kinrun.sharding)
 
     def effective_cluster(self, config: Config) -> ClusterSpec:
         """The config's ClusterSpec with ``--kubeconfig``/``--context`` applied on top."""
