@@ -16,6 +16,9 @@ formatter reads. They stay set after the reconcile returns, until the worker's n
 so that the controller's lines about its outcome (``will retry``, ``retry in``, ``dropping``,
 ``failed permanently``), logged once the reconcile returned, carry them too; a worker thread
 logs nothing else between two reconciles. An ``extra=`` field of the same name yields to them.
+
+Secrets: a core/v1 Secret passed as a ``%`` argument or an ``extra=`` field is printed with its
+values redacted (``kinrun.redact``), in both forms.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import orjson
+
+from kinrun.redact import redact_value
 
 LEVELS = ("debug", "info", "warning", "error")
 _HANDLER_NAME = "kinrun.cli"
@@ -83,15 +88,32 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
-    """The ``extra=`` fields of a record, in the order they were set."""
-    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+    """The ``extra=`` fields of a record, in the order they were set, any core/v1 Secret in
+    them with its values redacted (``kinrun.redact.redact_value``)."""
+    return {k: redact_value(v) for k, v in vars(record).items()
+            if k not in _STANDARD and not k.startswith("_")}
+
+
+def message(record: logging.LogRecord) -> str:
+    """``record.getMessage()``, with any core/v1 Secret among its ``%`` arguments (an object a
+    plugin logs) redacted first (``kinrun.redact``); the record is not changed."""
+    args = record.args
+    if isinstance(args, tuple) and any(isinstance(a, (Mapping, list, tuple)) for a in args):
+        shown = logging.makeLogRecord(vars(record))
+        shown.args = tuple(redact_value(a) for a in args)
+        return shown.getMessage()
+    if isinstance(args, Mapping) and args:
+        shown = logging.makeLogRecord(vars(record))
+        shown.args = redact_value(args)
+        return shown.getMessage()
+    return record.getMessage()
 
 
 class TextFormatter(logging.Formatter):
     """``ts LEVEL logger: message k=v ...`` on one line (newlines escaped)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {message(record)}"
         for key, value in extra_fields(record).items():
             line += f" {key}={value}"
         if record.exc_info:
@@ -105,7 +127,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {"ts": _timestamp(record), "level": record.levelname.lower(),
-                               "logger": record.name, "message": record.getMessage()}
+                               "logger": record.name, "message": message(record)}
         fields = RECONCILE_FIELDS.get()
         if fields:
             for key, value in fields.items():

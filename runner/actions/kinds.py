@@ -25,6 +25,7 @@ from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, Re
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.request import ApiRequest
+from kinrun.redact import redact_text, secret_values
 from kinrun.templating import SourceLocation, TemplateEngine
 
 Render = Callable[[Mapping[str, Any]], Any]
@@ -60,6 +61,14 @@ class Scope:
     ctx: ReconcileContext
     variables: dict[str, Any] = field(default_factory=dict)
     namespace: str | None = None
+
+
+def unsecret(text: str, scope: Scope) -> str:
+    """``text`` (a rendered log, event, stop or fail message) with every value of the
+    reconciled Secret's data (``obj`` and ``old``, as stored and decoded) replaced by
+    ``<redacted>`` (``kinrun.redact``); any other text as it is."""
+    values = secret_values(scope.obj, scope.old)
+    return redact_text(text, values) if values else text
 
 
 # --- compiling nested values -----------------------------------------------------------------
@@ -212,7 +221,8 @@ class LogAction:
         self._message = engine.template(value["message"], loc.child(".message"))
 
     def render(self, scope: Scope) -> list[Step]:
-        return [LogLine(self._level, self._message.render(scope.variables).rstrip("\n"))]
+        return [LogLine(self._level,
+                        unsecret(self._message.render(scope.variables).rstrip("\n"), scope))]
 
 
 # --- apply -----------------------------------------------------------------------------------
@@ -428,7 +438,7 @@ class EventAction:
         reason = self._reason.render(scope.variables).strip()
         if not reason:
             raise CheckError("event: reason rendered empty")
-        message = self._message.render(scope.variables)[:EVENT_MESSAGE_MAX]
+        message = unsecret(self._message.render(scope.variables), scope)[:EVENT_MESSAGE_MAX]
         return [self._recorder.event(_involved(target), type=self._type, reason=reason,
                                      message=message)]
 
@@ -527,7 +537,7 @@ class StopAction:
         self._message = _message_template(value, engine, loc, "stop")
 
     def render(self, scope: Scope) -> list[Step]:
-        raise Stop(self._message.render(scope.variables).rstrip("\n"))
+        raise Stop(unsecret(self._message.render(scope.variables).rstrip("\n"), scope))
 
 
 class FailAction:
@@ -550,7 +560,8 @@ class FailAction:
         self._permanent = _bool(_setting(value, "fail", "permanent"), loc, "fail.permanent")
 
     def render(self, scope: Scope) -> list[Step]:
-        raise Fail(self._message.render(scope.variables).rstrip("\n"), self._permanent)
+        raise Fail(unsecret(self._message.render(scope.variables).rstrip("\n"), scope),
+                   self._permanent)
 
 
 # --- plugin kinds ----------------------------------------------------------------------------

@@ -56,6 +56,7 @@ from kinrun.errors import ApiError, ConfigError, PermanentError, ReconcileError,
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
+from kinrun.redact import redact_request
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
     TemplateRenderError, as_location, lookup_functions,
@@ -404,11 +405,11 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
     (``kinrun.kube.event_recorder``), which creates the Event, patches an earlier one (the
     line says which) or drops it (spam filter; logged at DEBUG; its answer None); with
     ``client=None`` (dry-run) each is logged at INFO as ``dry-run: <request as JSON>``
-    instead. An ApiError from the client propagates, its message prefixed
-    with the action's place and the request (``file:line: path: patch ConfigMap ns/x: 404
-    NotFound: ...``), and the later steps are not carried out. A compound step (an
-    ``applySet``'s) sends its writes through the same path, one by one (``dry-run:`` lines of
-    its planned writes without a client). ``answers``: when given, the server's answer of each
+    instead, a Secret's values redacted (``kinrun.redact``). An ApiError from the client
+    propagates, its message prefixed with the action's place and the request (``file:line:
+    path: patch ConfigMap ns/x: 404 NotFound: ...``), and the later steps are not carried
+    out. A compound step (an ``applySet``'s) sends its writes through the same path, one by
+    one (``dry-run:`` lines of its planned writes without a client). ``answers``: when given, the server's answer of each
     request or compound step is appended to it, in order (``results``).
     """
     delay: float | None = None
@@ -420,7 +421,8 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
                 answers.append(answer)
         elif isinstance(step, ApiRequest):
             if client is None:
-                logger.info("dry-run: %s", json.dumps(step.describe(), sort_keys=True))
+                logger.info("dry-run: %s", json.dumps(redact_request(step.describe()),
+                                                      sort_keys=True))
                 continue
             sent: ApiRequest | None = step
             try:
@@ -451,7 +453,7 @@ def _execute_compound(step: Any, origin: str, client: Any, logger: logging.Logge
     logged as ``dry-run:`` lines. Returns its answer."""
     if client is None:
         for described in step.describe_all():
-            logger.info("dry-run: %s", json.dumps(described, sort_keys=True))
+            logger.info("dry-run: %s", json.dumps(redact_request(described), sort_keys=True))
         return None
 
     def send(request: ApiRequest) -> Any:

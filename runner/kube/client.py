@@ -48,6 +48,7 @@ from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.retry import RetryPolicy
 from kinrun.kube.transport import Transport
+from kinrun.redact import redact_request
 
 _log = logging.getLogger("kinrun.kube")
 _dry_log = logging.getLogger("kinrun.kube.dry_run")
@@ -332,7 +333,7 @@ class Client:
         ref = self.resolve(req.api_version, req.kind)
         handler = _EXECUTORS.get(req.verb)
         if handler is None:
-            raise ValueError(f"unknown verb {req.verb!r} in {req.describe()}")
+            raise ValueError(f"unknown verb {req.verb!r} in {redact_request(req.describe())}")
         return handler(self, ref, req, current)
 
     def _exec_get(self, ref: ResourceRef, req: ApiRequest, current: Current) -> Obj:
@@ -412,7 +413,7 @@ def _named(ref: ResourceRef, req: ApiRequest) -> Mapping[str, Any]:
     filled in when the body lacks them; a new dict then, the request's body is not modified."""
     body = req.body
     if not isinstance(body, Mapping):
-        raise ValueError(f"{req.verb} needs an object body: {req.describe()}")
+        raise ValueError(f"{req.verb} needs an object body: {redact_request(req.describe())}")
     meta = body.get("metadata") or {}
     namespace = req.namespace if ref.namespaced else None
     if (req.name and not meta.get("name")) or (namespace and not meta.get("namespace")):

@@ -9,7 +9,9 @@ the answer is the truth about the write, webhooks and defaulting included, as no
 guess can be.
 
 This module turns such an answer into one log line by comparing it with the current object
-(a GET just before the write, or the object the caller already holds):
+(a GET just before the write, or the object the caller already holds); a Secret's data,
+stringData and last-applied annotation are named, never shown (``data.password (changed)``,
+``kinrun.redact``):
 
     would create ConfigMap ns/x
     would patch Deployment ns/web: spec.replicas 1 -> 3, metadata.annotations.foo (added)
@@ -29,6 +31,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from kinrun.redact import LAST_APPLIED
 
 DRY_RUN_PARAM = "dryRun"
 DRY_RUN_ALL = "All"
@@ -187,9 +191,22 @@ def change_summary(verb: Change, target: Target, current: Obj | None, answer: An
     changes = field_changes(current, answer)
     if not changes:
         return f"no change to {target}"
-    named = ", ".join(c.describe() for c in changes[:MAX_CHANGES])
+    describe = _secret_change if target.kind == "Secret" else FieldChange.describe
+    named = ", ".join(describe(c) for c in changes[:MAX_CHANGES])
     more = f" ... and {len(changes) - MAX_CHANGES} more" if len(changes) > MAX_CHANGES else ""
     return f"would {'update' if verb == 'update' else 'patch'} {target}: {named}{more}"
+
+
+def _secret_change(change: FieldChange) -> str:
+    """A change of a Secret without its values (``kinrun.redact``): ``data.password
+    (changed)`` for data, stringData and the last-applied annotation; other fields as any."""
+    path = change.path
+    if path[:1] in (("data",), ("stringData",)) or path[:3] == ("metadata", "annotations",
+                                                               LAST_APPLIED):
+        if change.old is ABSENT or change.new is ABSENT:
+            return change.describe()  # (added) / (removed): no value shown
+        return f"{format_path(path)} (changed)"
+    return change.describe()
 
 
 def delete_summary(target: Target, answer: Any) -> str:

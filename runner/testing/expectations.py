@@ -24,11 +24,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 
+from kinrun.redact import is_secret, redact_request
 from kinrun.testing.casefile import Expect, ExpectedResult
 from kinrun.testing.recording import LogLine, Reconciled, Sent
 
@@ -52,11 +53,13 @@ class Failure:
 
 
 def check(expect: Expect, sent: Sequence[Sent], results: Sequence[Reconciled],
-          logs: Sequence[LogLine], where: str = "") -> list[Failure]:
-    """Every failed part of ``expect`` (empty: the case passes)."""
+          logs: Sequence[LogLine], where: str = "", *,
+          show_secrets: bool = False) -> list[Failure]:
+    """Every failed part of ``expect`` (empty: the case passes). ``show_secrets``: the diffs
+    show Secret values (default: redacted on both sides, ``kinrun.redact``)."""
     failures = []
     if expect.requests is not None:
-        failures += check_requests(expect.requests, sent)
+        failures += check_requests(expect.requests, sent, show_secrets=show_secrets)
     if expect.results is not None:
         failures += check_results(expect.results, results)
     if expect.logs is not None:
@@ -145,16 +148,21 @@ def _closest(exp: Mapping[str, Any], left: Sequence[Sent]) -> Sent | None:
     return best if best is not None and score(best) > 0 else None
 
 
-def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
-                   ) -> list[Failure]:
-    """The requests failure, or []."""
+def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], *,
+                   show_secrets: bool = False) -> list[Failure]:
+    """The requests failure, or []. Unless ``show_secrets``, the diff shows the values of a
+    Secret's data, stringData and last-applied annotation as their sizes, on both sides of
+    a pair that is about a Secret (matching compared the real values)."""
     pairs, extra = pair_requests(expected, sent)
     missing = sum(1 for _, _, ok in pairs if not ok)
     if not missing and not extra:
         return []
-    want = [_expected_view(e) for e, _, _ in pairs]
-    got = [project(e, s) if ok or s is None or not matches(e, s) else sent_view(s)
-           for e, s, ok in pairs if s is not None] + [sent_view(s) for s in extra]
+    hide = (lambda e, s: (e, s)) if show_secrets else _redacted_pair
+    shown = [(hide(e, s), s, ok) for e, s, ok in pairs]
+    want = [_expected_view(he) for (he, _), _, _ in shown]
+    got = [project(he, hs) if ok or s is None or not matches(e, s) else sent_view(hs)
+           for ((he, hs), s, ok), (e, _, _) in zip(shown, pairs) if s is not None] + [
+        sent_view(hide({}, s)[1]) for s in extra]
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
@@ -162,6 +170,27 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
         parts.append(f"{len(extra)} request(s) sent but not expected")
     return [Failure("requests", "requests: " + "; ".join(parts),
                     unified(want, got, "expected requests", "sent requests"))]
+
+
+def _redacted_pair(exp: Mapping[str, Any], sent: Sent | None
+                   ) -> tuple[Mapping[str, Any], Sent | None]:
+    """(expected request, sent request) with Secret values redacted in both when either is
+    about a core/v1 Secret (an expectation may leave out its apiVersion)."""
+    secret = exp.get("kind") == "Secret" and exp.get("apiVersion", "v1") == "v1"
+    if sent is not None:
+        secret = secret or is_secret(sent.request.get("apiVersion"), sent.request.get("kind"))
+    if not secret:
+        return exp, sent
+    shown = dict(exp)
+    for name in ("body", "bodyEquals"):
+        if name in exp:
+            shown[name] = redact_request({"apiVersion": "v1", "kind": "Secret",
+                                          "body": exp[name]})["body"]
+    if sent is not None:
+        request = redact_request({**sent.request, "apiVersion": "v1", "kind": "Secret"})
+        sent = replace(sent, request={**request, "apiVersion": sent.request.get("apiVersion"),
+                                      "kind": sent.request.get("kind")})
+    return shown, sent
 
 
 def _expected_view(exp: Mapping[str, Any]) -> dict[str, Any]:

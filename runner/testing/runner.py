@@ -181,9 +181,10 @@ def _located(where: str, message: str) -> ConfigError:
 
 def run_files(paths: Sequence[str | Path], *, select: Callable[[str], bool] = lambda n: True,
               report: Callable[[CaseOutcome], None] = lambda o: None,
-              timeout: float | None = None) -> Run:
+              timeout: float | None = None, show_secrets: bool = False) -> Run:
     """Prepare every file (ConfigError before anything runs), then run each selected case,
-    calling ``report`` after each. ``timeout``: seconds per step, overriding the files'."""
+    calling ``report`` after each. ``timeout``: seconds per step, overriding the files'.
+    ``show_secrets``: failure diffs show Secret values (default: redacted, ``kinrun.redact``)."""
     prepared = [prepare(p) for p in paths]
     run = Run()
     for item in prepared:
@@ -191,14 +192,17 @@ def run_files(paths: Sequence[str | Path], *, select: Callable[[str], bool] = la
             if not select(case.name):
                 outcome = CaseOutcome(item.tests.file, case.name, 0.0, skipped=True)
             else:
-                outcome = run_case(item, case, timeout=timeout or item.tests.timeout)
+                outcome = run_case(item, case, timeout=timeout or item.tests.timeout,
+                                   show_secrets=show_secrets)
             run.outcomes.append(outcome)
             report(outcome)
     return run
 
 
-def run_case(prepared: Prepared, case: Case, *, timeout: float) -> CaseOutcome:
-    """Run one case (module docstring) and compare; never raises for what the case does."""
+def run_case(prepared: Prepared, case: Case, *, timeout: float,
+             show_secrets: bool = False) -> CaseOutcome:
+    """Run one case (module docstring) and compare; never raises for what the case does.
+    ``show_secrets``: the failure diffs show Secret values (default: redacted)."""
     started = time.monotonic()
     recorder = Recorder()
     capture = LogCapture(recorder).install()
@@ -211,7 +215,8 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float) -> CaseOutcome:
     failures += check(case.expect,
                       [s for s in recorder.requests() if wanted in (None, s.controller)],
                       [r for r in recorder.results() if wanted in (None, r.controller)],
-                      [line for line in recorder.logs() if wanted in (None, line.controller, "")])
+                      [line for line in recorder.logs() if wanted in (None, line.controller, "")],
+                      show_secrets=show_secrets)
     return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
                        tuple(failures))
 

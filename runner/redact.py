@@ -1,0 +1,163 @@
+"""Secrets stay secret: what kinrun prints of a core/v1 Secret, with its values replaced.
+
+As ``kubectl describe secret`` shows each key with its size only (``password: 8 bytes``), what
+kinrun prints or logs of a Secret keeps its keys and replaces each value of ``data`` and
+``stringData`` with ``<redacted: N bytes>`` (N: the decoded size of a ``data`` value, the UTF-8
+size of a ``stringData`` one), and the ``kubectl.kubernetes.io/last-applied-configuration``
+annotation (which holds a copy of the data) with ``<redacted>``. That covers:
+
+* requests as ``kinrun render``, dry-run and ``kinrun test`` show them
+  (:func:`redact_request`: the body of a create, apply or update of a Secret, a merge or
+  strategic patch of one, the values of JSON patch operations on those paths);
+* objects (:func:`redact_object`) and any value that may hold them (:func:`redact_value`: the
+  JSON log formatter's extra fields);
+* text that may quote values (:func:`redact_text`): a ``log``, ``stop``, ``fail`` or ``event``
+  message rendered while reconciling a Secret has every value of that Secret's data (as stored,
+  base64, and decoded) replaced by ``<redacted>``. Only the reconciled object's own values
+  (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
+  by a template is not recognised (do not log it).
+
+``kinrun render --show-secrets`` and ``kinrun test --show-secrets`` print the values. Pure data,
+no I/O; every function returns a new value (or the given one when there is nothing to hide)
+and never changes its argument.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""The annotation ``kubectl apply`` keeps the applied object in (Secret data included)."""
+REDACTED = "<redacted>"
+"""What replaces a value quoted in text, and the last-applied annotation."""
+MIN_QUOTED = 4
+"""Values shorter than this many characters are not searched for in text (a value such as
+``1`` would blank out every digit of a line); their keys are still redacted in objects."""
+
+_SECRET_FIELDS = ("data", "stringData")
+
+
+def is_secret(api_version: Any, kind: Any) -> bool:
+    """Whether (apiVersion, kind) is the core/v1 Secret."""
+    return kind == "Secret" and api_version == "v1"
+
+
+def _size(value: Any, encoded: bool) -> str:
+    if not isinstance(value, str):
+        return REDACTED
+    if encoded:
+        try:
+            return f"<redacted: {len(base64.b64decode(value, validate=True))} bytes>"
+        except (binascii.Error, ValueError):
+            pass
+    return f"<redacted: {len(value.encode())} bytes>"
+
+
+def _hide_fields(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` (a Secret, or a patch of one) with data, stringData and the last-applied
+    annotation redacted."""
+    out = dict(body)
+    for name in _SECRET_FIELDS:
+        values = body.get(name)
+        if isinstance(values, Mapping):
+            out[name] = {k: _size(v, name == "data") for k, v in values.items()}
+        elif values is not None:
+            out[name] = REDACTED
+    meta = body.get("metadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("annotations"), Mapping) \
+            and LAST_APPLIED in meta["annotations"]:
+        out["metadata"] = {**meta, "annotations": {**meta["annotations"],
+                                                   LAST_APPLIED: REDACTED}}
+    return out
+
+
+def redact_object(obj: Any) -> Any:
+    """A core/v1 Secret dict with its values redacted (module docstring); any other value as
+    it is."""
+    if isinstance(obj, Mapping) and is_secret(obj.get("apiVersion"), obj.get("kind")):
+        return _hide_fields(obj)
+    return obj
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` with every Secret in it redacted, looking into mappings and lists (a List of
+    objects, a watch event, an ``extra=`` field)."""
+    if isinstance(value, Mapping):
+        if is_secret(value.get("apiVersion"), value.get("kind")):
+            return _hide_fields(value)
+        if not any(isinstance(v, (Mapping, list, tuple)) for v in value.values()):
+            return value
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
+
+
+def _secret_path(path: Any) -> bool:
+    if not isinstance(path, str):
+        return False
+    return (path.split("/")[1:2] in (["data"], ["stringData"])
+            or path.startswith("/metadata/annotations/kubectl.kubernetes.io~1last-applied"))
+
+
+def redact_request(described: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An ``ApiRequest.describe()`` dict with the Secret values of its body redacted: the body
+    of any request about a core/v1 Secret (a manifest or a merge/strategic patch: data,
+    stringData, last-applied annotation; a JSON patch: the ``value`` of each operation on those
+    paths), and any Secret inside the body of another request."""
+    body = described.get("body")
+    if body is None:
+        return described
+    if is_secret(described.get("apiVersion"), described.get("kind")):
+        if isinstance(body, Mapping):
+            hidden: Any = _hide_fields(body)
+        elif isinstance(body, list):
+            hidden = [({**op, "value": REDACTED} if isinstance(op, Mapping) and "value" in op
+                       and _secret_path(op.get("path")) else op) for op in body]
+        else:
+            hidden = REDACTED
+    else:
+        hidden = redact_value(body)
+    return described if hidden is body else {**described, "body": hidden}
+
+
+def redact_steps(steps: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``RenderResult.describe()`` output with every request redacted (:func:`redact_request`);
+    log lines and requeues as they are."""
+    return [redact_request(s) if "verb" in s else s for s in steps]
+
+
+def secret_values(*objs: Any) -> frozenset[str]:
+    """The values to look for in text: each value of ``data`` of the given objects that are
+    Secrets, as stored (base64) and decoded (when UTF-8 text), and each ``stringData`` value;
+    shorter than :data:`MIN_QUOTED` characters left out."""
+    found: set[str] = set()
+    for obj in objs:
+        if not (isinstance(obj, Mapping) and is_secret(obj.get("apiVersion"), obj.get("kind"))):
+            continue
+        for name in _SECRET_FIELDS:
+            values = obj.get(name)
+            if not isinstance(values, Mapping):
+                continue
+            for value in values.values():
+                if not isinstance(value, str):
+                    continue
+                found.add(value)
+                if name == "data":
+                    try:
+                        found.add(base64.b64decode(value, validate=True).decode())
+                    except (binascii.Error, ValueError):
+                        pass
+    return frozenset(v for v in found if len(v) >= MIN_QUOTED)
+
+
+def redact_text(text: str, values: Iterable[str]) -> str:
+    """``text`` with every occurrence of each of ``values`` replaced by :data:`REDACTED`
+    (longest first, so a value containing another is hidden whole)."""
+    for value in sorted(values, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text

@@ -1,0 +1,86 @@
+"""kinrun.redact: a Secret's values replaced by their sizes (as kubectl describe secret), in
+objects, requests and text; everything else untouched."""
+
+from __future__ import annotations
+
+import logging
+
+from kinrun.kube.dry_run import Target, change_summary
+from kinrun.logging_setup import JsonFormatter, TextFormatter
+from kinrun.redact import (
+    LAST_APPLIED, redact_object, redact_request, redact_steps, redact_text, redact_value,
+    secret_values,
+)
+
+PLAIN = "hunter2-s3cret"
+ENCODED = "aHVudGVyMi1zM2NyZXQ="  # base64 of PLAIN, 14 bytes
+SECRET = {"apiVersion": "v1", "kind": "Secret",
+          "metadata": {"name": "db", "namespace": "shop",
+                       "annotations": {LAST_APPLIED: f'{{"data":{{"password":"{ENCODED}"}}}}',
+                                       "team": "a"}},
+          "data": {"password": ENCODED}, "stringData": {"user": "admin-user"}}
+
+
+def test_a_secret_keeps_its_keys_and_shows_sizes() -> None:
+    """data values -> decoded size, stringData -> UTF-8 size, last-applied -> <redacted>; the
+    argument is not changed."""
+    shown = redact_object(SECRET)
+    assert shown["data"] == {"password": "<redacted: 14 bytes>"}
+    assert shown["stringData"] == {"user": "<redacted: 10 bytes>"}
+    assert shown["metadata"]["annotations"] == {LAST_APPLIED: "<redacted>", "team": "a"}
+    assert SECRET["data"]["password"] == ENCODED
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"password": PLAIN}}
+    assert redact_object(configmap) is configmap
+
+
+def test_requests_about_a_secret() -> None:
+    """apply/create bodies, merge patches and JSON patch values on data paths are redacted;
+    a Secret inside another request's body (a List) too; other requests are as they are."""
+    apply = {"verb": "apply", "apiVersion": "v1", "kind": "Secret", "name": "db",
+             "body": SECRET}
+    assert ENCODED not in str(redact_request(apply)) and PLAIN not in str(redact_request(apply))
+    merge = {"verb": "patch", "apiVersion": "v1", "kind": "Secret", "name": "db",
+             "patchType": "merge", "body": {"data": {"password": ENCODED}}}
+    assert redact_request(merge)["body"] == {"data": {"password": "<redacted: 14 bytes>"}}
+    json_patch = {**merge, "patchType": "json",
+                  "body": [{"op": "replace", "path": "/data/password", "value": ENCODED},
+                           {"op": "add", "path": "/metadata/labels/a", "value": "b"}]}
+    assert redact_request(json_patch)["body"] == [
+        {"op": "replace", "path": "/data/password", "value": "<redacted>"},
+        {"op": "add", "path": "/metadata/labels/a", "value": "b"}]
+    listed = {"verb": "create", "apiVersion": "v1", "kind": "List", "name": "x",
+              "body": {"items": [SECRET]}}
+    assert ENCODED not in str(redact_request(listed))
+    configmap = {"verb": "apply", "apiVersion": "v1", "kind": "ConfigMap", "name": "c",
+                 "body": {"data": {"password": PLAIN}}}
+    assert redact_steps([configmap, {"log": PLAIN}]) == [configmap, {"log": PLAIN}]
+
+
+def test_text_loses_the_values_as_stored_and_decoded() -> None:
+    """secret_values: base64 and decoded forms and stringData; short values are not searched."""
+    values = secret_values(SECRET, {"kind": "ConfigMap", "data": {"x": "not-secret"}},
+                           {"apiVersion": "v1", "kind": "Secret", "data": {"pin": "MTI="}})
+    assert values == {ENCODED, PLAIN, "admin-user", "MTI="}
+    assert redact_text(f"pw {PLAIN} / {ENCODED}, 12", values) == "pw <redacted> / <redacted>, 12"
+
+
+def test_dry_run_names_changed_secret_fields_without_values() -> None:
+    """A dry-run line about a Secret names data.password as changed, without either value."""
+    answer = {**SECRET, "data": {"password": "bmV3LXZhbHVl"}}
+    line = change_summary("apply", Target("Secret", "shop", "db"), SECRET, answer)
+    assert line == "would patch Secret shop/db: data.password (changed)"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}}
+    assert change_summary("apply", Target("ConfigMap", "ns", "c"), cm,
+                          {**cm, "data": {"a": "2"}}) == 'would patch ConfigMap ns/c: data.a "1" -> "2"'
+
+
+def test_log_formatters_redact_secret_arguments_and_extra_fields() -> None:
+    """A Secret logged as a % argument or an extra= field shows sizes in both formats."""
+    record = logging.LogRecord("kinrun.controller.c", logging.INFO, __file__, 1, "got %s",
+                               (SECRET,), None)
+    record.obj = SECRET
+    for formatter in (TextFormatter(), JsonFormatter()):
+        line = formatter.format(record)
+        assert ENCODED not in line and "admin-user" not in line and "14 bytes" in line
+    assert SECRET["data"]["password"] == ENCODED  # the record and its object unchanged
+    assert redact_value([SECRET])[0]["data"] == {"password": "<redacted: 14 bytes>"}
