@@ -1080,6 +1080,106 @@ def compile_key_mapper(template: str, location: Any = None, *, engine: TemplateE
     return KeyMapper(value, engine, loc, template, warner)
 
 
+# --- what templates can see: the registry the reference page is generated from -------------
+
+PLACES: Mapping[str, str] = {
+    "actions": "the fields of `reconcile.actions`",
+    "when": "an action's `when:`",
+    "vars": "`reconcile.vars` (each var also sees the vars before it)",
+    "onDelete": "`reconcile.onDelete` (`obj` is None, `old` the final state)",
+    "finalize": "`reconcile.finalize` (the terminating object is still `obj`)",
+    "mapTo": "`watches[].mapTo.template` (the key mapper)",
+    "indexers": "`informers.*.indexers` expressions",
+}
+"""Where templates render, by the name the reference page uses."""
+
+_ACTIONS = ("actions", "when", "vars", "onDelete", "finalize")
+_EVERYWHERE = tuple(PLACES)
+
+
+@dataclass(frozen=True)
+class TemplateName:
+    """One name a template can use: ``name``; ``kind`` (``variable``, ``function`` or
+    ``filter``); ``places`` (keys of :data:`PLACES`); ``usage`` (how it is written); ``doc``
+    (what it is). The registry :data:`TEMPLATE_NAMES` is what ``docs/templates.md`` is
+    generated from (``python -m kinrun.reference``); a test checks that every name the
+    engine and the action scope expose is in it."""
+
+    name: str
+    kind: str
+    places: tuple[str, ...]
+    usage: str
+    doc: str
+
+
+def _first_paragraph(func: Callable[..., Any]) -> str:
+    text = (func.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(line.strip() for line in text.splitlines())
+
+
+TEMPLATE_NAMES: tuple[TemplateName, ...] = (
+    TemplateName("obj", "variable", _EVERYWHERE, "obj.metadata.name",
+                 "The object: in actions, `when`, `vars` and `finalize` the reconciled primary "
+                 "object (None in `onDelete`); in `mapTo` the secondary object that changed; in "
+                 "indexers the object being indexed. Read-only (the cache's object)."),
+    TemplateName("old", "variable", _ACTIONS, "old.spec",
+                 "In `onDelete` the object's final state; otherwise the version this controller "
+                 "reconciled last when `reconcile.keepOld` (by default: when a template names "
+                 "`old`), else None. Keys coalesce: never rely on seeing every version."),
+    TemplateName("key", "variable", _ACTIONS, "key",
+                 "The key being reconciled: `namespace/name`, or `name` for a cluster-scoped "
+                 "primary."),
+    TemplateName("controller", "variable", _ACTIONS, "controller",
+                 "The controller's `name`."),
+    TemplateName("reason", "variable", _ACTIONS, "reason == 'added'",
+                 "Why the key was queued: `added`, `updated`, `resync`, `mapped from INFORMER`, "
+                 "`requeued`, `retried`, `scheduled`; in `onDelete` why the object is gone: "
+                 "`deleted`, `left` (no longer matches the selectors) or `unknown` (a relist "
+                 "no longer found it)."),
+    TemplateName("initial_list", "variable", _ACTIONS + ("mapTo",), "not initial_list",
+                 "True for an add from the informer's first list (start-up, or the cache "
+                 "replayed to a handler added later), False for a real creation and every other "
+                 "event (client-go `OnAdd(obj, isInInitialList)`). In actions: the `added` "
+                 "cause's flag."),
+    TemplateName("results", "variable", _ACTIONS, "results.make_child.metadata.uid",
+                 "What the server answered to each earlier named action (`name:`) of this "
+                 "reconcile: the object an apply/create/patch got back, None for an action that "
+                 "sent nothing. An action that reads it is rendered after the ones it reads ran; "
+                 "`kinrun render` shows placeholders."),
+    TemplateName("<var>", "variable", _ACTIONS, "managed",
+                 "Each `reconcile.vars` entry by its name, evaluated once per reconcile in "
+                 "order (a var sees the vars before it)."),
+    TemplateName("get", "function", _ACTIONS + ("mapTo",), "get('informer', 'ns/name')",
+                 "The cached object of a config informer under a key, or None. Reads the "
+                 "informer's cache (lister), never the API server."),
+    TemplateName("list", "function", _ACTIONS + ("mapTo",), "list('informer'[, 'namespace'])",
+                 "Every cached object of a config informer (of one namespace when given)."),
+    TemplateName("by_index", "function", _ACTIONS + ("mapTo",),
+                 "by_index('informer', 'index', value)",
+                 "The cached objects an informer's index files under `value` (an `indexers:` "
+                 "name, or `namespace`)."),
+    TemplateName("now", "function", _EVERYWHERE, "now() | isoformat",
+                 "The current time from the plan's clock, an aware UTC datetime (fixed under "
+                 "`kinrun test` and `kinrun render`, so their output is deterministic)."),
+    TemplateName("range", "function", _EVERYWHERE, "range(3)",
+                 f"Python's `range`, at most {MAX_RANGE} items (or `templates.budget."
+                 "maxLoopSteps` when larger)."),
+    TemplateName("env", "function", _EVERYWHERE, "env('NAME', 'default')",
+                 "An environment variable of the kinrun process, or the default. Only with "
+                 "`templates.allowEnv: true`; otherwise an error naming the setting."),
+    TemplateName("read_file", "function", _EVERYWHERE, "read_file('ca.pem')",
+                 f"A text file relative to the config's folder (at most {MAX_FILE_BYTES} "
+                 "bytes). Only with `templates.allowFiles: true`."),
+    TemplateName("dict", "function", _EVERYWHERE, "dict(a=1)", "Jinja2's `dict`."),
+    TemplateName("namespace", "function", _EVERYWHERE, "namespace(count=0)",
+                 "Jinja2's `namespace` (a mutable holder for loops; `{% set ns.count = ... %}`)."),
+    *(TemplateName(name, "filter", _EVERYWHERE, f"value | {name}", _first_paragraph(func))
+      for name, func in BUILTIN_FILTERS.items()),
+)
+"""Everything a kinrun template can see besides Jinja2's built-in filters and tests (which
+the reference lists by name) and the plugins' ``kinrun_template_filters``."""
+
+
 __all__ = [
     "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
     "ITERATING_FILTERS", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE",
