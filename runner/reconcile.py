@@ -377,7 +377,7 @@ class Reconciler:
                               self.name, key, self.finalizer)
             return Result("done", cause=cause)
         delays = []
-        if False:
+        if self.finalize is not None:
             delays.append(self.finalize.run(key=key, obj=obj, old=old, ctx=ctx))
         if self.hooks is not None:
             delays.append(self.hooks(self.name, key, obj, ctx))
