@@ -49,5 +49,7 @@ def test_children_are_applied_pruned_and_others_survive(cluster: Cluster) -> Non
     assert get_or_none(client, "v1", "ConfigMap", "team-a", ns) is not None
     assert get_or_none(client, "v1", "ConfigMap", "team-old", ns)["data"] == {"name": "old"}
     assert get_or_none(client, "v1", "ConfigMap", "team-other", ns) is not None
+    client.delete("v1", "ConfigMap", "team", ns)
+    proc.wait_for(rf"{ns}/team is gone: the garbage collector deletes its children")
     assert proc.stop() == 0
     assert proc.count(r"delete ConfigMap .*team-(a|old|other)$") == 0

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e import test_children_pruning as children
 from e2e import test_examples as flows
 from e2e.conftest import Cluster
 from e2e.harness import ROOT, KinrunProcess
@@ -64,6 +65,8 @@ EXAMPLES: dict[str, tuple[str, Callable[[Cluster], None]]] = {
                         flows.test_secondary_watch_maps_configmaps_to_their_deployment),
     "pod-logger-leader": ("examples/configs/pod-logger.yaml",
                           flows.test_pod_logger_logs_initial_list_add_update_and_delete),
+    "children-pruning": (children.CONFIG,
+                         children.test_children_are_applied_pruned_and_others_survive),
 }
 
 
