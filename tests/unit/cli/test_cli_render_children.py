@@ -1,0 +1,57 @@
+"""kinrun render for applySet (the planned writes, prune included) and for results of earlier
+actions (placeholders: render has no server)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).parents[3]
+
+
+def kinrun(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinrun.cli", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_render_children_pruning_shows_parent_patch_applies_and_prune(tmp_path: Path) -> None:
+    parent = tmp_path / "team.yaml"
+    parent.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: team, namespace: default,"
+                      " uid: u1, labels: {kinrun.dev/children: 'true'}}\ndata: {names: 'a b'}\n")
+    result = kinrun("render", "examples/configs/children-pruning.yaml", "--object", parent)
+    assert result.returncode == 0, result.stderr
+    steps = yaml.safe_load(result.stdout)
+    assert [s.get("verb", next(iter(s))) for s in steps] == ["patch", "apply", "apply", "prune"]
+    assert [s.get("name") for s in steps[1:3]] == ["team-a", "team-b"]
+    assert steps[3]["prune"]["keep"] == ["ConfigMap default/team-a", "ConfigMap default/team-b"]
+
+
+def test_render_shows_a_placeholder_for_a_result(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("""\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - name: make-job
+          create:
+            manifest: |
+              apiVersion: batch/v1
+              kind: Job
+              metadata: {generateName: "{{ obj.metadata.name }}-"}
+        - log: "created {{ results['make-job'].metadata.name }}"
+""")
+    obj = tmp_path / "cm.yaml"
+    obj.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: d, uid: u}\n")
+    result = kinrun("render", config, "--object", obj)
+    assert result.returncode == 0, result.stderr
+    steps = yaml.safe_load(result.stdout)
+    assert steps[0]["verb"] == "create" and steps[0]["body"]["metadata"]["generateName"] == "cm-"
+    assert steps[1]["log"] == "created <result of action 'make-job' at metadata.name>"
