@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kinrun.actions.kinds import BUILTIN_KINDS
 from kinrun.actions.program import compile_actions
@@ -216,10 +217,33 @@ def test_rules_merge_verbs_and_objects_bind_the_service_account() -> None:
     assert removed.rules(CLUSTER) == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
 
 
+def example_crds(api_version: str, kind: str) -> Resource | None:
+    """A resolver for the CRDs under examples/crds (what discovery would say once installed)."""
+    for crd_file in (ROOT / "examples/crds").glob("*.yaml"):
+        spec = yaml.safe_load(crd_file.read_text())["spec"]
+        names, group = spec["names"], spec["group"]
+        if api_version.split("/")[0] == group and kind in (names["kind"], names["plural"]):
+            return Resource(group, names["plural"], spec["scope"] == "Namespaced")
+    return None
+
+
 def test_no_rule_uses_a_wildcard() -> None:
     """No generated rule for any example names '*'."""
     for path in sorted((ROOT / "examples/configs").glob("*.yaml")):
-        needs = rbac_needs(plan(load(path)))
+        needs = rbac_needs(plan(load(path)), resolve=example_crds)
         for scope in needs.scopes():
             for rule in needs.rules(scope):
                 assert "*" not in str(rule), (path, rule)
+
+
+def test_status_and_finalizer_needs_come_from_the_plan() -> None:
+    """status: patch on R/status of the primary; finalizer: patch on the primary."""
+    sample = rbac_needs(plan(load(ROOT / "examples/configs/sample-controller.yaml")),
+                        resolve=example_crds)
+    assert Permission(CLUSTER, "samplecontroller.k8s.io", "foos/status", "patch") in \
+        sample.permissions
+    assert not any(p.resource == "foos" and p.verb == "patch" for p in sample.permissions)
+    backup = rbac_needs(plan(load(ROOT / "examples/configs/finalizer.yaml").with_namespace("ns")))
+    assert Permission("ns", "", "configmaps", "patch") in backup.permissions
+    assert any("finalizer example.com/backup" in why
+               for why in backup.permissions[Permission("ns", "", "configmaps", "patch")])
