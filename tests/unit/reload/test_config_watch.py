@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from kinrun.config_watch import ConfigWatcher
+from kinrun.testing.configmap_volume import write_configmap_volume
 
 
 def test_unchanged_file_is_not_a_change(tmp_path: Path) -> None:
@@ -36,36 +37,14 @@ def test_editor_write_temp_then_rename(tmp_path: Path) -> None:
     assert watcher.changed()
 
 
-def configmap_volume(root: Path, stamp: str, files: dict[str, str]) -> None:
-    """Lay out (or update) ``root`` as kubelet's AtomicWriter does: the files in a new
-    ``..<timestamp>`` directory, ``..data_tmp`` pointing at it renamed over ``..data``, each
-    visible file a symlink ``name -> ..data/name``, the previous directory removed."""
-    new_dir = root / f"..{stamp}"
-    new_dir.mkdir()
-    for name, text in files.items():
-        (new_dir / name).write_text(text)
-    data = root / "..data"
-    old = os.readlink(data) if data.is_symlink() else None
-    tmp = root / "..data_tmp"
-    os.symlink(new_dir.name, tmp)
-    os.rename(tmp, data)
-    for name in files:
-        link = root / name
-        if not link.is_symlink():
-            os.symlink(f"..data/{name}", link)
-    if old is not None:
-        for child in (root / old).iterdir():
-            child.unlink()
-        (root / old).rmdir()
-
-
 def test_configmap_volume_data_symlink_swap(tmp_path: Path) -> None:
     """The visible file's symlink never changes; ``..data`` is re-pointed: seen."""
-    configmap_volume(tmp_path, "2026_12_01_22_00_00.000000001", {"kinrun.yaml": "a: 1\n"})
+    first = write_configmap_volume(tmp_path, {"kinrun.yaml": "a: 1\n"})
     watcher = ConfigWatcher([str(tmp_path / "kinrun.yaml")])
     assert not watcher.changed()
-    configmap_volume(tmp_path, "2026_12_01_22_05_00.000000002", {"kinrun.yaml": "a: 2\n"})
+    write_configmap_volume(tmp_path, {"kinrun.yaml": "a: 2\n"})
     assert watcher.changed()
+    assert not first.exists() and os.readlink(tmp_path / "kinrun.yaml") == "..data/kinrun.yaml"
     assert (tmp_path / "kinrun.yaml").read_text() == "a: 2\n"
     assert not watcher.changed()
 
