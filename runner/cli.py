@@ -567,9 +567,9 @@ def object_key(obj: dict[str, Any]) -> str:
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
             old: dict[str, Any] | None, deleted: bool,
             reason: str = "") -> list[dict[str, Any]]:
-    """The described steps of the controller's actions (or onDelete), compiled by the plan.
-    Lookups in templates (``get``/``list``/``by_index``) see an empty cache: render has no
-    cluster."""
+    """The described steps of the controller's actions (or onDelete; or ``finalize`` for a
+    terminating object of a controller with a finalizer), compiled by the plan. Lookups in
+    templates (``get``/``list``/``by_index``) see an empty cache: render has no cluster."""
     from kinrun.hooks import ReconcileContext
     from kinrun.plan import plan
     from kinrun.testing.recording import EPOCH
@@ -577,10 +577,12 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
     # run to run (and as a test case's first reconcile stamps them)
     compiled = plan(config, clock=lambda: EPOCH).controller(controller.name)
-    program = compiled.on_delete if deleted else compiled.actions
+    program, what = (compiled.on_delete, "onDelete") if deleted else (compiled.actions, "actions")
+    if not deleted and compiled.finalizer is not None and obj is not None \
+            and (obj.get("metadata") or {}).get("deletionTimestamp"):
+        program, what = compiled.finalize, "finalize"  # what runs while it terminates
     if program is None:
-        _err(f"kinrun render: controller {controller.name!r} has no "
-             f"{'onDelete' if deleted else 'actions'} to render")
+        _err(f"kinrun render: controller {controller.name!r} has no {what} to render")
         return []
     listers = {name: _EmptyLister() for name in config.informers}
     ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old,
