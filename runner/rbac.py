@@ -282,7 +282,8 @@ class _Collector:
         except _Unknown as exc:
             self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, tuple(impl.PARENT_VERBS))
         else:
-            self.grant(scopes, res.group, res.plural, impl.PARENT_VERBS, f"{why}: parent")
+            self.grant(scopes, res.group, res.plural, tuple(impl.PARENT_VERBS) + dry,
+                       f"{why}: parent")
         verbs = tuple(impl.VERBS if impl.prune else impl.APPLY_VERBS) + dry
         try:
             children = _children_fields(value.get("manifests"))

