@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kinrun.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosedError, PopProcess
+from kinrun.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, PopProcess
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.index import Indexers
 from kinrun.cache.lister import Lister
@@ -298,15 +298,12 @@ class _DrainingFIFO:
         self._drain()
 
     def _drain(self) -> None:
-        pop, process = self._fifo.pop, self._process
-        while True:
-            try:
-                if pop(process, 0) is None:
-                    return
-            except FIFOClosedError:
-                return
-            except Exception:  # noqa: BLE001 - one bad object must not stop the informer
-                log.exception("%s: processing deltas failed", self._name)
+        # every key queued by this change (one for a watch event, all of a relist) under one
+        # hold of the FIFO lock (DeltaFIFO.drain); one bad object must not stop the informer
+        self._fifo.drain(self._process, self._failed)
+
+    def _failed(self, err: BaseException) -> None:
+        log.error("%s: processing deltas failed", self._name, exc_info=err)
 
 
 def wait_for_cache_sync(*informers: SharedIndexInformer, timeout: float | None = None) -> bool:

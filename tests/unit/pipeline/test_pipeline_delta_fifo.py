@@ -209,3 +209,71 @@ def test_a_drained_relist_gives_its_memory_back() -> None:
         tracemalloc.stop()
     assert len(fifo) == 0
     assert held < 64 * 1024
+
+
+def test_drain_processes_every_queued_key_in_order_in_one_call():
+    """drain pops every queued key, oldest first, with its deltas and the initial-list flag,
+    as repeated pops would; the FIFO is then empty and synced."""
+    fifo = DeltaFIFO(new_indexer())
+    fifo.replace([pod("a"), pod("b")], "1")
+    fifo.update(pod("a", rv="2"))
+    fifo.add(pod("c"))
+    seen = []
+    assert fifo.drain(lambda d, i: seen.append((d[0].object["metadata"]["name"], types(d), i))) == 3
+    assert seen == [("a", [DeltaType.REPLACED, DeltaType.UPDATED], True),
+                    ("b", [DeltaType.REPLACED], True), ("c", [DeltaType.ADDED], False)]
+    assert len(fifo) == 0 and fifo.has_synced()
+    assert fifo.drain(lambda d, i: seen.append(d)) == 0
+
+
+def test_drain_hands_errors_to_on_error_and_goes_on():
+    """A failing key goes to on_error and the others are still processed; a key asking to
+    be requeued is left queued, not popped again by the same drain."""
+    fifo = DeltaFIFO()
+    for name in ("a", "b", "c"):
+        fifo.add(pod(name))
+    errors, done = [], []
+
+    def process(deltas, initial):
+        name = deltas[0].object["metadata"]["name"]
+        if name == "a":
+            raise ValueError("bad a")
+        if name == "b":
+            raise RequeueError()
+        done.append(name)
+    assert fifo.drain(process, errors.append) == 3
+    assert done == ["c"]
+    assert [type(e) for e in errors] == [ValueError]  # a bare RequeueError is no error
+    assert fifo.list_keys() == ["default/b"]
+
+
+def test_drain_without_on_error_raises_and_keeps_the_rest_queued():
+    fifo = DeltaFIFO()
+    fifo.add(pod("a"))
+    fifo.add(pod("b"))
+
+    def fail(deltas, initial):
+        raise ValueError("x")
+    with pytest.raises(ValueError):
+        fifo.drain(fail)
+    assert fifo.list_keys() == ["default/b"]
+
+
+def test_a_blocked_pop_is_woken_by_an_add():
+    """A pop waiting for a key is woken when one is queued (producers notify only when a pop
+    waits)."""
+    fifo = DeltaFIFO()
+    got = []
+    started = threading.Event()
+
+    def consumer():
+        started.set()
+        got.append(fifo.pop(lambda d, i: None, timeout=WAIT))
+    t = threading.Thread(target=consumer)
+    t.start()
+    started.wait(WAIT)
+    while not fifo._waiting:  # the consumer is inside its wait (test-only peek)
+        threading.Event().wait(0.001)
+    fifo.add(pod("a"))
+    t.join(WAIT)
+    assert got and types(got[0]) == [DeltaType.ADDED]
