@@ -30,6 +30,7 @@ from typing import Any
 
 from kinrun.kube.events import event_for
 from kinrun.kube.request import ApiRequest
+from kinrun.logging_setup import message as log_message
 from kinrun.reconcile import Result
 
 Obj = dict[str, Any]
@@ -165,12 +166,13 @@ class Recorder:
                                  f"{type(error).__name__}: {error}")
 
     def add_log(self, record: logging.LogRecord) -> None:
-        """Record a log record with the calling thread's last key."""
+        """Record a log record with the calling thread's last key (its message as the log
+        formatters print it: a Secret among its arguments redacted)."""
         controller, key, _ = self.current()
         with self._lock:
             self._logs.append(LogLine(controller, key, self.step,
                                       self._next("l", controller, key), record.levelname,
-                                      record.name, record.getMessage()))
+                                      record.name, log_message(record)))
 
     def wall_clock(self, origin: Callable[[], float]) -> Callable[[], float]:
         """The plan's wall clock (Event names and timestamps): ``origin()`` (EPOCH + fake

@@ -84,3 +84,15 @@ def test_log_formatters_redact_secret_arguments_and_extra_fields() -> None:
         assert ENCODED not in line and "admin-user" not in line and "14 bytes" in line
     assert SECRET["data"]["password"] == ENCODED  # the record and its object unchanged
     assert redact_value([SECRET])[0]["data"] == {"password": "<redacted: 14 bytes>"}
+
+
+def test_kinrun_test_records_log_lines_with_secrets_redacted() -> None:
+    """A hook's log line with a Secret argument is recorded (and so shown by kinrun test)
+    with sizes only."""
+    from kinrun.testing.recording import Recorder
+
+    recorder = Recorder()
+    recorder.add_log(logging.LogRecord("kinrun.controller.c", logging.INFO, __file__, 1,
+                                       "saw %s and %s", (SECRET, "x"), None))
+    (line,) = recorder.logs()
+    assert ENCODED not in line.message and "<redacted: 14 bytes>" in line.message
