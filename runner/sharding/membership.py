@@ -79,7 +79,8 @@ class MemberLease:
         self.on_lost = on_lost or (lambda: None)
         self._renewed_at: float | None = None  # clock time a successful renewal was started
         self._lease: dict[str, Any] | None = None
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # release(): the renewal thread ends
+        self._wake = threading.Event()  # what waits park on (a FakeClock sets it when due)
         self._thread: threading.Thread | None = None
         self.lost = False
 
@@ -115,13 +116,22 @@ class MemberLease:
                           "%s are being moved); waiting", self.spec.namespace, self.identity,
                           self.identity)
                 waited = True
-            self.clock.wait(stop, self.spec.retry_period)
+            self._pause(self.spec.retry_period)
         return False
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` (or until ``release``); True when released. A caller's stop event
+        is looked at between waits (at most ``retry_period`` late)."""
+        self._wake.clear()
+        if not self._stop.is_set():
+            self.clock.wait(self._wake, seconds)
+        return self._stop.is_set()
 
     def release(self) -> None:
         """Stop renewing and clear the holder (after the workers stopped), so the sharder
         moves this replica's objects at once instead of after ``lease_duration``."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(self.spec.retry_period + 1)
         lease = self._lease
@@ -137,7 +147,7 @@ class MemberLease:
             _log.warning("could not release membership lease: %s", exc)
 
     def _renew_loop(self) -> None:
-        while not self.clock.wait(self._stop, self.spec.retry_period):
+        while not self._pause(self.spec.retry_period):
             started = self.clock.now()
             outcome = self._try()
             if outcome is True:

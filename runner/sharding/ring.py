@@ -19,9 +19,10 @@ import bisect
 import hashlib
 from collections.abc import Iterable
 
-TOKENS_PER_MEMBER = 100
-"""Virtual nodes per member (timebertt's ``DefaultTokensPerNode``): with 3 members each owns
-33% +- a few points of the keys."""
+TOKENS_PER_MEMBER = 256
+"""Virtual nodes per member. timebertt's ``DefaultTokensPerNode`` is 100; with 100, three
+random member names gave one member as little as 25.6% or as much as 41.8% of 3,000 keys
+(worst of 300 trials); with 256, 26.5% to 39.6%. Building a ring of 10 members takes ~15 ms."""
 
 
 def hash64(text: str) -> int:

@@ -197,6 +197,7 @@ class Sharder:
         self._snapshot = Snapshot({}, {})
         self._ring = Ring(())
         self._stop = threading.Event()
+        self._wake = threading.Event()  # what the membership thread parks on
         self._thread: threading.Thread | None = None
         self.moves: dict[str, int] = {}
         self.queue = RateLimitingQueue(default_controller_rate_limiter(
@@ -237,6 +238,7 @@ class Sharder:
         """Stop the membership thread, the workers (no drain: the next sharder decides
         again) and the watches."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(self.spec.retry_period + 5)
         self.controller.stop(0.0)
@@ -301,7 +303,12 @@ class Sharder:
 
     def _membership_loop(self) -> None:
         last_resync = self.clock.now()
-        while not self.clock.wait(self._stop, self.spec.retry_period):
+        while True:
+            self._wake.clear()
+            if not self._stop.is_set():
+                self.clock.wait(self._wake, self.spec.retry_period)
+            if self._stop.is_set():
+                return
             try:
                 self.sync_membership()
             except Exception:  # noqa: BLE001 - one failed round never ends the sharder

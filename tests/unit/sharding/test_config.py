@@ -1,0 +1,80 @@
+"""``sharding:`` in the config: defaults from the schema, duration order, which informers are
+sharded (and the refusal of one informer in both roles), ``validate``'s lines, identities."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinrun.config import load_text
+from kinrun.errors import ConfigError
+from kinrun.plan import plan
+from kinrun.sharding import replica_identity
+from kinrun.sharding.scope import describe, sharded_informers
+
+BASE = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  deploys: {apiVersion: apps/v1, kind: Deployment}
+  rs: {apiVersion: apps/v1, kind: ReplicaSet}
+  cms: {apiVersion: v1, kind: ConfigMap}
+  nodes: {apiVersion: v1, kind: Node}
+controllers:
+  - name: d
+    for: deploys
+    watches:
+      - {informer: rs, mapTo: owner}
+      - {informer: cms, mapTo: {template: "{{ obj.metadata.namespace }}/x"}}
+    reconcile: {actions: [{log: "{{ obj.metadata.name }}"}]}
+"""
+
+
+def test_defaults_come_from_the_schema():
+    config = load_text(BASE + "sharding: {ring: web}\n")
+    s = config.sharding
+    assert (s.ring, s.namespace, s.lease_duration, s.renew_deadline, s.retry_period,
+            s.sync_period) == ("web", "default", 15.0, 10.0, 2.0, 60.0)
+
+
+def test_without_sharding_nothing_is_sharded():
+    assert load_text(BASE).sharding is None
+    assert plan(load_text(BASE)).sharded == {}
+
+
+def test_renew_deadline_must_be_below_lease_duration():
+    with pytest.raises(ConfigError, match="renewDeadline .* less than leaseDuration") as err:
+        load_text(BASE + "sharding: {ring: web, leaseDuration: 5s, renewDeadline: 5s}\n")
+    assert err.value.line == BASE.count("\n") + 1
+
+
+def test_primaries_and_owned_children_are_sharded_the_rest_cached_whole():
+    compiled = plan(load_text(BASE + "sharding: {ring: web}\n"))
+    assert compiled.sharded == {"deploys": "primary", "rs": "owned"}
+    assert describe(compiled.config) == [
+        "sharding web: informer deploys: sharded (primary: by its own namespace/name)",
+        "sharding web: informer rs: sharded (owned children: with their controller, deploys)",
+        "sharding web: informer cms: not sharded: cached whole on every replica",
+        "sharding web: informer nodes: not sharded: cached whole on every replica"]
+
+
+def test_an_informer_both_primary_and_owned_is_refused_at_its_watch():
+    text = BASE + """\
+  - name: r
+    for: rs
+    reconcile: {actions: [{log: x}]}
+sharding: {ring: web}
+"""
+    with pytest.raises(ConfigError, match="primary informer and watched with mapTo: owner"):
+        sharded_informers(load_text(text))
+    with pytest.raises(ConfigError) as err:
+        plan(load_text(text))
+    assert err.value.line == 12  # the watch of rs
+
+
+def test_an_unusable_identity_is_refused(monkeypatch):
+    assert replica_identity("kinrun-7d9f-abcde") == "kinrun-7d9f-abcde"
+    monkeypatch.setenv("POD_NAME", "from-the-downward-api")
+    assert replica_identity(None) == "from-the-downward-api"
+    for bad in ("Upper", "a_b", "x" * 64, "-dash"):
+        with pytest.raises(ConfigError, match="shard identity"):
+            replica_identity(bad)
