@@ -354,3 +354,91 @@ def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path
     finally:
         release.set()
         manager.stop(2.0)
+
+
+PLUGIN_CONFIG = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+plugins: [./hooks.py]
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default]}
+controllers:
+  - name: a
+    for: cms
+    reconcile:
+      hooks: true
+      actions:
+        - log: "a v1 {{ obj.metadata.name }}"
+"""
+
+PLUGIN = """
+from kinrun.hooks import hookimpl
+VERSION = "{version}"
+SEEN = []
+
+@hookimpl
+def kinrun_reconcile(controller, key, obj, ctx):
+    SEEN.append((VERSION, key))
+"""
+
+
+def test_a_changed_plugin_file_is_imported_again_and_swaps_every_controller(
+        client: Client, tmp_path: Path) -> None:
+    import sys
+
+    from kinrun.plugin_manager import file_module_name
+
+    client.create(cm("p1"))
+    path, hooks = tmp_path / "kinrun.yaml", tmp_path / "hooks.py"
+    path.write_text(PLUGIN_CONFIG)
+    hooks.write_text(PLUGIN.format(version="one"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    try:
+        module = sys.modules[file_module_name(hooks.resolve())]
+        assert calls.wait_for(lambda c: any(x[2] == "default/p1" for x in c))
+        assert ("one", "default/p1") in module.SEEN
+        reloader._files = lambda: [str(path), str(hooks)]
+        hooks.write_text(PLUGIN.format(version="two"))
+        assert reloader.reload()
+        assert reloader.last_diff.plugins_changed
+        assert reloader.last_diff.controllers_swapped == ("a",)
+        fresh = sys.modules[file_module_name(hooks.resolve())]
+        assert fresh is not module and fresh.VERSION == "two"
+        client.patch("v1", "ConfigMap", "p1", {"data": {"x": "1"}}, namespace="default")
+        assert calls.wait_for(lambda c: ("two", "default/p1") in fresh.SEEN)
+        count = len(module.SEEN)
+        client.patch("v1", "ConfigMap", "p1", {"data": {"x": "2"}}, namespace="default")
+        assert calls.wait_for(lambda c: len(fresh.SEEN) >= 2)
+        assert len(module.SEEN) == count  # the old version is called no more
+    finally:
+        manager.stop(2.0)
+
+
+def test_an_unknown_kind_waits_only_outside_the_built_in_groups(client: Client) -> None:
+    from kinrun.config import load_text
+    from kinrun.kube.discovery import UnknownKindError
+
+    text = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  foos: {apiVersion: example.kinrun.dev/v1, kind: Foo}
+  cms: {apiVersion: v1, kind: ConfigMap}
+controllers:
+  - {name: f, for: foos, watches: [{informer: cms, mapTo: owner}], reconcile: {actions: [{log: x}]}}
+  - {name: c, for: cms, reconcile: {actions: [{log: x}]}}
+"""
+    compiled = plan(load_text(text, file="kinrun.yaml"))
+    with pytest.raises(UnknownKindError):
+        compiled.bind(client)  # library default: an error, as before
+    bound = compiled.bind(client, wait_for_kinds=True)
+    assert list(bound.waiting) == ["foos"]
+    assert "kinrun.yaml:" in bound.waiting["foos"]
+    assert bound.waiting_controllers() == {"f": ["foos"]}
+    manager = bound.manager()
+    assert sorted(manager.controllers) == ["c"] and sorted(manager.informers) == ["cms"]
+    typo = plan(load_text(text.replace("kind: ConfigMap", "kind: ConfigMapz"),
+                          file="kinrun.yaml"))
+    with pytest.raises(UnknownKindError, match="ConfigMapz"):
+        typo.bind(client, wait_for_kinds=True)  # a built-in group: a typo, not a CRD
