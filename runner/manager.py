@@ -15,7 +15,14 @@ The GC policy (``kinrun.cache.gc_tuning``: thresholds, freezing the initial list
 job's choice (``start(..., gc_policy=True)``); a library user's ``start()`` leaves the process's
 GC settings alone.
 
-Thread-safety: ``start``/``stop`` are called from one thread (the main job's); everything they
+Hot reload (``kinrun.reload``) changes what runs while it runs: the Reloader wires the new
+config over the running factory, swaps, starts and retires controllers and stops unused
+informers itself, then hands the result to :meth:`Manager.adopt`; the attributes below always
+describe what runs now. Informers whose kind is not served yet (``Bound.waiting``) and their
+controllers are not wired at all: :meth:`waiting_informers` names them (for ``/readyz``).
+
+Thread-safety: ``start``/``stop`` are called from one thread (the main job's); ``adopt`` from
+the reload thread, which the main job stops before ``stop``; everything they
 start runs on its own threads (per informer a reflector thread, which also processes the
 DeltaFIFO, and a listener thread per plugin event handler; workers per controller; with
 ``gc.collectFrozenEvery``, one thread collecting the cyclic garbage the GC policy froze).
@@ -73,7 +80,8 @@ class Manager:
     def adopt(self, wired: Any) -> None:
         """Run ``wired`` from now on (hot reload, ``kinrun.reload``, which has already started,
         swapped and stopped what differs): the attributes of the class docstring follow it.
-        The main job's thread calls it, between reloads."""
+        Called on the reload thread (see the module docstring); each attribute is replaced
+        whole, so a reader on another thread sees the old or the new value."""
         self._wired = wired
         bound = wired.bound
         self.config, self.client, self.pm = bound.config, bound.client, bound.plan.plugins

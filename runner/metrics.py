@@ -24,7 +24,13 @@ Names, labels and buckets are those Prometheus users and dashboards already know
   (1 leading, 0 standby);
 * kinrun's own: ``kinrun_informer_objects{informer}``, ``kinrun_informer_relists_total{informer}``
   and ``kinrun_informer_watch_restarts_total{informer, reason}`` (reason ``closed``,
-  ``stalled``, ``expired``, ``error``; through ``kinrun.cache.ReflectorObserver``).
+  ``stalled``, ``expired``, ``error``; through ``kinrun.cache.ReflectorObserver``);
+  ``kinrun_informer_waiting{informer}`` (a kind not served yet); hot reload
+  (``kinrun.reload``), after Prometheus' own ``prometheus_config_last_reload_successful`` and
+  ``prometheus_config_last_reload_success_timestamp_seconds``:
+  ``kinrun_config_last_reload_successful``,
+  ``kinrun_config_last_reload_success_timestamp_seconds``,
+  ``kinrun_config_reloads_total{result}`` and ``kinrun_config_info{hash, state}``.
 
 Each Metrics object has its own registry, so several managers (tests) never collide.
 ``serve`` answers ``/metrics`` only (404 elsewhere, see ``kinrun.probes.Endpoint``).

@@ -121,8 +121,11 @@ def _informer_fingerprint(informer: InformerPlan, ref: Any) -> Any:
 
 
 def _context(plan: Plan) -> Any:
-    """Everything outside informers and controllers that compiles into a controller."""
-    return _without(plan.config, _NOT_COMPILED), plugin_fingerprint(plan)
+    """Everything outside informers and controllers that compiles into a controller (the
+    config's folder too when templates may read files from it: a ConfigMap volume's update
+    moves it to a new timestamped folder and deletes the old one)."""
+    folder = str(plan.config.base_dir) if plan.config.templates.allow_files else None
+    return _without(plan.config, _NOT_COMPILED), plugin_fingerprint(plan), folder
 
 
 def plugin_fingerprint(plan: Plan) -> tuple:
