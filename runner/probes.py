@@ -7,7 +7,8 @@
     GET /readyz    200 ``ok`` once every informer's cache has synced; 500 before, naming the
                    informers not synced yet, and while an informer waits for its kind to be
                    served (a CRD not installed: ``[-]informer foos: waiting: ...``; hot reload
-                   never makes a ready kinrun unready by itself, a rejected config included); a standby replica waiting for the Lease is ready
+                   never makes a ready kinrun unready by itself, a rejected config
+                   included); a standby replica waiting for the Lease is ready
                    (``ok (standby: waiting for the Lease ns/name)``): it serves its purpose by
                    waiting, and a rollout must not stall on it
     anything else  404 (HEAD is answered as GET, without a body)

@@ -310,6 +310,17 @@ def _shared(informer: Any) -> list[Any]:
     return list(inner.values()) if isinstance(inner, dict) else [informer]
 
 
+@dataclass
+class _Running:
+    """What runs, being assembled by a switch: owner -> handler entries, controllers,
+    reconcilers and cron schedules by controller name."""
+
+    handlers: dict[str, list[list[Any]]]
+    controllers: dict[str, Any]
+    reconcilers: dict[str, Any]
+    schedules: dict[str, Any]
+
+
 class Reloader:
     """Reloads a running Manager's config (module docstring).
 
@@ -476,9 +487,8 @@ class Reloader:
         try:
             self._reindex(old, new_plan, undo)
             swapped = set(change.controllers_swapped)
-            hooks = set(bound.refs) if change.plugins_changed else {
-                n for n in bound.refs if n in change.informers_added or n in change.informers_changed
-                or n in old.bound.waiting}
+            rebuilt = {*change.informers_added, *change.informers_changed, *old.bound.waiting}
+            hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
             wiring = _Wiring(bound, manager.metrics, manager.clock, self._wrap_for(bound),
                              factory=factory, only=swapped | set(change.controllers_added),
                              reuse={n: old.controllers[n] for n in swapped},
@@ -541,61 +551,95 @@ class Reloader:
     def _switch(self, old: Any, new: Any, change: PlanDiff, bound: Bound) -> None:
         """Past the point of no return: swap, add, retire, replace hooks, stop unused."""
         manager = self.manager
-        handlers = {o: e for o, e in old.handlers.items()}
-        controllers = dict(old.controllers)
-        reconcilers = dict(old.reconcilers)
-        schedules = dict(getattr(old, "schedules", {}))  # controller -> kinrun.schedule
+        state = _Running(dict(old.handlers), dict(old.controllers), dict(old.reconcilers),
+                         dict(getattr(old, "schedules", {})))
         for name in (*change.controllers_swapped, *change.controllers_removed):
-            stale_schedule = schedules.pop(name, None)
-            if stale_schedule is not None:
-                stale_schedule.stop()
+            schedule = state.schedules.pop(name, None)
+            if schedule is not None:
+                schedule.stop()
         for name in change.controllers_swapped:
-            controller, successor = old.controllers[name], new.successors[name]
-            fresh, stale = new.reconcilers[name], old.reconcilers[name]
-            for entry in new.handlers.get(name, []):
-                register(entry)
-            for entry in old.handlers.get(name, []):
-                if isinstance(entry[1], RecordDeletions):
-                    entry[1].reconciler = fresh  # a call under way records into the new one
-                unregister(entry)
-            fresh.take_over(stale)
-            if comparable(old.bound.plan.controller(name).rate_limiter) != comparable(
-                    bound.plan.controller(name).rate_limiter):
-                controller.queue.rate_limiter = new.limiters[name]
-            controller.resume(successor)
-            handlers[name], reconcilers[name] = new.handlers.get(name, []), fresh
+            self._swap(name, old, new, bound, state)
         for name in change.controllers_added:
-            for entry in new.handlers.get(name, []):
-                register(entry)
-            controllers[name], reconcilers[name] = new.controllers[name], new.reconcilers[name]
-            handlers[name] = new.handlers.get(name, [])
-            if manager.workers_started:
-                new.controllers[name].start()
-                _log.info("controller %s started with %d worker(s)", name,
-                          new.controllers[name].workers)
+            self._add(name, new, state)
         for name in change.controllers_removed:
-            if not old.controllers[name].retire(self.drain_timeout):
-                _log.warning("controller %s: a reconcile did not finish within %gs of its "
-                             "removal", name, self.drain_timeout)
-            for entry in old.handlers.get(name, []):
-                unregister(entry)
-            del controllers[name], reconcilers[name]
-            handlers.pop(name, None)
-        # plugins' event hooks: replaced where rebuilt, dropped where their informer went
-        for owner in [o for o in handlers if o.startswith("informer:")]:
+            self._retire(name, old, state)
+        self._replace_event_hooks(new, change, state)
+        self._refresh_unchanged(new, change, state)
+        self._drop_indexes(new)
+        self._stop_unused(old, new)
+        if change.plugins_changed:
+            plugins.call_shutdown(old.bound.plan.plugins, _log)
+            plugins.call_startup(bound.plan.plugins, config=bound.config, client=bound.client)
+        for name in (*change.controllers_swapped, *change.controllers_added):
+            schedule = getattr(new, "schedules", {}).get(name)
+            if schedule is not None:
+                state.schedules[name] = schedule
+                if manager.workers_started:
+                    schedule.start()
+        new.controllers, new.reconcilers = state.controllers, state.reconcilers
+        new.handlers, new.schedules = state.handlers, state.schedules
+        manager.adopt(new)
+        self._report_waiting()
+
+    @staticmethod
+    def _swap(name: str, old: Any, new: Any, bound: Bound, state: _Running) -> None:
+        """The paused controller ``name`` takes the new definition: new handlers first (the
+        cache replayed into the same workqueue), old ones removed, pending deletions carried
+        over, then resumed with the successor's reconcile."""
+        controller, successor = old.controllers[name], new.successors[name]
+        fresh, stale = new.reconcilers[name], old.reconcilers[name]
+        for entry in new.handlers.get(name, []):
+            register(entry)
+        for entry in old.handlers.get(name, []):
+            if isinstance(entry[1], RecordDeletions):
+                entry[1].reconciler = fresh  # a call under way records into the new one
+            unregister(entry)
+        fresh.take_over(stale)
+        if comparable(old.bound.plan.controller(name).rate_limiter) != comparable(
+                bound.plan.controller(name).rate_limiter):
+            controller.queue.rate_limiter = new.limiters[name]  # per-key backoff restarts
+        controller.resume(successor)
+        state.handlers[name], state.reconcilers[name] = new.handlers.get(name, []), fresh
+
+    def _add(self, name: str, new: Any, state: _Running) -> None:
+        for entry in new.handlers.get(name, []):
+            register(entry)
+        controller = new.controllers[name]
+        state.controllers[name], state.reconcilers[name] = controller, new.reconcilers[name]
+        state.handlers[name] = new.handlers.get(name, [])
+        if self.manager.workers_started:
+            controller.start()
+            _log.info("controller %s started with %d worker(s)", name, controller.workers)
+
+    def _retire(self, name: str, old: Any, state: _Running) -> None:
+        if not old.controllers[name].retire(self.drain_timeout):
+            _log.warning("controller %s: a reconcile did not finish within %gs of its removal",
+                         name, self.drain_timeout)
+        for entry in old.handlers.get(name, []):
+            unregister(entry)
+        del state.controllers[name], state.reconcilers[name]
+        state.handlers.pop(name, None)
+
+    @staticmethod
+    def _replace_event_hooks(new: Any, change: PlanDiff, state: _Running) -> None:
+        """Plugins' event hooks: replaced where rebuilt, dropped where their informer went."""
+        for owner in [o for o in state.handlers if o.startswith("informer:")]:
             name = owner.split(":", 1)[1]
-            if f"informer:{name}" in new.handlers or name not in new.informers \
-                    or change.plugins_changed:
-                for entry in handlers.pop(owner):
+            if owner in new.handlers or name not in new.informers or change.plugins_changed:
+                for entry in state.handlers.pop(owner):
                     unregister(entry)
         for owner, entries in new.handlers.items():
             if owner.startswith("informer:"):
                 for entry in entries:
                     register(entry)
-                handlers[owner] = entries
-        # unchanged controllers see the informers of the new config in their templates
+                state.handlers[owner] = entries
+
+    @staticmethod
+    def _refresh_unchanged(new: Any, change: PlanDiff, state: _Running) -> None:
+        """Unchanged controllers' templates see the informers of the new config (entries
+        added before removed ones go, each a single dict operation)."""
         for name in change.controllers_unchanged:
-            reconciler = reconcilers[name]
+            reconciler = state.reconcilers[name]
             for attr, view in (("listers", lambda inf: inf.lister),
                                ("indexers", lambda inf: getattr(inf, "indexer", inf.lister))):
                 table = getattr(reconciler, attr)
@@ -603,27 +647,17 @@ class Reloader:
                     table[informer_name] = view(informer)
                 for gone in [n for n in table if n not in new.informers]:
                     table.pop(gone, None)
-        self._drop_indexes(new)
+
+    def _stop_unused(self, old: Any, new: Any) -> None:
+        """Stop the informers no informer name of the new config uses."""
+        manager = self.manager
         used = {id(s) for inf in new.informers.values() for s in _shared(inf)}
-        unused = [k for k, inf in manager.factory.informers().items() if id(inf) not in used]
-        manager.factory.remove(unused)
+        manager.factory.remove([k for k, inf in manager.factory.informers().items()
+                                if id(inf) not in used])
         if manager.metrics is not None:
             for name in old.informers:
                 if name not in new.informers:
                     manager.metrics.forget_informer(name)
-        if change.plugins_changed:
-            plugins.call_shutdown(old.bound.plan.plugins, _log)
-            plugins.call_startup(bound.plan.plugins, config=bound.config, client=bound.client)
-        for name in (*change.controllers_swapped, *change.controllers_added):
-            schedule = getattr(new, "schedules", {}).get(name)
-            if schedule is not None:
-                schedules[name] = schedule
-                if manager.workers_started:
-                    schedule.start()
-        new.controllers, new.reconcilers, new.handlers = controllers, reconcilers, handlers
-        new.schedules = schedules
-        manager.adopt(new)
-        self._report_waiting()
 
     @staticmethod
     def _drop_indexes(new: Any) -> None:
