@@ -51,7 +51,8 @@ class CheckError(Exception):
 class Scope:
     """What one render of one program sees. ``variables`` is what templates see (obj, old, key,
     controller, reason, get, list, by_index, then the ``reconcile.vars`` in order, each added
-    once evaluated); ``namespace`` is the reconciled object's namespace (from
+    once evaluated; ``results`` in a program whose actions read earlier answers,
+    :mod:`kinrun.actions.results`); ``namespace`` is the reconciled object's namespace (from
     the object, else from the key; None for cluster-scoped keys)."""
 
     controller: str
