@@ -38,8 +38,12 @@ class ApiRequest:
 
     def summary(self) -> str:
         """One line for logs: ``apply ConfigMap default/settings-child`` (``/status`` appended
-        for the status subresource)."""
-        target = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        for the status subresource; a create by ``generateName`` shows ``run-<generated>``)."""
+        name = self.name
+        if not name and isinstance(self.body, dict):
+            generate = (self.body.get("metadata") or {}).get("generateName")
+            name = f"{generate}<generated>" if generate else name
+        target = f"{self.namespace}/{name}" if self.namespace else name
         sub = f"/{self.subresource}" if self.subresource else ""
         return f"{self.verb} {self.kind} {target}{sub}"
 

@@ -55,6 +55,7 @@ def test_a_later_action_reads_what_the_server_answered() -> None:
     assert server.sent[0].body["metadata"]["generateName"] == "run-"
     assert server.sent[0].body["metadata"]["ownerReferences"][0]["uid"] == "u-cm"
     assert server.sent[1].body["data"] == {"job": "run-x7k2p", "uid": "uid-of-run"}
+    assert server.sent[0].summary() == "create Job ns/run-<generated>"
 
 
 def test_actions_that_read_no_result_fail_before_anything_is_sent() -> None:
