@@ -436,7 +436,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
                 continue
             sent: ApiRequest | None = step
             try:
-                if False:
+                if isinstance(step, EventRequest) and step.recorder is not None:
                     sent, answer = step.recorder.record(client, step)  # create, patch, nothing
                 else:
                     answer = client.execute(step)
@@ -593,9 +593,14 @@ def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEng
 
 def _check_result_reads(actions: Sequence[CompiledAction]) -> None:
     """Each name an action reads from ``results`` is the name of one earlier action; at most
-    one ``applySet`` per list (two would share the parent's ApplySet id). ConfigError at the
-    action otherwise."""
+    one ``applySet`` per list (two would share the parent's ApplySet id), none in ``onDelete``
+    (no parent). ConfigError at the action otherwise."""
     sets = [a for a in actions if isinstance(a.impl, ApplySetAction)]
+    for action in sets:
+        if ".onDelete[" in action.location.path:
+            raise action.location.config_error(
+                "applySet cannot run in onDelete: its parent, the reconciled object, is gone "
+                "(owned children go with it through the garbage collector)")
     if len(sets) > 1:
         raise sets[1].location.config_error(
             f"a second applySet in one list ({sets[0].location.path} is the first): both would "

@@ -225,3 +225,16 @@ def test_multi_document_templates_and_lists_are_children() -> None:
 def test_two_apply_sets_in_one_list_are_a_config_error() -> None:
     with pytest.raises(ConfigError, match="second applySet"):
         program(CHILDREN, {**CHILDREN, "name": "more"})
+
+
+def test_apply_set_in_on_delete_is_a_config_error(tmp_path) -> None:
+    """validate refuses it (file:line of the action): there is no parent in onDelete."""
+    from kinrun.config import load_text
+    from kinrun.plan import plan
+
+    config = load_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+                       "informers: {cms: {apiVersion: v1, kind: ConfigMap}}\ncontrollers:\n"
+                       "  - name: c\n    for: cms\n    reconcile:\n      actions: [{log: x}]\n"
+                       "      onDelete:\n        - applySet: {manifests: '[]'}\n", file="c.yaml")
+    with pytest.raises(ConfigError, match=r"c.yaml:10: .*onDelete\[0\]: applySet cannot run"):
+        plan(config)
