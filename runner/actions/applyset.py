@@ -23,8 +23,10 @@ One reconcile of an applySet, in this order (kubectl's, ``ApplySet.BeforeApply``
    (retried) and never shrinks what the server records. Skipped when nothing changes;
 2. every wanted child is server-side applied (with the part-of label and, where the child can
    have one, an owner reference to the parent: same namespace, or a cluster-scoped parent);
-3. prune (``prune: true``): for each recorded or wanted group-kind, in each recorded or wanted
-   namespace (once cluster-wide for a cluster-scoped kind), the objects labelled
+3. prune (``prune: true``): for each recorded or wanted group-kind, and each the manifests
+   name literally (so a parent replaced without its annotations still finds its children), in
+   the parent's and each recorded or wanted namespace (once cluster-wide for a cluster-scoped
+   kind), the objects labelled
    ``part-of=<id>`` are LISTed from the server; each one that is not wanted, carries the label
    with this id (checked again on the object), is not the parent and is not already being
    deleted, is DELETEd with a ``uid`` precondition (an object replaced meanwhile is left alone:
