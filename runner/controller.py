@@ -61,9 +61,12 @@ class Controller:
     ``max_retries`` and ``on_drop``, then lets the workers go on; :meth:`retire` ends the
     workers after the reconcile under way and drops the queued keys. So each reconcile runs
     entirely under one definition, and none starts under a definition that was replaced
-    before it started. ``_gate`` guards ``_paused``, ``_retired``, ``_active`` (reconciles
-    running now) and the definition's fields while they change; workers read those fields
-    only between taking ``_gate`` on the way in and leaving the reconcile.
+    before it started. ``_gate`` guards the changes of ``_paused``, ``_retired`` and the
+    definition's fields. ``_busy``: worker thread -> whether it is between taking a key and
+    finishing it, written only by that thread without a lock (the hot path takes no lock): a
+    worker sets its flag, then reads ``_paused``/``_retired``; a pause sets ``_paused``, then
+    reads the flags (under the GIL one of the two sees the other's write), and a worker that
+    sees a pause clears its flag and waits on ``_gate``.
     """
 
     def __init__(self, name: str, queue: RateLimitingInterface, get_object: GetObject,
@@ -85,7 +88,7 @@ class Controller:
         self._gate = threading.Condition(threading.Lock())  # see "Hot reload" above
         self._paused = False
         self._retired = False
-        self._active = 0
+        self._busy: dict[int, bool] = {}
 
     def enqueue(self, key: str, cause: Cause | None = None) -> None:
         """Ask for ``key`` to be reconciled (deduplicated by the queue); ``cause``: why (kept
@@ -143,23 +146,39 @@ class Controller:
             return False
         if key is None:
             return True
-        gate = self._gate
-        with gate:
-            while self._paused:
-                gate.wait()
-            if self._retired:
-                self.queue.done(key)
-                return False
-            self._active += 1
+        me, busy = threading.get_ident(), self._busy
+        busy[me] = True
+        if (self._paused or self._retired) and not self._hold(me):
+            self.queue.done(key)  # retired: the key is dropped
+            return False
         try:
             self._reconcile_key(key)
         finally:
             self.queue.done(key)
-            with gate:
-                self._active -= 1
-                if not self._active and (self._paused or self._retired):
-                    gate.notify_all()
+            busy[me] = False
+            if self._paused or self._retired:
+                with self._gate:
+                    self._gate.notify_all()
         return True
+
+    def _hold(self, me: int) -> bool:
+        """A reload is under way: wait while paused; False once retired (not busy then)."""
+        gate, busy = self._gate, self._busy
+        with gate:
+            while True:
+                if self._retired:
+                    busy[me] = False
+                    gate.notify_all()
+                    return False
+                if not self._paused:
+                    busy[me] = True
+                    return True
+                busy[me] = False
+                gate.notify_all()
+                gate.wait()
+
+    def _idle(self) -> bool:
+        return not any(list(self._busy.values()))
 
     # -- hot reload (kinrun.reload) ------------------------------------------------------------
 
@@ -169,7 +188,7 @@ class Controller:
         Keys keep being queued meanwhile. Call :meth:`resume` after a True."""
         with self._gate:
             self._paused = True
-            if self._gate.wait_for(lambda: self._active == 0, timeout):
+            if self._gate.wait_for(self._idle, timeout):
                 return True
             self._paused = False
             self._gate.notify_all()
@@ -177,7 +196,7 @@ class Controller:
 
     def running_keys(self) -> int:
         """Reconciles running now (for a pause that takes long: the log says how many)."""
-        return self._active
+        return sum(list(self._busy.values()))
 
     def resume(self, successor: Controller | None = None) -> None:
         """Let the workers go on (after :meth:`pause`); with ``successor`` (same name, built
@@ -210,7 +229,7 @@ class Controller:
             self._retired = True
             self._paused = False
             self._gate.notify_all()
-            done = self._gate.wait_for(lambda: self._active == 0, timeout)
+            done = self._gate.wait_for(self._idle, timeout)
         self._stopping.set()
         self.queue.shut_down()
         for thread in list(self._threads):
