@@ -15,7 +15,9 @@
                               root filesystem (an emptyDir at /tmp), no capabilities,
                               requests/limits, probes on /healthz and /readyz, the metrics
                               port, terminationGracePeriodSeconds above the stop bound, two
-                              replicas with leader election, a config-hash annotation on the
+                              replicas with leader election (three with sharding, each named
+                              by its Pod: ``POD_NAME`` from the downward API), a config-hash
+                              annotation on the
                               pod template (pods roll when the config or a plugin changes)
     DIR/service.yaml          with ``metrics:`` only: a ClusterIP Service for /metrics
 
@@ -132,15 +134,16 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
 
-    ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 2 with leader election,
-    else 1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
+    ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 3 with sharding, each
+    named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else 1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
     with one name) and OSError."""
     needs = rbac_needs(plan(config), resolve=resolve)
     if replicas is None:
-        replicas = 2 if config.leader_election is not None else 1
-    if replicas > 1 and config.leader_election is None:
+        replicas = 3 if config.sharding is not None else (
+            2 if config.leader_election is not None else 1)
+    if replicas > 1 and config.leader_election is None and config.sharding is None:
         raise ConfigError(f"{replicas} replicas without leaderElection would all reconcile "
                           "every key: configure leaderElection", file=config.file)
     files = config_files(config, warn)
@@ -269,7 +272,10 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                             .encode()).hexdigest()[:16]
     container = {
         "name": "kinrun", "image": image, "args": args, "ports": ports,
-        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}] + (
+            # sharding: the replica's name in the ring is its Pod's (kinrun.sharding)
+            [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+            if config.sharding is not None else []),
         "livenessProbe": _probe("/healthz", 3), "readinessProbe": _probe("/readyz", 1),
         "resources": RESOURCES,
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,

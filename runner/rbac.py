@@ -23,6 +23,10 @@ controller ``finalizer``           ``patch`` on the primary's resource (add and 
 plugin action kind                 its ``RBAC_RULES`` attribute, in the reconciled namespaces
 leader election (not dry-run)      ``get``, ``update`` on the Lease by name and ``create`` on
                                    ``leases`` in the Lease's namespace
+``sharding`` (not dry-run)         ``create``, ``delete``, ``get``, ``list``, ``update`` on
+                                   ``leases`` in ``sharding.namespace``; ``patch`` on every
+                                   sharded informer's resource where it watches (labels),
+                                   ``get`` on the sharded primaries (a move or a deletion)
 ``rbac.extraRules``                as written (what hook plugins call)
 =================================  ==========================================================
 
@@ -176,6 +180,7 @@ class _Collector:
         for controller in self.plan.controllers:
             self._controller(controller, scopes)
         self._leader_election()
+        self._sharding(scopes)
         for i, rule in enumerate(self.config.rbac.extra_rules):
             self._extra_rule(i, rule)
         return RbacNeeds({p: tuple(w) for p, w in sorted(self.permissions.items())},
@@ -385,6 +390,28 @@ class _Collector:
                    (le.lease_name,))
         # a create is authorized before the object has a name: resourceNames cannot limit it
         self.grant((le.namespace,), "coordination.k8s.io", "leases", ("create",), why)
+
+    def _sharding(self, scopes: Mapping[str, tuple[Resource, tuple[str, ...]] | None]) -> None:
+        """``sharding``: the replicas' membership Leases and the sharder (kinrun.sharding)."""
+        spec = self.config.sharding
+        if spec is None or self.dry_run:  # a dry run runs unsharded
+            return
+        why = f"{self.config.file}: sharding: ring {spec.ring}"
+        # one Lease per replica (named after it), the sharder's election Lease: read, create,
+        # renew, take over, free (delete); the sharder lists the ring's Leases
+        self.grant((spec.namespace,), "coordination.k8s.io", "leases",
+                   ("create", "delete", "get", "list", "update"), f"{why}: membership Leases")
+        for name, role in self.plan.sharded.items():
+            found = scopes.get(name)
+            if found is None:
+                continue
+            res, where = found
+            self.grant(where, res.group, res.plural, ("patch",),
+                       f"{why}: informer {name}: the sharder labels and drains its objects"
+                       + (", replicas acknowledge drains" if role == "primary" else ""))
+            if role == "primary":
+                self.grant(where, res.group, res.plural, ("get",),
+                           f"{why}: informer {name}: GET tells a move from a deletion")
 
     def _extra_rule(self, i: int, rule: RbacRuleSpec) -> None:
         scopes = rule.namespaces if rule.namespaces is not None else (CLUSTER,)
