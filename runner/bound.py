@@ -162,7 +162,8 @@ class Wired:
     ``informer:<name>`` for a plugin's event hooks (hot reload replaces them by owner).
     A rewiring (``kinrun.reload``) also fills ``successors``: controller name -> a Controller
     built for the new definition over the running one's queue, never started, for
-    ``Controller.resume``; ``limiters``: controller name -> its new rate limiter."""
+    ``Controller.resume``; ``limiters``: controller name -> its new rate limiter. ``shard``:
+    the replica's ``kinrun.sharding.shard.Shard`` when sharded (else None)."""
 
     def __init__(self, bound: Bound, factory: SharedInformerFactory,
                  informers: dict[str, Informer], controllers: dict[str, Controller],
@@ -260,6 +261,7 @@ class _Wiring:
         wired.successors, wired.limiters = self.successors, self.limiters
         wired.clock = self.clock
         wired.schedules = self.schedules
+        wired.shard = self.shard  # sharding: a reload rewires with the same Shard
         return wired
 
     # -- informers ---------------------------------------------------------------------------
