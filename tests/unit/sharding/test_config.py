@@ -78,3 +78,25 @@ def test_an_unusable_identity_is_refused(monkeypatch):
     for bad in ("Upper", "a_b", "x" * 64, "-dash"):
         with pytest.raises(ConfigError, match="shard identity"):
             replica_identity(bad)
+
+
+def test_shard_id_flag_reaches_the_run_options_and_validate_lists_informers(
+        monkeypatch, tmp_path, capsys):
+    import sys
+    import types
+
+    from kinrun import cli
+
+    seen = {}
+    module = types.ModuleType("kinrun.app")
+    module.run = lambda config, options: seen.setdefault("options", options) and 0
+    monkeypatch.setitem(sys.modules, "kinrun.app", module)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE + "sharding: {ring: web}\n")
+    assert cli.main([str(path), "--shard-id", "r7"]) == 0
+    assert seen["options"].shard_id == "r7"
+    assert cli.main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: ok"
+    assert f"{path}: sharding web: informer cms: not sharded: cached whole on every replica" in out
