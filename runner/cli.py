@@ -489,9 +489,9 @@ def _cmd_render(ns: argparse.Namespace) -> int:
         reason = "updated" if old is not None else "added"
     steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted, reason)
     if not ns.show_secrets:
-        from kinrun.redact import redact_steps
+        from kinrun.redact import redact_steps, redact_strings, secret_values
 
-        steps = redact_steps(steps)
+        steps = redact_strings(redact_steps(steps), secret_values(obj, old))
     print(_dump(steps, ns.output), end="")
     return EXIT_OK
 

@@ -13,7 +13,8 @@ annotation (which holds a copy of the data) with ``<redacted>``. That covers:
   JSON log formatter's extra fields);
 * text that may quote values (:func:`redact_text`): a ``log``, ``stop``, ``fail`` or ``event``
   message rendered while reconciling a Secret has every value of that Secret's data (as stored,
-  base64, and decoded) replaced by ``<redacted>``. Only the reconciled object's own values
+  base64, and decoded) replaced by ``<redacted>``, and so has every string of what ``kinrun
+  render`` prints for it (:func:`redact_strings`: a value copied into a ConfigMap too). Only the reconciled object's own values
   (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
   by a template is not recognised (do not log it).
 
@@ -152,6 +153,21 @@ def secret_values(*objs: Any) -> frozenset[str]:
                     except (binascii.Error, ValueError):
                         pass
     return frozenset(v for v in found if len(v) >= MIN_QUOTED)
+
+
+def redact_strings(value: Any, values: frozenset[str]) -> Any:
+    """``value`` (a described step, any JSON-like value) with :func:`redact_text` applied to
+    every string in it, mapping keys included: ``kinrun render`` hides the reconciled
+    Secret's values wherever a template copied them (a ConfigMap, a label)."""
+    if not values:
+        return value
+    if isinstance(value, str):
+        return redact_text(value, values)
+    if isinstance(value, Mapping):
+        return {redact_strings(k, values): redact_strings(v, values) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_strings(v, values) for v in value]
+    return value
 
 
 def redact_text(text: str, values: Iterable[str]) -> str:

@@ -34,6 +34,7 @@ from kinrun.config import ConfigErrors, load
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
 from kinrun.plugin_manager import load_plugins
+from kinrun.redact import redact_text, secret_values
 from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
 from kinrun.testing.expectations import Failure, check, contains
 from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
@@ -217,8 +218,22 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
                       [r for r in recorder.results() if wanted in (None, r.controller)],
                       [line for line in recorder.logs() if wanted in (None, line.controller, "")],
                       show_secrets=show_secrets)
+    if failures and not show_secrets:
+        failures = _without_secret_values(case, failures)
     return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
                        tuple(failures))
+
+
+def _without_secret_values(case: Case, failures: list[Failure]) -> list[Failure]:
+    """``failures`` with the values of every Secret the case creates (given, added,
+    updated; as stored and decoded) replaced by ``<redacted>`` in messages and diffs: a value
+    a template copied into another object is hidden too (``kinrun.redact``)."""
+    values = secret_values(*case.given, *(o for step in case.steps
+                                          for o in (*step.objects, *step.before)))
+    if not values:
+        return failures
+    return [Failure(f.what, redact_text(f.message, values), redact_text(f.diff, values))
+            for f in failures]
 
 
 class _CaseRun:

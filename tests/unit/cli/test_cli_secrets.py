@@ -31,6 +31,12 @@ controllers:
               kind: Secret
               metadata: {name: "{{ obj.metadata.name }}-copy"}
               data: {password: "{{ obj.data.password }}"}
+        - apply:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata: {name: "{{ obj.metadata.name }}-leak"}
+              data: {copy: "{{ obj.data.password | b64decode }}"}
         - log: "copied {{ obj.metadata.name }} with {{ obj.data.password }} ({{ obj.data.password | b64decode }})"
         - event: {reason: Copied, message: "password is {{ obj.data.password | b64decode }}"}
 """
@@ -56,6 +62,7 @@ cases:
     expect:
       requests:
         - {key: default/db, verb: apply, kind: Secret, name: db-copy, body: {data: {password: %(expected)s}}}
+        - {key: default/db, verb: apply, kind: ConfigMap, name: db-leak, body: {data: {copy: %(copied)s}}}
         - {key: default/db, verb: create, kind: Event, body: {message: "password is <redacted>"}}
       logs: ["^copied db with <redacted> \\\\(<redacted>\\\\)$"]
 """
@@ -83,10 +90,11 @@ def test_render_shows_sizes_and_redacted_messages(files: Path, capsys) -> None:
     assert "password: '<redacted: 14 bytes>'" in out.out
     assert "copied db with <redacted> (<redacted>)" in out.out
     assert "password is <redacted>" in out.out
+    assert "copy: <redacted>" in out.out  # copied into a ConfigMap: still the Secret's value
 
     assert cli.main([*args, "--show-secrets"]) == 0
     shown = capsys.readouterr().out
-    assert f"password: {ENCODED}" in shown
+    assert f"password: {ENCODED}" in shown and f"copy: {PLAIN}" in shown
     assert "copied db with <redacted> (<redacted>)" in shown
 
 
@@ -94,9 +102,10 @@ def test_kinrun_test_passing_and_failing_cases_hide_the_value(files: Path, capsy
                                                                 caplog) -> None:
     """A passing case prints nothing secret and logs nothing secret (caplog: every record of
     the run, the Event's message checked in the case); a failing case's diff shows sizes on
-    both sides; with --show-secrets the diff shows the sent value."""
+    both sides of the Secret, and <redacted> for the value a template copied into a
+    ConfigMap; with --show-secrets the diff shows the sent values."""
     test_file = files / "copier.test.yaml"
-    test_file.write_text(TESTS % {"value": ENCODED, "expected": ENCODED})
+    test_file.write_text(TESTS % {"value": ENCODED, "expected": ENCODED, "copied": PLAIN})
     caplog.set_level(logging.DEBUG)
     assert cli.main(["test", str(test_file)]) == 0
     out = capsys.readouterr()
@@ -107,13 +116,14 @@ def test_kinrun_test_passing_and_failing_cases_hide_the_value(files: Path, capsy
     for message in messages:
         _assert_hidden(message)
 
-    test_file.write_text(TESTS % {"value": ENCODED, "expected": WRONG})
+    test_file.write_text(TESTS % {"value": ENCODED, "expected": WRONG, "copied": "other"})
     assert cli.main(["test", str(test_file)]) == 1
     out = capsys.readouterr()
     assert "FAIL copies the secret" in out.out
     _assert_hidden(out.out + out.err)
     assert WRONG not in out.out and "<redacted: 14 bytes>" in out.out
+    assert "copy: <redacted>" in out.out  # the ConfigMap's copy of the value, sent
 
     assert cli.main(["test", str(test_file), "--show-secrets"]) == 1
     out = capsys.readouterr().out
-    assert ENCODED in out and WRONG in out
+    assert ENCODED in out and WRONG in out and f"copy: {PLAIN}" in out
