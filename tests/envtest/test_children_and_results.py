@@ -37,7 +37,8 @@ def _parent(client: Client, ns: str, names: str) -> dict[str, Any]:
 def _program(other: str):
     manifests = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
                  "  name: 'team-{{ n.split(\":\")[0] }}'\n"
-                 "  namespace: '{{ \"" + other + "\" if \":far\" in n else obj.metadata.namespace }}'\n"
+                 "  namespace: '{{ \"" + other + "\" if \":far\" in n"
+                 " else obj.metadata.namespace }}'\n"
                  "data: {n: '{{ n }}'}\n")
     return compile_actions([{"applySet": {"forEach": "obj.data.names.split()", "as": "n",
                                           "manifests": manifests}}], controller="c")
