@@ -43,7 +43,8 @@ from kinrun.reconcile import Matches
 from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.schedule import CronSchedule, ScheduleError
 from kinrun.sharding.scope import sharded_informers
-from kinrun.templating import KeyMapper, TemplateEngine, compile_index_func, compile_key_mapper
+from kinrun.templating import (KeyMapper, TemplateEngine, compile_index_func, compile_key_mapper,
+                               lookup_calls)
 
 IndexFunc = Callable[[dict], list[str]]
 
@@ -302,12 +303,43 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     events = EventRecorder(spec.events.component_of(spec.name), spec.events.host, clock=clock)
     _check_finalizer(spec, hooks)
     _check_metadata_only_reads(spec, informers)
+    _check_lookups(spec, informers)
     return ControllerPlan(
         spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
         rec.keeps_old, resync, watches,
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
         spec.finalizer, schedule=_schedule(spec))
+
+
+def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:
+    """``get``/``list``/``by_index`` with a literal informer name that the config does not
+    define would fail at every render: a ConfigError at the template's place (the mapTo
+    watch, the var, the action). A computed name is checked when it renders."""
+    rec = spec.reconcile
+    sources: list[tuple[str, Any]] = [(w.template or "", w.location) for w in spec.watches
+                                      if w.map_to == "template"]
+    sources += [(v.expression, v.location) for v in rec.vars]
+    for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ())):
+        sources += [(text, action.location) for text in _strings(action.raw)]
+    for source, location in sources:
+        for function, informer, _line in lookup_calls(source):
+            if informer is not None and informer not in informers:
+                raise location.error(
+                    f"{function}({informer!r}, ...): no informer {informer!r} in this config "
+                    f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
+                    "caches of the config's informers")
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside an action's raw mapping (its templates), keys excluded."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _schedule(spec: ControllerSpec) -> CronSchedule | None:

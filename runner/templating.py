@@ -1013,6 +1013,29 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
 LOOKUP_NAMES = ("get", "list", "by_index")
 """The names :func:`lookup_functions` defines."""
 
+_PARSE_ONLY = jinja2.Environment()
+"""Parses template sources for :func:`lookup_calls` (no filters or tests are resolved)."""
+
+
+def lookup_calls(source: str) -> list[tuple[str, str | None, int]]:
+    """The lookups a template or expression makes: ``(function, informer, template line)`` per
+    call of ``get``/``list``/``by_index``, ``informer`` the literal first argument or None when
+    it is computed. A source that does not parse gives [] (compiling reports it)."""
+    bare = split_expression(source)
+    text = f"{{{{ {bare} }}}}" if bare is not None else source
+    try:
+        tree = _PARSE_ONLY.parse(text)
+    except jinja2.TemplateSyntaxError:
+        return []
+    calls = []
+    for call in tree.find_all(nodes.Call):
+        if isinstance(call.node, nodes.Name) and call.node.name in LOOKUP_NAMES:
+            first = call.args[0] if call.args else None
+            informer = first.value if isinstance(first, nodes.Const) and \
+                isinstance(first.value, str) else None
+            calls.append((call.node.name, informer, call.lineno))
+    return calls
+
 
 class KeyMapper:
     """A compiled ``mapTo: {template: ...}``: ``mapper(obj, initial_list=False) -> [key, ...]``.
@@ -1037,7 +1060,7 @@ class KeyMapper:
         self._value, self._engine, self.location, self.source = value, engine, location, source
         self._warner = warner
         self._lookups = dict(lookups or {})
-        self.uses_lookups = any(re.search(rf"\b{name}\s*\(", source) for name in LOOKUP_NAMES)
+        self.uses_lookups = bool(lookup_calls(source))
 
     def bind(self, listers: Mapping[str, Any]) -> KeyMapper:
         """The same mapper with ``get``/``list``/``by_index`` over ``listers`` (informer name
@@ -1186,6 +1209,6 @@ __all__ = [
     "KeyMapper", "LOOKUP_NAMES", "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
     "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode",
     "b64encode", "compile_index_func", "compile_key_mapper", "duration", "from_json",
-    "from_yaml", "index_values", "isoformat", "lookup_functions", "sha256", "split_expression", "to_datetime",
+    "from_yaml", "index_values", "isoformat", "lookup_calls", "lookup_functions", "sha256", "split_expression", "to_datetime",
     "to_json", "to_yaml",
 ]

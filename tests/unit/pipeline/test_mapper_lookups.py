@@ -7,6 +7,8 @@ from __future__ import annotations
 import queue
 import threading
 
+import pytest
+
 from pipeline_fakes import WAIT, Recorder, pod
 
 from kinrun.cache import Lister
@@ -157,3 +159,52 @@ def _eventually(condition) -> bool:
             return True
         tick.wait(0.001)
     return condition()
+
+
+# -- validate: lookups of informers the config lacks ---------------------------------------------
+
+
+LOOKUP_CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  namespaces: {apiVersion: v1, kind: Namespace}
+  source: {apiVersion: v1, kind: Secret}
+controllers:
+  - name: c
+    for: namespaces
+    watches:
+      - informer: source
+        mapTo: {template: "%s"}
+    reconcile:
+      vars: {v: "%s"}
+      actions:
+        - log: "%s"
+"""
+
+
+def _plan(mapper: str = "''", var: str = "1", log: str = "x"):
+    from kinrun.config import load_text
+    from kinrun.plan import plan
+    from kinrun.plugin_manager import new_plugin_manager
+    return plan(load_text(LOOKUP_CONFIG % (mapper, var, log), file="c.yaml"), new_plugin_manager())
+
+
+@pytest.mark.parametrize("mapper, var, log, where", [
+    ("{{ list('namespace') }}", "1", "x", "c.yaml:10:9: controllers[0].watches[0]"),
+    ("''", "get('sources', key)", "x", "c.yaml:13:17: controllers[0].reconcile.vars.v"),
+    ("''", "1", "{{ by_index('nope', 'i', 'v') }}",
+     "c.yaml:15:11: controllers[0].reconcile.actions[0]"),
+])
+def test_plan_refuses_a_lookup_of_an_informer_the_config_lacks(mapper, var, log, where):
+    from kinrun.errors import ConfigError
+    with pytest.raises(ConfigError, match="no informer") as caught:
+        _plan(mapper, var, log)
+    assert str(caught.value).startswith(where), str(caught.value)
+    assert "known: namespaces, source" in str(caught.value)
+
+
+def test_plan_accepts_known_and_computed_informer_names():
+    compiled = _plan("{{ list('namespaces') }}", "get('source', key)",
+                     "{{ list(controller) | length }}")
+    assert compiled.controller("c").watches[0].mapper.uses_lookups
