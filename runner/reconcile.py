@@ -226,7 +226,9 @@ def _uid(obj: Obj | None) -> str | None:
 # -- the reconciler ---------------------------------------------------------------------------
 
 RunActions = Callable[..., "float | None"]
-"""``program.run(key=, obj=, old=, ctx=) -> delay | None`` (an ``ActionProgram``)."""
+"""``program.run(key=, obj=, old=, ctx=, client=) -> delay | None`` (an ``ActionProgram``;
+``client``: the controller's client as its actions send through it, noting the answers to
+writes of the primary object for read-your-writes)."""
 RunHooks = Callable[[str, str, "Obj | None", ReconcileContext], "float | None"]
 """``hooks(controller, key, obj, ctx) -> delay | None`` (``plugin_manager.reconcile_caller``)."""
 
@@ -269,6 +271,12 @@ class Reconciler:
         self._lock = threading.Lock()
         self._pending: dict[str, list[Deletion]] = {}  # guarded by _lock; key -> oldest first
         self._last: dict[str, Obj] = {}  # key -> version last reconciled (keep_old); per key
+        # read-your-writes: key -> (the cached resourceVersion a reconcile read, the server's
+        # answer to its last write of that primary object); used instead of the cached object
+        # while the cache still shows that version. Per key (one worker at a time owns a key).
+        self._fresh: dict[str, tuple[str, Obj]] = {}
+        self._local = threading.local()  # .target, .answer: the primary written on this thread
+        self._client = _OwnWrites(client, self._local) if client is not None else None
         self._ctx_base = {"controller": name, "listers": self.listers, "client": client,
                           "logger": self.logger, "indexers": self.indexers}
 
@@ -314,6 +322,7 @@ class Reconciler:
         with self._lock:
             self._pending.pop(key, None)
         self._last.pop(key, None)
+        self._fresh.pop(key, None)
 
     def take_over(self, old: Reconciler) -> None:
         """Hot reload (``kinrun.reload``): carry over what ``old`` (the same controller's
@@ -348,6 +357,36 @@ class Reconciler:
         return self._reconcile_live(key, obj, cause)
 
     def _reconcile_live(self, key: str, obj: Obj, cause: Cause | None) -> Result:
+        cached_rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if self._fresh:
+            obj = self._freshest(key, obj, cached_rv)
+        if self._client is None:
+            return self._reconcile_object(key, obj, cause)
+        local = self._local
+        local.target, local.answer = _identity(obj), None
+        try:
+            return self._reconcile_object(key, obj, cause)
+        finally:
+            if local.answer is not None and cached_rv:
+                self._fresh[key] = (cached_rv, local.answer)
+            local.target = local.answer = None
+
+    def _freshest(self, key: str, obj: Obj, cached_rv: str | None) -> Obj:
+        """``obj``, or the server's answer to this controller's last write of it while the
+        cache still shows the version that write was based on (read-your-writes: a reconcile
+        queued by another event before the write's own watch event arrived sees what it
+        wrote, so it neither writes the same again nor fails a resourceVersion precondition
+        with 409). Same uid only; once the cache shows any other version it is used."""
+        fresh = self._fresh.get(key)
+        if fresh is None:
+            return obj
+        read_rv, answer = fresh
+        if read_rv == cached_rv and _uid(answer) == _uid(obj):
+            return answer
+        del self._fresh[key]
+        return obj
+
+    def _reconcile_object(self, key: str, obj: Obj, cause: Cause | None) -> Result:
         old = self._last.get(key) if self.keep_old else None
         ctx = self._context(key, old, str(cause) if cause is not None else "", cause)
         try:
@@ -378,7 +417,8 @@ class Reconciler:
             return Result("done", cause=cause)
         delays = []
         if self.finalize is not None:
-            delays.append(self.finalize.run(key=key, obj=obj, old=old, ctx=ctx))
+            delays.append(self.finalize.run(key=key, obj=obj, old=old, ctx=ctx,
+                                            client=self._client))
         if self.hooks is not None:
             delays.append(self.hooks(self.name, key, obj, ctx))
         asked = [d for d in delays if d is not None and d > 0]
@@ -391,11 +431,11 @@ class Reconciler:
         """Send a finalizer patch; the object as the server now has it (``obj`` itself
         without a client, and under dry-run, where nothing changed). ApiError propagates with
         the controller, key and finalizer in its message."""
-        if self.client is None:
+        if self._client is None:
             self.logger.info("dry-run: %s", json.dumps(request.describe(), sort_keys=True))
             return obj
         try:
-            answer = self.client.execute(request)
+            answer = self._client.execute(request)
         except ApiError as err:
             if err.args:
                 err.args = (f"controller {self.name!r}: {what} finalizer {self.finalizer} on "
@@ -411,6 +451,7 @@ class Reconciler:
         """Run ``onDelete`` for each deletion in order; None when all are done. A failure or a
         requeue puts that deletion and the later ones back and is the result."""
         self._last.pop(key, None)
+        self._fresh.pop(key, None)
         for i, deletion in enumerate(deletions):
             try:
                 deletion = self._confirmed(key, deletion)
@@ -460,11 +501,42 @@ class Reconciler:
         program = self.actions if obj is not None else self.on_delete
         delays = []
         if program is not None:
-            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx))
+            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client))
         if self.hooks is not None:
             delays.append(self.hooks(self.name, key, obj, ctx))
         asked = [d for d in delays if d is not None]
         return min(asked) if asked else None
+
+
+def _identity(obj: Obj) -> tuple[Any, ...]:
+    meta = obj.get("metadata") or {}
+    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name")
+
+
+class _OwnWrites:
+    """The controller's client as its actions (and finalizer writes) use it: each answer to a
+    write of the primary object being reconciled on this thread (``local.target``, its
+    identity) is kept in ``local.answer`` for read-your-writes (:meth:`Reconciler._freshest`).
+    Everything else is the client's; hooks get the client itself (``ctx.client``).
+    Thread-safe as the client (the slots are per thread); a dry-run client's answers are not
+    kept (nothing was stored)."""
+
+    __slots__ = ("_inner", "_local")
+
+    def __init__(self, client: Any, local: threading.local) -> None:
+        self._inner, self._local = client, local
+
+    def execute(self, req: Any, **kwargs: Any) -> Any:
+        answer = self._inner.execute(req, **kwargs)
+        if isinstance(answer, dict) and req.verb != "delete" and \
+                getattr(self._local, "target", None) == _identity(answer) and \
+                (answer.get("metadata") or {}).get("resourceVersion") and \
+                not getattr(self._inner, "dry_run", False):
+            self._local.answer = answer
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def confirm_gone_by_get(client: Any, api_version: str, kind: str, *,

@@ -74,8 +74,8 @@ def test_foo_owns_its_deployment_and_reports_its_available_replicas(cluster: Clu
     proc.wait_for(status_writes, count=2)
     applies = proc.count(rf"apply Deployment {ns}/example-foo$")
     for i in range(3):  # reconciles of the settled Foo: the Deployment applied, no status write
-        client.patch(FOO, "Foo", "example-foo", {"metadata": {"labels": {"poke": str(i)}}},
-                     namespace=ns)
+        client.patch("apps/v1", "Deployment", "example-foo",  # mapped to its owner, the Foo
+                     {"metadata": {"annotations": {"poke": str(i)}}}, namespace=ns)
         proc.wait_for(rf"apply Deployment {ns}/example-foo$", count=applies + i + 1)
     assert proc.count(status_writes) == 2
     assert events(cluster, "Synced")

@@ -189,3 +189,33 @@ def test_plan_compiles_finalize():
                                         "      finalize: [{log: bye}]"), file="f.yaml"))
     (controller,) = compiled.controllers
     assert controller.finalizer == "example.com/x" and len(controller.finalize) == 1
+
+
+class StatusClient:
+    """Answers a status patch with the object it makes (resourceVersion + 1)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def execute(self, req: Any) -> Any:
+        self.sent.append(req)
+        obj = cm()
+        obj["status"] = dict(req.body["status"])
+        obj["metadata"]["resourceVersion"] = str(int(req.body["metadata"]["resourceVersion"]) + 1)
+        return obj
+
+
+def test_a_reconcile_before_the_cache_caught_up_sees_its_own_write():
+    """Read-your-writes: the same stale cached object twice: one status write, not two (nor a
+    409); once the cache shows another version, that version is used."""
+    client = StatusClient()
+    rec = Reconciler("c", actions=compile_actions([{"status": {"fields": {"phase": "Ready"}}}],
+                                                  controller="c"), client=client)
+    stale = cm()
+    assert rec(KEY, stale).outcome == "done"
+    assert rec(KEY, stale).outcome == "done"  # queued by another event; cache still at rv 5
+    assert len(client.sent) == 1
+    moved = cm()
+    moved["metadata"]["resourceVersion"] = "9"  # someone else's write: status gone again
+    assert rec(KEY, moved).outcome == "done"
+    assert len(client.sent) == 2 and client.sent[1].body["metadata"]["resourceVersion"] == "9"
