@@ -25,7 +25,7 @@ from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, Re
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import redact_text, secret_values
+from kinrun.redact import is_secret, redact_request, redact_text, secret_values
 from kinrun.templating import SourceLocation, TemplateEngine
 
 Render = Callable[[Mapping[str, Any]], Any]
@@ -342,7 +342,15 @@ class PatchAction:
 
     def render(self, scope: Scope) -> list[Step]:
         target = resolve_target(self._target, scope, "patch")
-        body = check_patch(self._patch(scope.variables), self._type)
+        rendered = self._patch(scope.variables)
+        try:
+            body = check_patch(rendered, self._type)
+        except CheckError as exc:
+            if not is_secret(target.api_version, target.kind):
+                raise
+            shown = redact_request({"apiVersion": "v1", "kind": "Secret", "body": rendered})
+            raise CheckError(f"patch: a {self._type} patch of a Secret has the wrong shape "
+                             f"(values redacted): {shown['body']!r}") from None
         return [ApiRequest("patch", target.api_version, target.kind, target.name,
                            target.namespace, body=body, patch_type=self._type,
                            subresource=self._subresource)]

@@ -96,3 +96,25 @@ def test_kinrun_test_records_log_lines_with_secrets_redacted() -> None:
                                        "saw %s and %s", (SECRET, "x"), None))
     (line,) = recorder.logs()
     assert ENCODED not in line.message and "<redacted: 14 bytes>" in line.message
+
+
+def test_a_malformed_patch_of_a_secret_does_not_echo_its_values() -> None:
+    """The render error of a json patch of a Secret that is not a list names the shape with
+    the values redacted; a ConfigMap's still quotes what it got."""
+    import pytest
+
+    from kinrun.actions import compile_actions
+    from kinrun.actions.errors import RenderError
+
+    program = compile_actions([{"patch": {"type": "json", "target": {
+        "apiVersion": "v1", "kind": "Secret", "name": "db"},
+        "patch": {"data": {"password": ENCODED}}}}], controller="c")
+    with pytest.raises(RenderError) as err:
+        program.render(key="shop/x", obj=None)
+    assert ENCODED not in str(err.value) and "<redacted: 14 bytes>" in str(err.value)
+    cm = compile_actions([{"patch": {"type": "json", "target": {
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "c"},
+        "patch": {"data": {"password": ENCODED}}}}], controller="c")
+    with pytest.raises(RenderError) as err:
+        cm.render(key="shop/x", obj=None)
+    assert ENCODED in str(err.value)
