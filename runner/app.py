@@ -195,14 +195,13 @@ def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | Non
         watcher.set_paths(files())  # the plugin files of the config in force
         return watcher.changed()
     watching = signals.current()
-    if watching is not None:
-        watching.on_reload(on_hup)
     thread = threading.Thread(target=reloader.run, name="kinrun-reload", daemon=True,
                               args=(ended, wake, changed, spec.poll_interval, take_hup))
     thread.start()
-    if spec.poll_interval:
-        _log.info("watching %s for changes every %gs (and SIGHUP)", ", ".join(files()),
-                  spec.poll_interval)
+    if watching is not None:
+        watching.on_reload(on_hup)
+    _log.info("config reload on SIGHUP%s", f"; watching {', '.join(files())} every "
+              f"{spec.poll_interval:g}s" if spec.poll_interval else " only (reload.pollInterval 0)")
 
     def stop_reloading() -> None:
         if watching is not None:

@@ -347,6 +347,7 @@ class Reloader:
         self._stop = stop or threading.Event()  # the run stops: a reload under way gives up
         self._lock = threading.Lock()
         self._failed_hash: str | None = None  # content whose errors were logged already
+        self._rediscovery_error: str | None = None  # the last one logged
         self.hash = config_hash(files())
         self.last_diff: PlanDiff | None = None
         self.reloads = {"success": 0, "failure": 0}
@@ -400,8 +401,11 @@ class Reloader:
                     return False
                 change = self.apply(bound)
             except Exception as exc:  # noqa: BLE001 - retried at the next rediscovery
-                _log.warning("rediscovery failed: %s", exc)
+                if str(exc) != self._rediscovery_error:  # once per distinct error
+                    _log.warning("rediscovery failed (retried): %s", exc)
+                self._rediscovery_error = str(exc)
                 return False
+            self._rediscovery_error = None
             started = [n for n in before if n in bound.refs]
             stopped = [n for n in bound.waiting if n not in before]
             for name in started:

@@ -25,8 +25,9 @@ What a signal does, by the state of the process-wide :class:`StopSignals`:
 
 SIGHUP is not a stop request: while a run has a reload callback set
 (:meth:`StopSignals.on_reload`, the hot reload of ``kinrun.reload``) it is logged and calls
-it on the signal thread (the callback only wakes the reload loop); otherwise it is logged and
-ignored (before, SIGHUP's default action ended the process).
+it on the signal thread (the callback only wakes the reload loop); before that (the run is
+starting) it is logged and remembered for the callback; once the run finished it is ignored
+(before hot reload, SIGHUP's default action ended the process).
 
 In ``waiting`` and ``attached``, another signal within SECOND_SIGNAL_GRACE seconds of the first
 is the same request (``timeout`` and some supervisors signal both the process and its group)
@@ -125,6 +126,7 @@ class StopSignals:
         self._previous: dict[int, object] = {}
         self._thread: threading.Thread | None = None
         self._reload: Callable[[], None] | None = None  # guarded by _lock
+        self._hup_pending = False  # a SIGHUP before on_reload was set; guarded by _lock
 
     # --- the handler: no lock, no logging, no allocation beyond one bytes object ----------
 
@@ -185,9 +187,13 @@ class StopSignals:
 
     def on_reload(self, callback: Callable[[], None] | None) -> None:
         """Call ``callback()`` (on the signal thread; keep it quick) for each SIGHUP from now
-        on; None: SIGHUP is logged and ignored."""
+        on (and now, for one that came while the run was starting); None: SIGHUP is logged
+        and remembered for the next callback."""
         with self._lock:
             self._reload = callback
+            pending, self._hup_pending = self._hup_pending and callback is not None, False
+        if pending:  # a SIGHUP came while the run was starting
+            callback()  # type: ignore[misc]
 
     def ignore_from_now(self) -> None:
         """The process is exiting with the run's code: set SIGINT/SIGTERM to SIG_IGN (main
@@ -203,7 +209,7 @@ class StopSignals:
         nothing else (the deadline stays armed while the process exits)."""
         with self._lock:
             self._stop, self._finished, self._first = None, True, None
-            self._reload = None
+            self._reload, self._hup_pending = None, False
 
     def arm_deadline(self) -> None:
         """Arm the exit deadline now (a run stopping for a reason other than a signal, such as
@@ -255,8 +261,9 @@ class StopSignals:
         if signum in RELOAD_SIGNALS:
             with self._lock:
                 reload = None if self._finished else self._reload
+                self._hup_pending = reload is None and not self._finished
             if reload is None:
-                _log.info("%s received: no config reload now (not running); ignored", name)
+                _log.info("%s received: the config is reloaded once the run is started", name)
                 return
             _log.info("%s received: reloading the config", name)
             reload()

@@ -250,3 +250,25 @@ def test_a_kind_served_after_start_starts_its_informer(envtest_cluster: Cluster,
     assert readyz()[0] == 500
     assert proc.proc.poll() is None
     proc.stop()
+
+
+def test_sighup_reloads_without_polling(envtest_cluster: Cluster, tmp_path: Path) -> None:
+    """With ``reload.pollInterval: 0s`` a changed file waits for SIGHUP, which reloads it (and
+    does not stop kinrun)."""
+    import signal
+
+    cluster = envtest_cluster
+    cluster.client.create(cluster.obj({"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "h1", "labels": {"app": "reload"}}}))
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config(1).replace("pollInterval: 100ms", "pollInterval: 0s"))
+    proc = cluster.run(str(path))
+    proc.wait_for(rf"begin v1 {cluster.namespace}/h1 ")
+    proc.wait_for(r"config reload on SIGHUP only")
+    path.write_text(config(2).replace("pollInterval: 100ms", "pollInterval: 0s"))
+    proc.proc.send_signal(signal.SIGHUP)
+    line = proc.wait_for(r"config reloaded \(SIGHUP")
+    assert "swapped a" in line
+    proc.wait_for(rf"begin v2 {cluster.namespace}/h1 ")
+    assert proc.proc.poll() is None and proc.count(r"config reloaded") == 1
+    proc.stop()

@@ -436,8 +436,15 @@ controllers:
     assert list(bound.waiting) == ["foos"]
     assert "kinrun.yaml:" in bound.waiting["foos"]
     assert bound.waiting_controllers() == {"f": ["foos"]}
-    manager = bound.manager()
+    metrics = Metrics()
+    manager = bound.manager(metrics=metrics)
     assert sorted(manager.controllers) == ["c"] and sorted(manager.informers) == ["cms"]
+    assert manager.waiting_informers() == bound.waiting
+    Reloader(manager, lambda: None, plan, metrics=metrics)
+    assert metrics.registry.get_sample_value("kinrun_informer_waiting",
+                                             {"informer": "foos"}) == 1
+    assert metrics.registry.get_sample_value("kinrun_informer_waiting",
+                                             {"informer": "cms"}) == 0
     typo = plan(load_text(text.replace("kind: ConfigMap", "kind: ConfigMapz"),
                           file="kinrun.yaml"))
     with pytest.raises(UnknownKindError, match="ConfigMapz"):

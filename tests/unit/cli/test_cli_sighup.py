@@ -22,11 +22,15 @@ def test_sighup_calls_the_reload_callback_and_does_not_stop() -> None:
         watcher.attach(stop, 60.0)
         handler = signal.getsignal(signal.SIGHUP)
         assert callable(handler)
-        handler(signal.SIGHUP, None)  # no callback yet: ignored
+        handler(signal.SIGHUP, None)  # the run is starting: remembered
+        handler(signal.SIGHUP, None)
+        watcher._read_pending()  # handled now (the signal thread may not have run yet)
         watcher.on_reload(lambda: (callers.append(threading.get_ident()), reloaded.set()))
+        assert reloaded.is_set() and len(callers) == 1  # delivered once, at on_reload
+        reloaded.clear()
         handler(signal.SIGHUP, None)
         assert reloaded.wait(WAIT)
-        assert callers and callers[0] != threading.get_ident()  # the signal thread
+        assert callers[1] != threading.get_ident()  # the signal thread
         handler(signal.SIGHUP, None)  # a second one is another reload, not an exit
         watcher.on_reload(None)
         watcher.detach()
