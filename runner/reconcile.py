@@ -66,6 +66,14 @@ remove NAME from the objects that carry it.
   moved and back), no longer matching them ``left``. A tombstone of a sharded informer is
   confirmed by that GET as well.
 
+Read-your-writes: when a reconcile's actions (or its finalizer patch) write the primary object
+itself and get the new object back, and the next reconcile of that key finds the cache still at
+the version the write was based on (it was queued by another event before the write's own
+watch event arrived), it reconciles the server's answer instead: what it wrote, so a status
+action compares with it (no second write) and a resourceVersion precondition holds (no 409).
+Once the cache shows any other version, the cache is used. Hooks see the cached object and the
+client itself.
+
 Thread-safety: a Reconciler is called by its controller's workers, never for the same key on two
 threads at once (the workqueue guarantees it). ``record_deletion`` runs on informer threads;
 the pending deletions are guarded by ``_lock`` (taken only for deletions, never on the path of
