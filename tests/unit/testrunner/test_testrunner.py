@@ -148,3 +148,37 @@ def test_a_bad_duration_is_a_located_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"t.test.yaml:6:20: cases\[0\].when\[0\].after: "
                                           r"'soon': A duration"):
         load_test_file(path)
+
+
+SCHEDULED = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+controllers:
+  - name: c
+    for: cms
+    schedule: "0 * * * *"
+    reconcile:
+      actions:
+        - log: "{{ reason }} {{ key }}"
+"""
+
+
+def test_schedule_fires_when_the_clock_is_stepped_past_the_hour(tmp_path: Path) -> None:
+    """The cases' clock starts at 2023-11-14T22:13:20Z: `after: 46m` is before 23:00 (no
+    scheduled reconcile), `after: 47m` past it (one)."""
+    path = write(tmp_path, f"""\
+  - name: before the hour
+    given: [{CM % "{}"}]
+    when: [{{after: 46m}}]
+    expect:
+      logs: ["^added default/a$", "^scheduled default/a$"]
+  - name: past the hour
+    given: [{CM % "{}"}]
+    when: [{{after: 47m}}]
+    expect:
+      logs: ["^added default/a$", "^scheduled default/a$"]
+""", SCHEDULED)
+    before, past = run_only(path)
+    assert before.failures and "logs[1]" in before.failures[0].message
+    assert past.passed, past.failures
