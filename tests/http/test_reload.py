@@ -449,3 +449,36 @@ controllers:
                           file="kinrun.yaml"))
     with pytest.raises(UnknownKindError, match="ConfigMapz"):
         typo.bind(client, wait_for_kinds=True)  # a built-in group: a typo, not a CRD
+
+
+def test_a_reload_that_fails_while_applying_is_undone(client: Client, tmp_path: Path,
+                                                    embedded_server) -> None:
+    """An informer the reload adds that does not sync within ``sync_timeout`` (its LIST is
+    slow) undoes the whole reload: that informer is stopped again, no controller was swapped
+    or added; the same file applies once the server answers in time (SIGHUP's forced
+    reload)."""
+    client.create(cm("one", app="web"))
+    client.create({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "s0", "namespace": "default"}})
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    try:
+        before = dict(manager.controllers)
+        keys = set(manager.factory.informers())
+        reloader.sync_timeout = 0.3
+        embedded_server.faults.latency = 1.5  # every request from now on: the new LIST too
+        path.write_text(config("v2", secrets=True))
+        assert not reloader.reload()
+        embedded_server.faults.latency = 0.0
+        assert manager.controllers == before and set(manager.factory.informers()) == keys
+        client.patch("v1", "ConfigMap", "one", {"data": {"x": "1"}}, namespace="default")
+        assert calls.wait_for(lambda c: any(x[:3] == ("v1", "a", "default/one") and x[3]
+                                            for x in c))
+        assert not any(x[0] == "v2" for x in calls.calls)
+        reloader.sync_timeout = WAIT
+        assert reloader.reload("SIGHUP", force=True)
+        assert calls.wait_for(lambda c: ("v2", "c", "default/s0") in {x[:3] for x in c})
+    finally:
+        manager.stop(2.0)
