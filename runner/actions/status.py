@@ -70,7 +70,7 @@ def compile_values(value: Any, engine: TemplateEngine, loc: SourceLocation) -> R
             return lambda _v: value
         if value.strip().startswith("{{") and split_expression(value) is not None:
             expression = engine.expression(split_expression(value) or "", loc)
-            return lambda v: _defined(expression.evaluate(v), value)
+            return lambda v: _defined(expression.evaluate(v))
         return engine.template(value, loc).render
     if isinstance(value, Mapping):
         items = [(k, compile_values(v, engine, loc.child(f".{k}"))) for k, v in value.items()]
@@ -82,7 +82,7 @@ def compile_values(value: Any, engine: TemplateEngine, loc: SourceLocation) -> R
     return lambda _v: value
 
 
-def _defined(value: Any, source: str) -> Any:
+def _defined(value: Any) -> Any:
     if isinstance(value, jinja2.Undefined):
         str(value)  # StrictUndefined: raises, naming what is missing
     return value

@@ -11,8 +11,8 @@ from actions_fakes import frozen_copy
 from kinrun.actions import compile_actions
 from kinrun.conditions import (ConditionError, check_condition, remove_status_condition,
                                set_status_condition)
-from kinrun.errors import ConfigError
 from kinrun.actions.errors import RenderError
+from kinrun.errors import ConfigError
 
 T0, T1 = "2023-11-14T22:13:20Z", "2023-11-14T23:13:20Z"
 NOW = 1700003600.0  # 2023-11-14T23:13:20Z
@@ -65,7 +65,8 @@ def test_remove_status_condition():
 
 @pytest.mark.parametrize("condition,problem", [
     pytest.param({"type": "Ready", "status": "yes", "reason": "R"}, "status must be", id="status"),
-    pytest.param({"type": "Ready", "status": "True", "reason": "not camel"}, "CamelCase", id="reason"),
+    pytest.param({"type": "Ready", "status": "True", "reason": "not camel"}, "CamelCase",
+                 id="reason"),
     pytest.param({"type": "Ready", "status": "True"}, "CamelCase", id="no-reason"),
     pytest.param({"type": "bad type!", "status": "True", "reason": "R"}, "qualified", id="type"),
     pytest.param({"type": "Ready", "status": "True", "reason": "R", "x": 1}, "unknown", id="field"),
