@@ -57,7 +57,9 @@ While kinrun is not running, a deleted object with NAME stays terminating (and s
 namespace being deleted around it) until kinrun returns and finalizes it, or someone removes
 NAME by hand (``kubectl patch KIND NAME --type=json -p '[{"op": "remove", "path":
 "/metadata/finalizers/I"}]'``, I its index). Removing ``finalizer:`` from the config does not
-remove NAME from the objects that carry it.
+remove NAME from the objects that carry it, and neither does an object leaving the informer's
+selectors (``left``: kinrun no longer sees it; ``onDelete`` runs, NAME stays and its deletion
+waits for whoever removes it): select with labels that do not come and go.
 
 * **moved** — (sharding, ``kinrun.sharding``) the object left a sharded informer because the
   sharder handed it to another replica: not a deletion, no ``onDelete``. Told from the final
