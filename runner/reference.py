@@ -53,7 +53,9 @@ controllers:
     for: cms
     reconcile:
       vars:
-        managed: "obj.metadata.ownerReferences | default([]) | selectattr('controller') | list | length > 0"
+        managed: >-
+          obj.metadata.ownerReferences | default([]) | selectattr('controller') | list
+          | length > 0
       actions:
         - stop: "{{ key }} belongs to its controller"
           when: managed
@@ -78,7 +80,9 @@ controllers:
     watches:
       - informer: settings
         mapTo:
-          template: "{{ [] if initial_list else list('namespaces') | map(attribute='metadata.name') | list }}"
+          template: >-
+            {{ [] if initial_list else
+               list('namespaces') | map(attribute='metadata.name') | list }}
     reconcile:
       actions:
         - log: "{{ key }}: {{ reason }}"

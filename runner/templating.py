@@ -1205,10 +1205,11 @@ the reference lists by name) and the plugins' ``kinrun_template_filters``."""
 
 __all__ = [
     "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
-    "ITERATING_FILTERS", "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_RANGE", "MAX_SEQUENCE",
-    "KeyMapper", "LOOKUP_NAMES", "OUTPUT_BATCH", "RateLimitedWarner", "RenderBudget", "SourceLocation", "Template",
-    "TemplateEngine", "TemplateOptions", "TemplateRenderError", "as_location", "b64decode",
-    "b64encode", "compile_index_func", "compile_key_mapper", "duration", "from_json",
-    "from_yaml", "index_values", "isoformat", "lookup_calls", "lookup_functions", "sha256", "split_expression", "to_datetime",
-    "to_json", "to_yaml",
+    "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES", "MAX_EXPONENT", "MAX_FILE_BYTES",
+    "MAX_RANGE", "MAX_SEQUENCE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner", "RenderBudget",
+    "SourceLocation", "TEMPLATE_NAMES", "Template", "TemplateEngine", "TemplateName",
+    "TemplateOptions", "TemplateRenderError",
+    "as_location", "b64decode", "b64encode", "compile_index_func", "compile_key_mapper",
+    "duration", "from_json", "from_yaml", "index_values", "isoformat", "lookup_calls",
+    "lookup_functions", "sha256", "split_expression", "to_datetime", "to_json", "to_yaml",
 ]
