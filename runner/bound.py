@@ -15,8 +15,10 @@ builder does (step 7 of the pipeline lives here):
   index handlers are synchronous (a key computation and a workqueue add never block); a
   ``mapTo: {template}`` mapper, which may look objects up and spend up to its template budget,
   runs on a listener thread of its own (client-go's processorListener), so a slow mapper
-  stalls only itself, never its informer or the other handlers (one thread hand-off per event,
-  ~15 us, ``benchmarks/``); plugins' raw event hooks get listener threads of their own too. Resync is per handler (client-go
+  stalls only itself, never its informer or the other handlers. Every template mapper does so,
+  lookups or not: the hand-off (~15 us per event, ``benchmarks/``) is small beside a render
+  (~50 us for a two-field key template on the 2-core VM) and any template may spend up to its
+  budget's timeout. Plugins' raw event hooks get listener threads of their own too. Resync is per handler (client-go
   ``AddEventHandlerWithResyncPeriod``): the controller's resyncPeriod, else its primary
   informer's; a watch and a plugin's event hooks resync as their own informer says.
 
