@@ -286,7 +286,8 @@ class Reconciler:
         # while the cache still shows that version. Per key (one worker at a time owns a key).
         self._fresh: dict[str, tuple[str, Obj]] = {}
         self._local = threading.local()  # .target, .answer: the primary written on this thread
-        self._client = _OwnWrites(client, self._local) if client is not None else None
+        self._client = _OwnWrites(client, self._local, self.logger) \
+            if client is not None else None
         self._ctx_base = {"controller": name, "listers": self.listers, "client": client,
                           "logger": self.logger, "indexers": self.indexers}
 
@@ -528,22 +529,46 @@ class _OwnWrites:
     write of the primary object being reconciled on this thread (``local.target``, its
     identity) is kept in ``local.answer`` for read-your-writes (:meth:`Reconciler._freshest`).
     Everything else is the client's; hooks get the client itself (``ctx.client``).
-    Thread-safe as the client (the slots are per thread); a dry-run client's answers are not
-    kept (nothing was stored)."""
+    A status patch whose answer lacks a field it set is logged once per field (a warning: the
+    server pruned it, not in the CRD's schema, so every reconcile will send it again).
+    Thread-safe as the client (the slots are per thread; ``_warned`` only grows, a field may
+    at worst be warned about twice); a dry-run client's answers are not kept (nothing was
+    stored)."""
 
-    __slots__ = ("_inner", "_local")
+    __slots__ = ("_inner", "_local", "_logger", "_warned")
 
-    def __init__(self, client: Any, local: threading.local) -> None:
-        self._inner, self._local = client, local
+    def __init__(self, client: Any, local: threading.local, logger: logging.Logger) -> None:
+        self._inner, self._local, self._logger = client, local, logger
+        self._warned: set[tuple[str, str]] = set()
 
     def execute(self, req: Any, **kwargs: Any) -> Any:
         answer = self._inner.execute(req, **kwargs)
+        if req.subresource == "status" and req.verb == "patch" and isinstance(answer, dict) \
+                and isinstance(req.body, dict):
+            self._check_kept(req, (req.body.get("status") or {}), answer.get("status") or {})
         if isinstance(answer, dict) and req.verb != "delete" and \
                 getattr(self._local, "target", None) == _identity(answer) and \
                 (answer.get("metadata") or {}).get("resourceVersion") and \
                 not getattr(self._inner, "dry_run", False):
             self._local.answer = answer
         return answer
+
+    def _check_kept(self, req: Any, sent: Any, kept: Any, path: str = "status") -> None:
+        if not isinstance(sent, dict) or not isinstance(kept, dict):
+            return
+        for field, value in sent.items():
+            where = f"{path}.{field}"
+            if value is None:
+                continue
+            if field not in kept:
+                if (req.kind, where) not in self._warned:
+                    self._warned.add((req.kind, where))
+                    self._logger.warning(
+                        "%s: the server did not keep %s (not in the status schema of %s?): "
+                        "a pruned field is written again at every reconcile", req.summary(),
+                        where, req.kind)
+            else:
+                self._check_kept(req, value, kept[field], where)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

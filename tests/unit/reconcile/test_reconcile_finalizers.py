@@ -219,3 +219,24 @@ def test_a_reconcile_before_the_cache_caught_up_sees_its_own_write():
     moved["metadata"]["resourceVersion"] = "9"  # someone else's write: status gone again
     assert rec(KEY, moved).outcome == "done"
     assert len(client.sent) == 2 and client.sent[1].body["metadata"]["resourceVersion"] == "9"
+
+
+def test_a_status_field_the_server_prunes_is_warned_about_once(caplog):
+    """The answer lacks a field the status patch set: one warning naming it, not one per write."""
+    class Pruning(StatusClient):
+        def execute(self, req: Any) -> Any:
+            obj = super().execute(req)
+            obj["status"].pop("extra", None)  # as a CRD's structural schema prunes it
+            return obj
+
+    client = Pruning()
+    rec = Reconciler("c", actions=compile_actions(
+        [{"status": {"fields": {"phase": "Ready", "extra": "x"}}}], controller="c"),
+        client=client)
+    for rv in ("5", "7", "9"):
+        obj = cm()
+        obj["metadata"]["resourceVersion"] = rv
+        assert rec(KEY, obj).outcome == "done"
+    assert len(client.sent) == 3
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "did not keep status.extra" in warnings[0]
