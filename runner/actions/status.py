@@ -35,7 +35,8 @@ newer object, so a concurrent writer of other conditions is never overwritten.
 
 The kind must have a status subresource (built-in kinds with a status; a CRD with
 ``subresources: {status: {}}``). A field the server does not keep (pruned by the CRD's schema)
-differs again at every reconcile and is written every time: declare it in the schema.
+differs again at every reconcile and is written every time: declare it in the schema (the
+reconcile warns once per such field, ``kinrun.reconcile``).
 """
 
 from __future__ import annotations
