@@ -24,6 +24,7 @@ from kinrun.durations import parse_duration
 from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
+from kinrun.kube.events import MAX_MESSAGE
 from kinrun.kube.request import ApiRequest
 from kinrun.redact import is_secret, redact_request, redact_text, secret_values
 from kinrun.templating import SourceLocation, TemplateEngine
@@ -39,7 +40,7 @@ _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PATCH_TYPES = tuple(action_fields("patch")["type"]["enum"])
 PROPAGATION_POLICIES = tuple(action_fields("delete")["propagationPolicy"]["enum"])
 EVENT_TYPES = tuple(action_fields("event")["type"]["enum"])
-EVENT_MESSAGE_MAX = 1024
+EVENT_MESSAGE_MAX = MAX_MESSAGE
 """Event messages are cut to this many characters (the events API's limit)."""
 
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-MAX_MESSAGE = 1024  # characters kept of a message (events.k8s.io's limit on ``note``)
+MAX_MESSAGE = 1024
+"""Characters kept of a message (events.k8s.io's limit on ``note``)."""
 
 
 def rfc3339(epoch_seconds: float) -> str:
