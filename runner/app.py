@@ -6,13 +6,17 @@
       2. with ``--embedded``: start the embedded API server, load the seed objects, print
          ``export KUBECONFIG=<path>`` (stdout) so kubectl can be pointed at it;
       3. build the client (kubeconfig / in-cluster; ClusterConfigError when there is none),
-         bind the plan (discovery) and wire the Manager;
+         bind the plan (discovery; a kind outside the built-in groups that is not served yet
+         waits, with its controllers) and wire the Manager;
       4. optionally serve metrics and health probes (``probes:`` or
          ``--health-probe-bind-address``: ``kinrun.probes``; a standby replica is ready) and
          wait to be the leader (Lease; not with ``--dry-run``, which sends every write with
          ``dryRun=All`` and must never take the Lease);
       5. start informers, wait for their caches, start the workers (progress in the log);
-      6. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
+      6. hot reload (``kinrun.reload``): a thread polls the config and plugin files
+         (``kinrun.config_watch``) and reloads on a change or SIGHUP, and looks for kinds
+         not served yet; it is stopped before anything else;
+      7. on SIGINT/SIGTERM: stop the informers, drain the workqueues (bounded), exit 0.
 
 Stopping is bounded: the drain gets ``shutdown.drainTimeout`` seconds (``--drain-timeout``
 wins; default in ``ShutdownSpec``), and the whole stop (informers, drain, shutdown hooks,
@@ -72,8 +76,9 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
     leadership was lost, 130 on a second signal (the process exits at once, from the signal
     thread; also 1 from there when stopping overran ``drain timeout + EXIT_SLACK`` seconds).
     Raises ConfigError (bad seed file, bad template, unknown plugin, metrics port in use),
-    ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError and ApiError
-    (discovery failed): the CLI maps them to exit codes.
+    ClusterConfigError (no cluster and no ``--embedded``), UnknownKindError (a kind of a
+    built-in API group the server does not serve: a typo) and ApiError (discovery failed): the
+    CLI maps them to exit codes.
     """
     stop = stop or threading.Event()
     drain_timeout = options.effective_drain_timeout(config)
