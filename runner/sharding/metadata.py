@@ -8,8 +8,9 @@ application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`` and a WATCH w
 asks; Kubernetes >= 1.15), so the sharder's caches hold a few hundred bytes per object.
 
 Uses the client's metadata-only ListerWatcher (``Client.lister_watcher(metadata_only=True)``)
-where the client has it; otherwise (kept until every kinrun has it) this module changes only the Accept header of a ``KubeListerWatcher``'s requests (a shallow
-copy of the client's Transport: same connection pool, rate limiter and retries).
+where the client has it; otherwise this module changes only the Accept header of a
+``KubeListerWatcher``'s requests (a shallow copy of the client's Transport: same connection
+pool, rate limiter and retries).
 """
 
 from __future__ import annotations

@@ -274,7 +274,8 @@ class Sharder:
 
         def update(old: dict, new: dict) -> None:
             self._enqueue(res, new)
-            if res.role == PRIMARY and labels_of(old).get(self._shard) != labels_of(new).get(self._shard):
+            shard = self._shard
+            if res.role == PRIMARY and labels_of(old).get(shard) != labels_of(new).get(shard):
                 self._enqueue_children(res, new)
 
         def delete(obj: Any) -> None:

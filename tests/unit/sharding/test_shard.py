@@ -144,7 +144,7 @@ class Program:
     def __init__(self):
         self.runs: list[tuple[str, Any]] = []
 
-    def run(self, *, key, obj, old, ctx):
+    def run(self, *, key, obj, old, ctx, **_):
         self.runs.append((key, ctx.reason))
         return None
 

@@ -188,3 +188,48 @@ def test_a_drained_object_is_not_moved_while_its_member_lives():
     sharder.sync_membership()
     sharder._process(f"cms\x00ns/{name}", None)
     assert client.patches == []  # b has not acknowledged: nothing is written
+
+
+class _IndexedInformer(_Informer):
+    def index_keys(self, index, value):
+        from kinrun.sharding.sharder import OWNER_INDEX
+        if index == OWNER_INDEX:
+            return [k for k, o in self.objects.items() if controller_key(o) == value]
+        return super().index_keys(index, value)
+
+
+def test_children_follow_their_owner_when_its_label_changes():
+    from kinrun.sharding.sharder import OWNED
+
+    client, clock = FakeLeases(), FakeClock()
+    _held_lease(client, "a", "a")
+    _held_lease(client, "b", "b")
+    deploy_ref = ResourceRef("apps", "v1", "deployments", "Deployment", True)
+    rs_ref = ResourceRef("apps", "v1", "replicasets", "ReplicaSet", True)
+    owner = {"metadata": {"namespace": "ns", "name": "web", "resourceVersion": "3",
+                          "labels": {SHARD: "b"}}}
+    child = {"metadata": {"namespace": "ns", "name": "web-1", "resourceVersion": "4",
+                          "labels": {SHARD: "a"}, "ownerReferences": [
+                              {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                               "controller": True}]}}
+    deploys = ShardedResource("deploys", deploy_ref, role=PRIMARY)
+    deploys.informers.append(_IndexedInformer([owner]))
+    rs = ShardedResource("rs", rs_ref, role=OWNED, owners=("deploys",))
+    rs.informers.append(_IndexedInformer([child]))
+    sharder = Sharder(client, MembershipSpec(RING, "default", 15.0, 10.0, 2.0), [deploys, rs],
+                      clock=clock)
+    sharder.sync_membership()
+    while len(sharder.queue):  # drop what the first round queued
+        key, _ = sharder.queue.get()
+        sharder.queue.done(key)
+    before = {"metadata": {**owner["metadata"], "labels": {SHARD: "a"}}}
+    sharder._handler(deploys).on_update(before, owner)  # the owner moved a -> b
+    queued = set()
+    while len(sharder.queue):
+        key, _ = sharder.queue.get()
+        queued.add(key)
+        sharder.queue.done(key)
+    assert "rs\x00ns/web-1" in queued
+    sharder._process("rs\x00ns/web-1", None)
+    assert client.patches == [("web-1", "ns", {"metadata": {"resourceVersion": "4",
+                                                            "labels": {SHARD: "b"}}})]
