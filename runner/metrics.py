@@ -135,6 +135,7 @@ class Metrics:
             "a relist, by reason: closed (server timeout), stalled (silent past the "
             "inactivity limit), expired (410), error.", ["informer", "reason"], registry=r)
         self._config_metrics(r)
+        self._active_known: set[str] = set()  # controllers whose active_workers exists
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
@@ -247,9 +248,12 @@ class Metrics:
         self.reconcile_time.labels(controller).observe(seconds)
 
     def set_max_concurrent_reconciles(self, controller: str, workers: int) -> None:
-        """``controller_runtime_max_concurrent_reconciles`` of ``controller``: its workers."""
+        """``controller_runtime_max_concurrent_reconciles`` of ``controller``: its workers
+        (again after a reload: ``active_workers`` keeps counting the reconciles under way)."""
         self.max_concurrent_reconciles.labels(controller).set(workers)
-        self.active_workers.labels(controller).set(0)
+        if controller not in self._active_known:
+            self._active_known.add(controller)
+            self.active_workers.labels(controller).set(0)
 
     def timed(self, controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
         """``reconcile`` wrapped to record each call as controller-runtime's reconcileHandler

@@ -562,7 +562,7 @@ class Reloader:
             if schedule is not None:
                 schedule.stop()
         for name in change.controllers_swapped:
-            self._swap(name, old, new, bound, state)
+            self._swap(name, old, new, bound, state, change)
         for name in change.controllers_added:
             self._add(name, new, state)
         for name in change.controllers_removed:
@@ -586,10 +586,12 @@ class Reloader:
         self._report_waiting()
 
     @staticmethod
-    def _swap(name: str, old: Any, new: Any, bound: Bound, state: _Running) -> None:
+    def _swap(name: str, old: Any, new: Any, bound: Bound, state: _Running,
+              change: PlanDiff) -> None:
         """The paused controller ``name`` takes the new definition: new handlers first (the
         cache replayed into the same workqueue), old ones removed, pending deletions carried
-        over, then resumed with the successor's reconcile."""
+        over (when its primary informer is the same), then resumed with the successor's
+        reconcile."""
         controller, successor = old.controllers[name], new.successors[name]
         fresh, stale = new.reconcilers[name], old.reconcilers[name]
         for entry in new.handlers.get(name, []):
@@ -598,7 +600,10 @@ class Reloader:
             if isinstance(entry[1], RecordDeletions):
                 entry[1].reconciler = fresh  # a call under way records into the new one
             unregister(entry)
-        fresh.take_over(stale)
+        primary = bound.plan.controller(name).spec.primary
+        if primary == old.bound.plan.controller(name).spec.primary \
+                and primary in change.informers_kept:
+            fresh.take_over(stale)  # else those were other objects: nothing to carry over
         if comparable(old.bound.plan.controller(name).rate_limiter) != comparable(
                 bound.plan.controller(name).rate_limiter):
             controller.queue.rate_limiter = new.limiters[name]  # per-key backoff restarts
