@@ -47,3 +47,30 @@ def test_writing_into_the_reconciled_namespace_is_granted_cluster_wide(namespace
 def test_other_templated_namespaces_are_still_refused(kind, namespace):
     with pytest.raises(ConfigError, match="is templated"):
         perms(kind, namespace)
+
+
+LOOKUP_ONLY = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [a]}
+  nodes: {apiVersion: v1, kind: Node}
+  source: {apiVersion: v1, kind: Secret, namespaces: [b]}
+controllers:
+  - name: c
+    for: cms
+    watches:
+      - informer: source
+        mapTo: {template: "{{ list('nodes') | map(attribute='metadata.name') | list }}"}
+    reconcile:
+      actions:
+        - log: "{{ get('nodes', 'n1') }}"
+"""
+
+
+def test_informers_read_only_by_lookups_are_listed_and_watched():
+    """Lookups read caches, never the server: what they need is the informer's list/watch."""
+    got = {str(p) for p in rbac_needs(plan(load_text(LOOKUP_ONLY, file="c.yaml"))).permissions}
+    assert got == {"list core/nodes cluster-wide", "watch core/nodes cluster-wide",
+                   "list core/configmaps in a", "watch core/configmaps in a",
+                   "list core/secrets in b", "watch core/secrets in b"}
