@@ -498,9 +498,10 @@ class Reloader:
                              reuse={n: old.controllers[n] for n in swapped},
                              event_hooks=hooks, defer=True,
                              **({"shard": old.shard} if getattr(old, "shard", None) else {}))
-            previous_lw = getattr(factory, "_lister_watcher_for", None)
-            undo.append(lambda: factory.set_lister_watcher_for(previous_lw))
             undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
+            if manager.metrics is not None:
+                undo.extend(lambda n=n: manager.metrics.forget_informer(n)
+                            for n in change.informers_added)
             new = wiring.build()
             self._wait_synced(new, change)
             paused = []
