@@ -78,6 +78,7 @@ def test_foo_owns_its_deployment_and_reports_its_available_replicas(cluster: Clu
                      {"metadata": {"annotations": {"poke": str(i)}}}, namespace=ns)
         proc.wait_for(rf"apply Deployment {ns}/example-foo$", count=applies + i + 1)
     assert proc.count(status_writes) == 2
+    assert proc.count("did not keep") == 0  # every status field it writes is in the CRD
     assert events(cluster, "Synced")
     assert proc.stop() == 0
 

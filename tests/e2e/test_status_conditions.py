@@ -90,3 +90,4 @@ def test_conditions_keep_their_transition_time_until_the_status_changes(
     proc.wait_for(rf"patch Widget {ns}/w/status$", count=3)
     assert proc.stop() == 0
     assert proc.count(rf"patch Widget {ns}/w/status$") == 3  # one write per change, no more
+    assert proc.count("did not keep") == 0
