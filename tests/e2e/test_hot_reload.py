@@ -174,8 +174,8 @@ def test_config_replaced_under_a_writer(envtest_cluster: Cluster, tmp_path: Path
         writer.stop.set()
         writer.thread.join(30)
     last = dict(writer.last)
-    for key, rv in last.items():
-        proc.wait_for(rf"begin v6 {re.escape(key)} ", timeout=60)
+    for key, rv in last.items():  # the final state's reconcile sees exactly the last write
+        proc.wait_for(rf"begin v6 {re.escape(key)} {rv}\b", timeout=60)
     seen = check_versions(proc.lines)
     for key, rv in last.items():
         assert any(v == 6 and r >= rv for v, r in seen[key]), (key, rv, seen[key][-3:])
