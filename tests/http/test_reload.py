@@ -212,8 +212,14 @@ def test_invalid_config_changes_nothing_and_is_logged_once(
     path.write_text(config("v1"))
     calls, metrics = Calls(), Metrics()
     manager, reloader = start(path, client, calls, metrics)
+    from kinrun.probes import Probes
+
+    probes = Probes(stuck_reconcile_after=60)
+    probes.watch_informers(lambda: manager.factory.informers().values())
+    probes.watch_waiting(manager.waiting_informers)
     try:
         before = dict(manager.controllers)
+        assert probes.readyz() == (True, "ok\n")
         path.write_text(config("v2").replace("for: cms", "for: nothing", 1))
         with caplog.at_level(logging.ERROR, logger="kinrun.reload"):
             assert not reloader.reload()
@@ -222,6 +228,7 @@ def test_invalid_config_changes_nothing_and_is_logged_once(
         assert len(errors) == 1
         assert f"{path}:" in errors[0].getMessage()  # file:line of the bad key
         assert manager.controllers == before
+        assert probes.readyz() == (True, "ok\n")  # a rejected config does not unready kinrun
         assert metrics.registry.get_sample_value("kinrun_config_last_reload_successful") == 0
         assert metrics.registry.get_sample_value(
             "kinrun_config_reloads_total", {"result": "failure"}) == 2
