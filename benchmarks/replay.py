@@ -196,6 +196,10 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
 
     @kinrun.hookimpl
     def kinrun_reconcile(controller: str, key: str, obj: Any, ctx: Any) -> None:
+        if CYCLES:  # --cycles: a reference cycle per reconcile, garbage when it returns
+            parent: dict[str, Any] = {"key": key, "children": []}
+            for i in range(CYCLES):
+                parent["children"].append({"parent": parent, "i": i})
         tick()
 
     plugin.kinrun_reconcile = kinrun_reconcile  # type: ignore[attr-defined]
@@ -232,10 +236,42 @@ def config_reconcile(informer: SharedIndexInformer, tick: Callable[[], None],
     return reconcile, reconciler
 
 
+class GcPauses:
+    """Longest collection in wall and in the collecting thread's CPU time, and their count,
+    through ``gc.callbacks`` (the GC policy measured, not guessed)."""
+
+    def __init__(self) -> None:
+        self.max_wall = self.max_cpu = self.total_cpu = 0.0
+        self.count = 0
+        self.longest_generation = -1
+        self._t = self._c = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t, self._c = time.perf_counter(), time.thread_time()
+            return
+        cpu = time.thread_time() - self._c
+        if cpu > self.max_cpu:
+            self.longest_generation = info.get("generation", -1)
+        self.max_wall = max(self.max_wall, time.perf_counter() - self._t)
+        self.max_cpu = max(self.max_cpu, cpu)
+        self.total_cpu += cpu
+        self.count += 1
+
+
+GC: dict[str, list[GcPauses]] = {}
+GC_THRESHOLDS: tuple[int, int, int] | None = None  # --gc-threshold: gc_tuning.manage's
+CYCLES = 0  # --cycles: children in the reference cycle each reconcile's hook leaves behind
+LEAKED: dict[str, list[int]] = {}  # variant -> objects a full collection found after each run
+
+
 def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False,
-                 config: str = "") -> float:
+                 config: str = "", name: str = "") -> float:
     counter = _Counter(n)
-    previous = gc_tuning.manage()
+    previous = gc_tuning.manage(*([GC_THRESHOLDS] if GC_THRESHOLDS else []))
+    pauses = GcPauses()
+    gc.callbacks.append(pauses)
+    GC.setdefault(name, []).append(pauses)
     t = time.process_time()
     informer = SharedIndexInformer(ReplayListerWatcher(data), kind="Pod",
                                    transform=strip_managed_fields, name="replay")
@@ -265,7 +301,9 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
     informer.stop()
     if ctrl is not None:
         ctrl.stop(drain_timeout=0)
+    gc.callbacks.remove(pauses)
     gc_tuning.unfreeze(previous)
+    LEAKED.setdefault(name, []).append(gc.collect())  # cyclic garbage the policy had frozen
     gc.collect()
     return dt
 
@@ -274,11 +312,13 @@ VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "bare": run_bare,
     "frames": run_frames,
     "stream": run_stream,
-    "informer": lambda d, n: run_informer(d, n, controller=False),
-    "controller": lambda d, n: run_informer(d, n, controller=True),
-    "reconciler": lambda d, n: run_informer(d, n, controller=True, main_job=True),
+    "informer": lambda d, n: run_informer(d, n, controller=False, name="informer"),
+    "controller": lambda d, n: run_informer(d, n, controller=True, name="controller"),
+    "reconciler": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                            name="reconciler"),
     "reconciler-action": lambda d, n: run_informer(d, n, controller=True, main_job=True,
-                                                   config="bench-pods-action.yaml"),
+                                                   config="bench-pods-action.yaml",
+                                                   name="reconciler-action"),
 }
 
 STEPS = (("read, de-chunk, split lines", "frames", None),
@@ -295,9 +335,23 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--gc-threshold", type=int, default=0,
+                   help="gen-0 threshold for gc_tuning.manage (default: its own)")
+    p.add_argument("--young-bytes", type=int, default=0,
+                   help="gc_tuning.YOUNG_COLLECTION_BYTES (default: its own)")
+    p.add_argument("--cycles", type=int, default=0,
+                   help="the main job's hook leaves a reference cycle of N children per "
+                        "reconcile (reconciler variants); reports what the policy froze")
     p.add_argument("--steps", action="store_true",
                    help="also print the per-step differences (needs every variant)")
     args = p.parse_args()
+    global CYCLES
+    CYCLES = args.cycles
+    if args.young_bytes and hasattr(gc_tuning, "YOUNG_COLLECTION_BYTES"):
+        gc_tuning.YOUNG_COLLECTION_BYTES = args.young_bytes
+    if args.gc_threshold:
+        global GC_THRESHOLDS
+        GC_THRESHOLDS = (args.gc_threshold, *gc_tuning.DEFAULT_THRESHOLDS[1:])
     data, n = history(args.pods, args.updates)
     names = args.variants.split(",")
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -308,6 +362,16 @@ def main() -> None:
     for name in names:
         print(f"  {name:17s} median {statistics.median(times[name]):6.1f}   "
               f"min {min(times[name]):6.1f}")
+    if GC:
+        print("GC (kinrun's policy, gc_tuning.manage): longest pause wall / CPU ms, "
+              "collections, CPU s in collections (medians over the runs)")
+        for name, runs in GC.items():
+            print(f"  {name:17s} {statistics.median(r.max_wall for r in runs) * 1e3:7.1f} / "
+                  f"{statistics.median(r.max_cpu for r in runs) * 1e3:6.1f}   "
+                  f"{statistics.median(r.count for r in runs):5.0f}   "
+                  f"{statistics.median(r.total_cpu for r in runs):6.2f}   "
+                  f"garbage left frozen: {statistics.median(LEAKED.get(name) or [0]):,.0f}   "
+                  f"longest was gen {runs[-1].longest_generation}")
     if args.steps:
         med = {name: statistics.median(v) for name, v in times.items()}
         print("per step, us per event (differences of medians):")

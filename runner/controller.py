@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kinrun.cache import gc_tuning
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.listwatch import Obj
 from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta_namespace_key,
@@ -132,6 +133,7 @@ class Controller:
         while not self._stopping.is_set():
             if not self.process_next_item():
                 return
+            gc_tuning.collect_if_due()  # between reconciles: none of ours is alive (gc_tuning)
             if len(self._threads) > self.workers:  # fewer workers since a reload
                 with self._gate:
                     if len(self._threads) > self.workers and me in self._threads:

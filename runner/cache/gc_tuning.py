@@ -4,19 +4,30 @@ A cache of tens of thousands of dicts makes every full (generation 2) collection
 them: pauses of up to a second that stall every thread (measured in BENCHMARKS.md). kinrun's
 policy (``manage``), applied by the Manager before its informers start:
 
-  * ``raise_thresholds``: collections run less often (gen0 every 10,000 net allocations);
-  * ``freeze_survivors``: after every collection (of any generation: most are generation 0),
-    its survivors move to the permanent generation (``gc.freeze``), so no collection ever walks
-    the cache again, only objects younger than one gen-0 period; pauses stay at a gen-0
-    collection's size (a few ms). Freezing after generation-0 collections only is not enough:
-    every 20th collection is a generation-1 one, whose survivors (recent cache updates) then
-    pile up in generation 2 until a full collection walks them (measured: 0.45 s pauses with a
-    templated action per event, ``benchmarks/`` kinrun-cli-action);
+  * ``raise_thresholds``: automatic collections run less often (gen0 every 100,000 net
+    allocations);
+  * ``freeze_survivors``: after every collection (of any generation), its survivors move to
+    the permanent generation (``gc.freeze``), so no collection ever walks the cache again,
+    only objects younger than one young collection;
+  * ``decoded``: young collections by the bytes decoded, not only by net allocations. CPython
+    counts net allocations (``gc.get_count()[0]``) and a freed frozen object counts as a
+    deallocation: in an informer's steady state every decoded update frees the frozen version
+    it replaces, so the count stays near 0 while generation 0 fills with every object decoded
+    since the last collection; the collection that finally comes walks all of them (measured:
+    gen-0 pauses of 20-190 ms CPU and 0.6 s wall at the end of 100,001 events with a templated
+    action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size
+    and every ``YOUNG_COLLECTION_BYTES`` a young collection is due: a controller's worker runs
+    it between two reconciles (``collect_if_due``), when no reconcile of that worker holds
+    garbage that is still alive (a cycle alive at a collection would be frozen with the
+    survivors), or the decoding thread itself once four times that much is pending (no worker
+    asks: an informer without controllers). Each walks at most the objects of ~256 KB of JSON;
   * ``freeze`` once the initial lists are cached.
 
-The trade-off: cyclic garbage that is alive at a collection and dies later (or that
-exists, dead or alive, at any other freeze: the end of a LIST, the Manager's start) is never
+The trade-off: cyclic garbage that is alive at a collection and dies later (or that exists,
+dead or alive, at any other freeze: the end of a LIST, the Manager's start) is never
 collected by the policy's collections (frozen objects are freed by reference counting only).
+Collections run between reconciles, so a reconcile's own cycles are dead by then with one
+worker; with several, another worker's reconcile in flight can lose its cycles to a freeze.
 Cached objects are plain acyclic dicts, so they are freed as usual; but reconcile code that
 builds reference cycles (``a["self"] = a``, parent <-> child links) living a little while leaks
 slowly for as long as the process runs. The cure is ``collect_frozen``: unfreeze, one full
@@ -44,11 +55,19 @@ _lock = threading.RLock()
 """Serializes changes to the policy's callback and the unfreeze/freeze of ``collect_frozen``.
 Reentrant: a finalizer run by ``collect_frozen``'s collection may call these functions."""
 
-DEFAULT_THRESHOLDS = (10_000, 20, 100)
-"""gen0 allocations, gen1 and gen2 collection counts (CPython's default is (700, 10, 10)).
-With every collection's survivors frozen, a collection walks at most ~10,000 young objects:
-pauses of a few ms (measured: max 1-5 ms with 10,000 Pods cached, against ~700 ms for a full
-collection), and less GC time in all than 50,000 gave."""
+DEFAULT_THRESHOLDS = (100_000, 20, 100)
+"""gen0 net allocations, gen1 and gen2 collection counts (CPython's default is (700, 10,
+10)). The young collections ``collect_if_due`` runs reset the net count, so the automatic
+ones (which may strike in the middle of a reconcile, freezing its live cycles) are rare: they
+come only after 100,000 net allocations without a due collection (cyclic garbage alone, or a
+LIST)."""
+
+YOUNG_COLLECTION_BYTES = 256 * 1024
+"""Bytes of decoded watch events after which a young collection is due (``decoded``): about
+40 Pods of 6 KB (managedFields cut), ~16,000 container objects, a pause of a few ms."""
+
+_pending_bytes = 0   # decoded since the last young collection (approximate, see ``decoded``)
+_due = False         # a young collection is due: the next ``collect_if_due`` runs it
 
 
 def raise_thresholds(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
@@ -67,8 +86,39 @@ def freeze(collect: bool = False) -> None:
 
 
 def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
+    global _pending_bytes, _due
     if phase == "stop":
         gc.freeze()
+        _pending_bytes, _due = 0, False
+
+
+def decoded(nbytes: int) -> None:
+    """Count ``nbytes`` of decoded JSON that the caller keeps (a watch event's object, bound
+    for the cache): after ``YOUNG_COLLECTION_BYTES`` a young collection is due (run by the
+    next ``collect_if_due``); after four times that with none run, it runs here. Cheap (an
+    add and a compare). Any thread; the count is updated without a lock (two threads adding
+    at once may lose a count: a collection comes a little later, nothing else)."""
+    global _pending_bytes, _due
+    _pending_bytes += nbytes
+    if _pending_bytes >= YOUNG_COLLECTION_BYTES:
+        _due = True
+        if _pending_bytes >= 4 * YOUNG_COLLECTION_BYTES:
+            _collect_young()
+
+
+def collect_if_due() -> None:
+    """Run the young collection ``decoded`` made due, if any: call it where no garbage of the
+    caller's is alive (a controller worker between two reconciles). One test when none is
+    due."""
+    if _due:
+        _collect_young()
+
+
+def _collect_young() -> None:
+    global _pending_bytes, _due
+    _pending_bytes, _due = 0, False
+    if gc.isenabled() and _freeze_collection_survivors in gc.callbacks:
+        gc.collect(0)
 
 
 def freeze_survivors() -> None:

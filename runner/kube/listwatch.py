@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 import urllib3
 
+from kinrun.cache import gc_tuning
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
@@ -378,6 +379,7 @@ class StreamWatch:
             raise ApiError(f"{self._description}: undecodable watch event: {text}") from None
         if etype == "ERROR":
             raise error_from_status(obj)
+        gc_tuning.decoded(len(line))  # young collections by volume (kinrun's GC policy)
         if self._metadata_only and etype != "BOOKMARK":
             if obj.get("kind") != PARTIAL_KIND or len(obj) > 3:  # a whole object was sent
                 obj = partial_object_metadata(obj)

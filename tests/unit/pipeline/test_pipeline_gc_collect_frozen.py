@@ -1,6 +1,8 @@
-"""kinrun's GC policy leaks cyclic garbage that lives through a gen-0 collection (its survivors
-are frozen); ``gc_tuning.collect_frozen`` reclaims it. Deterministic: the soak counts on the
-policy's thresholds (a gen-0 collection every 10,000 net allocations), not on time."""
+"""kinrun's GC policy leaks cyclic garbage that is alive at a collection (its survivors are
+frozen); ``gc_tuning.collect_frozen`` reclaims it. Its young collections, due by decoded
+volume (``gc_tuning.decoded``), run between reconciles (``collect_if_due``), where a
+reconcile's cycles are dead: those are reclaimed. Deterministic: collections are driven
+through the policy's own triggers, not by time."""
 
 from __future__ import annotations
 
@@ -35,22 +37,31 @@ def short_lived_cycle() -> Node:
     return root
 
 
-def soak() -> tuple[list[weakref.ref[Node]], int]:
-    """ROUNDS short-lived cycles, each alive for IN_FLIGHT rounds among acyclic cache updates,
-    all dropped at the end. Returns a weak reference per cycle and the gen-0 collections seen."""
+def soak(in_flight_size: int = IN_FLIGHT,
+         between: bool = False) -> tuple[list[weakref.ref[Node]], int]:
+    """ROUNDS short-lived cycles, each alive for ``in_flight_size`` rounds among acyclic cache
+    updates, all dropped at the end; every 50 rounds the decoder reports enough bytes that a
+    young collection runs at once (``between``: it is only made due, and runs after the
+    round, as a controller worker runs it between reconciles). Returns a weak reference per
+    cycle and the gen-0 collections seen."""
     refs: list[weakref.ref[Node]] = []
     in_flight: deque[Node] = deque()
     cache: dict[int, dict] = {}
     with gc_tuning.GCPauseRecorder() as pauses:
         for i in range(ROUNDS):
+            if i % 50 == 0:
+                factor = 1 if between else 4
+                gc_tuning.decoded(gc_tuning.YOUNG_COLLECTION_BYTES * factor)
             cycle = short_lived_cycle()
             refs.append(weakref.ref(cycle))
             in_flight.append(cycle)
-            if len(in_flight) > IN_FLIGHT:
-                in_flight.popleft()
             cache[i % 100] = {"metadata": {"name": f"p{i}", "labels": {"n": str(i)}},
                               "spec": {"containers": [{"name": "app"}]}}
-        del cycle
+            if len(in_flight) > in_flight_size:
+                in_flight.popleft()
+            del cycle
+            if between:
+                gc_tuning.collect_if_due()
         in_flight.clear()
     return refs, sum(1 for generation, _ in pauses.pauses if generation == 0)
 
@@ -120,3 +131,26 @@ def test_the_policy_callback_is_off_during_the_full_collection(policy) -> None:
     finally:
         gc.callbacks.remove(record)
     assert seen == [False] and gc_tuning.freezing_survivors()
+
+
+def test_young_collections_between_reconciles_leak_no_reconcile_cycle(policy) -> None:
+    """A cycle that dies with its reconcile is dead when the due collection runs between two
+    reconciles: a plain full collection reclaims every one, no collect_frozen needed."""
+    refs, gen0_collections = soak(in_flight_size=0, between=True)
+    assert gen0_collections >= ROUNDS // 50 - 1  # the volume trigger ran them
+    gc.collect()
+    assert alive(refs) == 0
+
+
+def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(policy) -> None:
+    """Below YOUNG_COLLECTION_BYTES nothing is due; at it, the next collect_if_due runs one
+    young collection and only one."""
+    with gc_tuning.GCPauseRecorder() as pauses:
+        gc_tuning.collect_if_due()
+        gc_tuning.decoded(gc_tuning.YOUNG_COLLECTION_BYTES - 1)
+        gc_tuning.collect_if_due()
+        before = len(pauses.pauses)
+        gc_tuning.decoded(1)
+        gc_tuning.collect_if_due()
+        gc_tuning.collect_if_due()
+    assert len(pauses.pauses) - before == 1 and pauses.pauses[-1][0] == 0
