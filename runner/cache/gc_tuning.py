@@ -19,8 +19,8 @@ policy (``manage``), applied by the Manager before its informers start:
     and every ``YOUNG_COLLECTION_BYTES`` a young collection is due: a controller's worker runs
     it between two reconciles (``collect_if_due``), when no reconcile of that worker holds
     garbage that is still alive (a cycle alive at a collection would be frozen with the
-    survivors), or the decoding thread itself once four times that much is pending (no worker
-    asks: an informer without controllers). Each walks at most the objects of ~256 KB of JSON;
+    survivors), or the decoding thread itself once twice that much is pending (no worker
+    asked in time: an informer without controllers, or workers behind the reflector). Each walks at most the objects of ~256 KB of JSON;
   * ``freeze`` once the initial lists are cached.
 
 The trade-off: cyclic garbage that is alive at a collection and dies later (or that exists,
@@ -95,14 +95,14 @@ def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
 def decoded(nbytes: int) -> None:
     """Count ``nbytes`` of decoded JSON that the caller keeps (a watch event's object, bound
     for the cache): after ``YOUNG_COLLECTION_BYTES`` a young collection is due (run by the
-    next ``collect_if_due``); after four times that with none run, it runs here. Cheap (an
+    next ``collect_if_due``); after twice that with none run, it runs here. Cheap (an
     add and a compare). Any thread; the count is updated without a lock (two threads adding
     at once may lose a count: a collection comes a little later, nothing else)."""
     global _pending_bytes, _due
     _pending_bytes += nbytes
     if _pending_bytes >= YOUNG_COLLECTION_BYTES:
         _due = True
-        if _pending_bytes >= 4 * YOUNG_COLLECTION_BYTES:
+        if _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES:
             _collect_young()
 
 

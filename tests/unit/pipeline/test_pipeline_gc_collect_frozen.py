@@ -50,7 +50,7 @@ def soak(in_flight_size: int = IN_FLIGHT,
     with gc_tuning.GCPauseRecorder() as pauses:
         for i in range(ROUNDS):
             if i % 50 == 0:
-                factor = 1 if between else 4
+                factor = 1 if between else 2
                 gc_tuning.decoded(gc_tuning.YOUNG_COLLECTION_BYTES * factor)
             cycle = short_lived_cycle()
             refs.append(weakref.ref(cycle))
