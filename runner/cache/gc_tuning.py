@@ -20,7 +20,8 @@ policy (``manage``), applied by the Manager before its informers start:
     it between two reconciles (``collect_if_due``), when no reconcile of that worker holds
     garbage that is still alive (a cycle alive at a collection would be frozen with the
     survivors), or the decoding thread itself once twice that much is pending (no worker
-    asked in time: an informer without controllers, or workers behind the reflector). Each walks at most the objects of ~256 KB of JSON;
+    asked in time: an informer without controllers, or workers behind the reflector). Each
+    walks at most the objects of ~256-512 KB of JSON;
   * ``freeze`` once the initial lists are cached.
 
 The trade-off: cyclic garbage that is alive at a collection and dies later (or that exists,

@@ -41,7 +41,8 @@ Query = Mapping[str, Any]
 
 JSON = "application/json"
 
-PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+PARTIAL_OBJECT_METADATA = ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+                           "application/json")
 """Accept header of a GET or WATCH asking for metadata only (client-go ``metadata`` client's
 watch; the API server answers ``meta.k8s.io/v1`` PartialObjectMetadata objects)."""
 

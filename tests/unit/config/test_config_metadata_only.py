@@ -106,7 +106,8 @@ controllers:
 """
     with pytest.raises(ConfigError) as info:
         compile_text(text)
-    assert "the mapTo template reads obj.spec, but informer 'pods' is metadataOnly" in str(info.value)
+    assert ("the mapTo template reads obj.spec, but informer 'pods' is metadataOnly"
+            in str(info.value))
     compile_text(text.replace("obj.spec.x", "obj.metadata.labels.app"))  # metadata: accepted
 
 

@@ -219,7 +219,9 @@ def test_drain_processes_every_queued_key_in_order_in_one_call():
     fifo.update(pod("a", rv="2"))
     fifo.add(pod("c"))
     seen = []
-    assert fifo.drain(lambda d, i: seen.append((d[0].object["metadata"]["name"], types(d), i))) == 3
+    def process(deltas, initial):
+        seen.append((deltas[0].object["metadata"]["name"], types(deltas), initial))
+    assert fifo.drain(process) == 3
     assert seen == [("a", [DeltaType.REPLACED, DeltaType.UPDATED], True),
                     ("b", [DeltaType.REPLACED], True), ("c", [DeltaType.ADDED], False)]
     assert len(fifo) == 0 and fifo.has_synced()

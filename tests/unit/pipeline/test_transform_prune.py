@@ -54,11 +54,12 @@ def test_pruner_drops_paths_through_dicts_and_lists_without_touching_the_input()
     assert out["spec"]["containers"][1] is original["spec"]["containers"][1]
 
 
-def test_pruner_keeps_managed_fields_when_told_and_returns_the_object_when_nothing_matched() -> None:
+def test_pruner_keeps_managed_fields_when_told_and_returns_the_object_if_nothing_matched() -> None:
     obj = pod()
     keep = FieldPruner([("nothing",)], strip_managed_fields=False)
     assert keep(obj) is obj
-    assert "managedFields" in FieldPruner([("status",)], strip_managed_fields=False)(obj)["metadata"]
+    kept = FieldPruner([("status",)], strip_managed_fields=False)(obj)
+    assert "managedFields" in kept["metadata"]
 
 
 def test_a_shorter_path_wins_over_a_longer_one_and_ids_are_stable() -> None:
