@@ -24,7 +24,9 @@ kube-apiserver does). Each variant consumes the same bytes from memory:
 - ``reconciler-action``: ``reconciler`` compiled from ``configs/bench-pods-action.yaml``
   (``kinrun.plan``: the templated ``log`` action rendered in full at level debug with the
   logger at WARNING, the no-op hook, ``keepOld`` as the config implies): what the
-  ``kinrun-cli-action`` contender runs.
+  ``kinrun-cli-action`` contender runs;
+- ``reconciler-metadata``: ``reconciler`` over a metadata-only watch (the same events as
+  PartialObjectMetadata, as ``metadataOnly: true`` receives them).
 
 ``--steps`` prints where each microsecond of an event goes, as differences between the
 variants' medians (frames; decode and free = stream - frames; reflector, DeltaFIFO, transform,
@@ -60,9 +62,13 @@ from kinrun.kube.listwatch import StreamWatch  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402
 
 
-def history(pods: int, updates: int) -> tuple[bytes, int]:
-    """(the chunked body of the watch, number of events)."""
+def history(pods: int, updates: int, metadata_only: bool = False) -> tuple[bytes, int]:
+    """(the chunked body of the watch, number of events); ``metadata_only``: the objects as a
+    metadata-only watch receives them (PartialObjectMetadata: kind, apiVersion, metadata)."""
     objs = [orjson.loads(orjson.dumps(make_pod(i, namespace="ev"))) for i in range(pods)]
+    if metadata_only:
+        objs = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                 "metadata": o["metadata"]} for o in objs]
     rv = 1000
     chunks = []
     for u in range(updates):
@@ -117,8 +123,8 @@ class _Quiet:
 class ReplayListerWatcher:
     """An empty LIST, then one watch replaying ``data``; later watches are quiet."""
 
-    def __init__(self, data: bytes) -> None:
-        self.data, self.watched = data, False
+    def __init__(self, data: bytes, metadata_only: bool = False) -> None:
+        self.data, self.watched, self.metadata_only = data, False, metadata_only
 
     def list(self, *, resource_version: str = "") -> ObjectList:
         return ObjectList(items=[], resource_version="1000", kind="PodList")
@@ -127,8 +133,9 @@ class ReplayListerWatcher:
         if self.watched:
             return _Quiet()
         self.watched = True
-        return StreamWatch(FakeResponse(self.data), api_version="v1", kind="Pod",
-                           drop_managed_fields=True)
+        data = METADATA_DATA if self.metadata_only else self.data
+        return StreamWatch(FakeResponse(data), api_version="v1", kind="Pod",
+                           drop_managed_fields=True, metadata_only=self.metadata_only)
 
 
 def run_bare(data: bytes, n: int) -> float:
@@ -265,15 +272,18 @@ CYCLES = 0  # --cycles: children in the reference cycle each reconcile's hook le
 LEAKED: dict[str, list[int]] = {}  # variant -> objects a full collection found after each run
 
 
+METADATA_DATA = b""  # the metadata-only history, made by main() when a variant needs it
+
+
 def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False,
-                 config: str = "", name: str = "") -> float:
+                 config: str = "", name: str = "", metadata_only: bool = False) -> float:
     counter = _Counter(n)
     previous = gc_tuning.manage(*([GC_THRESHOLDS] if GC_THRESHOLDS else []))
     pauses = GcPauses()
     gc.callbacks.append(pauses)
     GC.setdefault(name, []).append(pauses)
     t = time.process_time()
-    informer = SharedIndexInformer(ReplayListerWatcher(data), kind="Pod",
+    informer = SharedIndexInformer(ReplayListerWatcher(data, metadata_only), kind="Pod",
                                    transform=strip_managed_fields, name="replay")
     ctrl = None
     if controller:
@@ -319,6 +329,9 @@ VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "reconciler-action": lambda d, n: run_informer(d, n, controller=True, main_job=True,
                                                    config="bench-pods-action.yaml",
                                                    name="reconciler-action"),
+    "reconciler-metadata": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                                     name="reconciler-metadata",
+                                                     metadata_only=True),
 }
 
 STEPS = (("read, de-chunk, split lines", "frames", None),
@@ -353,6 +366,9 @@ def main() -> None:
         global GC_THRESHOLDS
         GC_THRESHOLDS = (args.gc_threshold, *gc_tuning.DEFAULT_THRESHOLDS[1:])
     data, n = history(args.pods, args.updates)
+    if "reconciler-metadata" in args.variants.split(","):
+        global METADATA_DATA
+        METADATA_DATA = history(args.pods, args.updates, metadata_only=True)[0]
     names = args.variants.split(",")
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(args.repeat):
