@@ -222,6 +222,9 @@ def test_relists_and_watch_restarts_are_counted(embedded_server: Any, client: Cl
     assert manager.start(sync_timeout=WAIT)
     port = metrics.serve(0, "127.0.0.1")
     try:
+        # Synced is not watching: the reflector opens its watch after the LIST. A close before
+        # the watch is open closes nothing (then there is no "closed" restart to count).
+        assert embedded_server.wait_for_watchers("v1", "ConfigMap", timeout=WAIT)
         embedded_server.faults.expire_next_watch()
         embedded_server.faults.close_watches()
         text = scrape_until(port, 'kinrun_informer_relists_total{informer="cms"} 1.0')
