@@ -301,8 +301,10 @@ def hold_absent(client: Any, ring: str, namespace: str, name: str) -> bool:
     try:
         client.create_lease(lease)
         return True
+    except ConflictError:  # it exists: the next round sees it
+        return False
     except ApiError as exc:
-        _log.debug("holding absent lease %s: %s", name, exc)
+        _log.warning("holding the absent lease %s failed: %s", name, exc)
         return False
 
 
@@ -315,8 +317,10 @@ def free(client: Any, lease: Mapping[str, Any]) -> bool:
                       preconditions={"resourceVersion": meta.get("resourceVersion")},
                       missing_ok=True)
         return True
+    except ConflictError:  # changed since listed (the replica came back): looked at again
+        return False
     except ApiError as exc:
-        _log.debug("freeing lease %s: %s", meta.get("name"), exc)
+        _log.warning("freeing lease %s failed: %s", meta.get("name"), exc)
         return False
 
 
