@@ -144,13 +144,18 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         stop.wait()
         _arm_exit_deadline()
         stop_reloading()
-        _log.info("stopping: draining workqueues (at most %gs)", drain_timeout)
-        drained = manager.stop(drain_timeout)
+        lost = ((elector is not None and elector.lost) or (member is not None and member.lost))
+        if lost:  # another replica may reconcile these keys already: none of them runs here
+            _log.info("stopping: the Lease is lost; queued keys are left to the replica that "
+                      "takes over (reconciles under way finish, at most %gs)", drain_timeout)
+        else:
+            _log.info("stopping: draining workqueues (at most %gs)", drain_timeout)
+        drained = manager.stop(drain_timeout, drain=not lost)
         _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
-        if elector is not None and elector.lost:
-            return 1  # leadership lost: a supervisor should restart this replica as a candidate
-        if member is not None and member.lost:
-            return 1  # membership lost: restarted, the replica joins the ring again
+        if lost:
+            # leadership lost: a supervisor restarts this replica as a candidate; membership
+            # lost: restarted, the replica joins the ring again
+            return 1
         return 0 if drained else 1
 
 

@@ -204,11 +204,16 @@ class Manager:
             self._gc_thread.join()  # at most the collection under way
             self._gc_thread = None
 
-    def stop(self, drain_timeout: float = 10.0) -> bool:
+    def stop(self, drain_timeout: float = 10.0, *, drain: bool = True) -> bool:
         """Stop the collect-frozen thread, the informers (no new keys), then drain every
         controller's workqueue for at most ``drain_timeout`` seconds in all, then call the
         shutdown hooks and undo the GC policy. Returns whether every queue drained and every
-        worker ended."""
+        worker ended.
+
+        ``drain=False`` is for a replica that lost its Lease (leadership or shard membership):
+        another replica may already reconcile these keys, so no queued key is reconciled any
+        more; only the reconciles under way finish (within ``drain_timeout``), as a client-go
+        controller whose OnStoppedLeading ends the process. Returns whether they finished."""
         self._stop_collecting_frozen()
         for scheduler in self.schedules.values():
             scheduler.stop()
@@ -217,7 +222,7 @@ class Manager:
         drained = True
         for name, controller in self.controllers.items():
             left = max(0.1, deadline - time.monotonic())
-            ok = controller.stop(left)
+            ok = controller.stop(left) if drain else controller.retire(left)
             drained = drained and ok
             _log.info("controller %s stopped%s", name, "" if ok else " (not drained)")
         plugins.call_shutdown(self.pm, _log)
