@@ -31,8 +31,8 @@ gains is covered without this module knowing it:
   controller, so two versions of a plugin are never both active. Entry-point plugins and
   modules are never re-imported (Python caches them): a new version needs a restart.
 * top-level keys that only a start reads (``cluster``, ``metrics``, ``probes``,
-  ``leaderElection``, ``gc``, ``shutdown``, ``reload``) are reported as needing a restart and
-  not applied; ``rbac`` is read by ``kinrun rbac`` only.
+  ``leaderElection``, ``sharding``, ``gc``, ``shutdown``, ``reload``) are reported as needing
+  a restart and not applied; ``rbac`` is read by ``kinrun rbac`` only.
 
 How it applies (:meth:`Reloader.apply`), all or nothing up to the barrier: carry over
 unchanged index functions, re-set changed indexes on kept informers, wire the new and swapped
@@ -69,12 +69,14 @@ from typing import Any
 from kinrun import plugin_manager as plugins
 from kinrun.bound import Bound, RecordDeletions, _Wiring, register, unregister
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.config.model import Location
 from kinrun.errors import KinrunError
 from kinrun.plan import InformerPlan, Plan
 
 _log = logging.getLogger("kinrun.reload")
 
-RESTART_ONLY = ("cluster", "metrics", "probes", "leader_election", "gc", "shutdown", "reload")
+RESTART_ONLY = ("cluster", "metrics", "probes", "leader_election", "sharding", "gc",
+                "shutdown", "reload")
 """Config fields a running kinrun reads only at start: a change is logged, applied at the next
 restart."""
 
@@ -83,6 +85,12 @@ _NOT_COMPILED = frozenset(("file", "base_dir", "informers", "controllers", "rbac
 """Config fields that do not compile into controllers (the rest does: a change swaps all)."""
 
 _POSITIONS = frozenset(("location", "field_locations"))
+"""Fields that only say where something is written; so is any field named ``*_location``
+(``finalizer_location``, ``time_zone_location``) and any Location value."""
+
+
+def _position(name: str) -> bool:
+    return name in _POSITIONS or name.endswith("_location")
 
 DISCOVERY_BACKOFF_START = 1.0
 """Seconds before the first rediscovery of a kind not served yet; doubled per miss up to the
@@ -92,10 +100,12 @@ config's ``reload.discoveryInterval``."""
 def comparable(value: Any) -> Any:
     """``value`` (a config model object) as nested tuples without file positions, equal
     exactly when the two configs mean the same (``location``/``field_locations`` left out)."""
+    if isinstance(value, Location):
+        return None  # where, not what
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value).__name__, tuple(
             (f.name, comparable(getattr(value, f.name))) for f in dataclasses.fields(value)
-            if f.name not in _POSITIONS))
+            if not _position(f.name)))
     if isinstance(value, Mapping):
         return ("{}", tuple((k, comparable(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
@@ -106,9 +116,10 @@ def comparable(value: Any) -> Any:
 
 
 def _without(value: Any, names: Iterable[str]) -> Any:
-    skip = set(names) | _POSITIONS
+    skip = set(names)
     return tuple((f.name, comparable(getattr(value, f.name)))
-                 for f in dataclasses.fields(value) if f.name not in skip)
+                 for f in dataclasses.fields(value)
+                 if f.name not in skip and not _position(f.name))
 
 
 def _watch_identity(informer: InformerPlan, ref: Any) -> Any:
@@ -377,6 +388,10 @@ class Reloader:
                 bound = plan.bind(self.manager.client, wait_for_kinds=True)
                 change = self.apply(bound)
             except Exception as exc:  # noqa: BLE001 - the old config stays in force
+                if self._stop.is_set():  # the stop interrupted it (e.g. waiting for a sync)
+                    _log.info("config reload (%s) abandoned: kinrun is stopping (%s)",
+                              reason, exc)
+                    return False
                 self._failed(content, exc, reason, force)
                 return False
             self._succeeded(content, change, reason)
@@ -422,9 +437,13 @@ class Reloader:
         self.reloads["failure"] += 1
         if self.metrics is not None:
             self.metrics.reload_failed(content)
-        if content != self._failed_hash or force:
+        if content != self._failed_hash or force:  # one record per error line: the text
+            lines = str(exc).splitlines() or [repr(exc)]  # log format keeps records on one line
             _log.error("config reload (%s) failed; still running the previous config "
-                       "(hash %s):\n%s", reason, self.hash[:12], exc)
+                       "(hash %s): %s", reason, self.hash[:12],
+                       lines[0] if len(lines) == 1 else f"{len(lines)} error lines follow")
+            for line in lines if len(lines) > 1 else ():
+                _log.error("config reload (%s): %s", reason, line)
         self._failed_hash = content
 
     def _succeeded(self, content: str, change: PlanDiff, reason: str) -> None:

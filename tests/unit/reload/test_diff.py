@@ -136,3 +136,39 @@ def test_carry_over_keeps_the_function_of_an_unchanged_index_only() -> None:
     changed = compiled(BASE.replace("labels.app", "labels.team"))
     assert carry_over_indexers(old, changed).informers["cms"].indexers["byApp"] \
         is not old.informers["cms"].indexers["byApp"]
+
+
+SCHEDULED = BASE.replace("""  - name: a
+    for: cms
+""", """  - name: a
+    for: cms
+    schedule: "0 3 * * *"
+    timeZone: Europe/Paris
+    finalizer: kinrun.dev/a
+""").replace("""        - log: "a {{ obj.metadata.name }}"
+""", """        - log: "a {{ obj.metadata.name }}"
+      finalize:
+        - log: "bye {{ obj.metadata.name }}"
+""")
+
+
+def test_an_added_informer_above_a_scheduled_controller_changes_nothing_of_it() -> None:
+    """A line added above shifts the positions of ``schedule``/``timeZone``/``finalizer``
+    (``*_location`` fields): the controller is still unchanged (issue 15 trial)."""
+    new = SCHEDULED.replace("informers:\n",
+                            "informers:\n  eps: {apiVersion: v1, kind: Endpoints}\n")
+    change = diff(compiled(SCHEDULED), compiled(new))
+    assert change.informers_added == ("eps",)
+    assert change.controllers_swapped == () and change.controllers_unchanged == ("a", "b")
+
+
+def test_a_changed_schedule_swaps_its_controller() -> None:
+    change = diff(compiled(SCHEDULED), compiled(SCHEDULED.replace("0 3 *", "0 4 *")))
+    assert change.controllers_swapped == ("a",) and change.controllers_unchanged == ("b",)
+
+
+def test_a_changed_sharding_key_needs_a_restart() -> None:
+    """``sharding`` is read at start (the replica's Lease, the Shard): reported, not applied."""
+    change = diff(compiled(BASE), compiled(BASE + "sharding: {ring: web}\n"))
+    assert change.restart_only == ("sharding",)
+    assert change.empty and change.controllers_unchanged == ("a", "b")
