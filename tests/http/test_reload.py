@@ -489,3 +489,50 @@ def test_a_reload_that_fails_while_applying_is_undone(client: Client, tmp_path: 
         assert calls.wait_for(lambda c: ("v2", "c", "default/s0") in {x[:3] for x in c})
     finally:
         manager.stop(2.0)
+
+
+def test_a_rejected_reload_logs_one_record_per_error_line(
+        client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The text log format keeps each record on one line (newlines escaped), so each error of
+    a rejected config is a record of its own, file:line:column first (issue 15 trial)."""
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    manager, reloader = start(path, client, Calls())
+    try:
+        path.write_text(config("v2").replace("workers: 2", "workerz: 2\n    rateLimiterz: {}"))
+        with caplog.at_level(logging.ERROR, logger="kinrun.reload"):
+            assert not reloader.reload()
+        messages = [r.getMessage() for r in caplog.records if r.name == "kinrun.reload"]
+        assert not any("\n" in m for m in messages)
+        assert "still running the previous config" in messages[0]
+        assert any(f"{path}:9:5: controllers[0].workerz" in m for m in messages[1:])
+        assert any(f"{path}:10:5: controllers[0].rateLimiterz" in m for m in messages[1:])
+    finally:
+        manager.stop(2.0)
+
+
+def test_a_reload_interrupted_by_the_stop_is_abandoned_not_an_error(
+        client: Client, tmp_path: Path, embedded_server, caplog: pytest.LogCaptureFixture) -> None:
+    """SIGTERM while a reload waits for a new informer's sync: logged at info as abandoned
+    because kinrun is stopping, not an ERROR saying the previous config still runs."""
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    try:
+        before = dict(manager.controllers)
+        reloader._stop.set()  # the run's stop Event (Reloader(stop=...)), set by SIGTERM
+        embedded_server.faults.latency = 1.5  # the new LIST cannot finish at once
+        path.write_text(config("v2", secrets=True))
+        with caplog.at_level(logging.INFO, logger="kinrun.reload"):
+            assert not reloader.reload("SIGHUP", force=True)
+        embedded_server.faults.latency = 0.0
+        records = [r for r in caplog.records if r.name == "kinrun.reload"]
+        assert not [r for r in records if r.levelno >= logging.WARNING]
+        assert any(r.levelno == logging.INFO and "abandoned: kinrun is stopping"
+                   in r.getMessage() for r in records)
+        assert reloader.reloads["failure"] == 0
+        assert manager.controllers == before
+    finally:
+        embedded_server.faults.latency = 0.0
+        manager.stop(2.0)
