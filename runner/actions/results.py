@@ -126,6 +126,15 @@ class Placeholder:
     __repr__ = __str__
 
 
+def json_default(value: Any) -> str:
+    """``json.dumps(..., default=json_default)``: a :class:`Placeholder` as its text (what
+    ``kinrun render`` shows where the server's answer would be); TypeError for anything else,
+    as without ``default``. Real results are plain JSON data, so only render meets these."""
+    if isinstance(value, Placeholder):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def placeholders(names: Iterable[str]) -> dict[str, Placeholder]:
     """``results`` as ``kinrun render`` shows it: a Placeholder per action name."""
     return {name: Placeholder(name) for name in names}

@@ -51,6 +51,7 @@ import jinja2
 from kinrun.actions.kinds import (
     CheckError, Render, Scope, _options, _setting, compile_document, reconciled_target,
 )
+from kinrun.actions.results import json_default
 from kinrun.actions.steps import Step
 from kinrun.conditions import ConditionError, check_condition, set_status_condition
 from kinrun.kube.request import ApiRequest
@@ -92,7 +93,7 @@ def _defined(value: Any) -> Any:
 def _json(value: Any, what: str) -> Any:
     """A JSON copy of a rendered value (CheckError when it is not JSON data)."""
     try:
-        return json.loads(json.dumps(value))
+        return json.loads(json.dumps(value, default=json_default))  # render: placeholders
     except (TypeError, ValueError) as exc:
         raise CheckError(f"status: {what} is not JSON data: {exc}") from None
 

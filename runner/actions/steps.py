@@ -109,8 +109,20 @@ class RenderResult:
             if is_compound(step):
                 out.extend(step.describe_all())
             else:
-                out.append(step.describe())
+                out.append(_shown(step))
         return out
+
+
+def _shown(step: Any) -> dict[str, Any]:
+    """``step.describe()``; a create of an object the server names (``name: ''``) shows its
+    ``generateName`` in the place of the name, as no name is known before the server answers."""
+    out = step.describe()
+    if isinstance(step, ApiRequest) and step.verb == "create" and not step.name:
+        generate = ((step.body or {}).get("metadata") or {}).get("generateName")
+        if isinstance(generate, str) and generate:
+            out = {("generateName" if k == "name" else k): (generate if k == "name" else v)
+                   for k, v in out.items()}
+    return out
 
 
 class ActionKind(Protocol):

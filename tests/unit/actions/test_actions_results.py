@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from kinrun.actions import compile_actions
 from kinrun.actions.errors import RenderError
@@ -102,6 +103,28 @@ def test_render_shows_placeholders_where_no_server_answered() -> None:
         "job": "<result of action 'make-job' at metadata.name>",
         "uid": "<result of action 'make-job' at metadata.uid>"}
     assert str(Placeholder("x")["a"].b) == "<result of action 'x' at a.b>"
+
+
+def test_render_accepts_a_field_that_is_exactly_one_result_expression() -> None:
+    """A value that is exactly ``{{ results[...] }}`` keeps the Placeholder itself (not its
+    text): status (which JSON-checks what it renders), patch, event and delete take it, and
+    what render prints is plain data (YAML-dumpable), the create showing its generateName."""
+    whole = "{{ results['make-job'].metadata.name }}"
+    prog = compile_actions([
+        {"name": "make-job", "create": {"manifest": JOB}},
+        {"status": {"fields": {"lastRun": whole}}},
+        {"patch": {"patch": {"metadata": {"annotations": {"run": whole}}}}},
+        {"event": {"reason": "Ran", "message": whole}},
+        {"delete": {"target": {"apiVersion": "batch/v1", "kind": "Job", "name": whole}}},
+    ], controller="c")
+    steps = prog.render(key="ns/cm", obj=OBJ).describe()
+    text = "<result of action 'make-job' at metadata.name>"
+    assert yaml.safe_load(yaml.safe_dump(steps)) == steps
+    assert steps[0]["generateName"] == "run-" and "name" not in steps[0]
+    assert steps[1]["subresource"] == "status" and steps[1]["body"]["status"]["lastRun"] == text
+    assert steps[2]["body"]["metadata"]["annotations"]["run"] == text
+    assert steps[3]["body"]["message"] == text
+    assert steps[4]["verb"] == "delete" and steps[4]["name"] == text
 
 
 @pytest.mark.parametrize("actions,match", [
