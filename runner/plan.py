@@ -92,7 +92,8 @@ class ControllerPlan:
     primary handler's, seconds (the controller's, else its primary informer's); ``watches``;
     ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known;
     ``finalize``: the program run while an object terminates with ``finalizer`` on it (both
-    None without ``finalizer:``; ``kinrun.reconcile``)."""
+    None without ``finalizer:``; ``kinrun.reconcile``); ``recorder``: the EventRecorder its
+    programs share (a reload hands its correlator on: ``kinrun.reload``)."""
 
     spec: ControllerSpec
     actions: ActionProgram | None
@@ -104,6 +105,7 @@ class ControllerPlan:
     finalize: ActionProgram | None = None
     finalizer: str | None = None
     schedule: CronSchedule | None = None
+    recorder: EventRecorder | None = None
 
     @property
     def name(self) -> str:
@@ -309,7 +311,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
         rec.keeps_old, resync, watches,
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
-        spec.finalizer, schedule=_schedule(spec))
+        spec.finalizer, schedule=_schedule(spec), recorder=events)
 
 
 def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:

@@ -575,6 +575,8 @@ class Reloader:
     def _switch(self, old: Any, new: Any, change: PlanDiff, bound: Bound) -> None:
         """Past the point of no return: swap, add, retire, replace hooks, stop unused."""
         manager = self.manager
+        _carry_over_events(old.bound.plan, bound.plan,
+                           (*change.controllers_swapped, *change.controllers_unchanged))
         state = _Running(dict(old.handlers), dict(old.controllers), dict(old.reconcilers),
                          dict(getattr(old, "schedules", {})))
         for name in (*change.controllers_swapped, *change.controllers_removed):
@@ -701,6 +703,19 @@ class Reloader:
             extra = [n for n in shared.indexer.get_indexers() if n not in wanted[ident]]
             if extra:
                 shared.update_indexers({}, extra)
+
+
+def _carry_over_events(old: Plan, new: Plan, names: Iterable[str]) -> None:
+    """The controllers ``names`` of ``new`` record Events through the EventCorrelator of their
+    namesake in ``old`` when their ``events`` settings (component, host) are unchanged: an
+    identical Event after a reload patches the earlier one's count, as only a restart starts
+    new Events (client-go keeps one correlator per recorder, for the process's life)."""
+    for name in names:
+        before, after = old.controller(name).recorder, new.controller(name).recorder
+        if before is None or after is None or before is after:
+            continue
+        if (before.component, before.host) == (after.component, after.host):
+            after.correlator = before.correlator
 
 
 def _builtin(api_version: str) -> bool:

@@ -536,3 +536,47 @@ def test_a_reload_interrupted_by_the_stop_is_abandoned_not_an_error(
     finally:
         embedded_server.faults.latency = 0.0
         manager.stop(2.0)
+
+
+EVENTS = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default]}
+controllers:
+  - name: a
+    for: cms
+    events: {component: notes-controller}
+    reconcile:
+      actions:
+        - log: "a VERSION {{ obj.metadata.name }}"
+        - event: {reason: Seen, message: "saw {{ obj.metadata.name }}"}
+"""
+
+
+def test_a_swapped_controller_keeps_counting_its_events(
+        client: Client, tmp_path: Path, embedded_api_client) -> None:
+    """The swapped controller's identical event patches the Event recorded before the reload
+    (count 2), as only a restart starts new Events: the EventCorrelator is handed on, through
+    a reload that left the controller unchanged too."""
+    import kubernetes
+
+    client.create(cm("web"))
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(EVENTS.replace("VERSION", "v1"))
+    calls = Calls()
+    manager, reloader = start(path, client, calls)
+    core = kubernetes.client.CoreV1Api(embedded_api_client)
+    try:
+        assert calls.wait_for(lambda c: ("v1", "a", "default/web") in {x[:3] for x in c})
+        assert [e.count for e in core.list_namespaced_event("default").items] == [1]
+        assert reloader.reload("SIGHUP", force=True)  # unchanged: the next Plan's recorder
+        assert reloader.last_diff.controllers_unchanged == ("a",)  # shares the correlator
+        path.write_text(EVENTS.replace("VERSION", "v2"))
+        assert reloader.reload()
+        assert reloader.last_diff.controllers_swapped == ("a",)
+        assert calls.wait_for(lambda c: ("v2", "a", "default/web") in {x[:3] for x in c})
+        events = core.list_namespaced_event("default").items
+        assert [(e.count, e.message) for e in events] == [(2, "saw web")]
+    finally:
+        manager.stop(2.0)
