@@ -7,7 +7,10 @@ Design:
   ``StrictUndefined``, so a typo (``obj.metdata``) is an error, never an empty string.
 * Default globals that only widen the attack surface are removed (``lipsum``, ``cycler``,
   ``joiner``); ``range`` is bounded to :data:`MAX_RANGE` items, and ``*``/``**`` refuse to build
-  huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`).
+  huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`); so do ``+``,
+  ``~``, ``%``, str methods (``zfill``, ``format``, ``replace``, ``join``...) and the string
+  filters :data:`STRING_FILTERS`, whose result size is worked out from their arguments before
+  they run (``'x'.zfill(300000000)`` is refused, not built).
 * A budget (:class:`RenderBudget`, limits :class:`BudgetLimits` from ``templates.budget``)
   bounds time, loop steps and output, so no template ties a worker up: one budget per reconcile
   (the actions open it), per indexer/key mapper call, else per render. The checks are
@@ -51,9 +54,11 @@ import json
 import logging
 import os
 import re
+import string
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -594,7 +599,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     CLOCK_EVERY calls) and counts the items of recursive ``loop(...)`` calls.
     """
 
-    intercepted_binops = frozenset({"*", "**", "+"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
     code_generator_class = _BudgetCodeGenerator
 
     def kinrun_budget_sized(self, value: Any) -> Any:
@@ -622,6 +627,15 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             budget.call()
             if args and isinstance(__obj, LoopContext):   # loop(children) of a recursive loop
                 args = (budget.iterate(args[0]), *args[1:])
+        method = getattr(__obj, "__wrapped__", __obj)  # str.format: the sandbox's wrapper
+        text = getattr(method, "__self__", None)
+        if isinstance(text, str) and isinstance(method, types.BuiltinMethodType):
+            name = method.__name__
+            if name == "join" and args and not isinstance(args[0], (list, tuple)):
+                args = (list(args[0]), *args[1:])   # measured before it is joined
+            what = f"str.{name}()'s result"
+            _check_size(_str_method_bound(name, text, args, kwargs), what, "characters")
+            return _checked_text(_SANDBOX_CALL(__self, __context, __obj, *args, **kwargs), what)
         return _SANDBOX_CALL(__self, __context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
@@ -633,6 +647,10 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             _check_repeat(right, left)
         elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
             _check_size(len(left) + len(right), "a sequence")
+        elif operator == "%" and isinstance(left, str):   # printf-style formatting
+            _check_size(_percent_bound(left, right), "a '%' format's result", "characters")
+            return _checked_text(super().call_binop(context, operator, left, right),
+                                 "a '%' format's result")
         return super().call_binop(context, operator, left, right)
 
 
@@ -646,17 +664,160 @@ def sequence_limit() -> int:
     return budget.limits.max_output_chars if budget is not None else MAX_SEQUENCE
 
 
-def _check_size(size: int, what: str) -> None:
+def _check_size(size: int, what: str, unit: str = "items") -> None:
     limit = sequence_limit()
     if size > limit:
         raise BudgetExceeded("sequence", size, limit,
-                             f"{what} of {size} items is over the limit of {limit} "
+                             f"{what} of {size} {unit} is over the limit of {limit} "
                              f"(templates.budget.maxOutputChars)")
 
 
 def _check_repeat(seq: Any, times: Any) -> None:
     if isinstance(seq, _SEQUENCES) and isinstance(times, int):
         _check_size(len(seq) * times, "a sequence")
+
+
+# Strings built by one C-level call (``'x'.zfill(N)``, ``'%Ns' % x``, ``|center(N)``) are
+# bounded before the call: the size the result can reach is worked out from the arguments and
+# checked against sequence_limit(), as ``*`` is; every str result is measured after the call
+# too, so a bound missed here is still caught before the string is used further.
+
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?([a-zA-Z%])")
+"""One printf-style conversion (``%-10.3s``): width, precision, type."""
+
+
+def _text_len(value: Any) -> int:
+    """The length of ``value`` when it is text (other values: 0; they are bounded elsewhere)."""
+    return len(value) if isinstance(value, str) else 0
+
+
+def _spec_widths(spec: str) -> list[int]:
+    """The numbers (widths, precisions) written in a ``str.format`` field's spec."""
+    return [int(digits) for digits in re.findall(r"\d+", spec)]
+
+
+def _format_bound(fmt: str, values: Iterable[Any]) -> int:
+    """The most characters ``str.format``/``format_map`` of ``fmt`` can give: the literal text
+    plus, per field, its widest width or the longest text value. Nested fields in a spec are
+    arguments, checked as integers."""
+    values = list(values)
+    longest = max(map(_text_len, values), default=0)
+    nested = _int_args(values)   # ``{:>{w}}``: a width given as an argument
+    total = len(fmt)
+    try:
+        fields = list(string.Formatter().parse(fmt))
+    except ValueError:
+        return total  # str.format raises the same error
+    for _literal, name, spec, _conversion in fields:
+        if name is not None:
+            spec = spec or ""
+            total += max([longest, *_spec_widths(spec), nested if "{" in spec else 0])
+    return total
+
+
+def _percent_bound(fmt: str, args: Any) -> int:
+    """The most characters ``fmt % args`` can give (printf-style): the literal text plus, per
+    conversion, its width or precision (``*`` takes an integer argument) or the longest text
+    argument."""
+    values = list(args.values()) if isinstance(args, Mapping) else \
+        list(args) if isinstance(args, tuple) else [args]
+    longest = max(map(_text_len, values), default=0)
+    stars = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    total = len(fmt)
+    for match in _PERCENT_SPEC.finditer(fmt):
+        widths = [longest]
+        for part in match.group(1, 2):
+            if part == "*":
+                widths.append(max(stars, default=0))
+            elif part:
+                widths.append(int(part))
+        total += max(widths)
+    return total
+
+
+def _int_args(args: Iterable[Any]) -> int:
+    """The largest integer (not bool) among ``args``, else 0."""
+    return max((a for a in args if isinstance(a, int) and not isinstance(a, bool)), default=0)
+
+
+def _str_method_bound(name: str, text: str, args: tuple, kwargs: Mapping[str, Any]) -> int:
+    """The most characters ``text.<name>(*args, **kwargs)`` can give (a str method), as far
+    as it can grow: widths (``center``, ``ljust``, ``rjust``, ``zfill``), ``expandtabs``,
+    ``replace``, ``join``, ``translate``, ``format``/``format_map``; any other method is bounded
+    by its largest integer argument (a width or count over the limit is refused)."""
+    if name == "format":
+        return _format_bound(text, [*args, *kwargs.values()])
+    if name == "format_map":
+        return _format_bound(text, list(args[0].values()) if args and
+                             isinstance(args[0], Mapping) else [])
+    if name == "expandtabs":
+        return len(text) + text.count("\t") * max(_int_args([*args, *kwargs.values()]), 8)
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str) and \
+            isinstance(args[1], str):
+        grows = max(0, len(args[1]) - len(args[0]))
+        count = text.count(args[0]) if args[0] else len(text) + 1
+        return len(text) + count * grows
+    if name == "join" and args and isinstance(args[0], (list, tuple)):
+        items = args[0]   # items that are not text make join() raise
+        return sum(map(_text_len, items)) + max(0, len(items) - 1) * len(text)
+    if name == "translate" and args and isinstance(args[0], Mapping):
+        return len(text) * max([1, *map(_text_len, args[0].values())])
+    return max(len(text), _int_args([*args, *kwargs.values()]))
+
+
+def _checked_text(result: Any, what: str) -> Any:
+    """``result``, refused when it is text longer than sequence_limit()."""
+    if isinstance(result, str):
+        _check_size(len(result), what, "characters")
+    return result
+
+
+def _filter_bound(name: str, value: Any, args: tuple, kwargs: Mapping[str, Any]) -> int:
+    """The most characters the Jinja2 string filter ``name`` can give for ``value``."""
+    text = value if isinstance(value, str) else ""
+    every = [*args, *kwargs.values()]
+    if name == "format":
+        return _percent_bound(text, kwargs or tuple(args))
+    if name == "join":   # ``value``: a list (the wrapper made it one); items are str()-ed
+        items = value if isinstance(value, (list, tuple)) else []
+        sep = args[0] if args else kwargs.get("d", "")
+        return sum(map(_text_len, items)) + max(0, len(items) - 1) * \
+            len(str(sep))
+    if name == "replace" and len(args) >= 2:
+        return _str_method_bound("replace", text, (str(args[0]), str(args[1])), {})
+    if name == "truncate":   # never longer than the text and its ``end``
+        return len(text) + sum(map(_text_len, every)) + 3
+    if name == "indent":
+        width = args[0] if args else kwargs.get("width", 4)
+        step = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
+        return len(text) + (text.count("\n") + 1) * step
+    if name == "wordwrap":
+        width = _int_args(args[:1]) or 79
+        wrap = _text_len(args[3] if len(args) > 3 else kwargs.get("wrapstring")) or 1
+        return len(text) + (len(text) // max(width, 1) + 1) * wrap + _int_args(every)
+    return max(len(text), _int_args(every))
+
+
+STRING_FILTERS = ("center", "format", "indent", "join", "replace", "truncate", "wordwrap")
+"""Jinja2's filters that build a string whose size their arguments set: the size is checked
+before they run (:func:`_filter_bound`) and after."""
+
+
+def _bounded_string_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` (the Jinja2 filter ``name``) refusing a result over sequence_limit() before it
+    is built (keeps Jinja2's pass_* markers: the passed context is not the value)."""
+    passed = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+    what = f"the {name} filter's result"
+
+    @functools.wraps(func)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > passed:
+            if name == "join" and not isinstance(args[passed], (list, tuple, Mapping)):
+                args = (*args[:passed], list(args[passed]), *args[passed + 1:])
+            _check_size(_filter_bound(name, args[passed], args[passed + 1:], kwargs), what,
+                        "characters")
+        return _checked_text(func(*args, **kwargs), what)
+    return bounded
 
 
 def _refused(setting: str, what: str) -> Callable[..., Any]:
@@ -827,6 +988,8 @@ class TemplateEngine:
         for name in ITERATING_FILTERS:
             if name in env.filters:  # every one exists in Jinja2 >= 3.1
                 env.filters[name] = _counting_filter(env.filters[name])
+        for name in STRING_FILTERS:
+            env.filters[name] = _bounded_string_filter(name, env.filters[name])
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, {name: _counting_filter(func) if callable(func) else func
                                 for name, func in (extra_filters or {}).items()})
@@ -1207,8 +1370,8 @@ __all__ = [
     "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
     "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES", "MAX_EXPONENT", "MAX_FILE_BYTES",
     "MAX_RANGE", "MAX_SEQUENCE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner", "RenderBudget",
-    "SourceLocation", "TEMPLATE_NAMES", "Template", "TemplateEngine", "TemplateName",
-    "TemplateOptions", "TemplateRenderError",
+    "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES", "Template", "TemplateEngine",
+    "TemplateName", "TemplateOptions", "TemplateRenderError",
     "as_location", "b64decode", "b64encode", "compile_index_func", "compile_key_mapper",
     "duration", "from_json", "from_yaml", "index_values", "isoformat", "lookup_calls",
     "lookup_functions", "sha256", "split_expression", "to_datetime", "to_json", "to_yaml",

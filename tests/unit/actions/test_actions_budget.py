@@ -360,3 +360,82 @@ def test_a_larger_loop_budget_allows_a_larger_range(pod):
     prog = compile_actions([{"log": "{% for i in range(20000) %}{% endfor %}ok"}],
                            controller="web", engine=engine_with(maxLoopSteps=1_000_000))
     assert prog.render(key="shop/web-1", obj=pod).log_lines[0].message == "ok"
+
+
+# --- strings built by one call: str methods, '%', string filters ----------------------------
+
+STRING_BUILDERS = [
+    pytest.param("{{ 'x' | center(1000000) | length }}", id="center-filter"),
+    pytest.param("{{ ('%1000000s' % 'x') | length }}", id="percent-width"),
+    pytest.param("{{ ('%.1000000f' % 1.5) | length }}", id="percent-precision"),
+    pytest.param("{{ ('%*s' % (1000000, 'x')) | length }}", id="percent-star"),
+    pytest.param("{{ ('%s' * 100) % (('y' * 500,) * 100) }}", id="percent-many-fields"),
+    pytest.param("{{ 'x'.zfill(1000000) | length }}", id="zfill"),
+    pytest.param("{{ 'x'.ljust(1000000) | length }}", id="ljust"),
+    pytest.param("{{ 'x'.rjust(1000000) | length }}", id="rjust"),
+    pytest.param("{{ 'x'.center(1000000) | length }}", id="center-method"),
+    pytest.param("{{ '{:>1000000}'.format('x') | length }}", id="format-width"),
+    pytest.param("{{ '{:>{w}}'.format('x', w=1000000) | length }}", id="format-nested-width"),
+    pytest.param("{{ '{x:>1000000}'.format_map({'x': 1}) | length }}", id="format-map"),
+    pytest.param("{{ ('\t' * 100).expandtabs(100) | length }}", id="expandtabs"),
+    pytest.param("{{ ('x' * 100).replace('x', 'y' * 100) | length }}", id="replace-method"),
+    pytest.param("{{ ('x' * 100) | replace('x', 'y' * 100) | length }}", id="replace-filter"),
+    pytest.param("{{ ('y' * 100).join(range(100) | map('string')) | length }}", id="join-method"),
+    pytest.param("{{ range(100) | join('y' * 100) | length }}", id="join-filter"),
+    pytest.param("{{ ('x' * 100).translate({120: 'y' * 100}) | length }}", id="translate"),
+    pytest.param("{{ 'x' | indent(1000000, true) | length }}", id="indent-width"),
+    pytest.param("{{ ('a\n' * 100) | indent('y' * 100) | length }}", id="indent-string"),
+    pytest.param("{{ '%1000000s' | format('x') | length }}", id="format-filter"),
+    pytest.param("{{ ('a ' * 100) | wordwrap(1, wrapstring='z' * 100) | length }}",
+                 id="wordwrap"),
+]
+
+
+@pytest.mark.parametrize("template", STRING_BUILDERS)
+def test_strings_built_by_one_call_are_bounded(pod, template):
+    """A str method, '%' or string filter whose arguments make a string longer than
+    maxOutputChars fails as a retryable budget error naming the action and the setting."""
+    prog = compile_actions([{"name": "big", "log": template}], controller="web",
+                           engine=engine_with(maxOutputChars=1000))
+    err = render_error(prog, pod)
+    assert isinstance(err, BudgetError) and not isinstance(err, ReconcileError)
+    assert "controller 'web' action [0] (big): template budget exceeded" in str(err)
+    assert "over the limit of 1000 (templates.budget.maxOutputChars)" in str(err)
+
+
+@pytest.mark.parametrize("template", [
+    "{{ 'x' | center(10 ** 12) }}", "{{ '%1000000000000s' % 'x' }}", "{{ 'x'.zfill(10 ** 12) }}",
+    "{{ '{:>1000000000000}'.format('x') }}", "{{ 'x' | indent(10 ** 12, true) }}",
+])
+def test_huge_widths_are_refused_before_the_string_is_built(pod, template):
+    """A width of 10^12 characters is refused from the arguments: building it first would be
+    a MemoryError (or the machine's memory), not a budget error."""
+    prog = compile_actions([{"log": template}], controller="web")
+    err = render_error(prog, pod)
+    assert isinstance(err, BudgetError), err
+    assert "over the limit of" in str(err)
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("{{ '%05d' % 3 }}", "00003"),
+    ("{{ '%(a)s-%(b)d' % {'a': 'x', 'b': 2} }}", "x-2"),
+    ("{{ '%d' % 5000000000 }}", "5000000000"),
+    ("{{ 7 % 3 }}", "1"),
+    ("{{ 'ab' | center(6) }}", "  ab  "),
+    ("{{ '{:>8}'.format('x') }}", "       x"),
+    ("{{ '{}'.format(5000000000) }}", "5000000000"),
+    ("{{ '{a}:{b:03d}'.format_map({'a': 'x', 'b': 7}) }}", "x:007"),
+    ("{{ 'x'.zfill(3) ~ 'y'.ljust(2) ~ 'z'.rjust(2) }}", "00xy  z"),
+    ("{{ 'a\tb'.expandtabs(4) }}", "a   b"),
+    ("{{ 'a\nb' | indent(2) }}", "a\n  b"),
+    ("{{ [1, 2] | join(',') ~ '-'.join(['a', 'b']) }}", "1,2a-b"),
+    ("{{ '%s-%s' | format('a', 'b') }}", "a-b"),
+    ("{{ 'aXb' | replace('X', '--') ~ 'aXb'.replace('X', '+') }}", "a--ba+b"),
+    ("{{ 'abc' | truncate(5000000) }}", "abc"),
+    ("{{ 'a b c' | wordwrap(3) }}", "a b\nc"),
+])
+def test_normal_string_building_still_works(pod, template, expected):
+    """Widths, formats and filters of ordinary size render as before."""
+    prog = compile_actions([{"log": template}], controller="web",
+                           engine=engine_with(maxOutputChars=1000))
+    assert prog.render(key="shop/web-1", obj=pod).log_lines[0].message == expected
