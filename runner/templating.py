@@ -1327,11 +1327,13 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "replayed to a handler added later), False for a real creation and every other "
                  "event (client-go `OnAdd(obj, isInInitialList)`). In actions: the `added` "
                  "cause's flag."),
-    TemplateName("results", "variable", _ACTIONS, "results.make_child.metadata.uid",
+    TemplateName("results", "variable", tuple(p for p in _ACTIONS if p != "vars"),
+                 "results.make_child.metadata.uid",
                  "What the server answered to each earlier named action (`name:`) of this "
                  "reconcile: the object an apply/create/patch got back, None for an action that "
                  "sent nothing. An action that reads it is rendered after the ones it reads ran; "
-                 "`kinrun render` shows placeholders."),
+                 "`kinrun render` shows placeholders. Not in `vars`: they are evaluated before "
+                 "any action runs."),
     TemplateName("<var>", "variable", _ACTIONS, "managed",
                  "Each `reconcile.vars` entry by its name, evaluated once per reconcile in "
                  "order (a var sees the vars before it)."),
