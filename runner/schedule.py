@@ -63,6 +63,9 @@ class CronSchedule:
             raise ScheduleError(f"schedule {expression!r}: a cron expression has five fields "
                                 "(minute hour day-of-month month day-of-week)")
         if not croniter.is_valid(text):
+            bad = _bad_field(text)
+            if bad is not None:
+                raise ScheduleError(f"schedule {expression!r}: {bad}") from None
             try:
                 croniter(text)
             except ValueError as exc:
@@ -79,6 +82,26 @@ class CronSchedule:
     def __repr__(self) -> str:
         zone = f" in {self.time_zone}" if self.time_zone else " (UTC)"
         return f"CronSchedule({self.expression!r}{zone})"
+
+
+_FIELDS = (("minute", "0-59"), ("hour", "0-23"), ("day of month", "1-31"),
+           ("month", "1-12 or JAN-DEC"), ("day of week", "0-6 or SUN-SAT, 7 is Sunday too"))
+"""The five cron fields in order, with the values each takes (as crontab(5) and CronJob)."""
+
+
+def _bad_field(text: str) -> str | None:
+    """Which field of a five-field ``text`` croniter refuses, as ``hour field '25' is out of
+    range (hour takes 0-23)``: each field is tried alone, the others ``*`` (croniter's own
+    message does not say which field). None when every field alone is valid (a macro, or
+    fields valid alone but refused together)."""
+    fields = text.split()
+    if len(fields) != len(_FIELDS):
+        return None
+    for index, ((name, allowed), value) in enumerate(zip(_FIELDS, fields)):
+        alone = " ".join(value if i == index else "*" for i in range(len(_FIELDS)))
+        if not croniter.is_valid(alone):
+            return f"{name} field {value!r} is not valid ({name} takes {allowed})"
+    return None
 
 
 def _zone(name: str | None) -> datetime.tzinfo:

@@ -52,7 +52,7 @@ def test_time_zone_moves_the_fire_time_and_follows_daylight_saving():
 
 
 @pytest.mark.parametrize("expr, zone, message", [
-    ("61 * * * *", None, "out of range"),
+    ("61 * * * *", None, "minute field .61. is not valid"),
     ("* * * *", None, "five fields"),
     ("0 * * * * *", None, "five fields"),
     ("@reboot", None, "unknown macro"),
@@ -62,6 +62,25 @@ def test_time_zone_moves_the_fire_time_and_follows_daylight_saving():
 def test_bad_schedules_are_refused(expr, zone, message):
     with pytest.raises(ScheduleError, match=message):
         CronSchedule(expr, zone)
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("61 * * * *", "minute field '61' is not valid (minute takes 0-59)"),
+    ("0 25 * * *", "hour field '25' is not valid (hour takes 0-23)"),
+    ("0 0 32 * *", "day of month field '32' is not valid (day of month takes 1-31)"),
+    ("0 0 0 * *", "day of month field '0' is not valid (day of month takes 1-31)"),
+    ("0 0 * 13 *", "month field '13' is not valid (month takes 1-12 or JAN-DEC)"),
+    ("0 0 * * 8", "day of week field '8' is not valid (day of week takes 0-6 or SUN-SAT"),
+    ("5-70 * * * *", "minute field '5-70' is not valid"),
+    ("*/0 * * * *", "minute field '*/0' is not valid"),
+    ("0 0 * * FOO", "day of week field 'FOO' is not valid"),
+])
+def test_a_bad_field_is_named_with_its_range(expr, message):
+    """croniter's "[0 25 * * *] is not acceptable, out of range" does not say which field:
+    the error names it and the values it takes."""
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert str(caught.value).startswith(f"schedule {expr!r}: {message}")
 
 
 # -- the plan ----------------------------------------------------------------------------------
@@ -94,7 +113,7 @@ def test_plan_compiles_schedule_and_zone():
 
 
 @pytest.mark.parametrize("lines, where, message", [
-    ('    schedule: "0 25 * * *"', "cfg.yaml:8:15: controllers[0].schedule", "out of range"),
+    ('    schedule: "0 25 * * *"', "cfg.yaml:8:15: controllers[0].schedule", "hour field .25. is not valid"),
     ('    schedule: "0 3 * * *"\n    timeZone: Nowhere/Land',
      "cfg.yaml:9:15: controllers[0].timeZone", "not a known IANA time zone"),
     ("    timeZone: UTC", "cfg.yaml:8:15: controllers[0].timeZone", "timeZone needs a schedule"),
