@@ -154,8 +154,10 @@ class PlanDiff:
     ``informers_kept`` (same watch: cache kept), ``indexes`` (kept informer -> (added,
     changed, removed) index names, only those with a change). Controller names:
     ``controllers_added``, ``controllers_removed`` (also those that must wait for a kind),
-    ``controllers_swapped``, ``controllers_unchanged``. ``plugins_changed``; ``restart_only``:
-    the top-level keys whose change waits for a restart (camelCase)."""
+    ``controllers_swapped``, ``controllers_unchanged``; ``waiting``: controller of the new
+    config that cannot run yet -> the informers it waits for (kinds not served yet; shown
+    in the summary). ``plugins_changed``; ``restart_only``: the top-level keys whose change
+    waits for a restart (camelCase)."""
 
     informers_added: tuple[str, ...] = ()
     informers_removed: tuple[str, ...] = ()
@@ -169,6 +171,7 @@ class PlanDiff:
     controllers_unchanged: tuple[str, ...] = ()
     plugins_changed: bool = False
     restart_only: tuple[str, ...] = ()
+    waiting: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -188,8 +191,12 @@ class PlanDiff:
             text += " (indexes: " + "; ".join(
                 f"{n} +{','.join(a) or '-'} ~{','.join(c) or '-'} -{','.join(r) or '-'}"
                 for n, (a, c, r) in self.indexes.items()) + ")"
-        text += (f"; controllers added {names(self.controllers_added)} removed "
-                 f"{names(self.controllers_removed)} swapped {names(self.controllers_swapped)}"
+        waits = [f"{c} (waiting for {','.join(ns)})" for c, ns in self.waiting.items()
+                 if c not in self.controllers_removed]
+        gone = [f"{c} (waiting for {','.join(self.waiting[c])})" if c in self.waiting else c
+                for c in self.controllers_removed]
+        text += (f"; controllers added {names([*self.controllers_added, *waits])} removed "
+                 f"{names(gone)} swapped {names(self.controllers_swapped)}"
                  f" unchanged {names(self.controllers_unchanged)}")
         if self.plugins_changed:
             text += "; plugins changed"
@@ -203,17 +210,19 @@ _CAMEL = {"leader_election": "leaderElection"}
 
 def diff(old: Plan, new: Plan, *, old_refs: Mapping[str, Any] | None = None,
          new_refs: Mapping[str, Any] | None = None, running: Iterable[str] | None = None,
-         waiting: Iterable[str] = ()) -> PlanDiff:
+         waiting: Iterable[str] | Mapping[str, Iterable[str]] = ()) -> PlanDiff:
     """The difference between the running ``old`` and the ``new`` Plan (module docstring).
 
     ``old_refs`` / ``new_refs``: informer name -> ResourceRef from discovery (None: compare
     specs only; an informer missing from a given mapping waits for its kind); ``running``:
     the controllers running now (default: every controller of ``old``); ``waiting``: the
     controllers of ``new`` that cannot run yet (a kind not served), reported removed when
-    running and never added."""
+    running and never added (a mapping: with the informers each waits for)."""
     old_refs, new_refs = old_refs or {}, new_refs or {}
     running = set(running) if running is not None else {c.name for c in old.controllers}
-    waiting = set(waiting)
+    waits = {c: tuple(ns) for c, ns in waiting.items()} if isinstance(waiting, Mapping) \
+        else {c: () for c in waiting}
+    waiting = set(waits)
     added, removed, changed, kept = [], [], [], []
     indexes: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
     for name, informer in new.informers.items():
@@ -251,7 +260,9 @@ def diff(old: Plan, new: Plan, *, old_refs: Mapping[str, Any] | None = None,
                     != comparable(getattr(new.config, f, None)))
     return PlanDiff(tuple(added), tuple(removed), tuple(changed), tuple(kept), indexes,
                     tuple(c_added), tuple(c_removed), tuple(c_swapped), tuple(c_same),
-                    plugin_fingerprint(old) != plugin_fingerprint(new), restart)
+                    plugin_fingerprint(old) != plugin_fingerprint(new), restart,
+                    {c: ns for c, ns in waits.items()  # newly waiting: not already before
+                     if c in running or c not in old_controllers})
 
 
 def _controller_fingerprint(controller: Any, plan: Plan, refs: Mapping[str, Any]) -> Any:
@@ -386,6 +397,7 @@ class Reloader:
                 new_plan = self._compile(config)
                 plan = carry_over_indexers(self.manager.plan, new_plan)
                 bound = plan.bind(self.manager.client, wait_for_kinds=True)
+                before = dict(self.manager.waiting_informers())
                 change = self.apply(bound)
             except Exception as exc:  # noqa: BLE001 - the old config stays in force
                 if self._stop.is_set():  # the stop interrupted it (e.g. waiting for a sync)
@@ -394,6 +406,12 @@ class Reloader:
                     return False
                 self._failed(content, exc, reason, force)
                 return False
+            for name, why in bound.waiting.items():  # as at start (kinrun.manager)
+                if name not in before:
+                    _log.warning("informer %s waits: its kind is not served yet (%s); "
+                                 "controllers %s start when discovery finds it", name, why,
+                                 ", ".join(c for c, ns in change.waiting.items()
+                                           if name in ns) or "-")
             self._succeeded(content, change, reason)
             return True
 

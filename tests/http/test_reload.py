@@ -580,3 +580,31 @@ def test_a_swapped_controller_keeps_counting_its_events(
         assert [(e.count, e.message) for e in events] == [(2, "saw web")]
     finally:
         manager.stop(2.0)
+
+
+def test_an_informer_added_for_a_kind_not_served_yet_says_it_waits(
+        client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A reload that adds an informer whose CRD is not installed logs the same waits line as
+    a start, and its controller is in the summary as added, waiting (issue 15 trial)."""
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    manager, reloader = start(path, client, Calls())
+    try:
+        path.write_text(config("v1").replace(
+            "controllers:\n", "  foos: {apiVersion: example.kinrun.dev/v1, kind: Foo}\n"
+            "controllers:\n  - {name: g, for: foos, reconcile: {actions: [{log: x}]}}\n"))
+        with caplog.at_level(logging.INFO, logger="kinrun.reload"):
+            assert reloader.reload()
+        messages = [r.getMessage() for r in caplog.records if r.name == "kinrun.reload"]
+        assert any(m.startswith("informer foos waits: its kind is not served yet (")
+                   and m.endswith("controllers g start when discovery finds it")
+                   for m in messages), messages
+        assert "controllers added g (waiting for foos) removed -" in reloader.last_diff.summary()
+        assert reloader.last_diff.controllers_added == () and "g" not in manager.controllers
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="kinrun.reload"):
+            assert reloader.reload("SIGHUP", force=True)  # still waiting: nothing new to say
+        assert not any("waits" in r.getMessage() for r in caplog.records)
+        assert "controllers added - removed" in reloader.last_diff.summary()
+    finally:
+        manager.stop(2.0)
