@@ -568,7 +568,9 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
             old: dict[str, Any] | None, deleted: bool,
             reason: str = "") -> list[dict[str, Any]]:
     """The described steps of the controller's actions (or onDelete; or ``finalize`` for a
-    terminating object of a controller with a finalizer), compiled by the plan. Lookups in
+    terminating object of a controller with a finalizer), compiled by the plan, with the
+    finalizer patches a run sends around them (``kinrun.actions.finalizer.planned_writes``:
+    the add before the actions, the remove after a finalize that asked no requeue). Lookups in
     templates (``get``/``list``/``by_index``) see an empty cache: render has no cluster."""
     from kinrun.hooks import ReconcileContext
     from kinrun.plan import plan
@@ -578,16 +580,28 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     # run to run (and as a test case's first reconcile stamps them)
     compiled = plan(config, clock=lambda: EPOCH).controller(controller.name)
     program, what = (compiled.on_delete, "onDelete") if deleted else (compiled.actions, "actions")
-    if not deleted and compiled.finalizer is not None and obj is not None \
-            and (obj.get("metadata") or {}).get("deletionTimestamp"):
-        program, what = compiled.finalize, "finalize"  # what runs while it terminates
+    before = after = None  # the finalizer patches the reconcile sends around the program
+    if not deleted and compiled.finalizer is not None and obj is not None:
+        from kinrun.actions.finalizer import has_finalizer, is_terminating, planned_writes
+
+        before, after = planned_writes(obj, compiled.finalizer)
+        if is_terminating(obj):
+            if not has_finalizer(obj, compiled.finalizer):
+                _err(f"kinrun render: {key} is terminating without finalizer "
+                     f"{compiled.finalizer}: nothing runs")
+                return []
+            program, what = compiled.finalize, "finalize"  # what runs while it terminates
     if program is None:
         _err(f"kinrun render: controller {controller.name!r} has no {what} to render")
-        return []
+        return [] if before is None else [before.describe()]
     listers = {name: _EmptyLister() for name in config.informers}
     ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old,
                            reason=reason or ("deleted" if deleted else ""))
-    return program.render(key=key, obj=obj, old=old, ctx=ctx).describe()
+    result = program.render(key=key, obj=obj, old=old, ctx=ctx)
+    if after is not None and (result.requeue_after or 0) > 0:
+        after = None  # finalize asked to run again later: the finalizer stays
+    return [*([before.describe()] if before else []), *result.describe(),
+            *([after.describe()] if after else [])]
 
 
 class _EmptyLister:
