@@ -72,6 +72,7 @@ from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.config.model import Location
 from kinrun.errors import KinrunError
 from kinrun.plan import InformerPlan, Plan
+from kinrun.sharding.scope import sharded_informers
 
 _log = logging.getLogger("kinrun.reload")
 
@@ -305,6 +306,19 @@ def carry_over_indexers(old: Plan, new: Plan) -> Plan:
     return dataclasses.replace(new, informers=informers)
 
 
+def keep_sharding(new: Plan, sharding: Any) -> Plan:
+    """``new`` sharded as the running replica is (``sharding``: the ShardingSpec it started
+    with, or None): ``sharding`` is read at start only (the replica's Lease and Shard), so a
+    reload that adds, removes or edits it keeps the running scope (``Plan.sharded`` as
+    ``kinrun.sharding.scope.sharded_informers`` gives for ``new``'s informers under the
+    started ``sharding``) until the restart, and a sharded informer never loses the shard's
+    label selector (it would list every replica's objects)."""
+    if comparable(new.config.sharding) == comparable(sharding):
+        return new
+    started = dataclasses.replace(new.config, sharding=sharding)
+    return dataclasses.replace(new, sharded=sharded_informers(started))
+
+
 def config_hash(paths: Iterable[str]) -> str:
     """SHA-256 (hex) of the files' bytes in order (the config file, then its plugin files);
     an unreadable file counts as empty. The ``hash`` label of ``kinrun_config_info``:
@@ -371,6 +385,9 @@ class Reloader:
         self._failed_hash: str | None = None  # content whose errors were logged already
         self._rediscovery_error: str | None = None  # the last one logged
         self.hash = config_hash(files())
+        # ``sharding`` as started (restart only): every Plan applied shards as it says
+        self._sharding = getattr(getattr(getattr(manager, "plan", None), "config", None),
+                                 "sharding", None)
         self.last_diff: PlanDiff | None = None
         self.reloads = {"success": 0, "failure": 0}
         if metrics is not None:
@@ -395,7 +412,8 @@ class Reloader:
             try:
                 config = self._load()
                 new_plan = self._compile(config)
-                plan = carry_over_indexers(self.manager.plan, new_plan)
+                plan = keep_sharding(carry_over_indexers(self.manager.plan, new_plan),
+                                     self._sharding)
                 bound = plan.bind(self.manager.client, wait_for_kinds=True)
                 before = dict(self.manager.waiting_informers())
                 change = self.apply(bound)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kinrun.config import load_text
 from kinrun.plan import plan
 from kinrun.plugin_manager import new_plugin_manager
-from kinrun.reload import carry_over_indexers, diff
+from kinrun.reload import carry_over_indexers, diff, keep_sharding
 
 BASE = """
 apiVersion: kinrun.dev/v1alpha1
@@ -172,3 +172,15 @@ def test_a_changed_sharding_key_needs_a_restart() -> None:
     change = diff(compiled(BASE), compiled(BASE + "sharding: {ring: web}\n"))
     assert change.restart_only == ("sharding",)
     assert change.empty and change.controllers_unchanged == ("a", "b")
+
+
+def test_a_reload_keeps_sharding_as_started() -> None:
+    """A replica started sharded keeps sharding the primary informers after a reload that
+    drops ``sharding`` (restart only: it must not list every replica's objects), and one
+    started unsharded does not start sharding."""
+    sharded = compiled(BASE + "sharding: {ring: web}\n")
+    assert set(sharded.sharded) == {"cms", "pods"}
+    unsharded = compiled(BASE)
+    assert keep_sharding(unsharded, sharded.config.sharding).sharded == sharded.sharded
+    assert keep_sharding(sharded, None).sharded == {}
+    assert keep_sharding(sharded, sharded.config.sharding) is sharded
