@@ -397,7 +397,8 @@ def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
     return compile_actions([a.raw for a in actions], controller=spec.name, plugin_manager=pm,
                            engine=engine, locations=[a.location for a in actions],
                            source=(where.file, where.line, f"{where.path}.reconcile.{field}"),
-                           clock=clock, vars=rec.vars, recorder=recorder)
+                           clock=clock, vars=rec.vars, recorder=recorder,
+                           field_locations=[a.field_locations for a in actions])
 
 
 def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: InformerPlan,

@@ -65,7 +65,7 @@ from kinrun.actions.steps import Step
 from kinrun.errors import ConflictError, NotFoundError
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import split_api_version
-from kinrun.templating import SourceLocation, TemplateEngine
+from kinrun.templating import SourceLocation, TemplateEngine, TemplateRenderError, as_location
 
 PART_OF = "applyset.kubernetes.io/part-of"
 """Label on each child: the id of the set it belongs to."""
@@ -301,16 +301,20 @@ class ApplySetAction:
     """Added under ``--dry-run``: each child is read to show what would change."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
-                 field_manager: str) -> None:
+                 field_manager: str, fields: Mapping[str, Any] | None = None) -> None:
+        """``fields``: the location of each key of ``value`` (``ActionSpec.field_locations``):
+        errors of ``forEach`` and ``manifests`` name their key's line (else the action's)."""
         value = _options(value, loc, "applySet")
-        self._manifests = compile_documents(value["manifests"], engine, loc.child(".manifests"))
+        self._manifests_loc = _field(fields, "manifests", loc)
+        self._for_each_loc = _field(fields, "forEach", loc)
+        self._manifests = compile_documents(value["manifests"], engine, self._manifests_loc)
         self.literal_kinds = literal_kinds(value["manifests"])
         """(apiVersion, kind) the manifests name literally: listed by prune even when the
         parent's annotations were lost (the parent replaced without them)."""
         each = value.get("forEach")
         if each is not None and (not isinstance(each, str) or not each.strip()):
-            raise loc.child(".forEach").config_error("applySet.forEach must be an expression")
-        self._for_each = None if each is None else engine.value(each, loc.child(".forEach"))
+            raise self._for_each_loc.config_error("applySet.forEach must be an expression")
+        self._for_each = None if each is None else engine.value(each, self._for_each_loc)
         self._as = _setting(value, "applySet", "as")
         if not isinstance(self._as, str) or not self._as.isidentifier() \
                 or self._as in _SHADOWED:
@@ -367,16 +371,27 @@ class ApplySetAction:
 
     def _children(self, scope: Scope) -> list[dict[str, Any]]:
         if self._for_each is None:
-            return self._manifests(scope.variables)
-        items = self._for_each.evaluate(scope.variables)
+            return self._rendered(scope.variables)
+        try:
+            items = self._for_each.evaluate(scope.variables)
+        except TemplateRenderError as exc:
+            exc.location = self._for_each_loc  # the action's error names forEach's line
+            raise
         if isinstance(items, Mapping):
             items = list(items.items())
         if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             raise CheckError(f"applySet: forEach must give a list, got {type(items).__name__}")
         children = []
         for item in items:
-            children.extend(self._manifests({**scope.variables, self._as: item}))
+            children.extend(self._rendered({**scope.variables, self._as: item}))
         return children
+
+    def _rendered(self, variables: Mapping[str, Any]) -> list[Any]:
+        try:
+            return self._manifests(variables)
+        except TemplateRenderError as exc:
+            exc.location = self._manifests_loc  # the action's error names manifests' line
+            raise
 
     def _apply(self, manifest: Any, scope: Scope, parent: Target, set_id: str
                ) -> tuple[ApiRequest, tuple[str, str, str | None, str]]:
@@ -404,6 +419,14 @@ class ApplySetAction:
         key = (split_api_version(api_version)[0], kind, namespace, meta["name"])
         return ApiRequest("apply", api_version, kind, meta["name"], namespace, body=manifest,
                           params=params), key
+
+
+def _field(fields: Mapping[str, Any] | None, key: str, loc: SourceLocation) -> SourceLocation:
+    """The location of the key ``key`` of the action's value: its own line when ``fields``
+    has it, else the action's (``loc``), with ``.key`` appended to the path either way."""
+    given = (fields or {}).get(key)
+    return as_location(given, f"{loc.path}.{key}") if given is not None \
+        else loc.child(f".{key}")
 
 
 def _check_parent(labels: Mapping[str, Any], annotations: Mapping[str, Any],

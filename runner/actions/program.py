@@ -236,7 +236,8 @@ class CompiledAction:
             raise BudgetError(exc, controller=controller, index=self.index, label=self.label,
                               location=self.location) from exc
         except TemplateRenderError as exc:
-            raise self._error(controller, exc.detail, exc.template_line) from exc
+            raise self._error(controller, exc.detail, exc.template_line,
+                              getattr(exc, "location", None)) from exc
         except (RenderError, ReconcileError):
             raise
         except CheckError as exc:
@@ -252,9 +253,12 @@ class CompiledAction:
             return value.strip().lower() not in _FALSE_TEXT
         return bool(value)
 
-    def _error(self, controller: str, detail: str, line: int | None) -> RenderError:
+    def _error(self, controller: str, detail: str, line: int | None,
+               location: SourceLocation | None = None) -> RenderError:
+        """``location``: the failing key's own place (a TemplateRenderError's ``location``,
+        set by the kinds that know it), else the action's."""
         return RenderError(detail, controller=controller, index=self.index, label=self.label,
-                           location=self.location, template_line=line)
+                           location=location or self.location, template_line=line)
 
 
 class ActionProgram:
@@ -487,7 +491,9 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
                     base_dir: Path | None = None,
                     clock: Callable[[], float] = time.time,
                     field_manager: str = DEFAULT_FIELD_MANAGER,
-                    vars: Any = (), recorder: EventRecorder | None = None) -> ActionProgram:
+                    vars: Any = (), recorder: EventRecorder | None = None,
+                    field_locations: Sequence[Mapping[str, Any]] | None = None
+                    ) -> ActionProgram:
     """Compile a controller's action list once, at start-up.
 
     ``specs``: the actions as plain mappings (``{"log": "...", "when": "..."}``), each with exactly
@@ -505,7 +511,9 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``name``, ``expression`` and ``location`` (``kinrun.config.model.VarSpec``); see
     :func:`compile_vars`. ``recorder``: the controller's EventRecorder, shared by all its
     programs so repeated Events are counted across them (None: one of this program's own,
-    component ``kinrun``, stamped by ``clock``).
+    component ``kinrun``, stamped by ``clock``). ``field_locations``: per action, the location
+    of each key of its kind's value (``ActionSpec.field_locations``), so that errors of
+    ``applySet.forEach``/``manifests`` name their own key's line (None: the action's).
 
     Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values,
     template syntax errors and bad vars.
@@ -518,7 +526,9 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     actions = []
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
-        actions.append(_compile_one(index, data, loc, engine, kinds, recorder, field_manager))
+        fields = field_locations[index] if field_locations else None
+        actions.append(_compile_one(index, data, loc, engine, kinds, recorder, field_manager,
+                                    fields or {}))
     _check_result_reads(actions)
     return ActionProgram(controller, actions, budgets=engine.budget,
                          vars=compile_vars(vars, engine))
@@ -567,7 +577,7 @@ def _unwrap(spec: Any, given: Any, base: SourceLocation, index: int
 
 def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEngine,
                  kinds: Mapping[str, ActionKind], recorder: EventRecorder,
-                 field_manager: str) -> CompiledAction:
+                 field_manager: str, fields: Mapping[str, Any]) -> CompiledAction:
     if not isinstance(data, Mapping):
         raise loc.config_error(f"an action must be a mapping, got {type(data).__name__}")
     if isinstance(data.get("plugin"), str):  # the config form {plugin: K, with: W} -> {K: W}
@@ -582,7 +592,8 @@ def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEng
     if kind not in BUILTIN_KINDS and kind not in kinds:
         known = ", ".join([*BUILTIN_KINDS, *sorted(kinds)])
         raise loc.config_error(f"unknown action kind {kind!r} (known: {known})")
-    impl = _builtin(kind, data[kind], engine, loc.child(f".{kind}"), recorder, field_manager) \
+    impl = _builtin(kind, data[kind], engine, loc.child(f".{kind}"), recorder, field_manager,
+                    fields) \
         if kind in BUILTIN_KINDS else PluginAction(kind, kinds[kind], data[kind], engine,
                                                    loc.child(f".{kind}"))
     label = str(data.get("name") or kind)
@@ -623,7 +634,7 @@ def _check_result_reads(actions: Sequence[CompiledAction]) -> None:
 
 
 def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
-             recorder: EventRecorder, field_manager: str) -> Any:
+             recorder: EventRecorder, field_manager: str, fields: Mapping[str, Any]) -> Any:
     if kind == "apply":
         return ApplyAction(value, engine, loc, field_manager)
     if kind == "event":
@@ -631,7 +642,7 @@ def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
     if kind == "status":  # lastTransitionTime from the plan's clock, as now() in templates
         return StatusAction(value, engine, loc, engine.wall_clock)
     if kind == "applySet":
-        return ApplySetAction(value, engine, loc, field_manager)
+        return ApplySetAction(value, engine, loc, field_manager, fields)
     if kind == "create":
         return CreateAction(value, engine, loc)
     return {"log": LogAction, "patch": PatchAction, "delete": DeleteAction,

@@ -238,3 +238,29 @@ def test_apply_set_in_on_delete_is_a_config_error(tmp_path) -> None:
                        "      onDelete:\n        - applySet: {manifests: '[]'}\n", file="c.yaml")
     with pytest.raises(ConfigError, match=r"c.yaml:10: .*onDelete\[0\]: applySet cannot run"):
         plan(config)
+
+
+@pytest.mark.parametrize("for_each,manifest_name,line,key", [
+    ("obj.nope.split()", "x", 8, "forEach"),             # the forEach line, not name: (6)
+    ("['a']", "{{ obj.metadata.nmae }}", 9, "manifests"),  # the manifests line (template: +3)
+])
+def test_a_render_error_names_the_line_of_its_key(for_each, manifest_name, line, key) -> None:
+    """An error while rendering forEach or manifests is located at that key's own line (as
+    the config's field locations give it), not at the action's first line."""
+    from kinrun.config import load_text
+    from kinrun.plan import plan
+
+    config = load_text(
+        "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"       # 1, 2
+        "informers: {cms: {apiVersion: v1, kind: ConfigMap}}\ncontrollers:\n"  # 3, 4
+        "  - {name: c, for: cms, reconcile: {actions: [\n"                # 5
+        "      {name: kids,\n"                                             # 6
+        "       applySet: {\n"                                             # 7
+        f"         forEach: \"{for_each}\",\n"                             # 8
+        "         manifests: \"apiVersion: v1\\nkind: ConfigMap\\n"        # 9
+        f"metadata: {{name: '{manifest_name}'}}\"}}}}]}}}}\n", file="c.yaml")
+    actions = plan(config).controller("c").actions
+    with pytest.raises(RenderError, match=rf"^c.yaml:{line}: .*applySet\.{key}: controller 'c' "
+                                          r"action \[0\] \(kids\): UndefinedError") as info:
+        actions.render(key="ns/team", obj=parent())
+    assert info.value.location.line == line
