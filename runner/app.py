@@ -188,8 +188,6 @@ def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | Non
                         metrics=manager.metrics, files=files, sync_timeout=spec.sync_timeout,
                         drain_timeout=options.effective_drain_timeout(manager.config),
                         discovery_interval=spec.discovery_interval, stop=stop)
-    if probes is not None:
-        probes.watch_waiting(manager.waiting_informers)
     ended, wake, hup = threading.Event(), threading.Event(), threading.Event()
 
     def on_hup() -> None:
@@ -305,9 +303,11 @@ def _probes(config: Config) -> Probes | None:
 
 def _serve_probes(probes: Probes, config: Config, manager: Manager,
                   stack: contextlib.ExitStack) -> None:
-    """Serve ``/healthz`` and ``/readyz`` for ``manager``'s informers (ProbeServeError when
-    the port cannot be bound); stopped when ``stack`` unwinds."""
+    """Serve ``/healthz`` and ``/readyz`` for ``manager``'s informers, the waiting ones too
+    (from the first answer: not only once hot reload runs), ProbeServeError when the port
+    cannot be bound; stopped when ``stack`` unwinds."""
     probes.watch_informers(lambda: manager.factory.informers().values())
+    probes.watch_waiting(manager.waiting_informers)  # follows reloads: asks the Manager
     port = probes.serve(config.probes.port, config.probes.address)  # type: ignore[union-attr]
     stack.callback(probes.close)
     _log.info("health probes on http://%s:%d/healthz and /readyz",
