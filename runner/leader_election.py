@@ -48,6 +48,18 @@ def _parse_micro(value: str | None) -> float:
 now_micro = _now_micro
 """The current time as a Lease MicroTime string (``2026-01-02T03:04:05.123456Z``)."""
 parse_micro = _parse_micro
+
+
+def hold(spec: dict, identity: str, lease_duration: float) -> None:
+    """Write ``identity`` into a Lease's ``spec`` as its holder, renewed now (mutates
+    ``spec``): a new holder (also after a release, holder "") gets ``acquireTime`` and
+    ``leaseTransitions`` + 1, as client-go's LeaseLock records a transition;
+    ``leaseDurationSeconds`` is ``lease_duration`` (seconds) truncated."""
+    now = _now_micro()
+    if (spec.get("holderIdentity") or "") != identity:
+        spec["acquireTime"] = now
+        spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+    spec.update(holderIdentity=identity, renewTime=now, leaseDurationSeconds=int(lease_duration))
 """Seconds since the epoch of a Lease MicroTime string (0.0 for None or "")."""
 
 
@@ -126,12 +138,7 @@ class LeaderElector:
             spec.get("leaseDurationSeconds") or self.spec.lease_duration)
         if holder and holder != self.identity and time.time() < expires:
             return False
-        now = _now_micro()
-        if holder != self.identity:  # a new holder, also after a release (holder ""): a transition
-            spec["acquireTime"] = now
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-        spec.update(holderIdentity=self.identity, renewTime=now,
-                    leaseDurationSeconds=int(self.spec.lease_duration))
+        hold(spec, self.identity, self.spec.lease_duration)
         try:
             self._lease = self.client.update_lease(lease)
             return True
@@ -160,4 +167,4 @@ class LeaderElector:
             return False
 
 
-__all__ = ["LeaderElector", "now_micro", "parse_micro"]
+__all__ = ["LeaderElector", "hold", "now_micro", "parse_micro"]

@@ -40,7 +40,7 @@ from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError, ConflictError, NotFoundError
-from kinrun.leader_election import now_micro
+from kinrun.leader_election import hold, now_micro
 from kinrun.sharding.keys import RING_LABEL
 
 _log = logging.getLogger("kinrun.sharding")
@@ -176,12 +176,7 @@ class MemberLease:
         holder = spec.get("holderIdentity") or ""
         if holder not in ("", self.identity):
             return "taken"
-        now = now_micro()
-        if holder != self.identity:
-            spec["acquireTime"] = now
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-        spec.update(holderIdentity=self.identity, renewTime=now,
-                    leaseDurationSeconds=int(self.spec.lease_duration))
+        hold(spec, self.identity, self.spec.lease_duration)
         meta = lease.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), RING_LABEL: self.spec.ring}
         try:
