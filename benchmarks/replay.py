@@ -190,6 +190,27 @@ class _Counter:
     on_add = on_update = on_delete = tick
 
 
+class _Counting:
+    """An event handler that passes every notification to ``inner``, then ticks ``counter``:
+    the events a controller variant handled, counted where they arrive (the workqueue merges
+    updates of a key that is still queued, so reconciles can be fewer than events)."""
+
+    def __init__(self, inner: Any, counter: _Counter) -> None:
+        self.inner, self.counter = inner, counter
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.inner.on_add(obj, is_in_initial_list)
+        self.counter.tick()
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.inner.on_update(old, new)
+        self.counter.tick()
+
+    def on_delete(self, obj: Any) -> None:
+        self.inner.on_delete(obj)
+        self.counter.tick()
+
+
 def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) -> Any:
     """``kinrun.reconcile.Reconciler`` for one controller whose hook plugin only calls ``tick``,
     with the primary handler the main job wires (``kinrun.bound.RecordDeletions``, causes)."""
@@ -286,13 +307,14 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
     informer = SharedIndexInformer(ReplayListerWatcher(data, metadata_only), kind="Pod",
                                    transform=strip_managed_fields, name="replay")
     ctrl = None
+    reconciles = _Counter(1 << 62)  # counts reconciles; the run ends on events and a drain
     if controller:
         recorder = None
         if config:
-            reconcile, recorder = config_reconcile(informer, counter.tick, config)
+            reconcile, recorder = config_reconcile(informer, reconciles.tick, config)
         else:
-            reconcile = (main_job_reconcile(informer, counter.tick) if main_job
-                         else lambda key, obj: counter.tick())
+            reconcile = (main_job_reconcile(informer, reconciles.tick) if main_job
+                         else lambda key, obj: reconciles.tick())
             recorder = reconcile if main_job else None
         ctrl = Controller("replay", RateLimitingQueue(), informer.indexer.get_by_key,
                           reconcile, workers=1, causes=main_job)
@@ -300,13 +322,15 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
         if main_job:
             from kinrun.bound import RecordDeletions
             handler = RecordDeletions(handler, recorder, None)
-        informer.add_event_handler(handler, synchronous=True)
+        informer.add_event_handler(_Counting(handler, counter), synchronous=True)
         ctrl.start()
     else:
         informer.add_event_handler(counter, synchronous=True)
     informer.start()
     if not counter.done.wait(300):
         raise RuntimeError(f"only {counter.count} of {n} events handled")
+    if ctrl is not None and not ctrl.queue.shut_down_with_drain(300):  # every queued key done
+        raise RuntimeError(f"the workqueue did not drain ({reconciles.count} reconciles)")
     dt = time.process_time() - t
     informer.stop()
     if ctrl is not None:
