@@ -28,10 +28,10 @@ def non_metadata_reads(source: str, names: Iterable[str] = ("obj", "old"),
     is a bare expression (indexers, ``when``, vars) unless it holds ``{{``. A source that does
     not parse gives [] (its own compile reports the syntax error)."""
     text = source
-    if expression and "{{" not in source and "{%" not in source:
+    if "{{" not in source and "{%" not in source:
+        if not expression:
+            return []
         text = "{{ " + source + " }}"
-    elif "{{" not in source and "{%" not in source:
-        return []
     try:
         tree = _ENV.parse(text)
     except jinja2.TemplateSyntaxError:
@@ -68,7 +68,7 @@ def strings_in(value: object) -> Iterator[str]:
     """Every string in a nested structure of mappings, lists and tuples (keys included)."""
     if isinstance(value, str):
         yield value
-    elif isinstance(value, dict) or hasattr(value, "items"):
+    elif hasattr(value, "items"):
         for key, item in value.items():  # type: ignore[union-attr]
             yield from strings_in(key)
             yield from strings_in(item)
