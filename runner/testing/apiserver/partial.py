@@ -89,7 +89,7 @@ def event_line(line: bytes) -> bytes:
     if event.get("type") == "BOOKMARK":
         meta = dict(obj.get("metadata") or {})
         meta.setdefault("creationTimestamp", None)
-        event["object"] = {"kind": PARTIAL, "apiVersion": API_VERSION, "metadata": meta}
+        event["object"] = partial({"metadata": meta})
     else:
         event["object"] = partial(obj)
     return orjson.dumps(event) + b"\n"
