@@ -62,6 +62,8 @@ SECOND_SIGNAL_GRACE = 1.0
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RELOAD_SIGNALS = (signal.SIGHUP,)
+HANDLED_SIGNALS = (*STOP_SIGNALS, *RELOAD_SIGNALS)
+"""Every signal :class:`StopSignals` installs a handler for."""
 
 EXIT_INTERRUPTED = 130
 EXIT_OVERDUE = 1
@@ -149,8 +151,7 @@ class StopSignals:
         os.set_blocking(self._rfd, False)  # read by the signal thread and by attach
         self._thread = threading.Thread(target=self._read_pipe, name="kinrun-signals", daemon=True)
         self._thread.start()
-        self._previous = {sig: signal.signal(sig, self.handle)
-                          for sig in (*STOP_SIGNALS, *RELOAD_SIGNALS)}
+        self._previous = {sig: signal.signal(sig, self.handle) for sig in HANDLED_SIGNALS}
 
     def uninstall(self) -> None:
         """Restore the previous handlers, cancel the deadline, end the signal thread (main
@@ -196,12 +197,12 @@ class StopSignals:
             callback()  # type: ignore[misc]
 
     def ignore_from_now(self) -> None:
-        """The process is exiting with the run's code: set SIGINT/SIGTERM to SIG_IGN (main
-        thread only). The ``finished`` state alone is not enough: interpreter finalization
+        """The process is exiting with the run's code: set SIGINT/SIGTERM/SIGHUP to SIG_IGN
+        (main thread only). The ``finished`` state alone is not enough: interpreter finalization
         resets Python-level handlers to SIG_DFL, so a late signal would end the process with
         -15; SIG_IGN is left as it is."""
         self.detach()
-        for sig in (*STOP_SIGNALS, *RELOAD_SIGNALS):
+        for sig in HANDLED_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
 
     def detach(self) -> None:
