@@ -158,10 +158,10 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
     if not missing and not extra:
         return []
     hide = (lambda e, s: (e, s)) if show_secrets else _redacted_pair
-    shown = [(hide(e, s), s, ok) for e, s, ok in pairs]
-    want = [_expected_view(he) for (he, _), _, _ in shown]
-    got = [project(he, hs) if ok or s is None or not matches(e, s) else sent_view(hs)
-           for ((he, hs), s, ok), (e, _, _) in zip(shown, pairs) if s is not None] + [
+    shown = [(e, *hide(e, s), s, ok) for e, s, ok in pairs]
+    want = [_expected_view(he) for _, he, _, _, _ in shown]
+    got = [project(he, hs) if ok or not matches(e, s) else sent_view(hs)
+           for e, he, hs, s, ok in shown if s is not None] + [
         sent_view(hide({}, s)[1]) for s in extra]
     parts = []
     if missing:
