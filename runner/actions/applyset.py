@@ -58,7 +58,7 @@ import yaml
 
 from kinrun import __version__
 from kinrun.actions.kinds import (
-    CheckError, Scope, Target, _bool, _namespace, _options, _setting, check_manifest,
+    CheckError, Scope, Target, _bool, _set_namespace, _options, _setting, check_manifest,
     compile_tree, reconciled_target,
 )
 from kinrun.actions.steps import Step
@@ -397,10 +397,7 @@ class ApplySetAction:
                ) -> tuple[ApiRequest, tuple[str, str, str | None, str]]:
         manifest = check_manifest(manifest, "applySet")
         meta = manifest["metadata"]
-        namespace = _namespace(meta, scope, "applySet")
-        meta.pop("namespace", None)
-        if namespace is not None:
-            meta["namespace"] = namespace
+        namespace = _set_namespace(meta, scope, "applySet")
         labels = meta.get("labels")
         if labels is None:
             labels = meta["labels"] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinrun.actions.kinds import (
-    CheckError, Scope, _bool, _namespace, _options, _setting, add_owner_reference,
+    CheckError, Scope, _bool, _set_namespace, _options, _setting, add_owner_reference,
     compile_document, reconciled_target,
 )
 from kinrun.actions.steps import Step
@@ -56,10 +56,7 @@ class CreateAction:
         name, generate = meta.get("name"), meta.get("generateName")
         if not (isinstance(name, str) and name) and not (isinstance(generate, str) and generate):
             raise CheckError("create: manifest: metadata needs a name or a generateName")
-        namespace = _namespace(meta, scope, "create")
-        meta.pop("namespace", None)
-        if namespace is not None:
-            meta["namespace"] = namespace
+        namespace = _set_namespace(meta, scope, "create")
         if self._owner and scope.obj is not None:
             add_owner_reference(manifest, reconciled_target(scope, "create.ownerReference"),
                                 namespace)

@@ -177,6 +177,16 @@ def _namespace(mapping: Mapping[str, Any], scope: Scope, what: str) -> str | Non
     return value
 
 
+def _set_namespace(meta: dict[str, Any], scope: Scope, what: str) -> str | None:
+    """Resolve a manifest's namespace as :func:`_namespace` and write it back into ``meta``
+    (dropped for cluster-scoped); returns it. CheckError for a non-string namespace."""
+    namespace = _namespace(meta, scope, what)
+    meta.pop("namespace", None)
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return namespace
+
+
 def reconciled_target(scope: Scope, what: str) -> Target:
     """The reconciled object as a target; CheckError when it is gone or lacks identity."""
     obj = scope.obj
@@ -260,10 +270,7 @@ class ApplyAction:
     def render(self, scope: Scope) -> list[Step]:
         manifest = check_manifest(self._manifest(scope.variables), "apply")
         meta = manifest["metadata"]
-        namespace = _namespace(meta, scope, "apply")
-        meta.pop("namespace", None)
-        if namespace is not None:
-            meta["namespace"] = namespace
+        namespace = _set_namespace(meta, scope, "apply")
         if self._owner and scope.obj is not None:
             add_owner_reference(manifest, reconciled_target(scope, "apply.ownerReference"),
                                 namespace)
