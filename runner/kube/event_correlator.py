@@ -172,10 +172,11 @@ class EventCorrelator:
             now = self._clock()
             observed, key = self._aggregate(event, now)
             observed, patch = self._observe(observed, key)
-            bucket = self._spam.get(spam_key(observed))
+            spam = spam_key(observed)
+            bucket = self._spam.get(spam)
             if bucket is None:
                 bucket = TokenBucket(self._qps, self._burst, clock=self._clock)
-            self._spam.put(spam_key(observed), bucket)
+                self._spam.put(spam, bucket)
         if not bucket.try_accept():
             return Correlated(None, skip=True)
         return Correlated(observed, patch)
