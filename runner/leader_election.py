@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from kinrun.config.model import LeaderElectionSpec
@@ -33,11 +34,13 @@ from kinrun.errors import ApiError, ConflictError, NotFoundError
 _log = logging.getLogger("kinrun.leader_election")
 
 
-def _now_micro() -> str:
+def now_micro() -> str:
+    """The current time as a Lease MicroTime string (``2026-01-02T03:04:05.123456Z``)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _parse_micro(value: str | None) -> float:
+def parse_micro(value: str | None) -> float:
+    """Seconds since the epoch of a Lease MicroTime string (0.0 for None or "")."""
     if not value:
         return 0.0
     text = value.rstrip("Z")
@@ -45,22 +48,32 @@ def _parse_micro(value: str | None) -> float:
     return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
 
 
-now_micro = _now_micro
-"""The current time as a Lease MicroTime string (``2026-01-02T03:04:05.123456Z``)."""
-parse_micro = _parse_micro
-
 
 def hold(spec: dict, identity: str, lease_duration: float) -> None:
     """Write ``identity`` into a Lease's ``spec`` as its holder, renewed now (mutates
     ``spec``): a new holder (also after a release, holder "") gets ``acquireTime`` and
     ``leaseTransitions`` + 1, as client-go's LeaseLock records a transition;
     ``leaseDurationSeconds`` is ``lease_duration`` (seconds) truncated."""
-    now = _now_micro()
+    now = now_micro()
     if (spec.get("holderIdentity") or "") != identity:
         spec["acquireTime"] = now
         spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
     spec.update(holderIdentity=identity, renewTime=now, leaseDurationSeconds=int(lease_duration))
-"""Seconds since the epoch of a Lease MicroTime string (0.0 for None or "")."""
+
+
+def new_lease(name: str, namespace: str, identity: str, lease_duration: float,
+              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A coordination.k8s.io/v1 Lease body to create, held by ``identity`` from now
+    (``acquireTime`` = ``renewTime`` = now, ``leaseTransitions`` 0, as client-go's LeaseLock
+    Create); ``leaseDurationSeconds`` is ``lease_duration`` (seconds) truncated; ``labels``
+    (when given) go into its metadata."""
+    now = now_micro()
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+            "spec": {"holderIdentity": identity, "acquireTime": now, "renewTime": now,
+                     "leaseDurationSeconds": int(lease_duration), "leaseTransitions": 0}}
 
 
 class LeaderElector:
@@ -134,7 +147,7 @@ class LeaderElector:
             return False
         spec = lease.setdefault("spec", {})
         holder = spec.get("holderIdentity") or ""
-        expires = _parse_micro(spec.get("renewTime")) + float(
+        expires = parse_micro(spec.get("renewTime")) + float(
             spec.get("leaseDurationSeconds") or self.spec.lease_duration)
         if holder and holder != self.identity and time.time() < expires:
             return False
@@ -149,12 +162,8 @@ class LeaderElector:
             return False
 
     def _create(self) -> bool:
-        now = _now_micro()
-        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                 "metadata": {"name": self.spec.lease_name, "namespace": self.spec.namespace},
-                 "spec": {"holderIdentity": self.identity, "acquireTime": now, "renewTime": now,
-                          "leaseDurationSeconds": int(self.spec.lease_duration),
-                          "leaseTransitions": 0}}
+        lease = new_lease(self.spec.lease_name, self.spec.namespace, self.identity,
+                          self.spec.lease_duration)
         try:
             self._lease = self.client.create_lease(lease)
             return True
@@ -167,4 +176,4 @@ class LeaderElector:
             return False
 
 
-__all__ = ["LeaderElector", "hold", "now_micro", "parse_micro"]
+__all__ = ["LeaderElector", "hold", "new_lease", "now_micro", "parse_micro"]

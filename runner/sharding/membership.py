@@ -40,7 +40,7 @@ from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError, ConflictError, NotFoundError
-from kinrun.leader_election import hold, now_micro
+from kinrun.leader_election import hold, new_lease, now_micro
 from kinrun.sharding.keys import RING_LABEL
 
 _log = logging.getLogger("kinrun.sharding")
@@ -189,13 +189,8 @@ class MemberLease:
             return False
 
     def _create(self) -> bool:
-        now = now_micro()
-        lease = {"apiVersion": LEASE_API, "kind": "Lease",
-                 "metadata": {"name": self.identity, "namespace": self.spec.namespace,
-                              "labels": {RING_LABEL: self.spec.ring}},
-                 "spec": {"holderIdentity": self.identity, "acquireTime": now, "renewTime": now,
-                          "leaseDurationSeconds": int(self.spec.lease_duration),
-                          "leaseTransitions": 0}}
+        lease = new_lease(self.identity, self.spec.namespace, self.identity,
+                          self.spec.lease_duration, {RING_LABEL: self.spec.ring})
         try:
             self._lease = self.client.create_lease(lease)
             return True
@@ -288,11 +283,7 @@ def take_over(client: Any, lease: Mapping[str, Any]) -> bool:
 def hold_absent(client: Any, ring: str, namespace: str, name: str) -> bool:
     """Create a Lease ``name`` held by the sharder (objects are labelled with a member whose
     Lease is gone: it must not come back while they move). False when it exists already."""
-    now = now_micro()
-    lease = {"apiVersion": LEASE_API, "kind": "Lease",
-             "metadata": {"name": name, "namespace": namespace, "labels": {RING_LABEL: ring}},
-             "spec": {"holderIdentity": SHARDER_HOLDER, "acquireTime": now, "renewTime": now,
-                      "leaseDurationSeconds": 15, "leaseTransitions": 0}}
+    lease = new_lease(name, namespace, SHARDER_HOLDER, 15, {RING_LABEL: ring})
     try:
         client.create_lease(lease)
         return True
