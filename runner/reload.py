@@ -93,6 +93,7 @@ _POSITIONS = frozenset(("location", "field_locations"))
 def _position(name: str) -> bool:
     return name in _POSITIONS or name.endswith("_location")
 
+
 DISCOVERY_BACKOFF_START = 1.0
 """Seconds before the first rediscovery of a kind not served yet; doubled per miss up to the
 config's ``reload.discoveryInterval``."""
@@ -324,15 +325,12 @@ def config_hash(paths: Iterable[str]) -> str:
     an unreadable file counts as empty. The ``hash`` label of ``kinrun_config_info``:
     compare with ``sha256sum`` of a one-file config."""
     digest = hashlib.sha256()
-    for index, path in enumerate(paths):
+    for path in paths:
         try:
-            data = open(path, "rb").read()
+            with open(path, "rb") as file:
+                digest.update(file.read())
         except OSError:
-            data = b""
-        if index == 0:
-            digest = hashlib.sha256(data)
-        else:
-            digest.update(data)
+            pass  # unreadable: counts as empty
     return digest.hexdigest()
 
 
