@@ -127,6 +127,14 @@ def merge_diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> Obj:
     return diff
 
 
+def _compile_option(value: Any, engine: TemplateEngine, loc: SourceLocation) -> Render | None:
+    """``fields``/``conditions`` compiled: a string as one YAML document template
+    (``compile_document``), a mapping or list as :func:`compile_values`; None when empty."""
+    if isinstance(value, str):
+        return compile_document(value, engine, loc)
+    return compile_values(value, engine, loc) if value else None
+
+
 class StatusAction:
     """``status: {fields, conditions, observedGeneration: true}`` -> a merge patch of the
     reconciled object's ``/status``, or nothing when the status would not change (module
@@ -150,13 +158,8 @@ class StatusAction:
                 raise loc.child(".fields").config_error(
                     f"status.fields: {', '.join(own)} is set by its own key of status "
                     "(conditions: a list merged by type; observedGeneration: true/false)")
-        self._fields = (compile_document(fields, engine, loc.child(".fields"))
-                        if isinstance(fields, str) else
-                        compile_values(fields, engine, loc.child(".fields")) if fields else None)
-        self._conditions = (compile_document(conditions, engine, loc.child(".conditions"))
-                            if isinstance(conditions, str) else
-                            compile_values(conditions, engine, loc.child(".conditions"))
-                            if conditions else None)
+        self._fields = _compile_option(fields, engine, loc.child(".fields"))
+        self._conditions = _compile_option(conditions, engine, loc.child(".conditions"))
         observed = _setting(value, "status", "observedGeneration")
         if not isinstance(observed, bool):
             raise loc.config_error(f"status.observedGeneration must be true or false, got "
