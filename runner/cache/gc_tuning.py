@@ -67,8 +67,9 @@ YOUNG_COLLECTION_BYTES = 256 * 1024
 """Bytes of decoded watch events after which a young collection is due (``decoded``): about
 40 Pods of 6 KB (managedFields cut), ~16,000 container objects, a pause of a few ms."""
 
-_pending_bytes = 0   # decoded since the last young collection (approximate, see ``decoded``)
-_due = False         # a young collection is due: the next ``collect_if_due`` runs it
+_pending_bytes = 0  # decoded since the last young collection (approximate, see ``decoded``);
+# a young collection is due (the next ``collect_if_due`` runs it) once it reaches
+# YOUNG_COLLECTION_BYTES
 
 
 def raise_thresholds(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
@@ -87,10 +88,10 @@ def freeze(collect: bool = False) -> None:
 
 
 def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
-    global _pending_bytes, _due
+    global _pending_bytes
     if phase == "stop":
         gc.freeze()
-        _pending_bytes, _due = 0, False
+        _pending_bytes = 0
 
 
 def decoded(nbytes: int) -> None:
@@ -99,25 +100,23 @@ def decoded(nbytes: int) -> None:
     next ``collect_if_due``); after twice that with none run, it runs here. Cheap (an
     add and a compare). Any thread; the count is updated without a lock (two threads adding
     at once may lose a count: a collection comes a little later, nothing else)."""
-    global _pending_bytes, _due
+    global _pending_bytes
     _pending_bytes += nbytes
-    if _pending_bytes >= YOUNG_COLLECTION_BYTES:
-        _due = True
-        if _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES:
-            _collect_young()
+    if _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES:
+        _collect_young()
 
 
 def collect_if_due() -> None:
     """Run the young collection ``decoded`` made due, if any: call it where no garbage of the
     caller's is alive (a controller worker between two reconciles). One test when none is
     due."""
-    if _due:
+    if _pending_bytes >= YOUNG_COLLECTION_BYTES:
         _collect_young()
 
 
 def _collect_young() -> None:
-    global _pending_bytes, _due
-    _pending_bytes, _due = 0, False
+    global _pending_bytes
+    _pending_bytes = 0
     if gc.isenabled() and _freeze_collection_survivors in gc.callbacks:
         gc.collect(0)
 
