@@ -76,6 +76,21 @@ def new_lease(name: str, namespace: str, identity: str, lease_duration: float,
                      "leaseDurationSeconds": int(lease_duration), "leaseTransitions": 0}}
 
 
+def update_lease(client: Any, lease: dict[str, Any], log: logging.Logger,
+                 what: str) -> dict[str, Any] | None:
+    """Write ``lease`` (a compare-and-swap on its resourceVersion, as client-go's
+    LeaseLock.Update): the stored Lease, or None when another writer was first (409 Conflict,
+    quietly) or the server refused (any other ApiError, logged on ``log`` as
+    "renewing ``what`` failed")."""
+    try:
+        return client.update_lease(lease)
+    except ConflictError:
+        return None
+    except ApiError as exc:
+        log.warning("renewing %s failed: %s", what, exc)
+        return None
+
+
 class LeaderElector:
     """Acquire and keep one Lease.
 
@@ -152,14 +167,11 @@ class LeaderElector:
         if holder and holder != self.identity and time.time() < expires:
             return False
         hold(spec, self.identity, self.spec.lease_duration)
-        try:
-            self._lease = self.client.update_lease(lease)
-            return True
-        except ConflictError:
+        updated = update_lease(self.client, lease, _log, "lease")
+        if updated is None:
             return False
-        except ApiError as exc:
-            _log.warning("renewing lease failed: %s", exc)
-            return False
+        self._lease = updated
+        return True
 
     def _create(self) -> bool:
         lease = new_lease(self.spec.lease_name, self.spec.namespace, self.identity,
@@ -176,4 +188,5 @@ class LeaderElector:
             return False
 
 
-__all__ = ["LeaderElector", "hold", "new_lease", "now_micro", "parse_micro"]
+__all__ = ["LeaderElector", "hold", "new_lease", "now_micro", "parse_micro",
+           "update_lease"]

@@ -40,7 +40,7 @@ from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError, ConflictError, NotFoundError
-from kinrun.leader_election import hold, new_lease, now_micro
+from kinrun.leader_election import hold, new_lease, now_micro, update_lease
 from kinrun.sharding.keys import RING_LABEL
 
 _log = logging.getLogger("kinrun.sharding")
@@ -179,14 +179,11 @@ class MemberLease:
         hold(spec, self.identity, self.spec.lease_duration)
         meta = lease.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), RING_LABEL: self.spec.ring}
-        try:
-            self._lease = self.client.update_lease(lease)
-            return True
-        except ConflictError:
+        updated = update_lease(self.client, lease, _log, "membership lease")
+        if updated is None:
             return False
-        except ApiError as exc:
-            _log.warning("renewing membership lease failed: %s", exc)
-            return False
+        self._lease = updated
+        return True
 
     def _create(self) -> bool:
         lease = new_lease(self.identity, self.spec.namespace, self.identity,
