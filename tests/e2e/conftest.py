@@ -17,9 +17,10 @@ from typing import Any
 import orjson
 import pytest
 
+from kinrun.errors import ConflictError
 from kinrun.kube import Client
 
-from .harness import KinrunProcess
+from .harness import KinrunProcess, wait_for_object
 
 BACKENDS = ["embedded", "envtest"]
 
@@ -49,6 +50,24 @@ class Cluster:
         if obj["kind"] not in ("Node", "Namespace", "CustomResourceDefinition"):
             obj["metadata"]["namespace"] = self.namespace
         return obj
+
+    def shared(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """The seeds for a cluster-scoped ``obj`` every test may share (a Namespace, a CRD):
+        ``[obj]`` on embedded; on envtest ``obj`` is created once per server (a conflict means
+        an earlier test made it), a CRD is waited for until Established, and ``[]`` returned."""
+        if self.backend == "embedded":
+            return [obj]
+        assert self.client is not None
+        try:
+            self.client.create(obj)
+        except ConflictError:
+            pass
+        if obj["kind"] == "CustomResourceDefinition":
+            wait_for_object(self.client, obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
+                            None, lambda o: o is not None and any(
+                                c["type"] == "Established" and c["status"] == "True"
+                                for c in (o.get("status") or {}).get("conditions") or []))
+        return []
 
     def run(self, config: str, *, seeds: Sequence[dict[str, Any]] = (),
             args: Sequence[str] = ()) -> KinrunProcess:

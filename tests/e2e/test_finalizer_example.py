@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from kinrun.errors import ConflictError
-
 from .conftest import Cluster
 from .harness import get_or_none, wait_for_object
 
@@ -28,17 +26,6 @@ def original(name: str, **annotations: str) -> dict[str, Any]:
                          "annotations": annotations}, "data": {"color": "blue"}}
 
 
-def backups(cluster: Cluster) -> list[dict[str, Any]]:
-    """Namespace backups: a seed on embedded; created once on the shared envtest server."""
-    if cluster.backend == "embedded":
-        return [BACKUPS]
-    try:
-        cluster.client.create(BACKUPS)
-    except ConflictError:
-        pass
-    return []
-
-
 def has_finalizer(obj: dict[str, Any] | None) -> bool:
     return obj is not None and FINALIZER in (obj["metadata"].get("finalizers") or [])
 
@@ -46,7 +33,7 @@ def has_finalizer(obj: dict[str, Any] | None) -> bool:
 def test_delete_finalizes_while_the_object_exists_then_it_goes(cluster: Cluster) -> None:
     """finalizer added; delete: the copy is deleted first, then the finalizer, then the object."""
     proc = cluster.run("examples/configs/finalizer.yaml",
-                       seeds=[*backups(cluster), original("settings")])
+                       seeds=[*cluster.shared(BACKUPS), original("settings")])
     client, ns = cluster.client, cluster.namespace
     copy = f"{ns}.settings"
     wait_for_object(client, "v1", "ConfigMap", copy, "backups", lambda o: o is not None)
@@ -64,7 +51,8 @@ def test_delete_finalizes_while_the_object_exists_then_it_goes(cluster: Cluster)
 def test_a_failing_finalize_keeps_the_object_and_its_finalizer(cluster: Cluster) -> None:
     """On hold: deleted but still there, terminating, finalizer and copy kept; released: gone."""
     proc = cluster.run("examples/configs/finalizer.yaml",
-                       seeds=[*backups(cluster), original("held", **{"example.com/hold": "true"})])
+                       seeds=[*cluster.shared(BACKUPS),
+                              original("held", **{"example.com/hold": "true"})])
     client, ns = cluster.client, cluster.namespace
     copy = f"{ns}.held"
     wait_for_object(client, "v1", "ConfigMap", copy, "backups", lambda o: o is not None)

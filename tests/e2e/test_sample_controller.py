@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from kinrun.errors import ConflictError
-
 from .conftest import Cluster
 from .harness import wait_for_object
 
@@ -29,21 +27,6 @@ def foo(name: str, deployment: str, replicas: int = 2) -> dict[str, Any]:
             "spec": {"deploymentName": deployment, "replicas": replicas}}
 
 
-def install_crd(cluster: Cluster) -> list[dict[str, Any]]:
-    """The Foo CRD: created and established on envtest (once per server); a seed on embedded."""
-    if cluster.backend == "embedded":
-        return [CRD]
-    try:
-        cluster.client.create(CRD)
-    except ConflictError:
-        pass
-    wait_for_object(cluster.client, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
-                    CRD["metadata"]["name"], None, lambda o: o is not None and any(
-                        c["type"] == "Established" and c["status"] == "True"
-                        for c in (o.get("status") or {}).get("conditions") or []))
-    return []
-
-
 def events(cluster: Cluster, reason: str) -> list[dict[str, Any]]:
     answer = cluster.client.transport.request(
         "GET", f"/api/v1/namespaces/{cluster.namespace}/events")
@@ -52,7 +35,7 @@ def events(cluster: Cluster, reason: str) -> list[dict[str, Any]]:
 
 def test_foo_owns_its_deployment_and_reports_its_available_replicas(cluster: Cluster) -> None:
     """Deployment created and owned; availableReplicas 0, then 2 once the Deployment says so."""
-    seeds = install_crd(cluster)
+    seeds = cluster.shared(CRD)
     proc = cluster.run("examples/configs/sample-controller.yaml",
                        seeds=[*seeds, foo("example-foo", "example-foo")])
     client, ns = cluster.client, cluster.namespace
@@ -85,7 +68,7 @@ def test_foo_owns_its_deployment_and_reports_its_available_replicas(cluster: Clu
 
 def test_a_deployment_the_foo_does_not_control_gets_a_warning(cluster: Cluster) -> None:
     """ErrResourceExists: a Warning Event; the foreign Deployment is not touched."""
-    seeds = install_crd(cluster)
+    seeds = cluster.shared(CRD)
     taken = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "taken"},
              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "other"}},
                       "template": {"metadata": {"labels": {"app": "other"}},

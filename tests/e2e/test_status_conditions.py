@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from kinrun.errors import ConflictError
-
 from .conftest import Cluster
 from .harness import wait_for_object
 
@@ -45,20 +43,6 @@ CRD = {
                                            "message": {"type": "string"}}}}}}}}}}]}}
 
 
-def crd_seeds(cluster: Cluster) -> list[dict[str, Any]]:
-    if cluster.backend == "embedded":
-        return [CRD]
-    try:
-        cluster.client.create(CRD)
-    except ConflictError:
-        pass
-    wait_for_object(cluster.client, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
-                    "widgets.example.com", None, lambda o: o is not None and any(
-                        c["type"] == "Established" and c["status"] == "True"
-                        for c in (o.get("status") or {}).get("conditions") or []))
-    return []
-
-
 def ready(obj: dict[str, Any] | None) -> dict[str, Any]:
     conditions = ((obj or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == "Ready"), {})
@@ -69,7 +53,7 @@ def test_conditions_keep_their_transition_time_until_the_status_changes(
     """New reason: same lastTransitionTime, new observedGeneration; False->True: a new time."""
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
               "spec": {"ready": False, "reason": "Starting"}}
-    proc = cluster.run(CONFIG, seeds=[*crd_seeds(cluster), widget])
+    proc = cluster.run(CONFIG, seeds=[*cluster.shared(CRD), widget])
     client, ns = cluster.client, cluster.namespace
     first = wait_for_object(client, "example.com/v1", "Widget", "w", ns,
                             lambda o: ready(o).get("reason") == "Starting")
