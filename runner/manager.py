@@ -130,10 +130,11 @@ class Manager:
         (``gc_tuning.manage``) first and freeze the GC over the initial list once synced.
         Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
         plugins.call_startup(self.pm, config=self.config, client=self.client)
+        waiting_controllers = self.waiting_controllers()
         for name, why in self.waiting_informers().items():
             _log.warning("informer %s waits: its kind is not served yet (%s); controllers %s "
                          "start when discovery finds it", name, why,
-                         ", ".join(c for c, ns in self.waiting_controllers().items()
+                         ", ".join(c for c, ns in waiting_controllers.items()
                                    if name in ns) or "-")
         self.caches_started = True
         self._gc_policy = gc_policy
