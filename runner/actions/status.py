@@ -42,7 +42,6 @@ reconcile warns once per such field, ``kinrun.reconcile``).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,6 +53,7 @@ from kinrun.actions.kinds import (
 from kinrun.actions.results import json_default
 from kinrun.actions.steps import Step
 from kinrun.conditions import ConditionError, check_condition, set_status_condition
+from kinrun.kube.events import rfc3339
 from kinrun.kube.request import ApiRequest
 from kinrun.templating import SourceLocation, TemplateEngine, split_expression
 
@@ -208,7 +208,7 @@ class StatusAction:
             raise CheckError(f"status: conditions must render to a list, got {rendered!r}")
         merged = desired.get("conditions")
         merged = merged if isinstance(merged, list) else []
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock()))
+        now = rfc3339(self._clock())
         seen: set[str] = set()
         for item in rendered:
             try:
