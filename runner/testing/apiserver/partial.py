@@ -55,8 +55,10 @@ def requested_form(accept: str) -> Form:
     return ""
 
 
-def not_acceptable(form: Form, go_type: str, is_list: bool) -> StatusError:
-    """406 for the object form asked of a list or the list form asked of an object."""
+def not_acceptable(form: Form, go_type: str) -> StatusError:
+    """406 NotAcceptable for ``form`` asked of the wrong shape: the list form of an object or
+    the object form of a list (``go_type``: the Go type the message names, e.g.
+    ``*core.PodList``)."""
     if form == "list":
         message = (f"you requested {PARTIAL_LIST}, but the requested object is not a list "
                    f"({go_type})")

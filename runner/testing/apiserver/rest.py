@@ -343,7 +343,7 @@ class Api:
         form = partial.requested_form(req.headers.get("Accept", ""))
         if form and (form == "list") != is_list:
             go_type = f"*{t.rtype.group.split('.')[0] or 'core'}.{t.rtype.kind}"
-            raise partial.not_acceptable(form, go_type + ("List" if is_list else ""), is_list)
+            raise partial.not_acceptable(form, go_type + ("List" if is_list else ""))
         return form
 
     def _list(self, req: Request, t: Target) -> Answer:
