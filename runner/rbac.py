@@ -468,18 +468,25 @@ _TOKEN = "KINRUNRBACX{}X"
 _TOKEN_RX = re.compile(r"KINRUNRBACX(\d+)X")
 
 
+def _tokenized(template: str) -> tuple[str, list[str]]:
+    """``template`` with its tags and comments dropped and each ``{{ }}`` expression replaced
+    by a numbered placeholder, readable as YAML; and the expressions, by number (for
+    :func:`_untokenize`)."""
+    exprs: list[str] = []
+
+    def token(match: re.Match[str]) -> str:
+        exprs.append(match.group(0))
+        return _TOKEN.format(len(exprs) - 1)
+    return _EXPR.sub(token, _TAG.sub("", template)), exprs
+
+
 def _document_fields(manifest: Any) -> Mapping[str, Any] | None:
     """An apply manifest's ``apiVersion``, ``kind`` and ``namespace`` (from ``metadata``),
     templated values as :class:`_Expr`. _Unknown when a template manifest cannot be parsed."""
     if isinstance(manifest, Mapping):
         doc: Any = manifest
     elif isinstance(manifest, str):
-        exprs: list[str] = []
-
-        def token(match: re.Match[str]) -> str:
-            exprs.append(match.group(0))
-            return _TOKEN.format(len(exprs) - 1)
-        text = _EXPR.sub(token, _TAG.sub("", manifest))
+        text, exprs = _tokenized(manifest)
         try:
             doc = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -504,12 +511,7 @@ def _children_fields(manifests: Any) -> list[Mapping[str, Any]]:
         return [_document_fields(m) for m in manifests]
     if not isinstance(manifests, str):
         raise _Unknown("its manifests are neither a list nor a template")
-    exprs: list[str] = []
-
-    def token(match: re.Match[str]) -> str:
-        exprs.append(match.group(0))
-        return _TOKEN.format(len(exprs) - 1)
-    text = _EXPR.sub(token, _TAG.sub("", manifests))
+    text, exprs = _tokenized(manifests)
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
