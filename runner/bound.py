@@ -19,8 +19,9 @@ builder does (step 7 of the pipeline lives here):
   lookups or not: the hand-off (~15 us per event, ``benchmarks/``) is small beside a render
   (~50 us for a two-field key template on the 2-core VM) and any template may spend up to its
   budget's timeout. Plugins' raw event hooks get listener threads of their own too. Resync
-  is per handler (client-go ``AddEventHandlerWithResyncPeriod``): the controller's resyncPeriod, else its primary
-  informer's; a watch and a plugin's event hooks resync as their own informer says.
+  is per handler (client-go ``AddEventHandlerWithResyncPeriod``): the controller's
+  resyncPeriod, else its primary informer's; a watch and a plugin's event hooks resync as
+  their own informer says.
 
 Nothing here starts a thread; :class:`kinrun.manager.Manager` runs what is wired.
 """
