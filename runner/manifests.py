@@ -17,8 +17,8 @@
                               port, terminationGracePeriodSeconds above the stop bound, two
                               replicas with leader election (three with sharding, each named
                               by its Pod: ``POD_NAME`` from the downward API), a config-hash
-                              annotation on the
-                              pod template (pods roll when the config or a plugin changes)
+                              annotation on the pod template (pods roll when the config or a
+                              plugin changes)
     DIR/service.yaml          with ``metrics:`` only: a ClusterIP Service for /metrics
 
 Every object carries its namespace explicitly (a Role may live in another namespace than the
@@ -135,7 +135,8 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
 
     ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 3 with sharding, each
-    named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else 1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
+    named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else
+    1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
     with one name) and OSError."""
