@@ -20,7 +20,7 @@ from kinrun.selectors import SelectorError, parse_field_selector, parse_label_se
 from kinrun.config.loader import LoadedYaml, PathKey
 from kinrun.config.model import BUILTIN_ACTION_KINDS
 from kinrun.config.paths import is_plugin_path, resolve_path
-from kinrun.config.schema import locate
+from kinrun.config.schema import default, locate
 from kinrun.errors import ConfigError
 
 
@@ -158,9 +158,8 @@ def _check_leader_election(loaded: LoadedYaml, spec: dict[str, Any] | None,
     """``leaseDuration > renewDeadline > retryPeriod`` (leaderElection, sharding)."""
     if not spec:
         return []
-    lease = parse_duration(spec.get("leaseDuration", 15))
-    renew = parse_duration(spec.get("renewDeadline", 10))
-    retry = parse_duration(spec.get("retryPeriod", 2))
+    lease, renew, retry = (parse_duration(spec.get(key, default(base[0], key)))
+                           for key in ("leaseDuration", "renewDeadline", "retryPeriod"))
     if renew >= lease:
         return [locate(loaded, base + ("renewDeadline",),
                        f"renewDeadline ({renew:g}s) must be less than leaseDuration ({lease:g}s)")]
