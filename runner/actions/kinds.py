@@ -233,8 +233,7 @@ class LogAction:
         self._message = engine.template(value["message"], loc.child(".message"))
 
     def render(self, scope: Scope) -> list[Step]:
-        return [LogLine(self._level,
-                        unsecret(self._message.render(scope.variables).rstrip("\n"), scope))]
+        return [LogLine(self._level, _render_message(self._message, scope))]
 
 
 # --- apply -----------------------------------------------------------------------------------
@@ -534,6 +533,12 @@ def _message_template(value: Any, engine: TemplateEngine, loc: SourceLocation,
     return engine.template(value["message"], loc.child(".message"))
 
 
+def _render_message(template: Any, scope: Scope) -> str:
+    """A ``log``/``stop``/``fail`` message rendered, trailing newlines of a block scalar
+    dropped, the reconciled Secret's values hidden (``unsecret``)."""
+    return unsecret(template.render(scope.variables).rstrip("\n"), scope)
+
+
 class StopAction:
     """``stop: TEMPLATE`` or ``stop: {message: TEMPLATE}``: end the reconcile here, a success.
 
@@ -554,7 +559,7 @@ class StopAction:
         self._message = _message_template(value, engine, loc, "stop")
 
     def render(self, scope: Scope) -> list[Step]:
-        raise Stop(unsecret(self._message.render(scope.variables).rstrip("\n"), scope))
+        raise Stop(_render_message(self._message, scope))
 
 
 class FailAction:
@@ -577,7 +582,7 @@ class FailAction:
         self._permanent = _bool(_setting(value, "fail", "permanent"), loc, "fail.permanent")
 
     def render(self, scope: Scope) -> list[Step]:
-        raise Fail(unsecret(self._message.render(scope.variables).rstrip("\n"), scope),
+        raise Fail(_render_message(self._message, scope),
                    self._permanent)
 
 
