@@ -60,7 +60,8 @@ class Quiet:
     """Waits for a quiet pipeline (module docstring).
 
     ``server_rv``: the server's global resourceVersion (int); ``reflectors``: (name, informer)
-    pairs, each with ``last_sync_resource_version``; ``queues``: (name, queue) pairs, each
+    pairs (SharedIndexInformers), each with ``last_sync_resource_version`` and
+    ``handlers_idle()``; ``queues``: (name, queue) pairs, each
     with ``idle()``; ``clock``: the workqueues' StepClock."""
 
     def __init__(self, server_rv: Callable[[], int], reflectors: Iterable[tuple[str, Any]],
@@ -92,12 +93,8 @@ class Quiet:
 
     def _busy(self) -> list[str]:
         handlers = [f"handlers of {name}" for name, inf in self.reflectors
-                    if not getattr(inf, "handlers_idle", _always)()]
+                    if not inf.handlers_idle()]
         return handlers + [name for name, queue in self.queues if not queue.idle()]
-
-
-def _always() -> bool:
-    return True
 
 
 def _rv(text: str) -> int:
