@@ -438,15 +438,14 @@ class Reloader:
         with self._lock:
             plan = self.manager.plan
             client = self.manager.client
+            invalidate = getattr(getattr(client, "discovery", None), "invalidate", None)
             for informer in plan.informers.values():
-                invalidate = getattr(getattr(client, "discovery", None), "invalidate", None)
                 if invalidate is not None and not _builtin(informer.spec.api_version):
                     invalidate(informer.spec.api_version)
             try:
                 bound = plan.bind(client, wait_for_kinds=True)
                 before = dict(self.manager.waiting_informers())
-                if set(bound.refs) == set(self.manager.refs) and all(
-                        bound.refs[n] == self.manager.refs[n] for n in bound.refs):
+                if bound.refs == self.manager.refs:  # dicts: same names, same ResourceRefs
                     return False
                 change = self.apply(bound)
             except Exception as exc:  # noqa: BLE001 - retried at the next rediscovery
@@ -519,8 +518,7 @@ class Reloader:
                     waits = bool(self.manager.waiting_informers())
                     backoff = min(backoff * 2, self.discovery_interval) if waits \
                         else self.discovery_interval
-                    next_discovery = self._clock.now() + (backoff if waits
-                                                          else self.discovery_interval)
+                    next_discovery = self._clock.now() + backoff
             except Exception:  # noqa: BLE001 - the loop must survive anything
                 _log.exception("reload loop: unexpected error")
 
