@@ -444,7 +444,7 @@ def _cmd_test(ns: argparse.Namespace) -> int:
             raise Refused(f"--junit {ns.junit}: {exc.strerror or exc}") from None
     if run.failed:
         return EXIT_RUNTIME
-    if not any(not o.skipped for o in run.outcomes):
+    if all(o.skipped for o in run.outcomes):
         _err("kinrun test: no case selected")
         return EXIT_NO_CASES
     return EXIT_OK
