@@ -144,9 +144,12 @@ def test_three_replicas_split_the_objects_and_hand_over_safely(envtest_server, e
         print(f"  balanced {took:.1f}s later")
         assert not _overlaps(_records(paths)), _overlaps(_records(paths))[:5]
         labels = _labels(client, ns)
-        for name in ("r1", "r2", "r3"):  # each reconciled what it now holds
+        for name in ("r1", "r2", "r3"):  # each reconciles what it now holds
             mine = {f"{ns}/{k}" for k, r in labels.items() if r == name}
-            assert reconciled_by(lambda r, name=name: r["r"] == name, mine)
+            # an object moved last is in its new shard's cache before that shard's first
+            # reconcile of it: wait for that reconcile, not for the cache alone
+            _until(f"{name} reconciled every object it holds",
+                   lambda name=name, mine=mine: reconciled_by(lambda r: r["r"] == name, mine))
         for replica in replicas:
             share = replica.cached() / N
             print(f"  {replica.name}: caches {share:.1%} of the objects")
