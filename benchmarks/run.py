@@ -42,7 +42,7 @@ PROFILE_DIR: Path | None = None  # --profile: run every contender under py-spy (
 SERVER_CPU, CONTENDER_CPU = 0, 1
 WORKLOADS = ("events", "sync", "memory", "latency", "envtest", "workqueue")
 #: Accepted by --workloads, not in the default run.
-OPTIONAL_WORKLOADS = ("envtest-latency",)
+OPTIONAL_WORKLOADS = ("envtest-latency", "scale")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,10 @@ class Scale:
     envtest_pods: int = 10_000
     repeat: int = 3
     wq_items: int = 200_000
+    scale_pods: tuple[int, ...] = (10_000, 100_000)  # scale: the sizes, each in its namespace
+    scale_updates: int = 5_000         # scale: writes after the sync (the "after" window)
+    scale_rate: float = 1_000.0        # ... at this rate (writes/s)
+    scale_traced: bool = True          # scale: also one tracemalloc sync run per size
 
     @property
     def events(self) -> int:
@@ -67,7 +71,8 @@ class Scale:
 
 FULL = Scale()
 QUICK = Scale(event_pods=1_000, updates_per_pod=10, sync_pods=1_000, latency_pods=200,
-              latency_seconds=3.0, envtest_pods=1_000, repeat=1, wq_items=20_000)
+              latency_seconds=3.0, envtest_pods=1_000, repeat=1, wq_items=20_000,
+              scale_pods=(1_000, 10_000), scale_updates=1_000)
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,11 @@ class Contender:
     default: bool = True  # in the run when --contenders is not given
     native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
     events_limit: int = 0  # events: done after this many handler calls (a throttled variant)
+
+
+#: A contender's workloads unless it names its own (``scale`` is added only where named: the
+#: contenders that hold 100,000 Pods in minutes, not hours).
+ALL = ("events", "sync", "memory", "latency", "envtest", "envtest-latency")
 
 
 def script(name: str, *extra: str) -> tuple[str, ...]:
@@ -100,26 +110,26 @@ def clientgo(*extra: str) -> tuple[str, ...]:
 
 
 CONTENDERS: dict[str, Contender] = {c.name: c for c in (
-    Contender("kinrun", script("kinrun_lib.py", "--variant", "noop")),
+    Contender("kinrun", script("kinrun_lib.py", "--variant", "noop"), ALL + ("scale",)),
     Contender("kinrun-action", script("kinrun_lib.py", "--variant", "action"),
               ("events", "latency")),
     Contender("kinrun-metadata", script("kinrun_lib.py", "--variant", "metadata"),
-              ("events", "sync", "memory", "envtest")),
+              ("events", "sync", "memory", "envtest", "scale")),
     Contender("kinrun-prune", script("kinrun_lib.py", "--variant", "prune"),
               ("events", "sync", "memory")),
     Contender("kinrun-gc-fix", script("kinrun_lib.py", "--variant", "gc-fix"),
               ("events", "sync", "memory", "latency"), default=False),
-    Contender("kinrun-cli", script("kinrun_cli.py")),
+    Contender("kinrun-cli", script("kinrun_cli.py"), ALL + ("scale",)),
     Contender("kinrun-cli-action", script("kinrun_cli.py", "--variant", "action"),
               ("events", "latency")),
     Contender("client-watch", script("client_watch.py"), slow=True),
     Contender("client-informer", script("client_informer.py"), slow=True),
     Contender("kopf", script("kopf_operator.py"), slow=True),
-    Contender("bare", script("bare.py")),
+    Contender("bare", script("bare.py"), ALL + ("scale",)),
     # client-go (Go, informer + rate-limited workqueue + one worker, as its examples/workqueue).
     # JSON everywhere; protobuf (as kube-controller-manager asks) only on kube-apiserver: the
     # embedded server speaks only JSON.
-    Contender("client-go", clientgo("--variant", "json"), native=True),
+    Contender("client-go", clientgo("--variant", "json"), ALL + ("scale",), native=True),
     Contender("client-go-protobuf", clientgo("--variant", "protobuf"),
               ("envtest", "envtest-latency"), native=True),
     # Not in the default run: what slows a client-go contender down (BENCHMARKS.md, client-go).
@@ -216,9 +226,15 @@ def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str
             c = CONTENDERS[name]
             if workload not in c.workloads:
                 continue
+            before = server_cpu(srv)
             r = spawn(c, "sync", srv.kubeconfig, namespace, n=n, tracemalloc=tracemalloc)
+            after = server_cpu(srv)
             r.update(rep=rep, n=n, server=srv.name, measure=workload)
+            if before and after:  # kube-apiserver's and etcd's CPU while this contender ran
+                r["server_cpu_s"] = {k: after[k] - before[k] for k in after if k in before}
             if r.get("ok"):
+                if r.get("server_cpu_s"):
+                    r["server_cpu_total_s"] = sum(r["server_cpu_s"].values())
                 r["sync_s"] = r["t_synced"] - r["t_spawn"]
                 r["sync_from_open_s"] = r["t_synced"] - r["t_open"]
                 r["sync_cpu_s"] = r["cpu_s"]
@@ -232,6 +248,149 @@ def run_sync(srv: servers.Server, scale: Scale, names: list[str], namespace: str
             report(r)
             out.append(r)
     return out
+
+
+def server_cpu(srv: servers.Server) -> dict[str, float]:
+    """CPU seconds (user + system, /proc/<pid>/stat) of kube-apiserver and etcd so far, by
+    name; {} on the embedded server (it runs in this process: see ``harness_cpu_s``)."""
+    inner = getattr(srv, "srv", None)
+    out: dict[str, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for name in ("apiserver", "etcd"):
+        proc = getattr(getattr(inner, f"_{name}", None), "proc", None)
+        if proc is None:
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def run_scale(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dict]:
+    """Workload ``scale`` (only when named): for each size in ``scale.scale_pods`` (each in its
+    own namespace, created once), every contender syncs that many Pods in ``latency`` mode;
+    once it has synced, the harness writes ``scale_updates`` updates at ``scale_rate``/s (the
+    "after" window) and then the final marker. Reported per run: wall and CPU to the sync from
+    process start and from the first request, RSS per Pod at the sync and at the end (after
+    ``gc.collect()``), the longest GC pause while syncing and after (``gc_sync_*`` /
+    ``gc_after_*``), the harness's (the embedded server's) CPU during the run. Then, when
+    ``scale_traced``, one ``sync`` run per size and contender under tracemalloc (Python) or with
+    the live Go heap (client-go): bytes per Pod still allocated."""
+    out = []
+    for n in scale.scale_pods:
+        ns = f"bench-scale-{n}"
+        t = time.perf_counter()
+        srv.prepare_pods(ns, n)
+        gc.collect()
+        gc.freeze()  # the server's store: never traversed again by this process's collections
+        print(f"  scale: {n} Pods in {ns} ({time.perf_counter() - t:.1f}s), harness RSS "
+              f"{rss_mb():,.0f} MB", flush=True)
+    for rep in range(scale.repeat):
+        for n in scale.scale_pods:
+            ns = f"bench-scale-{n}"
+            for name in rotate(names, rep):
+                c = CONTENDERS[name]
+                if "scale" not in c.workloads:
+                    continue
+                writes = scale.scale_updates
+                writer = srv.stamp_writer(ns, min(n, writes), scale.scale_rate, writes)
+                h0 = time.process_time()
+                r = spawn(c, "latency", srv.kubeconfig, ns, n=n, on_synced=writer.start,
+                          timeout=1800.0)
+                writer.join()
+                r.update(rep=rep, n=n, server=srv.name, measure="scale", writes=writes,
+                         achieved_rate=writer.achieved_rate,
+                         harness_cpu_s=time.process_time() - h0)
+                if r.get("ok"):
+                    _sync_figures(r, n)
+                report(r)
+                _partial(r)
+                out.append(r)
+    if scale.scale_traced:
+        for n in scale.scale_pods:
+            ns = f"bench-scale-{n}"
+            srv.srv.store.delete("v1", "Pod", servers.MARKER, ns)
+            for name in names:
+                c = CONTENDERS[name]
+                if "scale" not in c.workloads:
+                    continue
+                r = spawn(c, "sync", srv.kubeconfig, ns, n=n, tracemalloc=True, timeout=1800.0)
+                r.update(rep=0, n=n, server=srv.name, measure="scale-traced")
+                if r.get("ok"):
+                    _sync_figures(r, n)
+                report(r)
+                _partial(r)
+                out.append(r)
+    return out
+
+
+#: --partial FILE: every result line is also appended here as it comes (a long run that is
+#: stopped early keeps what it measured).
+PARTIAL: Path | None = None
+
+
+def _partial(r: dict) -> None:
+    if PARTIAL is not None:
+        with PARTIAL.open("a") as f:
+            f.write(json.dumps(r, default=str) + "\n")
+
+
+def _sync_figures(r: dict, n: int) -> None:
+    """Derived figures of one sync (``latency`` or ``sync`` mode) of ``n`` objects."""
+    r["sync_s"] = r["t_synced"] - r["t_spawn"]
+    r["sync_from_open_s"] = r["t_synced"] - r["t_open"]
+    r["sync_cpu_s"] = r["cpu_synced_s"] if r.get("cpu_synced_s") is not None else r["cpu_s"]
+    r["sync_cpu_total_s"] = r.get("cpu_synced_total_s") or r.get("cpu_total_s")
+    r["rss_per_obj"] = (r["rss_after"] - r["rss_before"]) / n
+    if r.get("rss_synced"):
+        r["rss_synced_per_obj"] = (r["rss_synced"] - r["rss_before"]) / n
+    if "traced_bytes" in r:
+        r["traced_per_obj"] = r["traced_bytes"] / n
+
+
+def rss_mb() -> float:
+    """This process's RSS, MB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def scale_markdown(runs: list[dict]) -> str:
+    """The scale workload's table: medians per (contender, size) of the latency-mode runs, and
+    the traced bytes per Pod of the tracemalloc runs."""
+    def med(rows: list[dict], key: str) -> float | None:
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    def f(v: float | None, fmt: str) -> str:
+        return "" if v is None else format(v, fmt)
+
+    lines = ["| contender | Pods | wall from start s | wall from first request s | CPU from "
+             "start s | CPU from first request s | RSS/Pod at sync KB | RSS/Pod end KB | "
+             "traced/Pod KB | GC max pause sync ms (CPU) | GC max pause after ms (CPU) | "
+             "runs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    keys = sorted({(r["contender"], r["n"]) for r in runs if r.get("n")},
+                  key=lambda k: (k[1], k[0]))
+    for name, n in keys:
+        rows = [r for r in runs if r.get("ok") and r["contender"] == name and r["n"] == n
+                and r.get("measure") == "scale"]
+        traced = [r for r in runs if r.get("ok") and r["contender"] == name and r["n"] == n
+                  and r.get("measure") == "scale-traced"]
+        kb = [None if v is None else v / 1e3 for v in
+              (med(rows, "rss_synced_per_obj"), med(rows, "rss_per_obj"),
+               med(traced, "traced_per_obj") or med(traced, "heap_per_obj"))]
+        ms = [None if v is None else v * 1e3 for v in
+              (med(rows, "gc_sync_max_pause"), med(rows, "gc_sync_max_pause_cpu"),
+               med(rows, "gc_after_max_pause"), med(rows, "gc_after_max_pause_cpu"))]
+        lines.append(
+            f"| {name} | {n:,} | {f(med(rows, 'sync_s'), '.2f')} | "
+            f"{f(med(rows, 'sync_from_open_s'), '.2f')} | {f(med(rows, 'sync_cpu_total_s'), '.2f')}"
+            f" | {f(med(rows, 'sync_cpu_s'), '.2f')} | {f(kb[0], '.1f')} | {f(kb[1], '.1f')} | "
+            f"{f(kb[2], '.1f')} | {f(ms[0], '.1f')} ({f(ms[1], '.1f')}) | "
+            f"{f(ms[2], '.1f')} ({f(ms[3], '.1f')}) | {len(rows)} |")
+    return "\n".join(lines) + "\n"
 
 
 def run_latency(srv: servers.Server, scale: Scale, names: list[str],
@@ -356,9 +515,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--contenders", default=",".join(n for n, c in CONTENDERS.items() if c.default),
                    help=f"comma-separated, of: {', '.join(CONTENDERS)}")
     p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--sync-pods", type=int, metavar="N",
+                   help="Pods of the sync and memory workloads (default 10,000; --quick 1,000)")
+    p.add_argument("--scale-pods", metavar="N,M",
+                   help="the sizes of the scale workload (default 10000,100000)")
+    p.add_argument("--scale-updates", type=int, metavar="N",
+                   help="scale: writes after the sync (default 5,000)")
+    p.add_argument("--no-scale-traced", action="store_true",
+                   help="scale: skip the tracemalloc runs")
+    p.add_argument("--partial", metavar="FILE",
+                   help="scale: append every result line to FILE as it comes (JSON lines)")
+    p.add_argument("--tag", help="write results/<UTC time>-TAG.json and .md only "
+                   "(latest.json and latest.md are left as they are)")
     p.add_argument("--profile", metavar="DIR",
                    help="run contenders under py-spy; collapsed stacks to DIR (see profile_top.py)")
     args = p.parse_args(argv)
+    if args.partial:
+        global PARTIAL
+        PARTIAL = Path(args.partial)
     if args.profile:
         global PROFILE_DIR
         PROFILE_DIR = Path(args.profile)
@@ -366,6 +540,15 @@ def main(argv: list[str] | None = None) -> int:
     scale = QUICK if args.quick else FULL
     if args.repeat:
         scale = Scale(**(asdict(scale) | {"repeat": args.repeat}))
+    if args.sync_pods:
+        scale = Scale(**(asdict(scale) | {"sync_pods": args.sync_pods}))
+    if args.scale_pods:
+        scale = Scale(**(asdict(scale) | {"scale_pods": tuple(
+            int(v) for v in args.scale_pods.split(",") if v)}))
+    if args.scale_updates is not None:
+        scale = Scale(**(asdict(scale) | {"scale_updates": args.scale_updates}))
+    if args.no_scale_traced:
+        scale = Scale(**(asdict(scale) | {"scale_traced": False}))
     workloads = [w for w in args.workloads.split(",") if w]
     names = [n for n in args.contenders.split(",") if n]
     unknown = [n for n in names if n not in CONTENDERS] + [
@@ -388,9 +571,14 @@ def main(argv: list[str] | None = None) -> int:
                            "workloads": workloads, "contenders": names, "skipped": skipped,
                            "runs": {}}
     print(f"machine: {res['machine']}", flush=True)
-    embedded = [w for w in workloads if w in ("events", "sync", "memory", "latency")]
+    embedded = [w for w in workloads if w in ("events", "sync", "memory", "latency", "scale")]
     if embedded:
-        with servers.Embedded(history=scale.events + scale.sync_pods + 1000) as srv:
+        history = scale.events + scale.sync_pods + 1000
+        if "scale" in workloads:
+            # the contenders LIST the latest state and watch from it: only the writes
+            # after the sync are replayed
+            history = max(history, scale.scale_updates * 4 + 1000)
+        with servers.Embedded(history=history) as srv:
             if "events" in workloads:
                 print(f"events: {scale.events} watch events", flush=True)
                 res["runs"]["events"] = run_events(srv, scale, names)
@@ -408,6 +596,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"latency: {scale.latency_rate:.0f} writes/s for "
                       f"{scale.latency_seconds}s", flush=True)
                 res["runs"]["latency"] = run_latency(srv, scale, names)
+            if "scale" in workloads:
+                print(f"scale: sync of {', '.join(map(str, scale.scale_pods))} Pods, then "
+                      f"{scale.scale_updates} writes at {scale.scale_rate:.0f}/s", flush=True)
+                res["runs"]["scale"] = run_scale(srv, scale, names)
     on_envtest = [w for w in workloads if w in ("envtest", "envtest-latency")]
     if on_envtest:
         with servers.Envtest.start_or_none() as srv:
@@ -434,14 +626,21 @@ def main(argv: list[str] | None = None) -> int:
 
     res["summary"] = summary.summarize(res)
     table = summary.markdown(res)
+    if res["runs"].get("scale"):
+        table += "\n### scale (embedded server)\n\n" + scale_markdown(res["runs"]["scale"])
     print(table)
-    write(res, table, Path(args.out))
+    write(res, table, Path(args.out), args.tag)
     return 0
 
 
-def write(res: dict, table: str, out: Path) -> None:
+def write(res: dict, table: str, out: Path, tag: str | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    if tag:
+        (out / f"{stamp}-{tag}.json").write_text(json.dumps(res, indent=1, default=str))
+        (out / f"{stamp}-{tag}.md").write_text(table)
+        print(f"wrote {out / f'{stamp}-{tag}.json'}")
+        return
     for path in (out / f"{stamp}{'-quick' if res['quick'] else ''}.json", out / "latest.json"):
         path.write_text(json.dumps(res, indent=1, default=str))
     (out / "latest.md").write_text(table)

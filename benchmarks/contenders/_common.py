@@ -91,6 +91,10 @@ class GcMonitor:
         self.count = [0, 0, 0]
         self.long: list[tuple[float, int, float]] = []  # (time.time(), generation, seconds) > 10 ms
         self._started = 0.0
+        # mark(): (phase, (max_pause, max_pause_cpu, total, count) at its end); the longest
+        # pauses of the phases marked so far (max_pause/max_pause_cpu restart at each mark)
+        self._marks: list[tuple[str, tuple[float, float, float, list[int]]]] = []
+        self._whole = (0.0, 0.0)
 
     def _cb(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -110,12 +114,39 @@ class GcMonitor:
         gc.callbacks.append(self._cb)
         return self
 
+    def mark(self, phase: str) -> None:
+        """End the phase ``phase`` ("start": process start to the first request, called by
+        ``Recorder.opened``; "sync": first request to the sync, called when ``--n`` objects
+        were handled). ``stop()`` then reports each phase's collections apart
+        (``gc_<phase>_max_pause``, ``_max_pause_cpu``, ``_total``, ``_count``), the rest
+        (since the last mark) as "after" once "sync" was marked, else as "sync"; the longest
+        pause (``gc_max_pause``) stays the whole run's. Called with the GIL held."""
+        if any(name == phase for name, _ in self._marks):
+            return
+        self._marks.append((phase, (self.max_pause, self.max_pause_cpu, self.total,
+                                    list(self.count))))
+        self._whole = (max(self._whole[0], self.max_pause), max(self._whole[1], self.max_pause_cpu))
+        self.max_pause = self.max_pause_cpu = 0.0
+
     def stop(self) -> dict[str, Any]:
         if self._cb in gc.callbacks:
             gc.callbacks.remove(self._cb)
-        return {"gc_max_pause": self.max_pause, "gc_max_pause_cpu": self.max_pause_cpu,
-                "gc_total": self.total, "gc_count": self.count,
-                "gc_long": self.long}
+        out = {"gc_max_pause": max(self._whole[0], self.max_pause),
+               "gc_max_pause_cpu": max(self._whole[1], self.max_pause_cpu),
+               "gc_total": self.total, "gc_count": self.count,
+               "gc_long": self.long}
+        if self._marks:
+            rest = "after" if any(name == "sync" for name, _ in self._marks) else "sync"
+            total0, count0 = 0.0, [0, 0, 0]
+            segments = [(name, snap) for name, snap in self._marks] + [
+                (rest, (self.max_pause, self.max_pause_cpu, self.total, list(self.count)))]
+            for name, (mx, mx_cpu, total, count) in segments:
+                out[f"gc_{name}_max_pause"] = mx
+                out[f"gc_{name}_max_pause_cpu"] = mx_cpu
+                out[f"gc_{name}_total"] = total - total0
+                out[f"gc_{name}_count"] = [a - b for a, b in zip(count, count0)]
+                total0, count0 = total, count
+        return out
 
 
 class Recorder:
@@ -142,6 +173,10 @@ class Recorder:
         self.cpu_synced = 0.0   # process CPU seconds when ``--n`` objects were handled (latency)
         self.calls_synced = 0
         self.latencies: list[float] = []
+        self.on_synced: Any = None  # called (once, under the lock) when ``--n`` were handled
+        self.on_opened: Any = None  # called (once) at ``opened()``
+        self.cpu_synced_total = 0.0  # process CPU seconds since process start at that moment
+        self.rss_synced = 0          # RSS at that moment (before any collection; bytes)
         self._lock = threading.Lock()
 
     def opened(self) -> None:
@@ -154,6 +189,8 @@ class Recorder:
                 tracemalloc.start()
             self.t_open = time.time()
             self.cpu_open = time.process_time()
+            if self.on_opened is not None:
+                self.on_opened()
 
     def handled(self, name: str, namespace: str, annotations: dict[str, str] | None) -> None:
         now = time.time()
@@ -172,6 +209,10 @@ class Recorder:
             if len(self.keys) >= self.args.n and not self.t_synced:
                 self.t_synced = now
                 self.cpu_synced, self.calls_synced = time.process_time(), self.calls
+                self.cpu_synced_total = self.cpu_synced
+                self.rss_synced = rss_bytes()
+                if self.on_synced is not None:
+                    self.on_synced()
                 if w == "sync":
                     self._finish_locked()
                 else:
@@ -198,6 +239,8 @@ class Recorder:
                  "cpu_s": self.cpu_done - self.cpu_open if self.cpu_done else None,
                  "cpu_total_s": self.cpu_done or None,
                  "cpu_synced_s": self.cpu_synced - self.cpu_open if self.cpu_synced else None,
+                 "cpu_synced_total_s": self.cpu_synced_total or None,
+                 "rss_synced": self.rss_synced or None,
                  "calls_synced": self.calls_synced}
             if self.latencies:
                 r["latency"] = summarize(self.latencies)
@@ -264,4 +307,8 @@ def wait_and_emit(name: str, args: argparse.Namespace, rec: Recorder, gcmon: GcM
 def start(args: argparse.Namespace) -> tuple[Recorder, GcMonitor, int]:
     """Pin, start the GC probe; returns (recorder, GC monitor, RSS at start, bytes)."""
     pin(args.cpu)
-    return Recorder(args), GcMonitor().start(), rss_bytes()
+    rec, gcmon = Recorder(args), GcMonitor().start()
+    rec.on_opened = lambda: gcmon.mark("start")  # GC pauses per phase: start, sync, after
+    if args.workload == "latency":
+        rec.on_synced = lambda: gcmon.mark("sync")
+    return rec, gcmon, rss_bytes()

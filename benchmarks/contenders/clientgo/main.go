@@ -162,6 +162,8 @@ type recorder struct {
 	tOpen, tFirst, tLast, tSynced   float64
 	cpuOpen, cpuDone, cpuSynced     float64
 	callsSynced                     int
+	gcSynced                        uint64 // NumGC when synced: pauses up to it are the sync's
+	rssSynced                       int64
 	rssOpen                         int64
 	heapOpen, heapInuseOpen, gcOpen uint64
 	latencies                       []float64
@@ -196,6 +198,10 @@ func (r *recorder) handled(name, namespace string, annotations map[string]string
 		if len(r.keys) >= r.o.n && r.tSynced == 0 {
 			r.tSynced = t
 			r.cpuSynced, r.callsSynced = cpuSeconds(), r.calls
+			r.rssSynced = rssBytes()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			r.gcSynced = uint64(ms.NumGC)
 			if w == "sync" {
 				r.finish()
 			} else {
@@ -429,13 +435,21 @@ func main() {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	var maxPause, total uint64
+	var maxPause, total, maxSync, maxAfter uint64
 	gcs := uint64(ms.NumGC) - rec.gcOpen
 	for i := uint64(0); i < gcs && i < 256; i++ {
 		p := ms.PauseNs[(uint64(ms.NumGC)+255-i)%256]
 		total += p
 		if p > maxPause {
 			maxPause = p
+		}
+		// the GC numbered NumGC-i (1-based): the sync's when at or before gcSynced
+		if rec.gcSynced > 0 && uint64(ms.NumGC)-i <= rec.gcSynced {
+			if p > maxSync {
+				maxSync = p
+			}
+		} else if p > maxAfter {
+			maxAfter = p
 		}
 	}
 	runtime.GC()
@@ -470,6 +484,14 @@ func main() {
 		out["cpu_s"], out["cpu_total_s"] = nil, nil
 	}
 	out["calls_synced"] = rec.callsSynced
+	if rec.gcSynced > 0 && o.workload == "latency" { // as _common.GcMonitor.mark
+		out["gc_sync_max_pause"] = float64(maxSync) / 1e9
+		out["gc_after_max_pause"] = float64(maxAfter) / 1e9
+		out["gc_sync_count"] = []uint64{rec.gcSynced - rec.gcOpen, 0, 0}
+		out["gc_after_count"] = []uint64{uint64(ms.NumGC) - rec.gcSynced, 0, 0}
+		out["cpu_synced_total_s"] = rec.cpuSynced
+		out["rss_synced"] = rec.rssSynced
+	}
 	if rec.cpuSynced > 0 {
 		out["cpu_synced_s"] = rec.cpuSynced - rec.cpuOpen
 	} else {
