@@ -35,7 +35,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -45,20 +45,17 @@ from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
 from kinrun.config.model import LeaderElectionSpec
-from kinrun.leader_election import LeaderElector
-from kinrun.sharding import replica_identity
-from kinrun.sharding.membership import MemberLease, MembershipSpec
-from kinrun.sharding.shard import Shard
-from kinrun.sharding.sharder import Sharder, SharderRole, sharded_resources
 from kinrun.manager import Manager
 from kinrun.logging_setup import reconcile_log_fields
-from kinrun.metrics import Metrics
 from kinrun.plan import Plan, plan
-from kinrun.probes import Probes
 from kinrun.config import load
 from kinrun.config.paths import is_plugin_path
-from kinrun.config_watch import ConfigWatcher
-from kinrun.reload import Reloader
+
+if TYPE_CHECKING:  # imported where used: only a config that asks for them pays their import
+    from kinrun.metrics import Metrics  # prometheus_client
+    from kinrun.probes import Probes
+    from kinrun.sharding.membership import MemberLease
+    from kinrun.sharding.shard import Shard
 
 _log = logging.getLogger("kinrun")
 
@@ -121,6 +118,8 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
                          "the Lease %s/%s", config.leader_election.namespace,
                          config.leader_election.lease_name)
         elif config.leader_election is not None and shard is None:
+            from kinrun.leader_election import LeaderElector
+
             elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
             _standby(probes, manager.metrics, config, True)
             if warm:
@@ -180,6 +179,9 @@ def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | Non
     ``reload.pollInterval`` (``kinrun.config_watch``), reloads on a change or SIGHUP and looks
     for kinds not served yet every so often. Returns the function that stops it (called
     before the Manager stops, so no reload runs while it does)."""
+    from kinrun.config_watch import ConfigWatcher
+    from kinrun.reload import Reloader  # after the first reconcile: the workers run already
+
     spec = manager.config.reload
     files = lambda: _watched_files(options, manager.config)  # noqa: E731 - follows reloads
     watcher = ConfigWatcher(files())
@@ -236,7 +238,11 @@ def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
     _log.info("API server %s", client.host)
     if dry_run:
         _log.info("dry-run: writes are sent with dryRun=All and logged; nothing is persisted")
-    metrics = Metrics() if config.metrics is not None else None
+    metrics = None
+    if config.metrics is not None:
+        from kinrun.metrics import Metrics
+
+        metrics = Metrics()
     if metrics is not None:
         metrics.instrument_client(client)
     bound = compiled.bind(client, wait_for_kinds=True)  # a CRD not installed yet: it waits
@@ -259,6 +265,9 @@ def _shard(config: Config, options: RunOptions) -> Shard | None:
         _log.warning("dry-run: sharding skipped: this replica sees every object of ring %s",
                      config.sharding.ring)
         return None
+    from kinrun.sharding import replica_identity
+    from kinrun.sharding.shard import Shard
+
     return Shard(config.sharding.ring, replica_identity(options.shard_id))
 
 
@@ -268,6 +277,9 @@ def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib
     reconcile on it, and campaign for the sharder role (the config's ``leaderElection``, else
     a Lease ``<ring>-sharder``); both end when ``stack`` unwinds: the sharder first, the
     membership Lease after the workers stopped."""
+    from kinrun.sharding.membership import MemberLease, MembershipSpec
+    from kinrun.sharding.sharder import Sharder, SharderRole, sharded_resources
+
     spec = compiled.config.sharding
     assert spec is not None
     membership = MembershipSpec(spec.ring, spec.namespace, spec.lease_duration,
@@ -298,6 +310,8 @@ def _probes(config: Config) -> Probes | None:
     """The Probes of ``config.probes`` (None: no probe endpoint)."""
     if config.probes is None:
         return None
+    from kinrun.probes import Probes
+
     return Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
 
 

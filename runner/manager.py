@@ -34,12 +34,14 @@ import logging
 import threading
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
 from kinrun.config.model import Config
-from kinrun.metrics import Metrics
+
+if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
+    from kinrun.metrics import Metrics
 
 _log = logging.getLogger("kinrun.manager")
 

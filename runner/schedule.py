@@ -25,8 +25,6 @@ import threading
 import zoneinfo
 from collections.abc import Callable, Iterable
 
-from croniter import croniter
-
 from kinrun.clock import REAL_CLOCK, Clock
 
 MAX_WAIT = 60.0
@@ -62,6 +60,7 @@ class CronSchedule:
         elif len(text.split()) != 5:
             raise ScheduleError(f"schedule {expression!r}: a cron expression has five fields "
                                 "(minute hour day-of-month month day-of-week)")
+        croniter = _croniter()
         if not croniter.is_valid(text):
             bad = _bad_field(text)
             if bad is not None:
@@ -77,11 +76,19 @@ class CronSchedule:
     def next_after(self, unix: float) -> float:
         """The first fire time (Unix seconds) strictly after ``unix`` (Unix seconds)."""
         start = datetime.datetime.fromtimestamp(unix, tz=self.zone)
-        return float(croniter(self.expression, start).get_next(float))
+        return float(_croniter()(self.expression, start).get_next(float))
 
     def __repr__(self) -> str:
         zone = f" in {self.time_zone}" if self.time_zone else " (UTC)"
         return f"CronSchedule({self.expression!r}{zone})"
+
+
+def _croniter() -> type:
+    """croniter's class, imported on first use: only a config with a ``schedule`` needs it
+    (tens of milliseconds of start-up otherwise)."""
+    from croniter import croniter
+
+    return croniter
 
 
 _FIELDS = (("minute", "0-59"), ("hour", "0-23"), ("day of month", "1-31"),
@@ -99,7 +106,7 @@ def _bad_field(text: str) -> str | None:
         return None
     for index, ((name, allowed), value) in enumerate(zip(_FIELDS, fields)):
         alone = " ".join(value if i == index else "*" for i in range(len(_FIELDS)))
-        if not croniter.is_valid(alone):
+        if not _croniter().is_valid(alone):
             return f"{name} field {value!r} is not valid ({name} takes {allowed})"
     return None
 
