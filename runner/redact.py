@@ -39,6 +39,7 @@ MIN_QUOTED = 4
 ``1`` would blank out every digit of a line); their keys are still redacted in objects."""
 
 _SECRET_FIELDS = ("data", "stringData")
+_NO_VALUES: frozenset[str] = frozenset()
 
 
 def is_secret(api_version: Any, kind: Any) -> bool:
@@ -134,10 +135,13 @@ def redact_steps(steps: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def secret_values(*objs: Any) -> frozenset[str]:
     """The values to look for in text: each value of ``data`` of the given objects that are
     Secrets, as stored (base64) and decoded (when UTF-8 text), and each ``stringData`` value;
-    shorter than :data:`MIN_QUOTED` characters left out."""
+    shorter than :data:`MIN_QUOTED` characters left out. Called for every message rendered
+    while reconciling (``kinrun.actions.kinds.unsecret``): an object that is not a Secret costs
+    one check, and no Secret gives the shared empty set."""
     found: set[str] = set()
     for obj in objs:
-        if not (isinstance(obj, Mapping) and is_secret(obj.get("apiVersion"), obj.get("kind"))):
+        if obj is None or not (isinstance(obj, Mapping)
+                               and is_secret(obj.get("apiVersion"), obj.get("kind"))):
             continue
         for name in _SECRET_FIELDS:
             values = obj.get(name)
@@ -152,7 +156,7 @@ def secret_values(*objs: Any) -> frozenset[str]:
                         found.add(base64.b64decode(value, validate=True).decode())
                     except (binascii.Error, ValueError):
                         pass
-    return frozenset(v for v in found if len(v) >= MIN_QUOTED)
+    return frozenset(v for v in found if len(v) >= MIN_QUOTED) if found else _NO_VALUES
 
 
 def redact_strings(value: Any, values: frozenset[str]) -> Any:

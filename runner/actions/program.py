@@ -267,7 +267,8 @@ class ActionProgram:
     ``render(key=, obj=, old=, ctx=) -> RenderResult``; ``run(...)`` renders then executes.
     ``budgets``: makes the budget one render spends, shared by its vars and all its actions
     (normally the engine's ``TemplateEngine.budget``; None: the default limits). ``vars``: the
-    compiled ``reconcile.vars``, evaluated first, in order, at every render. Immutable;
+    compiled ``reconcile.vars``, evaluated first, in order, at every render. Immutable (but for a
+    cache of the lookup functions, ``_lookups``);
     thread-safe.
     """
 
@@ -280,6 +281,11 @@ class ActionProgram:
         self._budgets = budgets or functools.partial(RenderBudget, BudgetLimits())
         self.staged = any(a.deferred for a in self.actions)
         """Whether an action reads an earlier one's result (``run`` then executes in stages)."""
+        self._lookups: tuple[Any, dict[str, Any]] = (None, {})
+        """(the listers mapping the lookup functions were made over, those functions): a
+        Reconciler passes the same mapping to every reconcile, so they are made once, not per
+        render (they read the mapping at call time, so sharing them changes nothing). Replaced
+        in one assignment: concurrent workers see one pair or the other."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -394,8 +400,16 @@ class ActionProgram:
         variables = {"obj": obj, "old": old, "key": key, "controller": self.controller,
                      "reason": ctx.reason,
                      "initial_list": getattr(ctx.cause, "initial_list", False),
-                     **lookup_functions(ctx.listers)}
+                     **self._lookup_functions(ctx.listers)}
         return Scope(self.controller, key, obj, old, ctx, variables, namespace)
+
+    def _lookup_functions(self, listers: Mapping[str, Any]) -> dict[str, Any]:
+        """``lookup_functions(listers)``, made once per listers mapping (``_lookups``)."""
+        made_for, functions = self._lookups
+        if made_for is not listers:
+            functions = lookup_functions(listers)
+            self._lookups = (listers, functions)
+        return functions
 
 
 def _logger(controller: str) -> logging.Logger:

@@ -343,3 +343,24 @@ def test_one_program_renders_concurrently_for_different_keys():
     for t in threads:
         t.join(timeout=30)
     assert results == {f"web-{i}": [f"web-{i}-info"] * 50 for i in range(8)}
+
+
+def test_lookups_follow_each_renders_listers():
+    """The lookup functions are made once per listers mapping and reused: every render reads
+    the mapping its context carries, a mapping changed after the first render included."""
+    from actions_fakes import FakeLister
+    prog = compile_actions([{"log": "{{ list('pods') | map(attribute='metadata.name') "
+                                    "| join(',') }}"}], controller="w")
+    web, db = load_object("pod-web"), load_object("pod-db")
+    first = {"pods": FakeLister([web])}
+    second = {"pods": FakeLister([db])}
+
+    def names(listers):
+        ctx = ReconcileContext(controller="w", key="shop/web-1", listers=listers)
+        return prog.render(key="shop/web-1", obj=web, ctx=ctx).steps[0].message
+
+    assert names(first) == "web-1"
+    assert names(second) == "db-0"
+    assert names(first) == "web-1"
+    first["pods"] = FakeLister([web, db])   # the same mapping, changed (a reload's listers)
+    assert names(first) == "web-1,db-0"

@@ -110,3 +110,31 @@ def test_undefined_is_never_an_empty_string():
                    "{{ nothing ~ 'x' }}"):
         with pytest.raises(TemplateRenderError, match="'nothing' is undefined"):
             engine.template(source).render({})
+
+
+def test_dict_attribute_reads_keep_jinja2_semantics():
+    """``obj.name`` on a dict reads the key (the sandbox's shortcut for dicts), except that a
+    dict-method name gives the method, as in Jinja2; a missing key is StrictUndefined with
+    Jinja2's message; a key starting with ``_`` is data, not an attribute."""
+    engine = TemplateEngine()
+    data = {"items": [1, 2], "name": "x", "_private": "p", "nested": {"keys": "k", "n": 1}}
+    render = engine.template
+    assert render("{{ d.name }}|{{ d._private }}|{{ d.nested.n }}").render({"d": data}) == "x|p|1"
+    assert render("{{ d['items'] }}").render({"d": data}) == "[1, 2]"
+    # a dict-method name is the method, not the key (README: write obj['items'])
+    assert render("{{ d.items is callable }}|{{ d.nested.keys is callable }}").render(
+        {"d": data}) == "True|True"
+    assert render("{{ d.nested.keys() | list }}").render({"d": data}) == "['keys', 'n']"
+    with pytest.raises(TemplateRenderError, match="'dict object' has no attribute 'nmae'"):
+        render("{{ d.nmae }}").render({"d": data})
+    with pytest.raises(TemplateRenderError, match="'dict object' has no attribute 'x'"):
+        render("{{ d.nested.x.y }}").render({"d": data})
+    assert render("{{ d.nmae is defined }}|{{ d.nmae | default('dflt') }}").render(
+        {"d": data}) == "False|dflt"
+    # not a plain dict: Jinja2's path (attribute first), safety checks included
+    import collections
+    ordered = collections.OrderedDict(name="o", move_to_end="key")
+    assert render("{{ d.name }}|{{ d.move_to_end is callable }}").render(
+        {"d": ordered}) == "o|True"
+    with pytest.raises(TemplateRenderError, match="unsafe"):
+        render("{{ d.__class__.__init__ }}").render({"d": data})
