@@ -44,7 +44,6 @@ from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
-from kinrun.config.model import LeaderElectionSpec
 from kinrun.manager import Manager
 from kinrun.logging_setup import reconcile_log_fields
 from kinrun.plan import Plan, plan
@@ -265,10 +264,12 @@ def _shard(config: Config, options: RunOptions) -> Shard | None:
         _log.warning("dry-run: sharding skipped: this replica sees every object of ring %s",
                      config.sharding.ring)
         return None
-    from kinrun.sharding import replica_identity
+    from kinrun.sharding import election_lease, replica_identity, sharder_election
     from kinrun.sharding.shard import Shard
 
-    return Shard(config.sharding.ring, replica_identity(options.shard_id))
+    reserved = election_lease(config.sharding,
+                              sharder_election(config.sharding, config.leader_election))
+    return Shard(config.sharding.ring, replica_identity(options.shard_id, reserved=reserved))
 
 
 def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib.ExitStack,
@@ -277,22 +278,21 @@ def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib
     reconcile on it, and campaign for the sharder role (the config's ``leaderElection``, else
     a Lease ``<ring>-sharder``); both end when ``stack`` unwinds: the sharder first, the
     membership Lease after the workers stopped."""
+    from kinrun.sharding import election_lease, sharder_election
     from kinrun.sharding.membership import MemberLease, MembershipSpec
     from kinrun.sharding.sharder import Sharder, SharderRole, sharded_resources
 
     spec = compiled.config.sharding
     assert spec is not None
+    election = sharder_election(spec, compiled.config.leader_election)
     membership = MembershipSpec(spec.ring, spec.namespace, spec.lease_duration,
-                                spec.renew_deadline, spec.retry_period)
+                                spec.renew_deadline, spec.retry_period,
+                                election_lease(spec, election))
     member = MemberLease(manager.client, membership, shard.identity, on_lost=stop.set)
     shard.fence = member.valid
     if not member.acquire(stop):
         return None
     stack.callback(member.release)
-    election = compiled.config.leader_election or LeaderElectionSpec(
-        lease_name=f"{spec.ring}-sharder", namespace=spec.namespace,
-        lease_duration=spec.lease_duration, renew_deadline=spec.renew_deadline,
-        retry_period=spec.retry_period)
     role = SharderRole(manager.client, election, lambda: Sharder(
         manager.client, membership, sharded_resources(compiled, manager.refs),
         sync_period=spec.sync_period), identity=shard.identity)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
-from kinrun.errors import ApiError, ConflictError, NotFoundError
+from kinrun.errors import ApiError, ConfigError, ConflictError, NotFoundError
 from kinrun.leader_election import hold, new_lease, now_micro, update_lease
 from kinrun.sharding.keys import RING_LABEL
 
@@ -55,13 +55,18 @@ LEASE_API = "coordination.k8s.io/v1"
 @dataclass(frozen=True)
 class MembershipSpec:
     """A ring's membership settings: ``ring`` name, Lease ``namespace``, seconds
-    ``lease_duration`` > ``renew_deadline`` > ``retry_period`` (as leader election)."""
+    ``lease_duration`` > ``renew_deadline`` > ``retry_period`` (as leader election);
+    ``election_lease``: the sharder's election Lease when it lives in ``namespace``
+    (``kinrun.sharding.election_lease``; "" none), a name no member can have: a replica of that
+    name would renew the election Lease as its membership (:class:`MemberLease` refuses it,
+    :class:`MemberTracker` never counts that Lease as a member)."""
 
     ring: str
     namespace: str
     lease_duration: float
     renew_deadline: float
     retry_period: float
+    election_lease: str = ""
 
 
 class MemberLease:
@@ -70,10 +75,15 @@ class MemberLease:
     ``client``: kinrun.kube.Client (``get_lease``/``create_lease``/``update_lease``);
     ``clock``: for the fence and the renewal period; ``on_lost``: called once, from the
     renewal thread, when the membership ends (renewal deadline passed, or the Lease taken).
+    Raises ConfigError when ``identity`` is ``spec.election_lease``.
     """
 
     def __init__(self, client: Any, spec: MembershipSpec, identity: str, *,
                  clock: Clock | None = None, on_lost: Callable[[], None] | None = None) -> None:
+        if spec.election_lease and identity == spec.election_lease:
+            raise ConfigError(f"shard identity {identity!r} is the name of the sharder's "
+                              f"election Lease {spec.namespace}/{identity}: a membership Lease "
+                              f"cannot be it (set --shard-id or POD_NAME to another name)")
         self.client, self.spec, self.identity = client, spec, identity
         self.clock = clock or REAL_CLOCK
         self.on_lost = on_lost or (lambda: None)
@@ -208,18 +218,21 @@ LIVE, EXPIRED, RELEASED, HELD = "live", "expired", "released", "held"
 @dataclass(frozen=True)
 class Snapshot:
     """Membership at one moment: ``states`` lease name -> state; ``leases`` name -> the Lease
-    as listed (for CAS writes). ``live``: the sorted live members."""
+    as listed (for CAS writes); ``reserved``: names no member can have (the sharder's election
+    Lease): objects labelled with one are nobody's, so their state is :data:`HELD` (they move
+    at once) without a Lease. ``live``: the sorted live members."""
 
     states: Mapping[str, str]
     leases: Mapping[str, Mapping[str, Any]]
+    reserved: frozenset[str] = frozenset()
 
     @property
     def live(self) -> tuple[str, ...]:
         return tuple(sorted(n for n, s in self.states.items() if s == LIVE))
 
     def state(self, name: str) -> str | None:
-        """The state of member ``name``; None when it has no Lease."""
-        return self.states.get(name)
+        """The state of member ``name``; None when it has no Lease (HELD when reserved)."""
+        return HELD if name in self.reserved else self.states.get(name)
 
 
 class MemberTracker:
@@ -229,11 +242,14 @@ class MemberTracker:
     it expires ``leaseDurationSeconds`` after the sharder first saw its current renewal (its
     own ``clock``: the replicas' clocks are never compared with it). A Lease seen for the
     first time counts as renewed at that moment (a new sharder waits a full duration before it
-    declares anyone dead)."""
+    declares anyone dead). A Lease named ``reserved`` (the sharder's election Lease,
+    ``MembershipSpec.election_lease``; "" none) is never a member, whatever its labels."""
 
-    def __init__(self, clock: Clock | None = None, default_duration: float = 15.0) -> None:
+    def __init__(self, clock: Clock | None = None, default_duration: float = 15.0,
+                 reserved: str = "") -> None:
         self.clock = clock or REAL_CLOCK
         self.default_duration = default_duration
+        self.reserved = frozenset([reserved] if reserved else ())
         self._seen: dict[str, tuple[tuple[str, str], float]] = {}  # name -> (mark, observed)
 
     def observe(self, leases: Iterable[Mapping[str, Any]]) -> Snapshot:
@@ -242,6 +258,8 @@ class MemberTracker:
         states, by_name, seen = {}, {}, {}
         for lease in leases:
             name = (lease.get("metadata") or {}).get("name") or ""
+            if name in self.reserved:
+                continue
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity") or ""
             mark = (holder, str(spec.get("renewTime") or ""))
@@ -257,7 +275,7 @@ class MemberTracker:
                 duration = float(spec.get("leaseDurationSeconds") or self.default_duration)
                 states[name] = LIVE if now - observed < duration else EXPIRED
         self._seen = seen
-        return Snapshot(states, by_name)
+        return Snapshot(states, by_name, self.reserved)
 
 
 def take_over(client: Any, lease: Mapping[str, Any]) -> bool:

@@ -2,7 +2,8 @@
 safely when membership changes.
 
 One replica of the ring is the sharder at a time: the leader election (``leaderElection``, or
-a Lease ``<ring>-sharder``) elects the sharder role only; every replica, the sharder included,
+a Lease ``<ring>-sharder``: ``kinrun.sharding.sharder_election``; no replica may be named
+after it) elects the sharder role only; every replica, the sharder included,
 is a shard. The design is timebertt/kubernetes-controller-sharding's first iteration (the
 sharder watches the sharded objects, metadata only; docs/design.md "Don't Watch Sharded
 Objects" explains why its second iteration moved to an admission webhook, which kinrun, a
@@ -193,7 +194,7 @@ class Sharder:
         self.resources = {r.name: r for r in resources}
         self.sync_period, self.clock = sync_period, clock or REAL_CLOCK
         self._lw = lister_watcher_for or self._metadata_lw
-        self._tracker = MemberTracker(self.clock, spec.lease_duration)
+        self._tracker = MemberTracker(self.clock, spec.lease_duration, spec.election_lease)
         self._snapshot = Snapshot({}, {})
         self._ring = Ring(())
         self._stop = threading.Event()
@@ -343,7 +344,7 @@ class Sharder:
                 if free(self.client, lease):
                     _log.info("sharder %s: every object of %s moved; lease freed",
                               self.spec.ring, name)
-        for name in carried - set(snapshot.states):
+        for name in carried - set(snapshot.states) - snapshot.reserved:
             if hold_absent(self.client, self.spec.ring, self.spec.namespace, name):
                 _log.info("sharder %s: objects labelled for %s, which has no lease: held",
                           self.spec.ring, name)

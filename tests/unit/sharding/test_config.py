@@ -100,3 +100,49 @@ def test_shard_id_flag_reaches_the_run_options_and_validate_lists_informers(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{path}: ok"
     assert f"{path}: sharding web: informer cms: not sharded: cached whole on every replica" in out
+
+
+def test_an_identity_that_is_not_a_lease_name_is_refused():
+    """A valid label value that is no DNS-1123 subdomain (the Lease create would be refused
+    with 422 at every retry) is refused at start."""
+    for bad in ("a..b", "a.-b", "a-.b"):
+        with pytest.raises(ConfigError, match="a Lease name"):
+            replica_identity(bad)
+    assert replica_identity("pod-1.zone-a") == "pod-1.zone-a"
+
+
+def test_the_sharder_election_lease_name_is_refused_as_an_identity():
+    """A replica named <ring>-sharder would hold the sharder's election Lease as its
+    membership Lease (one Lease, two meanings): refused at start, naming the flag."""
+    from kinrun.config.model import LeaderElectionSpec
+    from kinrun.sharding import election_lease, sharder_election
+
+    sharding = load_text(BASE + "sharding: {ring: web, namespace: ops}\n").sharding
+    election = sharder_election(sharding)
+    assert (election.lease_name, election.namespace, election.lease_duration) == (
+        "web-sharder", "ops", 15.0)
+    assert election_lease(sharding, election) == "web-sharder"
+    with pytest.raises(ConfigError, match=r"'web-sharder' is the name of the sharder's "
+                                          r"election Lease.*--shard-id or POD_NAME"):
+        replica_identity("web-sharder", reserved=election_lease(sharding, election))
+    assert replica_identity("web-sharder-0", reserved="web-sharder") == "web-sharder-0"
+    own = LeaderElectionSpec(lease_name="r1", namespace="ops")  # the config's leaderElection
+    assert sharder_election(sharding, own) is own
+    with pytest.raises(ConfigError, match="leaderElection.leaseName"):
+        replica_identity("r1", reserved=election_lease(sharding, own))
+    elsewhere = LeaderElectionSpec(lease_name="r1", namespace="other")
+    assert election_lease(sharding, elsewhere) == ""  # another namespace: no name is taken
+    assert replica_identity("r1", reserved=election_lease(sharding, elsewhere)) == "r1"
+
+
+def test_kinrun_refuses_to_start_as_the_sharder_election_lease(monkeypatch, tmp_path, capsys):
+    """kinrun CONFIG --shard-id web-sharder exits 2 with the error before connecting."""
+    from kinrun import cli
+
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE + "sharding: {ring: web}\n")
+    code = cli.main([str(path), "--shard-id", "web-sharder", "--kubeconfig",
+                     str(tmp_path / "missing")])
+    assert code == 2
+    assert "is the name of the sharder's election Lease" in capsys.readouterr().err

@@ -143,3 +143,25 @@ def _wait(check, timeout=5.0):
     while not check():
         assert time.monotonic() < deadline
         threading.Event().wait(0.01)
+
+
+def test_a_member_named_after_the_sharder_election_lease_is_refused():
+    """A membership Lease cannot be the sharder's election Lease (the same name in the same
+    namespace): MemberLease refuses the identity, whoever built it."""
+    from kinrun.errors import ConfigError
+
+    spec = MembershipSpec("web", "default", 15.0, 10.0, 2.0, election_lease="web-sharder")
+    with pytest.raises(ConfigError, match="election Lease default/web-sharder"):
+        MemberLease(FakeLeases(), spec, "web-sharder")
+    MemberLease(FakeLeases(), spec, "web-0")  # any other name joins
+
+
+def test_tracker_never_counts_the_election_lease_as_a_member():
+    """The election Lease, even labelled with the ring (as a replica named after it would
+    have left it), is no member; objects labelled with its name are nobody's: held."""
+    tracker = MemberTracker(FakeClock(), reserved="web-sharder")
+    election = _lease("web-sharder", "r1")  # held by the sharder replica r1
+    snap = tracker.observe([_lease("r1", "r1"), election])
+    assert dict(snap.states) == {"r1": LIVE} and snap.live == ("r1",)
+    assert snap.state("web-sharder") == HELD
+    assert MemberTracker(FakeClock()).observe([election]).states == {"web-sharder": RELEASED}

@@ -233,3 +233,29 @@ def test_children_follow_their_owner_when_its_label_changes():
     sharder._process("rs\x00ns/web-1", None)
     assert client.patches == [("web-1", "ns", {"metadata": {"resourceVersion": "4",
                                                             "labels": {SHARD: "b"}}})]
+
+
+def test_objects_labelled_with_the_election_lease_name_move_at_once_without_a_lease():
+    """No member can be named after the sharder's election Lease, so an object labelled with
+    that name (by hand, or by a replica from before the refusal) is nobody's: it moves at
+    once, and the sharder neither creates nor takes over a Lease of that name."""
+    client, clock = FakeLeases(), FakeClock()
+    _held_lease(client, "a", "a")
+    _held_lease(client, "web-sharder", "a")  # the election Lease (here even ring-labelled)
+    ref = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
+    res = ShardedResource("cms", ref, role=PRIMARY)
+    res.informers.append(_Informer([_cm("x", "web-sharder")]))
+    spec = MembershipSpec(RING, "default", 15.0, 10.0, 2.0, election_lease="web-sharder")
+    sharder = Sharder(client, spec, [res], clock=clock)
+    creates, create = [], client.create_lease
+    client.create_lease = lambda lease: creates.append(lease) or create(lease)
+    snap = sharder.sync_membership()
+    assert snap.live == ("a",) and snap.state("web-sharder") == HELD
+    assert creates == []  # no Lease held for it (it exists: elections run through it)
+    clock.step(60.0)  # a renews; the election Lease is not renewed here: still no member
+    client.leases["a"]["spec"]["renewTime"] = "t1"
+    assert sharder.sync_membership().live == ("a",)
+    assert client.leases["web-sharder"]["spec"]["holderIdentity"] == "a"  # never taken over
+    sharder._process("cms\x00ns/x", None)
+    assert client.patches == [("x", "ns", {"metadata": {"resourceVersion": "7", "labels": {
+        SHARD: "a", DRAIN: None}}})]
