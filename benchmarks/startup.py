@@ -22,7 +22,9 @@ reported. Figures per process:
 ``--ab OLD``: OLD is a checkout of an older tree (``git archive``); its ``runner/``,
 ``schemas/`` and ``plugins/`` are laid out as the package ``kinrun`` in a temporary directory
 put first on ``PYTHONPATH`` for the A side (the editable install's finder comes after it), so
-the same contender scripts run the old and the new library alternately.
+the same contender scripts run the old and the new library alternately; ``--ab-new NEW`` lays
+out a copy of the new tree the same way (so that edits to this checkout during the run do not
+leak into it).
 
 Byte-code: the harness (``run.py``) runs contenders with ``PYTHONDONTWRITEBYTECODE=1`` in a
 source tree without ``__pycache__``, so kinrun's own modules are compiled at every start (an
@@ -79,6 +81,7 @@ class Timeline:
         self.spans: list[tuple[str, float, float]] = []
         self.requests: list[dict[str, Any]] = []
         self.marks: dict[str, float] = {}
+        self.cpu_marks: dict[str, float] = {}  # process CPU seconds (since exec) at each mark
         self.lock = threading.Lock()
 
     def now(self) -> float:
@@ -87,6 +90,7 @@ class Timeline:
     def mark(self, name: str) -> None:
         with self.lock:
             self.marks.setdefault(name, self.now())
+            self.cpu_marks.setdefault(name, time.process_time())
 
     def wrap(self, owner: Any, attr: str, label: str) -> None:
         """Replace ``owner.attr`` by a wrapper that records each call's span under ``label``."""
@@ -177,7 +181,7 @@ def probe_child(kubeconfig: str, namespace: str, t_spawn: float) -> None:
         def kinrun_reconcile(self, controller: Any, key: str, obj: Any, ctx: Any) -> None:
             tl.mark("first reconcile")
             with tl.lock:
-                out = {"marks": tl.marks, "spans": tl.spans, "requests": tl.requests,
+                out = {"marks": tl.marks, "cpu_marks": tl.cpu_marks, "spans": tl.spans, "requests": tl.requests,
                        "cpu": time.process_time()}
             sys.stdout.write(json.dumps(out) + "\n")
             sys.stdout.flush()
@@ -273,14 +277,16 @@ def print_breakdown(runs: list[dict[str, Any]]) -> str:
     ok = [r for r in runs if r.get("ok")]
     if not ok:
         return "breakdown failed:\n" + (runs[0].get("stderr", "") if runs else "")
-    out = ["| step (kinrun CONFIG, in order) | at (s from spawn) | took (s) |", "|---|---:|---:|"]
+    out = ["| step (kinrun CONFIG, in order) | at (s from spawn) | took (s) | CPU at (s) | "
+           "CPU took (s) |", "|---|---:|---:|---:|---:|"]
     order = ["interpreter", "import kinrun.cli", "import kinrun.config", "import kinrun.app",
              "import rest", "main", "first LIST sent", "first LIST answered", "first reconcile"]
-    prev = 0.0
+    prev = prev_cpu = 0.0
     for m in order:
         at = statistics.median(r["marks"].get(m, float("nan")) for r in ok)
-        out.append(f"| {m} | {at:.3f} | {at - prev:.3f} |")
-        prev = at
+        cpu = statistics.median(r["cpu_marks"].get(m, float("nan")) for r in ok)
+        out.append(f"| {m} | {at:.3f} | {at - prev:.3f} | {cpu:.3f} | {cpu - prev_cpu:.3f} |")
+        prev, prev_cpu = at, cpu
     out += ["", "| phase (wrapped call) | calls | total (s) |", "|---|---:|---:|"]
     labels: dict[str, list[float]] = collections.defaultdict(list)
     calls: dict[str, int] = {}
@@ -313,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=7, help="processes per contender and count")
     ap.add_argument("--pods", default="1,1000", help="Pod counts, comma-separated")
     ap.add_argument("--ab", type=Path, default=None, help="old tree: A/B kinrun-cli old vs new")
+    ap.add_argument("--ab-new", type=Path, default=None,
+                    help="with --ab: a copy of the new tree too (default: this checkout, live)")
     ap.add_argument("--ab-contenders", default="kinrun-cli", help="contenders of the A/B")
     ap.add_argument("--contenders", default="kinrun,kinrun-cli,kinrun-cli-direct",
                     help="contenders (without --ab); the first is the ratios' reference")
@@ -340,9 +348,14 @@ def main(argv: list[str] | None = None) -> int:
         env_old = env | {"PYTHONPATH": str(site)}
         if "PYTHONPYCACHEPREFIX" in env:
             env_old["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinrun-pycache-old-")
+        env_new = env
+        if ns.ab_new:
+            env_new = env | {"PYTHONPATH": str(old_site(ns.ab_new.resolve()))}
+            if "PYTHONPYCACHEPREFIX" in env:
+                env_new["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinrun-pycache-new-")
         for name in ns.ab_contenders.split(","):
             sides += [(f"{name} (old)", CONTENDERS[name], env_old),
-                      (f"{name} (new)", CONTENDERS[name], env)]
+                      (f"{name} (new)", CONTENDERS[name], env_new)]
     else:
         sides = [(name, CONTENDERS[name], env) for name in ns.contenders.split(",")]
     counts = [int(x) for x in ns.pods.split(",")]

@@ -86,6 +86,8 @@ class Bound:
         self.plan, self.client = plan, client
         self.refs: dict[str, ResourceRef] = {}
         self.waiting: dict[str, str] = {}
+        # Several API groups: their discovery in one concurrent round (errors: resolve's below).
+        client.prefetch(informer.spec.api_version for informer in plan.informers.values())
         for name, informer in plan.informers.items():
             spec = informer.spec
             try:

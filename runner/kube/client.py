@@ -29,7 +29,7 @@ import enum
 import logging
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import urllib3
@@ -143,6 +143,11 @@ class Client:
         Cached; refetched once on a miss. Raises UnknownKindError naming the closest matches.
         """
         return self.discovery.resolve(api_version, kind_or_resource)
+
+    def prefetch(self, api_versions: Iterable[str]) -> None:
+        """Fetch the discovery of several group versions at once before resolving kinds in
+        them (``Discovery.prefetch``: concurrent, errors left to ``resolve``)."""
+        self.discovery.prefetch(api_versions)
 
     def lister_watcher(self, ref: ResourceRef, *, namespace: str | None = None,
                        label_selector: str | None = None, field_selector: str | None = None,

@@ -129,6 +129,47 @@ class Discovery:
         entries = cached if cached is not None else self._fetch(api_version, "")
         return [e.ref for e in entries]
 
+    def prefetch(self, api_versions: Iterable[str], *, threads: int = 4) -> None:
+        """Fetch the group versions of ``api_versions`` that the cache lacks, concurrently (at
+        most ``threads`` requests in flight), so that a config over several API groups waits
+        about one round trip at start instead of one per group version (client-go's discovery
+        client fetches its group versions in parallel too, ``fetchGroupVersionResources``).
+        With fewer than two to fetch it does nothing (:meth:`resolve` fetches as before).
+        Errors are left to :meth:`resolve`: a group version that failed here is not cached, so
+        resolving it fetches again and raises its own UnknownKindError or ApiError. Malformed
+        apiVersions are skipped. Returns when every fetch has ended."""
+        wanted: list[str] = []
+        for api_version in dict.fromkeys(api_versions):
+            try:
+                split_api_version(api_version)
+            except ValueError:
+                continue
+            with self._lock:
+                if api_version not in self._cache:
+                    wanted.append(api_version)
+        if len(wanted) < 2:
+            return
+        pending = iter(wanted)
+        pending_lock = threading.Lock()
+
+        def fetch_some() -> None:
+            while True:
+                with pending_lock:
+                    api_version = next(pending, None)
+                if api_version is None:
+                    return
+                try:
+                    self._fetch_raw(api_version)
+                except KinrunError:
+                    pass  # resolve() fetches it again and raises the located error
+
+        workers = [threading.Thread(target=fetch_some, name="kinrun-discovery", daemon=True)
+                   for _ in range(min(threads, len(wanted)))]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+
     def invalidate(self, api_version: str | None = None) -> None:
         """Forget one group version (or all): the next resolve fetches again."""
         with self._lock:
@@ -138,11 +179,15 @@ class Discovery:
                 self._cache.pop(api_version, None)
 
     def _fetch(self, api_version: str, name: str) -> list[_Entry]:
-        group, version = split_api_version(api_version)
         try:
-            doc = self._get(group_version_path(group, version))
+            return self._fetch_raw(api_version)
         except NotFoundError:
             raise self._unknown_group_version(api_version, name) from None
+
+    def _fetch_raw(self, api_version: str) -> list[_Entry]:
+        """One GET of the group version's resource list, cached; NotFoundError for a 404."""
+        group, version = split_api_version(api_version)
+        doc = self._get(group_version_path(group, version))
         entries = entries_from_resource_list(doc or {}, group, version)
         with self._lock:
             self._cache[api_version] = entries

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -129,3 +130,54 @@ def test_resources_lists_the_group_version() -> None:
     """resources() gives every non-subresource of the group version."""
     names = {r.resource for r in Discovery(discovery_get()).resources("apps/v1")}
     assert names == {r["name"] for r in APPS_V1["resources"] if "/" not in r["name"]}
+
+
+class RendezvousGet(CountingGet):
+    """A `get` whose group-version fetches each wait until ``parties`` of them are in flight at
+    once (a Barrier): sequential fetches break it (after ``timeout`` seconds) and fail."""
+
+    def __init__(self, parties: int, timeout: float = 10.0) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=timeout)
+
+    def __call__(self, path: str) -> Any:
+        if path.count("/") >= 2:  # /api/v1, /apis/GROUP/VERSION (not /api, /apis)
+            self.barrier.wait()
+        return super().__call__(path)
+
+
+def test_prefetch_fetches_group_versions_concurrently_and_caches_them() -> None:
+    """Three group versions are fetched at once (each fetch waits for the other two), once
+    each; resolving in them afterwards sends nothing."""
+    get = RendezvousGet(parties=3)
+    d = Discovery(get)
+    d.prefetch(["apps/v1", "v1", "coordination.k8s.io/v1", "apps/v1"])
+    assert not get.barrier.broken
+    assert sorted(get.fetches) == ["/api/v1", "/apis/apps/v1", "/apis/coordination.k8s.io/v1"]
+    assert d.resolve("apps/v1", "deploy") == DEPLOYMENTS
+    d.resolve("v1", "Pod")
+    d.resolve("coordination.k8s.io/v1", "Lease")
+    assert len(get.fetches) == 3
+
+
+def test_prefetch_skips_cached_and_single_group_versions() -> None:
+    """With one group version left to fetch, prefetch sends nothing (resolve fetches it)."""
+    get = CountingGet()
+    d = Discovery(get)
+    d.resolve("v1", "Pod")
+    d.prefetch(["v1", "apps/v1", "not a version/x/y"])
+    assert get.fetches == ["/api/v1"]
+
+
+def test_prefetch_leaves_failures_to_resolve() -> None:
+    """A group version the server does not serve is not cached by prefetch; resolve reports
+    it as before, with the served versions as suggestions."""
+    get = CountingGet()
+    d = Discovery(get)
+    d.prefetch(["apps/v1", "example.com/v1"])
+    assert "/apis/example.com/v1" in get.fetches
+    with pytest.raises(UnknownKindError, match="unknown apiVersion 'example.com/v1'"):
+        d.resolve("example.com/v1", "Widget")
+    assert get.fetches.count("/apis/example.com/v1") == 2  # not cached: fetched again
+    assert d.resolve("apps/v1", "Deployment") == DEPLOYMENTS
+    assert get.fetches.count("/apis/apps/v1") == 1
