@@ -129,6 +129,12 @@ class Controller:
         return drained and joined
 
     def _worker(self) -> None:
+        try:
+            self._work()
+        finally:
+            gc_tuning.reconciling.pop(threading.get_ident(), None)
+
+    def _work(self) -> None:
         me = threading.current_thread()
         while not self._stopping.is_set():
             if not self.process_next_item():
@@ -153,9 +159,12 @@ class Controller:
         if (self._paused or self._retired) and not self._hold(me):
             self.queue.done(key)  # retired: the key is dropped
             return False
+        reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
         try:
+            reconciling[me] = True
             self._reconcile_key(key)
         finally:
+            reconciling[me] = False
             self.queue.done(key)
             busy[me] = False
             if self._paused or self._retired:

@@ -510,13 +510,15 @@ class Reconciler:
     def _run(self, key: str, obj: Obj | None, old: Obj | None,
              ctx: ReconcileContext) -> float | None:
         program = self.actions if obj is not None else self.on_delete
-        delays = []
-        if program is not None:
-            delays.append(program.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client))
-        if self.hooks is not None:
-            delays.append(self.hooks(self.name, key, obj, ctx))
-        asked = [d for d in delays if d is not None]
-        return min(asked) if asked else None
+        hooks = self.hooks
+        if program is None:  # hooks only (or nothing): no lists per reconcile
+            return hooks(self.name, key, obj, ctx) if hooks is not None else None
+        delay = program.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client)
+        if hooks is not None:
+            asked = hooks(self.name, key, obj, ctx)
+            if asked is not None:
+                delay = asked if delay is None else min(delay, asked)
+        return delay
 
 
 def _identity(obj: Obj) -> tuple[Any, ...]:

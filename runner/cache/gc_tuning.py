@@ -67,6 +67,20 @@ YOUNG_COLLECTION_BYTES = 256 * 1024
 """Bytes of decoded watch events after which a young collection is due (``decoded``): about
 40 Pods of 6 KB (managedFields cut), ~16,000 container objects, a pause of a few ms."""
 
+EAGER_COLLECTION_BYTES = 32 * 1024
+"""Bytes of decoded watch events after which ``decoded`` runs a young collection at once when
+no reconcile runs: about 5 Pods, whose few hundred container objects are still in the CPU
+cache, so walking them costs a fraction of what it costs ~40 Pods later on a worker (see
+BENCHMARKS.md, "A young collection where the young objects are fewest")."""
+
+reconciling: dict[int, bool] = {}
+"""Thread ident -> True while that thread runs a reconcile (``kinrun.controller``'s workers set
+their own entry before a reconcile and clear it after; an ended worker removes it). No lock:
+each entry is written only by its own thread and a dict item store is atomic under the GIL;
+``decoded`` reads the values in one C call. While any entry is True, ``decoded`` leaves the
+young collection to the workers (``collect_if_due`` between reconciles), so a reconcile's
+cycles that are still alive are not frozen with the survivors."""
+
 _pending_bytes = 0  # decoded since the last young collection (approximate, see ``decoded``);
 # a young collection is due (the next ``collect_if_due`` runs it) once it reaches
 # YOUNG_COLLECTION_BYTES
@@ -96,13 +110,17 @@ def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
 
 def decoded(nbytes: int) -> None:
     """Count ``nbytes`` of decoded JSON that the caller keeps (a watch event's object, bound
-    for the cache): after ``YOUNG_COLLECTION_BYTES`` a young collection is due (run by the
-    next ``collect_if_due``); after twice that with none run, it runs here. Cheap (an
-    add and a compare). Any thread; the count is updated without a lock (two threads adding
-    at once may lose a count: a collection comes a little later, nothing else)."""
+    for the cache). Once ``EAGER_COLLECTION_BYTES`` are pending and no reconcile runs
+    (``reconciling``), a young collection runs here at once, while what was just decoded is
+    still in the CPU cache; after ``YOUNG_COLLECTION_BYTES`` one is due (run by the next
+    ``collect_if_due``); after twice that with none run, it runs here whatever runs
+    elsewhere. Cheap (an add and a compare; below the eager size nothing else). Any thread;
+    the count is updated without a lock (two threads adding at once may lose a count: a
+    collection comes a little later, nothing else)."""
     global _pending_bytes
     _pending_bytes += nbytes
-    if _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES:
+    if _pending_bytes >= EAGER_COLLECTION_BYTES and (
+            True not in reconciling.values() or _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES):
         _collect_young()
 
 

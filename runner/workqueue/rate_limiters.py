@@ -45,7 +45,11 @@ class _FailureCounts:
         return before
 
     def forget(self, item: Item) -> None:
-        """See RateLimiter.forget."""
+        """See RateLimiter.forget. An item without failures (every successful reconcile's)
+        takes no lock: the membership test is one atomic read under the GIL, and a failure
+        counted concurrently is ordered after this forget, as it would be with the lock."""
+        if item not in self._failures:
+            return
         with self._lock:
             self._failures.pop(item, None)
 

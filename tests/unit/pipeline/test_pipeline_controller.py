@@ -273,3 +273,37 @@ def test_enqueue_mapped_skips_empty_keys_and_failing_maps(caplog):
         handler.on_add(pod("bad"), False)
     handler.on_add(pod("good"), False)
     assert keys == ["ns/good"]
+
+
+def test_a_worker_marks_its_reconcile_for_the_gc_policy_and_unmarks_it_when_it_ends():
+    """While a reconcile runs, its worker's ``gc_tuning.reconciling`` entry is True (no eager
+    young collection on the decoding thread then), False between reconciles and even after a
+    reconcile that raised, and gone once the worker thread ended."""
+    from kinrun.cache import gc_tuning
+
+    seen = []
+    entered, release = threading.Event(), threading.Event()
+
+    def reconcile(key, obj):
+        seen.append(gc_tuning.reconciling.get(threading.get_ident()))
+        if key == "ns/slow":
+            entered.set()
+            assert release.wait(WAIT)
+        if key == "ns/bad":
+            raise ValueError("boom")
+
+    q = RateLimitingQueue()
+    ctl = Controller("gcflag", q, {}.get, reconcile, max_retries=0)
+    ctl.enqueue("ns/bad")
+    assert ctl.process_next_item()  # on this thread: raised, retried never (max_retries=0)
+    assert gc_tuning.reconciling[threading.get_ident()] is False
+    del gc_tuning.reconciling[threading.get_ident()]
+    ctl.start()
+    ctl.enqueue("ns/slow")
+    assert entered.wait(WAIT)
+    worker = ctl._threads[0]
+    assert gc_tuning.reconciling.get(worker.ident) is True
+    release.set()
+    assert ctl.stop(drain_timeout=WAIT)
+    assert seen == [True, True]
+    assert worker.ident not in gc_tuning.reconciling

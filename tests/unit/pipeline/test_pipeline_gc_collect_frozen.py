@@ -142,11 +142,25 @@ def test_young_collections_between_reconciles_leak_no_reconcile_cycle(policy) ->
     assert alive(refs) == 0
 
 
-def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(policy) -> None:
-    """Below YOUNG_COLLECTION_BYTES nothing is due; at it, the next collect_if_due runs one
-    young collection and only one."""
+@pytest.fixture
+def worker_reconciling() -> Iterator[None]:
+    """A controller worker in the middle of a reconcile (its ``gc_tuning.reconciling`` entry
+    set, as ``kinrun.controller`` sets it), for one test."""
+    fake_worker = -1  # no real thread has this ident
+    gc_tuning.reconciling[fake_worker] = True
+    try:
+        yield
+    finally:
+        del gc_tuning.reconciling[fake_worker]
+
+
+def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(
+        policy, worker_reconciling) -> None:
+    """While a reconcile runs: below YOUNG_COLLECTION_BYTES nothing is due (the eager size
+    passed, no collection on the decoding thread); at it, the next collect_if_due (the worker,
+    between reconciles) runs one young collection and only one."""
     with gc_tuning.GCPauseRecorder() as pauses:
-        gc_tuning.collect_if_due()
+        gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
         gc_tuning.decoded(gc_tuning.YOUNG_COLLECTION_BYTES - 1)
         gc_tuning.collect_if_due()
         before = len(pauses.pauses)
@@ -154,3 +168,56 @@ def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(policy
         gc_tuning.collect_if_due()
         gc_tuning.collect_if_due()
     assert len(pauses.pauses) - before == 1 and pauses.pauses[-1][0] == 0
+
+
+def test_decoded_collects_at_once_when_no_reconcile_runs(policy) -> None:
+    """No reconcile running: the EAGER_COLLECTION_BYTES-th byte decoded runs one young
+    collection inside ``decoded`` (what was just decoded is walked while cached), and the
+    count starts again."""
+    with gc_tuning.GCPauseRecorder() as pauses:
+        gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
+        start = len(pauses.pauses)
+        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES - 1)
+        assert len(pauses.pauses) == start
+        gc_tuning.decoded(1)
+        assert len(pauses.pauses) == start + 1 and pauses.pauses[-1][0] == 0
+        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES - 1)
+        gc_tuning.collect_if_due()
+        assert len(pauses.pauses) == start + 1
+
+
+def test_a_running_reconcile_holds_eager_collections_until_twice_the_young_size(
+        policy, worker_reconciling) -> None:
+    """While a reconcile runs, ``decoded`` collects only once 2 x YOUNG_COLLECTION_BYTES are
+    pending (the fallback that bounds the young generation when no worker gets to it); a
+    cycle of that reconcile alive meanwhile is not frozen by an eager collection."""
+    with gc_tuning.GCPauseRecorder() as pauses:
+        gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
+        start = len(pauses.pauses)
+        cycle = short_lived_cycle()  # the running reconcile's
+        ref = weakref.ref(cycle)
+        for _ in range(2 * gc_tuning.YOUNG_COLLECTION_BYTES // gc_tuning.EAGER_COLLECTION_BYTES
+                       - 1):
+            gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)
+        assert len(pauses.pauses) == start
+        del cycle  # the reconcile ends: its cycle is dead before anything collects
+        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)
+        assert len(pauses.pauses) == start + 1
+    gc.collect()
+    assert ref() is None
+
+
+def test_eager_collections_leak_no_cycle_that_died_with_its_reconcile(policy) -> None:
+    """The soak with a decoded event of EAGER_COLLECTION_BYTES per round and no reconcile
+    running at the decode: every cycle is dead when an eager collection walks it, so a plain
+    full collection reclaims every one."""
+    refs: list[weakref.ref[Node]] = []
+    with gc_tuning.GCPauseRecorder() as pauses:
+        for _ in range(ROUNDS):
+            gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)  # no reconcile running here
+            cycle = short_lived_cycle()  # the reconcile that follows the event
+            refs.append(weakref.ref(cycle))
+            del cycle
+    assert sum(1 for generation, _ in pauses.pauses if generation == 0) >= ROUNDS
+    gc.collect()
+    assert alive(refs) == 0
