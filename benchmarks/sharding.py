@@ -2,7 +2,7 @@
 real kube-apiserver (envtest).
 
 Run: ``KUBEBUILDER_ASSETS=... python benchmarks/sharding.py [--objects 30000]
-[--replicas 1,2,3] [--window 40]``. Not part of the test run.
+[--replicas 1,2,3] [--window 40] [--settle-timeout 3600]``. Not part of the test run.
 
 Per replica count N: ``--objects`` ConfigMaps (created once, shared by every run), N kinrun
 replicas of a ring of their own (``sharding: {ring: bench-N}``), a controller whose reconcile
@@ -12,6 +12,11 @@ object is labelled and the replicas' caches add up to ``--objects``, the run mea
 ``--window`` seconds: reconciles (``controller_runtime_reconcile_total`` deltas), CPU seconds
 of every replica process (``/proc/PID/stat`` utime + stime; the sharder's work included), and
 each replica's resident memory (``VmRSS``) and cache share at the end.
+
+Per-replica memory is also given as the part that holds objects: before the runs, one replica
+of a ring of its own over an empty namespace (same config, no object) gives the fixed base of
+a process (interpreter, imports, client, metrics, the sharder's empty watches); each replica's
+``cache_mb`` is its RSS less that base.
 
 CPU-seconds per reconcile is the figure the issue bounds (3 replicas at most 1.2x one
 replica's); throughput on a machine with two cores cannot grow past what two cores give.
@@ -145,13 +150,30 @@ def until(what: str, check, timeout: float) -> float:
     return time.monotonic() - start
 
 
-def one(env: Envtest, ns: str, objects: int, n: int, window: float, work: Path) -> dict:
+def base_rss(env: Envtest, work: Path) -> float:
+    """RSS (MB) of one synced replica whose informer has no object: the fixed part of every
+    replica, measured in this run."""
+    ns = "sharding-bench-empty"
+    env.srv.create_namespace(ns)
+    config = work / "bench-base.yaml"
+    config.write_text(CONFIG.format(ns=ns, ring="bench-base"))
+    replica = Replica("base-0", config, env.kubeconfig)
+    try:
+        until("base replica synced", lambda: any("synced" in x for x in replica.lines), 120)
+        time.sleep(10)  # a few renewals and sharder rounds: steady state
+        return replica.rss_mb()
+    finally:
+        replica.stop()
+
+
+def one(env: Envtest, ns: str, objects: int, n: int, window: float, work: Path,
+        settle_timeout: float = 3600.0, base_mb: float = 0.0) -> dict:
     config = work / f"bench-{n}.yaml"
     config.write_text(CONFIG.format(ns=ns, ring=f"bench-{n}"))
     replicas = [Replica(f"b{n}-{i}", config, env.kubeconfig) for i in range(n)]
     try:
         settle = until("labelled and cached", lambda: sum(r.cached() for r in replicas)
-                       == objects, 900)
+                       == objects, settle_timeout)
         time.sleep(5)  # the first pass over the objects gets under way everywhere
         cpu0, rec0 = [r.cpu() for r in replicas], [r.reconciles() for r in replicas]
         t0 = time.monotonic()
@@ -164,6 +186,7 @@ def one(env: Envtest, ns: str, objects: int, n: int, window: float, work: Path) 
                 "cpu_s_per_reconcile_ms": round(1000 * cpu / max(recs, 1), 2),
                 "cpu_cores_used": round(cpu / elapsed, 2),
                 "rss_mb": [round(r.rss_mb()) for r in replicas],
+                "cache_mb": [round(r.rss_mb() - base_mb, 1) for r in replicas],
                 "share": [round(r.cached() / objects, 3) for r in replicas]}
     finally:
         for r in replicas:
@@ -175,6 +198,8 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=30000)
     ap.add_argument("--replicas", default="1,2,3")
     ap.add_argument("--window", type=float, default=40.0)
+    ap.add_argument("--settle-timeout", type=float, default=3600.0,
+                    help="seconds to wait for every object labelled and cached")
     args = ap.parse_args()
     with Envtest.start_or_none() as env, tempfile.TemporaryDirectory() as tmp:
         if env is None:
@@ -182,11 +207,14 @@ def main() -> None:
         work = Path(tmp)
         (work / "bench_plugin.py").write_text(PLUGIN)
         ns = "sharding-bench"
+        base_mb = base_rss(env, work)
+        print(json.dumps({"base_rss_mb": round(base_mb, 1)}), flush=True)
         t = time.monotonic()
         create_configmaps(env, ns, args.objects)
         print(f"{args.objects} ConfigMaps created in {time.monotonic() - t:.0f}s", flush=True)
         for n in (int(x) for x in args.replicas.split(",")):
-            print(json.dumps(one(env, ns, args.objects, n, args.window, work)), flush=True)
+            print(json.dumps(one(env, ns, args.objects, n, args.window, work,
+                                 args.settle_timeout, base_mb)), flush=True)
 
 
 if __name__ == "__main__":
