@@ -15,12 +15,13 @@ import functools
 import importlib.resources
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
 from kinrun.errors import ConfigError
+
+if TYPE_CHECKING:  # imported by _validator(): readers of the defaults (the library) skip it
+    import jsonschema
 
 SCHEMA_PACKAGE = "kinrun.schemas"
 SCHEMA_FILE = "kinrun.schema.json"
@@ -64,6 +65,8 @@ def action_default(kind: str, field: str) -> Any:
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(load_schema())
 
 
