@@ -389,9 +389,11 @@ def main(argv: list[str] | None = None) -> int:
                     report.append(f"| {name} | {med(rs, 'first'):.3f} | {med(rs, 'open'):.3f} | "
                                   f"{med(rs, 'synced'):.3f} | {med(rs, 'cpu'):.3f} | "
                                   f"{sum(r['ok'] for r in rs)}/{len(rs)} |")
-                a, *others = list(rows)
+                names = list(rows)
+                pairs = ([(names[i], names[i + 1]) for i in range(0, len(names), 2)] if ns.ab
+                         else [(names[0], b) for b in names[1:]])  # A/B: new / old
                 report.append("")
-                for b in others:
+                for a, b in pairs:
                     report.append(f"- ratio {b} / {a}: first reconcile "
                                   f"{med(rows[b], 'first') / med(rows[a], 'first'):.2f}x, "
                                   f"all synced {med(rows[b], 'synced') / med(rows[a], 'synced'):.2f}x, "
