@@ -19,7 +19,8 @@ from kinrun.config.model import LeaderElectionSpec, ShardingSpec
 from kinrun.errors import ConfigError
 from kinrun.selectors import label_value_error
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 """A Lease's name (apimachinery ``IsDNS1123Subdomain``; a label value also caps it at 63)."""
 
 

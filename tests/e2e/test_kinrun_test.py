@@ -78,6 +78,13 @@ MUTATIONS = [
                  "{{ [] if initial_list else", "{{ [] if true else",
                  ["FAIL a change of the source updates every copy"],
                  id="secret-to-namespaces-no-fan-out"),
+    pytest.param("sharded", "configs/sharded.yaml", "default('5432')", "default('5431')",
+                 ["FAIL the port defaults to 5432", "2 expected request(s) not sent as listed"],
+                 id="sharded-default-port"),  # a Secret's values are hidden: no diff of them
+    pytest.param("sharded", "configs/sharded.yaml",
+                 "    watches: [{informer: dsns, mapTo: owner}]\n", "",
+                 ["FAIL a deleted Secret is applied again for its owner"],
+                 id="sharded-no-owner-watch"),
     pytest.param("pods-by-node", "plugins/pods_by_node.py",
                  'with %d other pod(s)"', 'with %d other pods"',
                  ["matched no line", "INFO Pod default/batch-1 is on node node-b with 0 other pods"],

@@ -63,18 +63,20 @@ DEADLINE = float(os.environ.get("KINRUN_SHARD_DEADLINE", "150"))
 
 
 class Replica:
-    def __init__(self, name: str, config: Path, kubeconfig: str, record: Path) -> None:
+    def __init__(self, name: str, config: Path, kubeconfig: str, record: Path,
+                 env: dict[str, str] | None = None) -> None:
         self.name, self.record = name, record
         self.proc = KinrunProcess(
             [str(config), "--kubeconfig", kubeconfig, "--shard-id", name],
-            env={"KINRUN_SHARD_ID": name, "KINRUN_SHARD_RECORD": str(record)})
+            env={"KINRUN_SHARD_ID": name, "KINRUN_SHARD_RECORD": str(record), **(env or {})})
         line = self.proc.wait_for(r"metrics on http://")
         self.port = int(re.search(r":(\d+)/metrics", line).group(1))  # type: ignore[union-attr]
 
-    def cached(self) -> int:
-        """The replica's primary cache size (its /metrics)."""
+    def cached(self, informer: str = "cms") -> int:
+        """The size of the replica's cache of ``informer`` (its /metrics)."""
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read()
-        found = re.search(rb'kinrun_informer_objects\{informer="cms"\} ([0-9.e+]+)', text)
+        found = re.search(rb'kinrun_informer_objects\{informer="%s"\} ([0-9.e+]+)'
+                          % re.escape(informer.encode()), text)
         return int(float(found.group(1))) if found else 0
 
 

@@ -42,7 +42,14 @@ def test_validate_examples_prints_ok_per_file() -> None:
     """validate exits 0 and prints 'FILE: ok' for each valid file, nothing on stderr."""
     result = kinrun("validate", *EXAMPLES)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [f"{p}: ok" for p in EXAMPLES]
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line.endswith(": ok")] == [f"{p}: ok" for p in EXAMPLES]
+    # a sharded example (sharded.yaml) also says which informers its ring shards
+    assert [line for line in lines if not line.endswith(": ok")] == [
+        f"{ROOT / 'examples/configs/sharded.yaml'}: sharding databases: informer {name}: {what}"
+        for name, what in (("databases", "sharded (primary: by its own namespace/name)"),
+                           ("dsns", "sharded (owned children: with their controller, "
+                                    "databases)"))]
     assert result.stderr == ""
 
 
