@@ -217,9 +217,19 @@ def import_packages(stderr: str, top: int = 16) -> list[tuple[str, float]]:
 
 # -- the harness -------------------------------------------------------------------------------
 
+TEMP_DIRS: list[str] = []
+"""Temporary directories this run made (sites, byte-code caches); removed at its end."""
+
+
+def temp_dir(prefix: str) -> str:
+    """A new temporary directory, removed when ``main`` ends."""
+    TEMP_DIRS.append(tempfile.mkdtemp(prefix=prefix))
+    return TEMP_DIRS[-1]
+
+
 def old_site(tree: Path) -> Path:
     """A directory holding ``tree``'s package as ``kinrun`` (runner/, schemas/, plugins/)."""
-    site = Path(tempfile.mkdtemp(prefix="kinrun-old-site-"))
+    site = Path(temp_dir("kinrun-old-site-"))
     shutil.copytree(tree / "runner", site / "kinrun")
     for sub in ("schemas", "plugins"):
         if (tree / sub).is_dir():
@@ -340,19 +350,19 @@ def main(argv: list[str] | None = None) -> int:
     os.sched_setaffinity(0, {SERVER_CPU})
     env = os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     if ns.pycache == "compiled":
-        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinrun-pycache-")
+        env["PYTHONPYCACHEPREFIX"] = temp_dir("kinrun-pycache-")
         env.pop("PYTHONDONTWRITEBYTECODE")
     sides: list[tuple[str, list[str], dict[str, str]]] = []
     if ns.ab:
         site = old_site(ns.ab.resolve())
         env_old = env | {"PYTHONPATH": str(site)}
         if "PYTHONPYCACHEPREFIX" in env:
-            env_old["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinrun-pycache-old-")
+            env_old["PYTHONPYCACHEPREFIX"] = temp_dir("kinrun-pycache-old-")
         env_new = env
         if ns.ab_new:
             env_new = env | {"PYTHONPATH": str(old_site(ns.ab_new.resolve()))}
             if "PYTHONPYCACHEPREFIX" in env:
-                env_new["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinrun-pycache-new-")
+                env_new["PYTHONPYCACHEPREFIX"] = temp_dir("kinrun-pycache-new-")
         for name in ns.ab_contenders.split(","):
             sides += [(f"{name} (old)", CONTENDERS[name], env_old),
                       (f"{name} (new)", CONTENDERS[name], env_new)]
@@ -408,4 +418,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        for path in TEMP_DIRS:
+            shutil.rmtree(path, ignore_errors=True)
