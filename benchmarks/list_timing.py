@@ -220,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         srv.prepare_pods("bench-sync", args.pods)
         os.sched_setaffinity(0, {1})  # the client on CPU 1, as a contender
         lister = Lister(srv, "bench-sync")
+        idle = {k: proc_cpu(pid) for k, pid in lister.pids.items()}
+        time.sleep(10.0)  # the servers' own background CPU, to subtract from the contenders'
+        idle = {k: (proc_cpu(pid) - idle[k]) / 10.0 for k, pid in lister.pids.items()}
+        print(f"idle CPU per second: {idle}", flush=True)
         for v in variants:  # warm-up: one of each (connection, watch cache, first encoders)
             lister.list(v)
         for rep in range(args.repeat):
@@ -235,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps({"started": started, "pods": args.pods,
                                               "loadavg_start": load0,
                                               "loadavg_end": os.getloadavg(),
+                                              "idle_cpu_per_s": idle,
                                               "samples": samples}, indent=1))
     return 0
 
