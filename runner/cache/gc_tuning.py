@@ -15,20 +15,27 @@ policy (``manage``), applied by the Manager before its informers start:
     it replaces, so the count stays near 0 while generation 0 fills with every object decoded
     since the last collection; the collection that finally comes walks all of them (measured:
     gen-0 pauses of 20-190 ms CPU and 0.6 s wall at the end of 100,001 events with a templated
-    action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size
-    and every ``YOUNG_COLLECTION_BYTES`` a young collection is due: a controller's worker runs
-    it between two reconciles (``collect_if_due``), when no reconcile of that worker holds
-    garbage that is still alive (a cycle alive at a collection would be frozen with the
-    survivors), or the decoding thread itself once twice that much is pending (no worker
-    asked in time: an informer without controllers, or workers behind the reflector). Each
-    walks at most the objects of ~256-512 KB of JSON;
+    action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size.
+    Every ``EAGER_COLLECTION_BYTES`` (~5 Pods) with no reconcile running on any controller
+    worker (``reconciling``), the decoding thread runs a young collection at once, while the
+    few hundred objects it walks are still in the CPU cache (walking ~40 Pods' objects later,
+    cache-cold, cost 3-6x more per object: BENCHMARKS.md); every reconcile's cycles are dead
+    then. While reconciles run, every ``YOUNG_COLLECTION_BYTES`` a young collection is due:
+    a controller's worker runs it between two reconciles (``collect_if_due``), when no
+    reconcile of that worker holds garbage that is still alive (a cycle alive at a
+    collection would be frozen with the survivors), or the decoding thread itself once twice
+    that much is pending (no worker got to it: workers busy or behind the reflector). Each
+    walks at most the objects of ~512 KB of JSON;
   * ``freeze`` once the initial lists are cached.
 
 The trade-off: cyclic garbage that is alive at a collection and dies later (or that exists,
 dead or alive, at any other freeze: the end of a LIST, the Manager's start) is never
 collected by the policy's collections (frozen objects are freed by reference counting only).
 Collections run between reconciles, so a reconcile's own cycles are dead by then with one
-worker; with several, another worker's reconcile in flight can lose its cycles to a freeze.
+worker; with several, another worker's reconcile in flight can lose its cycles to a freeze
+of ``collect_if_due`` (never to an eager one, which waits until no reconcile runs), and code
+running on other threads (asynchronous event handlers, plugin threads) can lose its cycles
+to any collection.
 Cached objects are plain acyclic dicts, so they are freed as usual; but reconcile code that
 builds reference cycles (``a["self"] = a``, parent <-> child links) living a little while leaks
 slowly for as long as the process runs. The cure is ``collect_frozen``: unfreeze, one full
