@@ -54,11 +54,14 @@ controllers:
     for: cms
     workers: 4
     reconcile: {{hooks: true}}
-sharding: {{ring: {ring}, namespace: {ns}, leaseDuration: 4s, renewDeadline: 3s,
+sharding: {{ring: {ring}, namespace: {ns}, leaseDuration: {lease}s, renewDeadline: {renew}s,
             retryPeriod: 1s, syncPeriod: 20s}}
 metrics: {{port: 0, address: 127.0.0.1}}
 """
 DEADLINE = float(os.environ.get("KINRUN_SHARD_DEADLINE", "150"))
+# Leases long enough that a loaded machine (load average ~20 on 2 cores starved renewals of
+# 3 s) does not take a live replica out of the ring; the handover waits about LEASE seconds.
+LEASE, RENEW = 8, 6
 """Seconds any one phase may take (two shared cores)."""
 
 
@@ -120,7 +123,8 @@ def test_three_replicas_split_the_objects_and_hand_over_safely(envtest_server, e
                                                                tmp_path):
     ns = envtest_namespace
     config = tmp_path / "sharded.yaml"
-    config.write_text(CONFIG.format(plugin=HERE / "recorder_plugin.py", ns=ns, ring=RING))
+    config.write_text(CONFIG.format(plugin=HERE / "recorder_plugin.py", ns=ns, ring=RING,
+                                    lease=LEASE, renew=RENEW))
     client = Client.from_config(kubeconfig=envtest_server.kubeconfig_path, qps=2000, burst=4000)
     replicas: list[Replica] = []
     try:
@@ -166,7 +170,7 @@ def test_three_replicas_split_the_objects_and_hand_over_safely(envtest_server, e
         took = _until("the killed replica's objects reconciled by the others", lambda:
                       reconciled_by(lambda r: r["r"] != victim.name and r["start"] > killed, its))
         print(f"  SIGKILL {victim.name}: its {len(its)} objects reconciled by the others "
-              f"{took:.1f}s later (leaseDuration 4s)")
+              f"{took:.1f}s later (leaseDuration {LEASE}s)")
         survivors = [replicas[0], replicas[2]]
         _until("two caches hold everything", lambda: _balanced(client, ns, ["r1", "r3"])
                and sum(r.cached() for r in survivors) == N)
