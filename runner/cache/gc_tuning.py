@@ -16,7 +16,7 @@ policy (``manage``), applied by the Manager before its informers start:
     since the last collection; the collection that finally comes walks all of them (measured:
     gen-0 pauses of 20-190 ms CPU and 0.6 s wall at the end of 100,001 events with a templated
     action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size.
-    Every ``EAGER_COLLECTION_BYTES`` (~5 Pods) with no reconcile running on any controller
+    Every ``EAGER_COLLECTION_BYTES`` (off by default: see there) with no reconcile running on any controller
     worker (``reconciling``), the decoding thread runs a young collection at once, while the
     few hundred objects it walks are still in the CPU cache (walking ~40 Pods' objects later,
     cache-cold, cost 3-6x more per object: BENCHMARKS.md); every reconcile's cycles are dead
@@ -74,11 +74,13 @@ YOUNG_COLLECTION_BYTES = 256 * 1024
 """Bytes of decoded watch events after which a young collection is due (``decoded``): about
 40 Pods of 6 KB (managedFields cut), ~16,000 container objects, a pause of a few ms."""
 
-EAGER_COLLECTION_BYTES = 32 * 1024
+EAGER_COLLECTION_BYTES = 2 * YOUNG_COLLECTION_BYTES
 """Bytes of decoded watch events after which ``decoded`` runs a young collection at once when
-no reconcile runs: about 5 Pods, whose few hundred container objects are still in the CPU
-cache, so walking them costs a fraction of what it costs ~40 Pods later on a worker (see
-BENCHMARKS.md, "A young collection where the young objects are fewest")."""
+no reconcile runs. 32 KB (~4 Pods, walked while still in the CPU cache) cut the collection
+CPU by half or more in ``replay.py --eager-bytes 32768``, but the 1,000,000-event soak
+(``gc_soak.py``) then froze ~4% of the hook's cycles (RSS 145 -> 179 MB), not explained yet:
+so the default is 2 x YOUNG_COLLECTION_BYTES, where this trigger is the forced one and the
+policy is the one before it."""
 
 reconciling: dict[int, bool] = {}
 """Thread ident -> True while that thread runs a reconcile (``kinrun.controller``'s workers set
