@@ -246,13 +246,14 @@ def test_unreachable_server_is_connection_error() -> None:
 def test_rate_limit_is_shared_by_every_request(embedded_server: EmbeddedAPIServer) -> None:
     """One token bucket throttles discovery, LIST, WATCH and writes alike (waits recorded)."""
     sleeps: list[float] = []
+    # The bucket's clock stands still (the sleeps are recorded, not slept), so no token is
+    # refilled between requests however slow the machine is: each waits 0.2 s more.
     client = Client.from_config(kubeconfig=str(embedded_server.kubeconfig_path), qps=5,
-                                burst=1, sleep=sleeps.append)
+                                burst=1, sleep=sleeps.append, clock=lambda: 1000.0)
     ref = client.resolve("v1", "ConfigMap")                          # token 1 (burst)
     lw = client.lister_watcher(ref, namespace=NS)
-    rv = lw.list().resource_version                                  # waits ~0.2 s
-    lw.watch(resource_version=rv, timeout_seconds=1).close()         # waits ~0.4 s
-    client.create(CM)                                                # waits ~0.6 s
+    rv = lw.list().resource_version                                  # waits 0.2 s
+    lw.watch(resource_version=rv, timeout_seconds=1).close()         # waits 0.4 s
+    client.create(CM)                                                # waits 0.6 s
     client.close()
-    assert len(sleeps) == 3
-    assert sleeps == sorted(sleeps) and 0.1 < sleeps[0] <= 0.2 and sleeps[2] > 0.4
+    assert sleeps == pytest.approx([0.2, 0.4, 0.6])
