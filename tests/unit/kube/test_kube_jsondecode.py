@@ -8,6 +8,7 @@ import threading
 import orjson
 import pytest
 
+from kinrun.cache import gc_pause
 from kinrun.kube import jsondecode
 from kinrun.kube.jsondecode import loads
 
@@ -46,7 +47,7 @@ def test_no_collection_runs_inside_a_decode() -> None:
 
     def on_gc(phase: str, info: dict) -> None:
         if phase == "start":
-            during.append(jsondecode._active > 0)
+            during.append(gc_pause._active > 0)
 
     old = gc.get_threshold()
     gc.set_threshold(50)

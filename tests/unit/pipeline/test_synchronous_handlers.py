@@ -285,3 +285,53 @@ def test_draining_fifo_keeps_processing_after_one_key_fails(caplog):
     assert "processing bug" in caplog.text
     assert len(fifo) == 0
     assert fifo.has_synced()
+
+
+def test_replace_runs_no_collection_and_freezes_its_deltas():
+    """The DeltaFIFO's Replace of a LIST (a Delta and a one-item list per key) runs under the
+    GC pause with a freeze: no collection walks them however low the threshold (at 100,000
+    objects two young collections of 150-180 ms ran), yet the drain still processes every
+    key; collections run again afterwards."""
+    import gc
+
+    from kinrun.cache import gc_tuning
+
+    objects = [pod(f"p{i}") for i in range(3000)]
+    collections: list[str] = []
+    inside = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append("inside" if inside else "outside")
+
+    fifo = DeltaFIFO()
+    real_replace = fifo.replace
+
+    def replace(objs, rv):
+        inside.append(True)
+        try:
+            real_replace(objs, rv)
+        finally:
+            inside.clear()
+    fifo.replace = replace  # type: ignore[method-assign]
+    processed = []
+    drain = _DrainingFIFO(fifo, lambda deltas, initial: processed.append(deltas[0].object),
+                          "test")
+    enabled = gc.isenabled()
+    gc.enable()
+    before = gc_tuning.manage((100, 10, 10))  # the policy on, a low young threshold
+    gc.callbacks.append(on_gc)
+    frozen_before = gc.get_freeze_count()
+    try:
+        drain.replace(objects, "7")
+        frozen_after = gc.get_freeze_count()
+        [[i] for i in range(1000)]  # collections run again once the pause ended
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc_tuning.unfreeze(before)  # the policy off, nothing left frozen, thresholds back
+        if not enabled:
+            gc.disable()
+    assert "inside" not in collections
+    assert "outside" in collections
+    assert frozen_after >= frozen_before + len(objects)  # the Deltas went frozen, unwalked
+    assert len(processed) == len(objects)
