@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.envtest]
 N = 150
 RING = "kids"
 HERE = Path(__file__).resolve().parent
-# Leases of 12s/8s (test_sharding's are 4s/3s): on two shared cores at load average 15-20 the
+# Leases of 12s/8s (test_sharding's are 8s/6s): on two shared cores at load average 15-20 the
 # API server was seen to answer nothing for 9 s, and the replicas whose renewals it held up
 # rightly left the ring, which ends the test. A child is applied while it is missing from the
 # replica's children cache (the resync every 3 s reconciles each parent, a write each time
