@@ -172,6 +172,23 @@ class Manager:
                     return False
             _log.info("informer %s synced: %d %s", name, len(informer.lister.list()),
                       self.refs[name].resource)
+        # Then every handler of a synced informer has handled its initial-list adds, as
+        # client-go's ResourceEventHandlerRegistration.HasSynced (kube-controller-manager waits
+        # on it since 1.27): a key that a buffered mapper (a listener thread of its own) maps
+        # from the initial list is queued, deduplicated, before the first reconcile, not after
+        # it (one reconcile more, at random: seen in ``kinrun test`` of secondary-watch).
+        registrations = [r for entries in self._wired.handlers.values() for entry in entries
+                         for r in (entry[4] if isinstance(entry[4], list) else [entry[4]])
+                         if r is not None]
+        while not all(r.listener.initial_list_handled() for r in registrations
+                      if r.informer.has_synced()):
+            if stop is not None and stop.is_set():
+                return False
+            if deadline is not None and time.monotonic() > deadline:
+                _log.error("event handlers had not handled the initial lists after %.0fs",
+                           timeout)
+                return False
+            time.sleep(0.005)  # once, at start; listeners signal nothing
         return True
 
     # -- garbage collection (gc_tuning) ------------------------------------------------------

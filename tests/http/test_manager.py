@@ -190,3 +190,57 @@ def test_leader_election_admits_one_leader_until_it_releases(client: Client) -> 
         stop_second.set()
         thread.join(WAIT)
         second.release()
+
+
+def test_workers_start_after_every_handler_handled_its_initial_list(
+        client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template mapper runs on a listener thread of its own: the Manager starts no worker
+    until that listener has handled its informer's initial-list adds (client-go's
+    ResourceEventHandlerRegistration.HasSynced), so the key it maps is queued before the first
+    reconcile, not during it (which made one reconcile more, at random)."""
+    ns = "initial-handled"
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    client.create(cm("web", ns, app="p"))
+    client.create(cm("web-settings", ns, owner="web"))
+    text = f"""
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  primaries: {{apiVersion: v1, kind: ConfigMap, namespaces: [{ns}], labelSelector: app=p}}
+  settings: {{apiVersion: v1, kind: ConfigMap, namespaces: [{ns}], labelSelector: owner}}
+controllers:
+  - name: c
+    for: primaries
+    watches:
+      - informer: settings
+        mapTo: {{template: "{{{{ obj.metadata.namespace }}}}/{{{{ obj.metadata.labels.owner }}}}"}}
+    reconcile: {{hooks: true}}
+"""
+    recorder = Recorder()
+    pm = new_plugin_manager()
+    pm.register(recorder, name="recorder")
+    from kinrun.plan import plan
+
+    manager = plan(load_text(text), pm).bind(client).manager()
+    mapper = [r for entry in manager.wired.handlers["c"] for r in
+              (entry[4] if isinstance(entry[4], list) else [entry[4]])
+              if not entry[3]]  # the buffered (template mapper) registrations
+    assert mapper
+    handled = threading.Event()
+    for registration in mapper:  # the listener "has not caught up" until the test says so
+        real = registration.listener.initial_list_handled
+        monkeypatch.setattr(registration.listener, "initial_list_handled",
+                            lambda real=real: handled.is_set() and real())
+    started = threading.Event()
+    thread = threading.Thread(target=lambda: (manager.start(sync_timeout=WAIT), started.set()))
+    thread.start()
+    try:
+        assert all(inf.wait_for_sync(WAIT) for inf in manager.informers.values())
+        assert not started.wait(0.3)  # caches synced, the mapper's initial list not handled
+        assert not manager.workers_started and recorder.calls.empty()
+        handled.set()
+        assert started.wait(WAIT) and manager.workers_started
+        assert recorder.next() == ("c", f"{ns}/web", True)
+    finally:
+        thread.join(WAIT)
+        manager.stop(1.0)
