@@ -106,7 +106,7 @@ class FakeResponse:
     def release_conn(self) -> None: ...
 
 
-class _Quiet:
+class QuietWatch:
     """A watch with no events that ends when closed."""
 
     def __init__(self) -> None:
@@ -131,7 +131,7 @@ class ReplayListerWatcher:
 
     def watch(self, **_: Any) -> Any:
         if self.watched:
-            return _Quiet()
+            return QuietWatch()
         self.watched = True
         data = METADATA_DATA if self.metadata_only else self.data
         return StreamWatch(FakeResponse(data), api_version="v1", kind="Pod",

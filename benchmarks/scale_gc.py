@@ -41,10 +41,11 @@ sys.path.insert(0, str(HERE))
 import orjson  # noqa: E402
 
 import podgen  # noqa: E402
+from replay import QuietWatch  # noqa: E402
 from kinrun.cache import ObjectList, SharedIndexInformer, gc_tuning, strip_managed_fields  # noqa: E402
 from kinrun.cache import delta_fifo  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
-from kinrun.kube.jsondecode import gc_paused  # noqa: E402
+from kinrun.cache.gc_pause import gc_paused  # noqa: E402
 from kinrun.kube.managed_fields import list_items, loads_without_managed_fields  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402
 
@@ -65,20 +66,8 @@ class BytesListerWatcher:
         self.listed_at = time.perf_counter()
         return ObjectList(items=items, resource_version="1", kind="Pod")
 
-    def watch(self, **_: object) -> "_Blocking":
-        return _Blocking()
-
-
-class _Blocking:
-    def __init__(self) -> None:
-        self._closed = threading.Event()
-
-    def __iter__(self):
-        self._closed.wait()
-        return iter(())
-
-    def close(self) -> None:
-        self._closed.set()
+    def watch(self, **_: object) -> QuietWatch:
+        return QuietWatch()
 
 
 class Collections:
