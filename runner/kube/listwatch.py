@@ -42,7 +42,7 @@ from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
-from kinrun.kube.jsondecode import gc_paused
+from kinrun.cache.gc_pause import gc_paused
 from kinrun.kube.managed_fields import event_object, list_items, loads_without_managed_fields
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Transport
