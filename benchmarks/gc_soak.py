@@ -31,7 +31,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from podgen import make_pod  # noqa: E402
-from replay import FakeResponse, GcPauses, _Quiet  # noqa: E402
+from replay import FakeResponse, GcPauses, QuietWatch  # noqa: E402
 
 from kinrun.cache import (ObjectList, SharedIndexInformer, gc_tuning,  # noqa: E402
                           strip_managed_fields)
@@ -80,17 +80,19 @@ class GeneratedResponse(FakeResponse):
 
 class SoakListerWatcher:
     def __init__(self, pods: int, events: int) -> None:
-        self.pods, self.events, self.watched = pods, events, False
+        self.watched = False
+        self.response = GeneratedResponse(pods, events)  # its Pods made now, not on the
+        # reflector's thread at the watch (the harness's set-up, frozen before the run)
 
     def list(self, *, resource_version: str = "") -> ObjectList:
         return ObjectList(items=[], resource_version="1000", kind="PodList")
 
     def watch(self, **_: Any) -> Any:
         if self.watched:
-            return _Quiet()
+            return QuietWatch()
         self.watched = True
-        return StreamWatch(GeneratedResponse(self.pods, self.events), api_version="v1",
-                           kind="Pod", drop_managed_fields=True)
+        return StreamWatch(self.response, api_version="v1", kind="Pod",
+                           drop_managed_fields=True)
 
 
 def rss() -> int:
@@ -130,10 +132,13 @@ def main() -> None:
     pm = plugin_manager.new_plugin_manager()
     pm.register(plugin, name="soak")
 
+    lister_watcher = SoakListerWatcher(args.pods, args.events)  # the harness's own Pods
     previous = gc_tuning.manage()
+    gc_tuning.freeze(collect=True)  # the set-up, walked by no collection (as the Manager's
+    # freeze after the initial lists): the pauses printed are the pipeline's
     pauses = GcPauses()
     gc.callbacks.append(pauses)
-    informer = SharedIndexInformer(SoakListerWatcher(args.pods, args.events), kind="Pod",
+    informer = SharedIndexInformer(lister_watcher, kind="Pod",
                                    transform=strip_managed_fields, name="soak")
     reconciler = Reconciler("soak", hooks=plugin_manager.reconcile_caller(pm, True),
                             listers={"pods": informer.lister},

@@ -376,9 +376,6 @@ def main() -> None:
                    help="gen-0 threshold for gc_tuning.manage (default: its own)")
     p.add_argument("--young-bytes", type=int, default=0,
                    help="gc_tuning.YOUNG_COLLECTION_BYTES (default: its own)")
-    p.add_argument("--eager-bytes", type=int, default=0,
-                   help="gc_tuning.EAGER_COLLECTION_BYTES (default: its own; a huge value "
-                        "turns the eager collections on the decoding thread off)")
     p.add_argument("--cycles", type=int, default=0,
                    help="the main job's hook leaves a reference cycle of N children per "
                         "reconcile (reconciler variants); reports what the policy froze")
@@ -389,8 +386,6 @@ def main() -> None:
     CYCLES = args.cycles
     if args.young_bytes and hasattr(gc_tuning, "YOUNG_COLLECTION_BYTES"):
         gc_tuning.YOUNG_COLLECTION_BYTES = args.young_bytes
-    if args.eager_bytes and hasattr(gc_tuning, "EAGER_COLLECTION_BYTES"):
-        gc_tuning.EAGER_COLLECTION_BYTES = args.eager_bytes
     if args.gc_threshold:
         global GC_THRESHOLDS
         GC_THRESHOLDS = (args.gc_threshold, *gc_tuning.DEFAULT_THRESHOLDS[1:])

@@ -162,6 +162,7 @@ class Controller:
         reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
         try:
             reconciling[me] = True
+            gc_tuning.epoch += 1
             self._reconcile_key(key)
         finally:
             reconciling[me] = False

@@ -9,23 +9,32 @@ policy (``manage``), applied by the Manager before its informers start:
   * ``freeze_survivors``: after every collection (of any generation), its survivors move to
     the permanent generation (``gc.freeze``), so no collection ever walks the cache again,
     only objects younger than one young collection;
-  * ``decoded``: young collections by the bytes decoded, not only by net allocations. CPython
+  * ``watch_read`` and ``decoded(nbytes, since)``: what a watch event decodes is frozen at
+    once, never walked. At the start of the events one socket read brought, with no
+    reconcile running on any controller worker (``reconciling``), the decoding thread runs
+    one young collection if a reconcile ran since the last freeze (it walks what those
+    reconciles left, their cycles dead by then, not cached objects) and takes the reconcile
+    ``epoch``. After decoding each event of that read, if no reconcile has started since
+    (the ``epoch`` unchanged: no other worker took the GIL meanwhile), ``gc.freeze()``
+    (constant time: it splices the generations' lists) moves the new object, and what this
+    thread allocated since, into the permanent generation. Measured
+    (``benchmarks/replay.py``, 30,000 events of 9.1 KB): the collections' CPU went from
+    0.16-0.52 s to 0.01-0.03 s, and the 1,000,000-event soak no longer freezes the hook's
+    cycles (``benchmarks/gc_soak.py``; BENCHMARKS.md "Round 4");
+  * otherwise, young collections by the bytes decoded, not only by net allocations. CPython
     counts net allocations (``gc.get_count()[0]``) and a freed frozen object counts as a
     deallocation: in an informer's steady state every decoded update frees the frozen version
     it replaces, so the count stays near 0 while generation 0 fills with every object decoded
     since the last collection; the collection that finally comes walks all of them (measured:
     gen-0 pauses of 20-190 ms CPU and 0.6 s wall at the end of 100,001 events with a templated
-    action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size.
-    Every ``EAGER_COLLECTION_BYTES`` (off by default: see there) with no reconcile running on any controller
-    worker (``reconciling``), the decoding thread runs a young collection at once, while the
-    few hundred objects it walks are still in the CPU cache (walking ~40 Pods' objects later,
-    cache-cold, cost 3-6x more per object: BENCHMARKS.md); every reconcile's cycles are dead
-    then. While reconciles run, every ``YOUNG_COLLECTION_BYTES`` a young collection is due:
-    a controller's worker runs it between two reconciles (``collect_if_due``), when no
-    reconcile of that worker holds garbage that is still alive (a cycle alive at a
-    collection would be frozen with the survivors), or the decoding thread itself once twice
-    that much is pending (no worker got to it: workers busy or behind the reflector). Each
-    walks at most the objects of ~512 KB of JSON;
+    action, ``benchmarks/replay.py``). The kube layer reports each decoded watch event's size
+    that it could not freeze (a reconcile started during its read). Every
+    ``YOUNG_COLLECTION_BYTES`` a young collection is due: a controller's worker runs it
+    between two reconciles (``collect_if_due``), when no reconcile of that worker holds
+    garbage that is still alive (a cycle alive at a collection would be frozen with the
+    survivors), or the decoding thread itself once twice that much is pending (no worker got
+    to it: workers busy or behind the reflector). Each walks at most the objects of ~512 KB
+    of JSON;
   * ``freeze`` once the initial lists are cached.
 
 The trade-off: cyclic garbage that is alive at a collection and dies later (or that exists,
@@ -33,9 +42,9 @@ dead or alive, at any other freeze: the end of a LIST, the Manager's start) is n
 collected by the policy's collections (frozen objects are freed by reference counting only).
 Collections run between reconciles, so a reconcile's own cycles are dead by then with one
 worker; with several, another worker's reconcile in flight can lose its cycles to a freeze
-of ``collect_if_due`` (never to an eager one, which waits until no reconcile runs), and code
-running on other threads (asynchronous event handlers, plugin threads) can lose its cycles
-to any collection.
+of ``collect_if_due`` (never to ``watch_read``'s, which waits until no reconcile runs), and
+code running on other threads (asynchronous event handlers, plugin threads) can lose its
+cycles to any collection or freeze.
 Cached objects are plain acyclic dicts, so they are freed as usual; but reconcile code that
 builds reference cycles (``a["self"] = a``, parent <-> child links) living a little while leaks
 slowly for as long as the process runs. The cure is ``collect_frozen``: unfreeze, one full
@@ -74,22 +83,22 @@ YOUNG_COLLECTION_BYTES = 256 * 1024
 """Bytes of decoded watch events after which a young collection is due (``decoded``): about
 40 Pods of 6 KB (managedFields cut), ~16,000 container objects, a pause of a few ms."""
 
-EAGER_COLLECTION_BYTES = 2 * YOUNG_COLLECTION_BYTES
-"""Bytes of decoded watch events after which ``decoded`` runs a young collection at once when
-no reconcile runs. 32 KB (~4 Pods, walked while still in the CPU cache) cut the collection
-CPU by half or more in ``replay.py --eager-bytes 32768``, but the 1,000,000-event soak
-(``gc_soak.py``) then froze ~4% of the hook's cycles (RSS 145 -> 179 MB), not explained yet:
-so the default is 2 x YOUNG_COLLECTION_BYTES, where this trigger is the forced one and the
-policy is the one before it."""
+epoch = 0
+"""Reconciles started in this process (each controller worker adds 1 before each reconcile, no
+lock: two workers adding at once may lose one count, but the value still changes, which is
+all ``decoded`` asks of it)."""
 
 reconciling: dict[int, bool] = {}
 """Thread ident -> True while that thread runs a reconcile (``kinrun.controller``'s workers set
 their own entry before a reconcile and clear it after; an ended worker removes it). No lock:
 each entry is written only by its own thread and a dict item store is atomic under the GIL;
-``decoded`` reads the values in one C call. While any entry is True, ``decoded`` leaves the
+``watch_read`` reads the values in one C call. While any entry is True, the decoding thread
+neither collects nor freezes (below twice ``YOUNG_COLLECTION_BYTES`` pending): it leaves the
 young collection to the workers (``collect_if_due`` between reconciles), so a reconcile's
 cycles that are still alive are not frozen with the survivors."""
 
+_frozen_at = -1  # the ``epoch`` of the last freeze by ``decoded``: no reconcile has run since
+# while ``epoch`` still equals it, so ``watch_read`` has nothing to collect (decoding thread only)
 _pending_bytes = 0  # decoded since the last young collection (approximate, see ``decoded``);
 # a young collection is due (the next ``collect_if_due`` runs it) once it reaches
 # YOUNG_COLLECTION_BYTES
@@ -117,19 +126,43 @@ def _freeze_collection_survivors(phase: str, info: dict[str, Any]) -> None:
         _pending_bytes = 0
 
 
-def decoded(nbytes: int) -> None:
-    """Count ``nbytes`` of decoded JSON that the caller keeps (a watch event's object, bound
-    for the cache). Once ``EAGER_COLLECTION_BYTES`` are pending and no reconcile runs
-    (``reconciling``), a young collection runs here at once, while what was just decoded is
-    still in the CPU cache; after ``YOUNG_COLLECTION_BYTES`` one is due (run by the next
-    ``collect_if_due``); after twice that with none run, it runs here whatever runs
-    elsewhere. Cheap (an add and a compare; below the eager size nothing else). Any thread;
-    the count is updated without a lock (two threads adding at once may lose a count: a
-    collection comes a little later, nothing else)."""
+def watch_read() -> int | None:
+    """Call before decoding the events one socket read brought. With the policy on and no
+    reconcile running on any controller worker (``reconciling``): runs a young collection
+    if a reconcile started since the last freeze by ``decoded`` (what those reconciles left:
+    their cycles are dead now) and returns the reconcile ``epoch`` to pass to ``decoded``;
+    otherwise (or with the GC or the policy off) None. Cost: a few tests; the collection
+    walks only objects allocated since the last freeze (a few microseconds, most of it
+    ``gc.callbacks``). Called by the thread that decodes the read (``StreamWatch``)."""
     global _pending_bytes
+    if (gc.isenabled() and _freeze_collection_survivors in gc.callbacks
+            and True not in reconciling.values()):
+        now = epoch
+        if now != _frozen_at:  # reconciles ran since the last freeze: collect what they left
+            _pending_bytes = 0
+            gc.collect(0)  # survivors frozen by the policy's callback
+        return now
+    return None
+
+
+def decoded(nbytes: int, since: int | None = None) -> None:
+    """Report ``nbytes`` of decoded JSON that the caller keeps (a watch event's object, bound
+    for the cache). ``since``: what ``watch_read`` returned for this event's read. When no
+    reconcile started since (``epoch`` unchanged), everything young is frozen at once
+    (``gc.freeze``: the object just decoded, and what this thread allocated after
+    ``watch_read``'s collection) and nothing else happens. Otherwise the bytes are counted:
+    after ``YOUNG_COLLECTION_BYTES`` a young collection is due (run by the next
+    ``collect_if_due``); after twice that with none run, it runs here whatever runs
+    elsewhere. Cheap (a compare and a freeze, or an add and a compare). Any thread; the
+    count is updated without a lock (two threads adding at once may lose a count: a
+    collection comes a little later, nothing else)."""
+    global _pending_bytes, _frozen_at
+    if since is not None and since == epoch and _freeze_collection_survivors in gc.callbacks:
+        gc.freeze()
+        _pending_bytes, _frozen_at = 0, since
+        return
     _pending_bytes += nbytes
-    if _pending_bytes >= EAGER_COLLECTION_BYTES and (
-            True not in reconciling.values() or _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES):
+    if _pending_bytes >= 2 * YOUNG_COLLECTION_BYTES:
         _collect_young()
 
 

@@ -298,12 +298,13 @@ class StreamWatch:
     def _events(self) -> Iterator[WatchEvent]:
         clean = False
         try:
-            decode = self._decode
+            decode, watch_read = self._decode, gc_tuning.watch_read
             for lines in self._line_batches():
+                since = watch_read()  # what this read decodes is frozen (kinrun's GC policy)
                 for line in lines:
                     if self._closed:  # close() ends the iteration mid-read too
                         break
-                    yield decode(line)
+                    yield decode(line, since)
             clean = True
         finally:
             with self._lock:
@@ -366,7 +367,7 @@ class StreamWatch:
         if rest.strip() and not self._closed:
             yield [rest]
 
-    def _decode(self, line: bytes) -> WatchEvent:
+    def _decode(self, line: bytes, since: int | None = None) -> WatchEvent:
         try:
             if self._drop_managed_fields:
                 event = loads_without_managed_fields(line, event_object, 1)
@@ -379,7 +380,7 @@ class StreamWatch:
             raise ApiError(f"{self._description}: undecodable watch event: {text}") from None
         if etype == "ERROR":
             raise error_from_status(obj)
-        gc_tuning.decoded(len(line))  # young collections by volume (kinrun's GC policy)
+        gc_tuning.decoded(len(line), since)  # frozen, or counted by volume (kinrun's GC policy)
         if self._metadata_only and etype != "BOOKMARK":
             if obj.get("kind") != PARTIAL_KIND or len(obj) > 3:  # a whole object was sent
                 obj = partial_object_metadata(obj)

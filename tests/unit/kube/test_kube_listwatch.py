@@ -157,6 +157,42 @@ def test_final_line_without_newline_is_decoded() -> None:
     assert [e.type for e in stream([data])] == ["ADDED"]
 
 
+def test_under_the_gc_policy_each_read_collects_once_and_what_it_decodes_is_frozen() -> None:
+    """kinrun's GC policy on (``gc_tuning.manage``): the events of one read are frozen as they
+    are decoded, no collection walks them; a reconcile that ran before the next read (its
+    cycle dead) is collected by that read, once, not frozen."""
+    import gc
+    import weakref
+
+    from kinrun.cache import gc_tuning
+
+    class Node:
+        pass
+
+    watch = stream([line("ADDED", pod(0)) + line("ADDED", pod(1)), line("ADDED", pod(2))])
+    before = gc_tuning.manage()
+    try:
+        with gc_tuning.GCPauseRecorder() as pauses:
+            events = iter(watch)
+            first = next(events)
+            frozen = gc.get_freeze_count()
+            assert frozen > 0 and first.object["metadata"]["name"] == "p0"
+            collections = len(pauses.pauses)  # the first read's (if a reconcile ran before)
+            second = next(events)  # same read: frozen at once, no collection
+            assert gc.get_freeze_count() > frozen and len(pauses.pauses) == collections
+            gc_tuning.epoch += 1  # a reconcile ran (a worker), leaving a dead cycle
+            cycle = Node()
+            cycle.self = cycle
+            ref = weakref.ref(cycle)
+            del cycle
+            third = next(events)  # the next read collects first
+            assert len(pauses.pauses) == collections + 1 and ref() is None
+        assert [e.object["metadata"]["name"] for e in (second, third)] == ["p1", "p2"]
+    finally:
+        gc_tuning.unfreeze(before)
+    assert gc.get_freeze_count() == 0
+
+
 def test_watch_objects_get_kind_when_missing_but_bookmarks_do_not() -> None:
     """ADDED objects without kind get it; BOOKMARK objects are left as sent."""
     bookmark = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}}

@@ -276,16 +276,20 @@ def test_enqueue_mapped_skips_empty_keys_and_failing_maps(caplog):
 
 
 def test_a_worker_marks_its_reconcile_for_the_gc_policy_and_unmarks_it_when_it_ends():
-    """While a reconcile runs, its worker's ``gc_tuning.reconciling`` entry is True (no eager
-    young collection on the decoding thread then), False between reconciles and even after a
-    reconcile that raised, and gone once the worker thread ended."""
+    """While a reconcile runs, its worker's ``gc_tuning.reconciling`` entry is True (no young
+    collection or freeze on the decoding thread then), False between reconciles and even
+    after a reconcile that raised, and gone once the worker thread ended; each reconcile
+    counts one ``gc_tuning.epoch`` before it starts (what a watch read checks before it
+    freezes)."""
     from kinrun.cache import gc_tuning
 
     seen = []
+    epochs = [gc_tuning.epoch]
     entered, release = threading.Event(), threading.Event()
 
     def reconcile(key, obj):
         seen.append(gc_tuning.reconciling.get(threading.get_ident()))
+        epochs.append(gc_tuning.epoch)
         if key == "ns/slow":
             entered.set()
             assert release.wait(WAIT)
@@ -306,4 +310,5 @@ def test_a_worker_marks_its_reconcile_for_the_gc_policy_and_unmarks_it_when_it_e
     release.set()
     assert ctl.stop(drain_timeout=WAIT)
     assert seen == [True, True]
+    assert epochs == [epochs[0], epochs[0] + 1, epochs[0] + 2]
     assert worker.ident not in gc_tuning.reconciling

@@ -1,12 +1,14 @@
 """kinrun's GC policy leaks cyclic garbage that is alive at a collection (its survivors are
-frozen); ``gc_tuning.collect_frozen`` reclaims it. Its young collections, due by decoded
-volume (``gc_tuning.decoded``), run between reconciles (``collect_if_due``), where a
-reconcile's cycles are dead: those are reclaimed. Deterministic: collections are driven
+frozen); ``gc_tuning.collect_frozen`` reclaims it. A watch read collects what reconciles
+left before it freezes what it decodes (``gc_tuning.watch_read``, ``decoded``); otherwise
+young collections, due by decoded volume, run between reconciles (``collect_if_due``), where
+a reconcile's cycles are dead: those are reclaimed. Deterministic: collections are driven
 through the policy's own triggers, not by time."""
 
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections import deque
 from collections.abc import Iterator
@@ -156,9 +158,9 @@ def worker_reconciling() -> Iterator[None]:
 
 def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(
         policy, worker_reconciling) -> None:
-    """While a reconcile runs: below YOUNG_COLLECTION_BYTES nothing is due (the eager size
-    passed, no collection on the decoding thread); at it, the next collect_if_due (the worker,
-    between reconciles) runs one young collection and only one."""
+    """While a reconcile runs: below YOUNG_COLLECTION_BYTES nothing is due (no collection on
+    the decoding thread); at it, the next collect_if_due (the worker, between reconciles)
+    runs one young collection and only one."""
     with gc_tuning.GCPauseRecorder() as pauses:
         gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
         gc_tuning.decoded(gc_tuning.YOUNG_COLLECTION_BYTES - 1)
@@ -170,53 +172,119 @@ def test_decoded_volume_makes_a_collection_due_and_collect_if_due_runs_it(
     assert len(pauses.pauses) - before == 1 and pauses.pauses[-1][0] == 0
 
 
-def test_decoded_collects_at_once_when_no_reconcile_runs(policy) -> None:
-    """No reconcile running: the EAGER_COLLECTION_BYTES-th byte decoded runs one young
-    collection inside ``decoded`` (what was just decoded is walked while cached), and the
-    count starts again."""
+def test_decoded_collects_on_the_decoding_thread_at_twice_the_young_size(
+        policy, worker_reconciling) -> None:
+    """While a reconcile runs, ``decoded`` collects only once 2 x YOUNG_COLLECTION_BYTES are
+    pending with none run by a worker (the fallback that bounds the young generation), and
+    the count starts again."""
     with gc_tuning.GCPauseRecorder() as pauses:
         gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
         start = len(pauses.pauses)
-        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES - 1)
+        gc_tuning.decoded(2 * gc_tuning.YOUNG_COLLECTION_BYTES - 1)
         assert len(pauses.pauses) == start
         gc_tuning.decoded(1)
         assert len(pauses.pauses) == start + 1 and pauses.pauses[-1][0] == 0
-        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES - 1)  # the count started again
+        gc_tuning.decoded(2 * gc_tuning.YOUNG_COLLECTION_BYTES - 1)  # the count started again
         assert len(pauses.pauses) == start + 1
 
 
-def test_a_running_reconcile_holds_eager_collections_until_twice_the_young_size(
+def reconcile_leaving_a_cycle() -> weakref.ref[Node]:
+    """What a controller worker does around a reconcile (``kinrun.controller``: the epoch
+    counted, ``reconciling`` set then cleared), the reconcile leaving a dead cycle."""
+    me = threading.get_ident()
+    gc_tuning.reconciling[me] = True
+    gc_tuning.epoch += 1
+    cycle = short_lived_cycle()
+    ref = weakref.ref(cycle)
+    del cycle
+    gc_tuning.reconciling[me] = False
+    return ref
+
+
+def decoded_event() -> dict:
+    return {"metadata": {"name": "p", "labels": {"n": "1"}}, "spec": {"containers": [{}]}}
+
+
+def test_a_read_collects_what_reconciles_left_then_freezes_what_it_decodes(policy) -> None:
+    """``watch_read`` collects the dead cycles of the reconciles that ran since the last
+    freeze; each event decoded after it is frozen at once (never walked by a collection)
+    while no reconcile starts; a read with no reconcile since the last freeze collects
+    nothing."""
+    try:
+        refs = [reconcile_leaving_a_cycle() for _ in range(3)]
+        with gc_tuning.GCPauseRecorder() as pauses:
+            since = gc_tuning.watch_read()
+            assert since == gc_tuning.epoch and len(pauses.pauses) == 1
+            assert alive(refs) == 0  # collected, not frozen
+            frozen = gc.get_freeze_count()
+            obj = decoded_event()
+            gc_tuning.decoded(100, since)
+            assert gc.get_freeze_count() >= frozen + 3  # the dicts and the list just made
+            again = gc_tuning.watch_read()  # no reconcile since that freeze
+            assert again == since and len(pauses.pauses) == 1
+        assert obj
+    finally:
+        gc_tuning.reconciling.pop(threading.get_ident(), None)
+
+
+def test_a_reconcile_started_during_a_read_stops_its_freezes(policy) -> None:
+    """A reconcile that runs between ``watch_read`` and an event's decode (another worker
+    took the GIL) may have left cycles: that event is counted by volume, not frozen, and
+    the reconcile's dead cycle stays collectable."""
+    try:
+        since = gc_tuning.watch_read()
+        assert since is not None
+        ref = reconcile_leaving_a_cycle()
+        frozen = gc.get_freeze_count()
+        obj = decoded_event()
+        gc_tuning.decoded(100, since)
+        assert gc.get_freeze_count() == frozen
+        gc.collect(0)
+        assert ref() is None and obj
+    finally:
+        gc_tuning.reconciling.pop(threading.get_ident(), None)
+
+
+def test_a_read_while_a_reconcile_runs_neither_collects_nor_freezes(
         policy, worker_reconciling) -> None:
-    """While a reconcile runs, ``decoded`` collects only once 2 x YOUNG_COLLECTION_BYTES are
-    pending (the fallback that bounds the young generation when no worker gets to it); a
-    cycle of that reconcile alive meanwhile is not frozen by an eager collection."""
+    """While a worker is inside a reconcile, its cycles may be alive: ``watch_read`` runs no
+    collection and returns None, and ``decoded`` then freezes nothing."""
+    cycle = short_lived_cycle()  # the running reconcile's, still in use
+    ref = weakref.ref(cycle)
     with gc_tuning.GCPauseRecorder() as pauses:
-        gc.collect(0)  # the policy's callback starts the count of pending bytes at 0
-        start = len(pauses.pauses)
-        cycle = short_lived_cycle()  # the running reconcile's
-        ref = weakref.ref(cycle)
-        for _ in range(2 * gc_tuning.YOUNG_COLLECTION_BYTES // gc_tuning.EAGER_COLLECTION_BYTES
-                       - 1):
-            gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)
-        assert len(pauses.pauses) == start
-        del cycle  # the reconcile ends: its cycle is dead before anything collects
-        gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)
-        assert len(pauses.pauses) == start + 1
+        since = gc_tuning.watch_read()
+        gc_tuning.decoded(100, since)
+    assert since is None and pauses.pauses == [] and gc.get_freeze_count() == 0
+    del cycle  # the reconcile ends
     gc.collect()
     assert ref() is None
 
 
-def test_eager_collections_leak_no_cycle_that_died_with_its_reconcile(policy) -> None:
-    """The soak with a decoded event of EAGER_COLLECTION_BYTES per round and no reconcile
-    running at the decode: every cycle is dead when an eager collection walks it, so a plain
-    full collection reclaims every one."""
+def test_without_the_policy_a_read_neither_collects_nor_freezes() -> None:
+    """The policy off: ``watch_read`` returns None and nothing is frozen."""
+    assert not gc_tuning.freezing_survivors()
+    since = gc_tuning.watch_read()
+    gc_tuning.decoded(100, since)
+    assert since is None and gc.get_freeze_count() == 0
+
+
+def test_soak_of_reads_and_reconciles_leaks_no_reconcile_cycle(policy) -> None:
+    """Reads of a few events between reconciles, as a watch delivers them: every reconcile's
+    cycle is dead when the next read collects, so a plain full collection finds none alive
+    and nothing else walked the decoded objects."""
     refs: list[weakref.ref[Node]] = []
-    with gc_tuning.GCPauseRecorder() as pauses:
-        for _ in range(ROUNDS):
-            gc_tuning.decoded(gc_tuning.EAGER_COLLECTION_BYTES)  # no reconcile running here
-            cycle = short_lived_cycle()  # the reconcile that follows the event
-            refs.append(weakref.ref(cycle))
-            del cycle
-    assert sum(1 for generation, _ in pauses.pauses if generation == 0) >= ROUNDS
-    gc.collect()
-    assert alive(refs) == 0
+    cache: dict[int, dict] = {}
+    try:
+        with gc_tuning.GCPauseRecorder() as pauses:
+            for i in range(ROUNDS // 4):
+                since = gc_tuning.watch_read()
+                for j in range(4):
+                    cache[(4 * i + j) % 100] = decoded_event()
+                    gc_tuning.decoded(6_000, since)
+                refs.append(reconcile_leaving_a_cycle())
+        # one per read after a reconcile (and the first, if one ran before this test)
+        assert ROUNDS // 4 - 1 <= len(pauses.pauses) <= ROUNDS // 4
+        gc.collect()
+        assert alive(refs) == 0
+    finally:
+        gc_tuning.reconciling.pop(threading.get_ident(), None)
