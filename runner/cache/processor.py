@@ -62,7 +62,8 @@ class ProcessorListener:
         self.next_resync = clock.now() + resync_period
         self._clock = clock
         self._name = name
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # entered directly (see kinrun.workqueue.queue.Queue)
+        self._cond = threading.Condition(self._lock)
         self._buffer: deque[Notification] = deque()
         self._stopped = False
         self._initial_pending = 0
@@ -76,7 +77,7 @@ class ProcessorListener:
             if not self._stopped:
                 self._dispatch(*notification)
             return
-        with self._cond:
+        with self._lock:
             if self._stopped:
                 return
             if notification[0] == ADD and notification[2]:
@@ -96,7 +97,7 @@ class ProcessorListener:
         """Stop after the notification being handled: once this returns, the handler is
         called no more; buffered notifications are dropped, also those the listener's thread
         already took from the buffer into its current batch."""
-        with self._cond:
+        with self._lock:
             self._stopped = True
             self._initial_pending -= sum(1 for kind, _, b in self._buffer if kind == ADD and b)
             self._pending -= len(self._buffer)
@@ -112,18 +113,18 @@ class ProcessorListener:
         """True when every notification added so far has been handled (or dropped by
         ``stop``); always True for a synchronous listener. For tests and ``kinrun test``'s
         quiet check: it says nothing about notifications still to come."""
-        with self._cond:
+        with self._lock:
             return self._pending == 0
 
     def initial_list_handled(self) -> bool:
         """True when every initial-list add given so far has been handled."""
-        with self._cond:
+        with self._lock:
             return self._initial_pending == 0
 
     def run(self) -> None:
         """Hand buffered notifications to the handler until stopped."""
         while True:
-            with self._cond:
+            with self._lock:
                 while not self._buffer and not self._stopped:
                     self._cond.wait()
                 if self._stopped:
@@ -133,7 +134,7 @@ class ProcessorListener:
             try:
                 self._dispatch_batch(batch)
             finally:
-                with self._cond:
+                with self._lock:
                     self._pending -= taken
 
     def _dispatch_batch(self, batch: deque[Notification]) -> None:
@@ -152,13 +153,13 @@ class ProcessorListener:
                 dispatch(kind, a, b)
             finally:
                 if kind == ADD and b:
-                    with self._cond:
+                    with self._lock:
                         self._initial_pending -= 1
 
     def _drop(self, notifications: deque[Notification]) -> None:
         """Forget undelivered ``notifications`` (keeps ``_initial_pending`` exact)."""
         initial = sum(1 for kind, _, b in notifications if kind == ADD and b)
-        with self._cond:
+        with self._lock:
             self._initial_pending -= initial
 
     def _dispatch(self, kind: int, a: Any, b: Any) -> None:

@@ -64,7 +64,12 @@ class Queue:
     ends at shutdown (None or 0: no thread; call ``update_unfinished_work`` instead).
 
     Thread-safety: every method is thread-safe (one lock, one condition); the metrics' hooks
-    run under that lock.
+    run under that lock. The lock is entered directly (``with self._lock``, a C-level context
+    manager), not through the Condition, whose Python ``__exit__`` lets the interpreter switch
+    threads while the lock is still held: with a reflector adding and a worker taking on two
+    cores, every acquire then met a lock handed to a thread waiting for the GIL, a lock
+    convoy (239,000 context switches instead of 11,000 in ``benchmarks/replay.py``'s
+    templated variant, twice the CPU per event; BENCHMARKS.md "Round 4").
 
     Invariants (lock free):
       * an item is in ``_queue`` iff it is in ``_dirty`` and not in ``_processing``;
@@ -80,7 +85,8 @@ class Queue:
                  unfinished_work_update_period: float | None = UNFINISHED_WORK_UPDATE_PERIOD,
                  ) -> None:
         self.name = name
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # entered directly: a C-level with, no Python frame
+        self._cond = threading.Condition(self._lock)
         self._queue: deque[Item] = deque()  # items ready to hand out, FIFO
         self._dirty: set[Item] = set()  # items needing processing (queued or re-added while processing)
         self._processing: set[Item] = set()  # items handed out and not yet done
@@ -99,7 +105,7 @@ class Queue:
 
     def add(self, item: Item) -> None:
         """See QueueInterface.add."""
-        with self._cond:
+        with self._lock:
             if self._shutting_down or item in self._dirty:
                 return
             if self._metrics is not None:
@@ -113,7 +119,7 @@ class Queue:
 
     def get(self, timeout: float | None = None) -> tuple[Item | None, bool]:
         """See QueueInterface.get."""
-        with self._cond:
+        with self._lock:
             while not self._queue and not self._shutting_down:
                 self._waiting += 1
                 try:
@@ -135,7 +141,7 @@ class Queue:
 
     def done(self, item: Item) -> None:
         """See QueueInterface.done. ``done`` for an item not being processed is ignored."""
-        with self._cond:
+        with self._lock:
             if item not in self._processing:
                 return
             if self._metrics is not None:
@@ -156,13 +162,13 @@ class Queue:
         """No item ready to hand out and none being processed, read at one instant under the
         lock (a snapshot: an ``add`` may follow at once). Delayed items of a wrapping level do
         not count. For test harnesses that wait for a quiet pipeline (``kinrun test``)."""
-        with self._cond:
+        with self._lock:
             return self._drained_locked()
 
     def update_unfinished_work(self) -> None:
         """Set the unfinished-work gauges now (client-go ``updateUnfinishedWork``; a metered
         queue's thread calls it every period; no-op unmetered or once shutting down)."""
-        with self._cond:
+        with self._lock:
             if self._metrics is not None and not self._shutting_down:
                 self._metrics.update_unfinished_work_locked()
 
@@ -171,14 +177,14 @@ class Queue:
         while True:
             tick.clear()
             self._clock.wait(tick, period)
-            with self._cond:
+            with self._lock:
                 if self._shutting_down:
                     return
             self.update_unfinished_work()
 
     def shut_down(self) -> None:
         """See QueueInterface.shut_down."""
-        with self._cond:
+        with self._lock:
             self._shutting_down = True
             self._drain = False
             self._cond.notify_all()
@@ -187,7 +193,7 @@ class Queue:
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
         """See QueueInterface.shut_down_with_drain."""
         self._metrics_tick.set()
-        with self._cond:
+        with self._lock:
             self._shutting_down = True
             self._drain = True
             self._cond.notify_all()
@@ -200,5 +206,5 @@ class Queue:
 
     def shutting_down(self) -> bool:
         """Whether a shutdown was requested."""
-        with self._cond:
+        with self._lock:
             return self._shutting_down

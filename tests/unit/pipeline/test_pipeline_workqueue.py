@@ -189,3 +189,31 @@ def test_a_drained_burst_gives_its_memory_back() -> None:
         tracemalloc.stop()
     assert len(q) == 0
     assert held < 64 * 1024
+
+
+def test_no_python_frame_runs_while_the_queue_lock_is_held():
+    """``add``, ``get`` and ``done`` hold the queue's lock only across C-level code (the lock
+    entered directly, not through the Condition's Python ``__enter__``/``__exit__``): a
+    Python frame started under the lock is a point where the interpreter may hand the GIL to
+    another thread, which then blocks on that lock (a lock convoy between a reflector and a
+    worker on two cores; BENCHMARKS.md "Round 4")."""
+    import sys
+
+    q = Queue()
+    held_calls: list[str] = []
+
+    def profile(frame, event, arg):
+        if event == "call" and q._lock.locked():
+            held_calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        q.add("a")
+        q.add("a")  # already queued: the early return
+        item, _ = q.get()
+        q.add("a")  # re-added while processing
+        q.done(item)
+        q.get()
+    finally:
+        sys.setprofile(None)
+    assert held_calls == []
