@@ -35,7 +35,10 @@ no-op reconcile = controller - informer; the main job's reconcile = reconciler -
 the templated action = reconciler-action - reconciler).
 
 Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
-(``time.process_time``, every thread), the variants interleaved run by run.
+(``time.process_time``, every thread), the variants interleaved run by run. The process is
+pinned to one CPU (``--cpu``, default 1), as ``run.py`` pins its contenders: unpinned, the
+reflector and the worker run on two cores and the figures also measure how their threads
+hand over the GIL (``--cpu -1``; BENCHMARKS.md "Round 4").
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import os
 import statistics
 import sys
 import threading
@@ -381,7 +385,11 @@ def main() -> None:
                         "reconcile (reconciler variants); reports what the policy froze")
     p.add_argument("--steps", action="store_true",
                    help="also print the per-step differences (needs every variant)")
+    p.add_argument("--cpu", type=int, default=1,
+                   help="pin the process to this CPU, as run.py pins contenders (-1: unpinned)")
     args = p.parse_args()
+    if args.cpu >= 0:
+        os.sched_setaffinity(0, {args.cpu})
     global CYCLES
     CYCLES = args.cycles
     if args.young_bytes and hasattr(gc_tuning, "YOUNG_COLLECTION_BYTES"):

@@ -87,6 +87,7 @@ class Contender:
     default: bool = True  # in the run when --contenders is not given
     native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
     events_limit: int = 0  # events: done after this many handler calls (a throttled variant)
+    kinrun_config: str = ""  # started as ``kinrun CONFIG`` itself (see ``kinrun_argv``)
 
 
 #: A contender's workloads unless it names its own (``scale`` is added only where named: the
@@ -109,6 +110,18 @@ def clientgo(*extra: str) -> tuple[str, ...]:
     return (str(CLIENTGO_BIN), *extra)
 
 
+def kinrun_argv(config: str, args: list[str], env: dict[str, str]) -> list[str]:
+    """``kinrun CONFIG`` as a user runs it, for a contender's ``args`` (what
+    ``contenders/kinrun_cli.py`` execs, without that wrapper's own interpreter start: start-up
+    is measured from the spawn). The config's plugin reads ``args`` from KINRUN_BENCH_ARGS."""
+    def value(flag: str) -> str:
+        return args[args.index(flag) + 1]
+    env["KINRUN_BENCH_ARGS"] = json.dumps(args)
+    return [str(Path(PY).parent / "kinrun"), str(HERE / "configs" / config),
+            "--kubeconfig", value("--kubeconfig"), "--namespace", value("--namespace"),
+            "--log-level", "warning"]
+
+
 CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("kinrun", script("kinrun_lib.py", "--variant", "noop"), ALL + ("scale",)),
     Contender("kinrun-action", script("kinrun_lib.py", "--variant", "action"),
@@ -119,9 +132,10 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
               ("events", "sync", "memory")),
     Contender("kinrun-gc-fix", script("kinrun_lib.py", "--variant", "gc-fix"),
               ("events", "sync", "memory", "latency"), default=False),
-    Contender("kinrun-cli", script("kinrun_cli.py"), ALL + ("scale",)),
+    Contender("kinrun-cli", script("kinrun_cli.py"), ALL + ("scale",),
+              kinrun_config="bench-pods.yaml"),
     Contender("kinrun-cli-action", script("kinrun_cli.py", "--variant", "action"),
-              ("events", "latency")),
+              ("events", "latency"), kinrun_config="bench-pods-action.yaml"),
     Contender("client-watch", script("client_watch.py"), slow=True),
     Contender("client-informer", script("client_informer.py"), slow=True),
     Contender("kopf", script("kopf_operator.py"), slow=True),
@@ -167,13 +181,17 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
     if tracemalloc:
         argv.append("--tracemalloc")
     env = os.environ | {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    argv += ["--t-spawn", repr(time.time())]
+    pin = None
+    if c.kinrun_config:
+        argv = kinrun_argv(c.kinrun_config, argv[2:], env)
+        pin = lambda: os.sched_setaffinity(0, {CONTENDER_CPU})  # noqa: E731 - as _common.pin
     if PROFILE_DIR and not c.native:
         out = PROFILE_DIR / f"{c.name}-{workload}.collapsed"
         argv = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250",
                 "--threads", "--nonblocking", "-o", str(out), "--", *argv]
-    argv += ["--t-spawn", repr(time.time())]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                         cwd=ROOT, text=True)
+                         cwd=ROOT, text=True, preexec_fn=pin)
     err: list[str] = []
     t = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
     t.start()

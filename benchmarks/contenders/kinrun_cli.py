@@ -4,6 +4,9 @@ Execs ``kinrun benchmarks/configs/bench-pods.yaml --kubeconfig K --namespace NS 
 warning`` (``--variant action``: ``bench-pods-action.yaml``) in this process, pinned to
 ``--cpu`` (the affinity survives the exec). The config's plugin ``bench_plugin.py`` records the
 timings and prints the result line; it reads this command line from ``KINRUN_BENCH_ARGS``.
+``run.py`` starts ``kinrun CONFIG`` itself the same way (``run.kinrun_argv``), so that this
+wrapper's own interpreter start is not in the figures; the wrapper is for running the
+contender by hand.
 """
 
 from __future__ import annotations
