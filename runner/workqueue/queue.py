@@ -75,9 +75,13 @@ class Queue:
       * an item is in ``_queue`` iff it is in ``_dirty`` and not in ``_processing``;
       * ``_queue`` holds no duplicates;
       * an item in both ``_dirty`` and ``_processing`` goes back to ``_queue`` on ``done``;
-      * ``_waiting`` counts the ``get`` calls blocked in ``_cond.wait``: an item made ready
-        notifies only then (``Condition.notify`` costs ~1 us even with no one to wake, and a
-        busy worker takes the next item without waiting).
+      * ``_getters`` holds one locked lock per ``get`` call waiting for an item and not yet
+        woken (as ``threading.Condition`` keeps its waiters): an item made ready releases
+        the oldest, and only while one waits (a busy worker takes the next item without
+        waiting). Woken getters are removed at once, so the events of one socket read wake
+        a waiting worker once, not once per event as ``Condition.notify`` on a count of
+        waiters that only the woken thread decrements did; and no Python frame runs under
+        the lock to wake it. ``_cond`` (the same lock) is only for ``shut_down_with_drain``.
     """
 
     def __init__(self, name: str = "", *, metrics_provider: MetricsProvider | None = None,
@@ -92,7 +96,7 @@ class Queue:
         self._processing: set[Item] = set()  # items handed out and not yet done
         self._shutting_down = False
         self._drain = False
-        self._waiting = 0  # get calls blocked in _cond.wait; guarded by the lock
+        self._getters: deque[threading.Lock] = deque()  # waiting get calls; guarded by the lock
         self._metrics: QueueMetrics | None = None  # None: not metered (the hot path's test)
         self._clock = clock or REAL_CLOCK
         self._metrics_tick = threading.Event()  # wakes the metrics thread: shutdown, or a FakeClock step
@@ -114,19 +118,15 @@ class Queue:
             if item in self._processing:
                 return
             self._queue.append(item)
-            if self._waiting:
-                self._cond.notify()
+            if self._getters:
+                self._getters.popleft().release()
 
     def get(self, timeout: float | None = None) -> tuple[Item | None, bool]:
         """See QueueInterface.get."""
         with self._lock:
             while not self._queue and not self._shutting_down:
-                self._waiting += 1
-                try:
-                    woken = self._cond.wait(timeout)
-                finally:
-                    self._waiting -= 1
-                if not woken and not self._queue and not self._shutting_down:
+                if not self._wait_locked(timeout) and not self._queue \
+                        and not self._shutting_down:
                     return None, False
             if not self._queue:
                 return None, True
@@ -139,6 +139,34 @@ class Queue:
                 self._dirty = set()  # a set never shrinks: give a drained burst's table back
             return item, False
 
+    def _wait_locked(self, timeout: float | None) -> bool:
+        """Wait, the lock released meanwhile, until an ``add``/``done``/shutdown wakes this
+        call or ``timeout`` (real seconds; None: no limit) passes; the lock is held again on
+        return, also on an exception. Returns whether it was woken (as
+        ``threading.Condition.wait``, whose waiter handling this is)."""
+        waiter = threading.Lock()
+        waiter.acquire()
+        self._getters.append(waiter)
+        self._lock.release()
+        woken = False
+        try:
+            if timeout is None:
+                woken = waiter.acquire()
+            elif timeout > 0:
+                woken = waiter.acquire(True, timeout)
+            return woken
+        finally:
+            self._lock.acquire()
+            if not woken:
+                try:
+                    self._getters.remove(waiter)
+                except ValueError:  # woken just after the timeout: its wake-up was taken
+                    pass
+
+    def _wake_getters_locked(self) -> None:
+        while self._getters:
+            self._getters.popleft().release()
+
     def done(self, item: Item) -> None:
         """See QueueInterface.done. ``done`` for an item not being processed is ignored."""
         with self._lock:
@@ -149,8 +177,8 @@ class Queue:
             self._processing.discard(item)
             if item in self._dirty:
                 self._queue.append(item)
-                if self._waiting:
-                    self._cond.notify()
+                if self._getters:
+                    self._getters.popleft().release()
             elif not self._processing and self._drain:
                 self._cond.notify_all()
 
@@ -187,7 +215,8 @@ class Queue:
         with self._lock:
             self._shutting_down = True
             self._drain = False
-            self._cond.notify_all()
+            self._cond.notify_all()  # a shut_down_with_drain waiting
+            self._wake_getters_locked()
         self._metrics_tick.set()
 
     def shut_down_with_drain(self, timeout: float | None = None) -> bool:
@@ -196,7 +225,8 @@ class Queue:
         with self._lock:
             self._shutting_down = True
             self._drain = True
-            self._cond.notify_all()
+            self._cond.notify_all()  # another shut_down_with_drain waiting
+            self._wake_getters_locked()
             self._cond.wait_for(lambda: self._drained_locked() or not self._drain, timeout)
             self._drain = False
             return self._drained_locked()

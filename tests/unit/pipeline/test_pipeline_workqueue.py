@@ -217,3 +217,35 @@ def test_no_python_frame_runs_while_the_queue_lock_is_held():
     finally:
         sys.setprofile(None)
     assert held_calls == []
+
+
+def test_each_add_wakes_one_waiting_get_and_a_get_that_gave_up_takes_no_wake_up():
+    """Two workers wait: each item made ready wakes one of them (and is taken by it); a get
+    that returned empty-handed (timeout 0) leaves nothing behind that would swallow the
+    wake-up meant for a waiting worker; shutdown wakes every waiter."""
+    q = Queue()
+    assert q.get(timeout=0) == (None, False)
+    got: list[tuple] = []
+    arrived = threading.Semaphore(0)
+
+    def worker() -> None:
+        while True:
+            item, shutdown = q.get()
+            got.append((item, shutdown))
+            arrived.release()
+            if shutdown:
+                return
+            q.done(item)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for name in ("a", "b", "c"):
+        q.add(name)
+        assert arrived.acquire(timeout=WAIT)
+    assert sorted(item for item, _ in got) == ["a", "b", "c"]
+    q.shut_down()
+    for t in threads:
+        t.join(WAIT)
+        assert not t.is_alive()
+    assert [shutdown for _, shutdown in got].count(True) == 2
