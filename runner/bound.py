@@ -38,6 +38,7 @@ from kinrun.cache import (
     DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
+    ListenerRegistration,
     MultiNamespaceInformer,
     SharedIndexInformer,
     SharedInformerFactory,
@@ -181,6 +182,21 @@ class Wired:
         self.limiters: dict[str, Any] = {}
         self.clock: Clock | None = None  # the workqueues' clock (None: the real one)
         self.schedules: dict[str, Scheduler] = {}  # controller name -> its cron Scheduler
+
+    def registrations(self) -> list[ListenerRegistration]:
+        """Every registered handler's ListenerRegistration, of every owner (one per namespace
+        for a multi-namespace informer); unregistered entries have none."""
+        return [r for entries in self.handlers.values() for entry in entries
+                for r in entry_registrations(entry)]
+
+
+def entry_registrations(entry: list[Any]) -> list[ListenerRegistration]:
+    """The ListenerRegistrations of one ``Wired.handlers`` entry: none before it is registered,
+    one per namespace's informer for a multi-namespace informer, else one."""
+    registration = entry[4]
+    if registration is None:
+        return []
+    return registration if isinstance(registration, list) else [registration]
 
 
 def register(entry: list[Any]) -> None:

@@ -177,11 +177,8 @@ class Manager:
         # on it since 1.27): a key that a buffered mapper (a listener thread of its own) maps
         # from the initial list is queued, deduplicated, before the first reconcile, not after
         # it (one reconcile more, at random: seen in ``kinrun test`` of secondary-watch).
-        registrations = [r for entries in self._wired.handlers.values() for entry in entries
-                         for r in (entry[4] if isinstance(entry[4], list) else [entry[4]])
-                         if r is not None]
-        while not all(r.listener.initial_list_handled() for r in registrations
-                      if r.informer.has_synced()):
+        registrations = self._wired.registrations()
+        while any(r.informer.has_synced() and not r.has_synced() for r in registrations):
             if stop is not None and stop.is_set():
                 return False
             if deadline is not None and time.monotonic() > deadline:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kinrun.bound import entry_registrations
 from kinrun.config import load_text
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.hooks import hookimpl
@@ -222,9 +223,8 @@ controllers:
     from kinrun.plan import plan
 
     manager = plan(load_text(text), pm).bind(client).manager()
-    mapper = [r for entry in manager.wired.handlers["c"] for r in
-              (entry[4] if isinstance(entry[4], list) else [entry[4]])
-              if not entry[3]]  # the buffered (template mapper) registrations
+    mapper = [r for entry in manager.wired.handlers["c"] if not entry[3]  # buffered: the
+              for r in entry_registrations(entry)]                        # template mapper's
     assert mapper
     handled = threading.Event()
     for registration in mapper:  # the listener "has not caught up" until the test says so
