@@ -134,13 +134,11 @@ def watch_read() -> int | None:
     otherwise (or with the GC or the policy off) None. Cost: a few tests; the collection
     walks only objects allocated since the last freeze (a few microseconds, most of it
     ``gc.callbacks``). Called by the thread that decodes the read (``StreamWatch``)."""
-    global _pending_bytes
     if (gc.isenabled() and _freeze_collection_survivors in gc.callbacks
             and True not in reconciling.values()):
         now = epoch
         if now != _frozen_at:  # reconciles ran since the last freeze: collect what they left
-            _pending_bytes = 0
-            gc.collect(0)  # survivors frozen by the policy's callback
+            _collect_young()  # survivors frozen by the policy's callback
         return now
     return None
 
