@@ -18,7 +18,9 @@ Workloads (the harness prepares the server; the contender only reads):
   one write -> handler latency sample (seconds); done at the marker (as in ``events``).
 
 ``cpu_s`` is the contender's CPU time (every thread, user + system) from its first request to
-the end condition: rates per CPU-second do not depend on how busy the machine is.
+the end condition: rates per CPU-second do not depend on how busy the machine is. Beside it,
+``cpu_user_s``, ``cpu_sys_s`` (its kernel part) and ``minflt`` (minor page faults: fresh pages
+the kernel mapped and zeroed) over the same span, from ``getrusage``.
 
 Timestamps are ``time.time()`` seconds (wall clock, comparable across processes on one
 machine); durations use the same clock so the harness can combine them with its own stamps.
@@ -30,6 +32,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -167,6 +170,8 @@ class Recorder:
         self.rss_open = 0
         self.cpu_open = 0.0     # process CPU seconds (all threads) at opened()
         self.cpu_done = 0.0     # ... when the end condition held
+        self.rusage_open: Any = None  # resource.getrusage at opened(), then at the end
+        self.rusage_done: Any = None
         self.t_first = 0.0
         self.t_last = 0.0
         self.t_synced = 0.0
@@ -189,6 +194,7 @@ class Recorder:
                 tracemalloc.start()
             self.t_open = time.time()
             self.cpu_open = time.process_time()
+            self.rusage_open = resource.getrusage(resource.RUSAGE_SELF)
             if self.on_opened is not None:
                 self.on_opened()
 
@@ -230,6 +236,7 @@ class Recorder:
     def _finish_locked(self) -> None:
         if not self.done.is_set():
             self.cpu_done = time.process_time()
+            self.rusage_done = resource.getrusage(resource.RUSAGE_SELF)
             self.done.set()
 
     def result(self) -> dict[str, Any]:
@@ -244,6 +251,11 @@ class Recorder:
                  "calls_synced": self.calls_synced}
             if self.latencies:
                 r["latency"] = summarize(self.latencies)
+            if self.rusage_open is not None and self.rusage_done is not None:
+                a, b = self.rusage_open, self.rusage_done
+                r["cpu_user_s"] = b.ru_utime - a.ru_utime  # of cpu_s: in the process
+                r["cpu_sys_s"] = b.ru_stime - a.ru_stime   # in the kernel (page faults mostly)
+                r["minflt"] = b.ru_minflt - a.ru_minflt    # pages mapped and zeroed
             return r
 
 

@@ -43,7 +43,13 @@ from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
 from kinrun.cache.gc_pause import gc_paused
-from kinrun.kube.managed_fields import event_object, list_items, loads_without_managed_fields
+from kinrun.kube.list_body import loads_list
+from kinrun.kube.managed_fields import (
+    event_object,
+    list_items,
+    loads_without_managed_fields,
+    the_object,
+)
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Transport
 
@@ -152,11 +158,12 @@ class KubeListerWatcher:
         return self._object_list(page, list(page.get("items") or ()), extra)
 
     def _decode(self, data: bytes) -> Any:
-        """A LIST page (decoded inside ``list``'s GC pause); managedFields cut first when asked
-        to. Raises orjson.JSONDecodeError for non-JSON."""
+        """A LIST page (decoded inside ``list``'s GC pause), item by item
+        (``kinrun.kube.list_body``); managedFields cut first when asked to. Raises
+        orjson.JSONDecodeError for non-JSON."""
         if not self.drop_managed_fields:
-            return orjson.loads(data)
-        return loads_without_managed_fields(data, list_items)
+            return loads_list(data, orjson.loads, orjson.loads)
+        return loads_list(data, _item_without_managed_fields, _page_without_managed_fields)
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:
@@ -194,6 +201,14 @@ class KubeListerWatcher:
                            description=f"WATCH {self.path}", read_timeout=read_timeout,
                            drop_managed_fields=self.drop_managed_fields,
                            metadata_only=self.metadata_only)
+
+
+def _item_without_managed_fields(data: bytes) -> Any:
+    return loads_without_managed_fields(data, the_object, 1)
+
+
+def _page_without_managed_fields(data: bytes) -> Any:
+    return loads_without_managed_fields(data, list_items)
 
 
 def partial_object_metadata(obj: dict[str, Any]) -> dict[str, Any]:

@@ -113,6 +113,11 @@ def event_object(event: Any) -> Iterable[Any]:
     return (event.get("object"),) if isinstance(event, dict) else ()
 
 
+def the_object(doc: Any) -> Iterable[Any]:
+    """``objects_of`` for one object's bytes (a LIST item decoded on its own): the object."""
+    return (doc,) if isinstance(doc, dict) else ()
+
+
 def list_items(page: Any) -> Iterable[Any]:
     """``objects_of`` for a LIST page: its ``items``."""
     items = page.get("items") if isinstance(page, dict) else None

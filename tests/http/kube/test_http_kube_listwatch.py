@@ -51,6 +51,40 @@ def test_paged_list_returns_every_object_with_kind(embedded_server: EmbeddedAPIS
         int(o["metadata"]["resourceVersion"]) for o in result.items)
 
 
+@pytest.mark.parametrize("drop_managed_fields", [True, False])
+def test_a_large_list_is_decoded_item_by_item(embedded_server: EmbeddedAPIServer,
+                                              kube_client: Client, monkeypatch: pytest.MonkeyPatch,
+                                              drop_managed_fields: bool) -> None:
+    """A one-page LIST of 150 KB (kinrun.kube.list_body) gives every object as it was written,
+    managedFields cut when asked, apiVersion/kind set; the item-wise decode was the one used."""
+    from kinrun.kube import list_body
+    decoded: list[int] = []
+    original = list_body._loads_items
+
+    def spy(*args: Any) -> Any:
+        doc = original(*args)
+        decoded.append(-1 if doc is None else len(doc["items"]))
+        return doc
+    monkeypatch.setattr(list_body, "_loads_items", spy)
+    written = []
+    for i in range(100):
+        cm = configmap(i)
+        cm["data"]["blob"] = "x" * 1500
+        cm["metadata"]["managedFields"] = [{"manager": "test", "operation": "Update",
+                                            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]
+        written.append(cm)
+    embedded_server.load(written)
+    result = cm_lw(kube_client, page_size=0, drop_managed_fields=drop_managed_fields).list()
+    assert decoded == [100]
+    by_name = {o["metadata"]["name"]: o for o in result.items}
+    assert sorted(by_name) == [f"cm-{i:03d}" for i in range(100)]
+    for cm in written:
+        got = by_name[cm["metadata"]["name"]]
+        assert got["data"] == cm["data"]
+        assert (got["apiVersion"], got["kind"]) == ("v1", "ConfigMap")
+        assert ("managedFields" in got["metadata"]) is not drop_managed_fields
+
+
 def test_list_from_resource_version_zero_and_exact(embedded_server: EmbeddedAPIServer,
                                                    kube_client: Client) -> None:
     """Paging with a requested resourceVersion sends it on the first page only (the server

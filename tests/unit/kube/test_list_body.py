@@ -1,0 +1,198 @@
+"""loads_list: a LIST body decoded item by item is the whole-body decode, whatever the items
+hold; layouts it cannot split safely fall back to the whole-body decode."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kinrun.kube import list_body
+from kinrun.kube.list_body import loads_list
+from kinrun.kube.listwatch import _item_without_managed_fields, _page_without_managed_fields
+
+_PODGEN = Path(__file__).resolve().parents[3] / "benchmarks" / "podgen.py"
+_spec = importlib.util.spec_from_file_location("podgen", _PODGEN)
+podgen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(podgen)
+
+
+class Counting:
+    """A loader that records the length of every input it was given."""
+
+    def __init__(self, loads: Any = orjson.loads) -> None:
+        self.loads, self.sizes = loads, []
+
+    def __call__(self, data: bytes) -> Any:
+        self.sizes.append(len(data))
+        return self.loads(data)
+
+
+def pod_list(items: list[dict[str, Any]], **meta: Any) -> bytes:
+    """A typed list as kube-apiserver encodes it: items last, items without kind/apiVersion."""
+    return orjson.dumps({"kind": "PodList", "apiVersion": "v1",
+                         "metadata": {"resourceVersion": "42", **meta}, "items": items})
+
+
+def pods(n: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        pod = podgen.make_pod(i)
+        pod.pop("kind"), pod.pop("apiVersion")
+        out.append(pod)
+    return out
+
+
+def itemwise(data: bytes) -> tuple[Any, Counting, Counting]:
+    item, whole = Counting(), Counting()
+    return loads_list(data, item, whole, min_bytes=0), item, whole
+
+
+def test_pod_list_is_decoded_item_by_item_into_the_whole_document() -> None:
+    """Every item is decoded on its own; the whole-body loader only sees the small envelope."""
+    data = pod_list(pods(20))
+    doc, item, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert len(item.sizes) == 20
+    assert whole.sizes == [len(data) - sum(item.sizes) - 19]  # less the 19 commas between
+
+
+def test_items_with_managed_fields_are_cut_one_by_one() -> None:
+    """With kinrun's loaders the result is the page without any item's managedFields, as the
+    whole-page cut gives."""
+    data = pod_list(pods(5))
+    doc = loads_list(data, _item_without_managed_fields, _page_without_managed_fields, min_bytes=0)
+    assert doc == _page_without_managed_fields(data)
+    assert all("managedFields" not in item["metadata"] for item in doc["items"])
+    assert doc["items"][0]["metadata"]["name"] == podgen.make_pod(0)["metadata"]["name"]
+
+
+def test_nested_arrays_whose_objects_start_like_an_item_are_not_split() -> None:
+    """A StatefulSet's volumeClaimTemplates start with "metadata" as its items do: the split at
+    those commas does not decode, so the item runs on to its own end."""
+    template = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    items = [{"metadata": {"name": f"s{i}"}, "spec": {"volumeClaimTemplates": [template] * 3}}
+             for i in range(4)]
+    data = orjson.dumps({"kind": "StatefulSetList", "apiVersion": "apps/v1",
+                         "metadata": {"resourceVersion": "7"}, "items": items})
+    doc, item, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert len(whole.sizes) == 1 and whole.sizes[0] < 200  # the envelope only
+
+
+def test_custom_resource_list_with_sorted_keys_and_items_in_the_middle() -> None:
+    """An unstructured list (keys sorted, so kind/metadata follow items) whose items start with
+    apiVersion, as their ownerReferences do."""
+    owner = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "o", "uid": "u"}
+    items = [{"apiVersion": "example.com/v1", "kind": "Widget",
+              "metadata": {"name": f"w{i}", "ownerReferences": [owner, owner]},
+              "spec": {"list": [{"apiVersion": "example.com/v1"}], "text": "]"}}
+             for i in range(5)]
+    data = orjson.dumps({"apiVersion": "example.com/v1", "items": items, "kind": "WidgetList",
+                         "metadata": {"continue": "a]b", "resourceVersion": "9"}},
+                        option=orjson.OPT_SORT_KEYS)
+    doc, item, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert len(whole.sizes) == 1 and whole.sizes[0] < len(data) // 4
+
+
+def test_strings_quoting_the_separator_do_not_split_an_item() -> None:
+    """An annotation holding JSON text (last-applied-configuration) has the separator escaped."""
+    applied = orjson.dumps({"items": [{"metadata": {"name": "x"}}, {"metadata": {}}]}).decode()
+    items = [{"metadata": {"name": f"p{i}", "annotations": {"applied": applied + '},{"metadata":'}}}
+             for i in range(3)]
+    data = pod_list(items)
+    doc, _, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert len(whole.sizes) == 1 and whole.sizes[0] < len(data) // 2
+
+
+@pytest.mark.parametrize("data", [
+    pod_list([]),
+    orjson.dumps({"kind": "PodList", "metadata": {}, "items": None}),
+    orjson.dumps({"kind": "PodList", "metadata": {}}),
+    orjson.dumps({"kind": "PodList", "items": [1, 2, 3]}),
+    orjson.dumps({"kind": "PodList", "items": [{"metadata": {}}, {"metadata": {}}]},
+                 option=orjson.OPT_INDENT_2),
+    b'{"kind":"PodList","items":[{"metadata":{}} , {"metadata":{}}]}',
+], ids=["empty", "null", "absent", "not-objects", "pretty-printed", "spaces"])
+def test_other_layouts_fall_back_to_the_whole_body(data: bytes) -> None:
+    doc, _, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert whole.sizes[-1] == len(data)
+
+
+@pytest.mark.parametrize("data", [
+    b'{"spec":{"items":[{"k":1},{"k":2}]},"items":[{"k":3}]}',
+    b'{"spec":{"items":[{"k":1},{"k":2}]}}',
+    b'{"spec":{"items":[{"k":1},{"k":2}]},"items":[]}',
+], ids=["nested-before-the-list's-own", "nested-only", "nested-and-an-empty-own"])
+def test_a_nested_items_array_first_is_not_taken_for_the_lists_own(data: bytes) -> None:
+    """Not an API server's layout, but the envelope check guards it: the first "items" array
+    must be the document's own."""
+    doc, _, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert whole.sizes[-1] == len(data)
+
+
+def test_too_many_nested_candidates_fall_back_to_the_whole_body() -> None:
+    nested = [{"metadata": {}}] * (list_body.MAX_TRIES_PER_ITEM + 2)
+    data = pod_list([{"metadata": {"name": "a"}, "spec": {"t": nested}},
+                     {"metadata": {"name": "b"}}])
+    doc, _, whole = itemwise(data)
+    assert doc == orjson.loads(data)
+    assert whole.sizes[-1] == len(data)
+
+
+@pytest.mark.parametrize("data", [
+    pod_list(pods(2))[:-5],                                  # truncated
+    pod_list(pods(2)).replace(b'"items":[{', b'"items":[{,', 1),  # broken first item
+    pod_list(pods(2))[:-1] + b"}}",                          # trailing garbage
+])
+def test_invalid_json_raises_the_whole_body_decode_error(data: bytes) -> None:
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_list(data, orjson.loads, orjson.loads, min_bytes=0)
+
+
+def test_small_bodies_are_decoded_whole() -> None:
+    data = pod_list(pods(1))
+    item, whole = Counting(), Counting()
+    assert loads_list(data, item, whole) == orjson.loads(data)
+    assert item.sizes == [] and whole.sizes == [len(data)]
+
+
+# -- property -----------------------------------------------------------------------------------
+
+TRICKY = '[]{}":,\\ metadata'
+keys = st.one_of(st.sampled_from(["metadata", "apiVersion", "spec", "items"]),
+                 st.text(alphabet=TRICKY, max_size=8))
+leaves = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.text(alphabet=TRICKY, max_size=12))
+values = st.recursive(leaves, lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                                     st.dictionaries(keys, kids, max_size=3)),
+                      max_leaves=12)
+first_keys = st.sampled_from(["metadata", "apiVersion"])
+
+
+@st.composite
+def lists(draw: st.DrawFn) -> bytes:
+    """A list whose items share a first key and hold arbitrary values, nested objects whose
+    first key is that key too."""
+    first = draw(first_keys)
+    items = [{first: draw(values), **draw(st.dictionaries(keys, values, max_size=3))}
+             for _ in range(draw(st.integers(0, 4)))]
+    doc = {"kind": "List", "metadata": draw(st.dictionaries(keys, leaves, max_size=2)),
+           "items": items}
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS if draw(st.booleans()) else 0)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=lists())
+def test_the_result_is_always_the_whole_body_decode(data: bytes) -> None:
+    """Property: for arbitrary items (strings of brackets, quotes and the key names, nested
+    objects that start as the items do), the item-wise result equals ``orjson.loads``."""
+    assert loads_list(data, orjson.loads, orjson.loads, min_bytes=0) == orjson.loads(data)
