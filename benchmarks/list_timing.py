@@ -22,7 +22,7 @@ For each LIST: the time to the response headers (``ttfb``: the server reads and 
 it writes anything), to the last byte (``transfer`` = last - headers), the bytes on the wire and
 decoded, kube-apiserver's and etcd's CPU seconds for it (``/proc/<pid>/stat`` before and after:
 nothing else talks to the server meanwhile), and for JSON the decode this process does after
-the read (``orjson.loads``; kinrun's ``loads_without_managed_fields``, what its LIST runs), plus
+the read (``orjson.loads``; kinrun's ``loads_list_page``, what its LIST runs), plus
 gunzip when compressed, in this process's CPU seconds (the GC off, as in kinrun's LIST). Prints a table (medians) and writes every sample as JSON.
 """
 
@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE))
 import orjson  # noqa: E402
 
 import servers  # noqa: E402
-from kinrun.kube.managed_fields import list_items, loads_without_managed_fields  # noqa: E402
+from kinrun.kube.listwatch import loads_list_page  # noqa: E402
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -142,7 +142,7 @@ class Lister:
                 out["items"] = sum(len(d["items"]) for d in docs)
                 del docs
                 t = time.process_time()
-                docs = [loads_without_managed_fields(b, list_items) for b in raw]
+                docs = [loads_list_page(b, drop_managed_fields=True) for b in raw]
                 out["kinrun_decode_s"] = time.process_time() - t
                 del docs
             finally:

@@ -9,7 +9,7 @@ a ``SharedIndexInformer`` with ``strip_managed_fields``, a synchronous handler e
 into a ``Controller`` with one worker (no-op reconcile), ``gc_tuning.freeze()`` once synced. The
 ListerWatcher's LIST decodes one JSON PodList of ``--pods`` podgen Pods (the bytes are made
 before the clock starts) with kinrun's LIST decoder under the LIST's GC pause and freeze
-(``jsondecode.gc_paused(freeze=True)`` around ``loads_without_managed_fields``, as
+(``jsondecode.gc_paused(freeze=True)`` around ``listwatch.loads_list_page``, as
 ``KubeListerWatcher.list``), then its watch blocks until stopped.
 
 Reported: each collection during the sync (generation, wall ms, CPU ms of the collecting
@@ -46,7 +46,7 @@ from kinrun.cache import ObjectList, SharedIndexInformer, gc_tuning, strip_manag
 from kinrun.cache import delta_fifo  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.cache.gc_pause import gc_paused  # noqa: E402
-from kinrun.kube.managed_fields import list_items, loads_without_managed_fields  # noqa: E402
+from kinrun.kube.listwatch import loads_list_page  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402
 
 
@@ -59,7 +59,7 @@ class BytesListerWatcher:
 
     def list(self, *, resource_version: str = "") -> ObjectList:
         with gc_paused(freeze=True):
-            page = loads_without_managed_fields(self.data, list_items)
+            page = loads_list_page(self.data, drop_managed_fields=True)
             items = page["items"]
             for item in items:
                 item["apiVersion"], item["kind"] = "v1", "Pod"

@@ -6,9 +6,9 @@ cache in one piece, whatever the ``limit``: 10,000 Pods are one body of about 10
 parses a body into its own tree before it builds the Python objects, so a 100 MB body costs a
 few hundred MB of fresh memory for a moment, which the kernel maps and zeroes page by page, on
 top of the cache's own pages. Decoding item by item keeps that transient at the size of one
-item: for 10,000 Pods of 9 KB, 148,000 -> 79,000 minor page faults and 0.94-1.19 -> 0.34-0.42
-CPU-s (user + system, ``benchmarks/list_timing.py`` and BENCHMARKS.md "The LIST body item by
-item"). Watch events are one object each already.
+item: for 10,000 podgen Pods of 9 KB in a fresh process, 148,000 -> 79,000 minor page faults
+and 0.54-1.09 -> 0.36-0.40 CPU-s (user + system); 10,000 Pods on kube-apiserver, 149,000 ->
+94,000 faults (BENCHMARKS.md, "Round 5"). Watch events are one object each already.
 
 How, and why it is safe. An API server's JSON list is ``{..., "items":[{...},{...}], ...}``.
 The first ``"items":[`` of the body is the list's own field: the list's other fields (kind,

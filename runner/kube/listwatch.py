@@ -43,7 +43,7 @@ from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
 from kinrun.cache.gc_pause import gc_paused
-from kinrun.kube.list_body import loads_list
+from kinrun.kube.list_body import MIN_BYTES, loads_list
 from kinrun.kube.managed_fields import (
     event_object,
     list_items,
@@ -161,9 +161,7 @@ class KubeListerWatcher:
         """A LIST page (decoded inside ``list``'s GC pause), item by item
         (``kinrun.kube.list_body``); managedFields cut first when asked to. Raises
         orjson.JSONDecodeError for non-JSON."""
-        if not self.drop_managed_fields:
-            return loads_list(data, orjson.loads, orjson.loads)
-        return loads_list(data, _item_without_managed_fields, _page_without_managed_fields)
+        return loads_list_page(data, drop_managed_fields=self.drop_managed_fields)
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:
@@ -201,6 +199,18 @@ class KubeListerWatcher:
                            description=f"WATCH {self.path}", read_timeout=read_timeout,
                            drop_managed_fields=self.drop_managed_fields,
                            metadata_only=self.metadata_only)
+
+
+def loads_list_page(data: bytes, *, drop_managed_fields: bool, min_bytes: int = MIN_BYTES) -> Any:
+    """What a LIST page's body decodes to in ``KubeListerWatcher.list``: the page document
+    (``{"kind", "apiVersion", "metadata", "items": [object dicts]}``), decoded item by item
+    (``kinrun.kube.list_body.loads_list``; bodies under ``min_bytes`` bytes whole), without each
+    item's ``metadata.managedFields`` when ``drop_managed_fields`` (``kinrun.kube.managed_fields``).
+    Raises orjson.JSONDecodeError when ``data`` is not JSON."""
+    if not drop_managed_fields:
+        return loads_list(data, orjson.loads, orjson.loads, min_bytes=min_bytes)
+    return loads_list(data, _item_without_managed_fields, _page_without_managed_fields,
+                      min_bytes=min_bytes)
 
 
 def _item_without_managed_fields(data: bytes) -> Any:

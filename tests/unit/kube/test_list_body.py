@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from kinrun.kube import list_body
 from kinrun.kube.list_body import loads_list
-from kinrun.kube.listwatch import _item_without_managed_fields, _page_without_managed_fields
+from kinrun.kube.listwatch import loads_list_page
+from kinrun.kube.managed_fields import list_items, loads_without_managed_fields
 
 _PODGEN = Path(__file__).resolve().parents[3] / "benchmarks" / "podgen.py"
 _spec = importlib.util.spec_from_file_location("podgen", _PODGEN)
@@ -66,8 +67,8 @@ def test_items_with_managed_fields_are_cut_one_by_one() -> None:
     """With kinrun's loaders the result is the page without any item's managedFields, as the
     whole-page cut gives."""
     data = pod_list(pods(5))
-    doc = loads_list(data, _item_without_managed_fields, _page_without_managed_fields, min_bytes=0)
-    assert doc == _page_without_managed_fields(data)
+    doc = loads_list_page(data, drop_managed_fields=True, min_bytes=0)
+    assert doc == loads_without_managed_fields(data, list_items)
     assert all("managedFields" not in item["metadata"] for item in doc["items"])
     assert doc["items"][0]["metadata"]["name"] == podgen.make_pod(0)["metadata"]["name"]
 
