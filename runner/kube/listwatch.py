@@ -30,6 +30,7 @@ holds the same either way.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,7 +44,7 @@ from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
 from kinrun.cache.gc_pause import gc_paused
-from kinrun.kube.list_body import MIN_BYTES, loads_list
+from kinrun.kube.list_body import MIN_BYTES, PIECE_BYTES, ListDecoder, NotItemwise, loads_list
 from kinrun.kube.managed_fields import (
     event_object,
     list_items,
@@ -52,6 +53,8 @@ from kinrun.kube.managed_fields import (
 )
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Transport
+
+log = logging.getLogger(__name__)
 
 DEFAULT_WATCH_TIMEOUT = 300
 """Server-side ``timeoutSeconds`` when the caller gives none (client-go's reflector picks 5-10
@@ -136,8 +139,7 @@ class KubeListerWatcher:
         pages = 0
         while True:
             try:
-                page = self.transport.request("GET", self.path, query=query, decode=self._decode,
-                                              **self._list_accept)
+                page = self._page(query)
             except ExpiredError:
                 if not query.get("continue"):
                     raise
@@ -152,14 +154,40 @@ class KubeListerWatcher:
     def _list_unpaged(self, resource_version: str, pages_dropped: int) -> ObjectList:
         """client-go pager's fallback: a continue token expired, so LIST everything at once."""
         query = {**self._selectors(), "resourceVersion": resource_version or None}
-        page = self.transport.request("GET", self.path, query=query, decode=self._decode,
-                                      **self._list_accept)
+        page = self._page(query)
         extra = {"pages": 1, "pages_dropped": pages_dropped, "unpaged_after_expired": True}
         return self._object_list(page, list(page.get("items") or ()), extra)
 
+    def _page(self, query: dict[str, Any]) -> Any:
+        """One LIST page (inside ``list``'s GC pause), decoded item by item as its body is read
+        (``ListDecoder`` over ``Transport.request_pieces``); managedFields cut first when asked
+        to. Raises ApiError for a body that is not JSON, and as the transport does.
+
+        A body that turns out not to be in the item-wise layout after decoded items were
+        dropped (``NotItemwise``: a pathological item) is requested again and decoded whole.
+        Nothing was returned from the first read, so that is the same LIST: a continue token
+        names the same snapshot (or expires, handled as any expired token), and a first page
+        is any consistent snapshot, as it would have been."""
+        decoder = ListDecoder(*list_page_loaders(self.drop_managed_fields))
+        pieces = self.transport.request_pieces(self.path, query=query, piece_bytes=PIECE_BYTES,
+                                               **self._list_accept)
+        try:
+            for piece in pieces:
+                decoder.feed(piece)
+            return decoder.close()
+        except NotItemwise:
+            log.info("LIST %s: the body is not in the layout read item by item; reading it "
+                     "again whole", self.path)
+            return self.transport.request("GET", self.path, query=query, decode=self._decode,
+                                          **self._list_accept)
+        except orjson.JSONDecodeError:
+            text = bytes(decoder.buffered[:200]).decode("utf-8", errors="replace")
+            raise ApiError(f"GET {self.path}: the answer is not JSON: {text}") from None
+        finally:
+            pieces.close()
+
     def _decode(self, data: bytes) -> Any:
-        """A LIST page (decoded inside ``list``'s GC pause), item by item
-        (``kinrun.kube.list_body``); managedFields cut first when asked to. Raises
+        """A whole LIST page's body decoded (``loads_list_page``). Raises
         orjson.JSONDecodeError for non-JSON."""
         return loads_list_page(data, drop_managed_fields=self.drop_managed_fields)
 
@@ -207,10 +235,16 @@ def loads_list_page(data: bytes, *, drop_managed_fields: bool, min_bytes: int = 
     (``kinrun.kube.list_body.loads_list``; bodies under ``min_bytes`` bytes whole), without each
     item's ``metadata.managedFields`` when ``drop_managed_fields`` (``kinrun.kube.managed_fields``).
     Raises orjson.JSONDecodeError when ``data`` is not JSON."""
+    return loads_list(data, *list_page_loaders(drop_managed_fields), min_bytes=min_bytes)
+
+
+def list_page_loaders(drop_managed_fields: bool) -> tuple[Callable[[Any], Any],
+                                                          Callable[[Any], Any]]:
+    """(item loader, whole-page loader) for ``kinrun.kube.list_body``: ``orjson.loads`` twice,
+    or the loaders that cut ``metadata.managedFields`` from the bytes first."""
     if not drop_managed_fields:
-        return loads_list(data, orjson.loads, orjson.loads, min_bytes=min_bytes)
-    return loads_list(data, _item_without_managed_fields, _page_without_managed_fields,
-                      min_bytes=min_bytes)
+        return orjson.loads, orjson.loads
+    return _item_without_managed_fields, _page_without_managed_fields
 
 
 def _item_without_managed_fields(data: bytes) -> Any:

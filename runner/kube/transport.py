@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -136,6 +136,35 @@ class Transport:
         except orjson.JSONDecodeError:
             text = data[:200].decode("utf-8", errors="replace")
             raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None
+
+    def request_pieces(self, path: str, *, query: Query | None = None, accept: str = JSON,
+                       piece_bytes: int = 1 << 18) -> Iterator[bytes]:
+        """GET ``path`` and yield its body in pieces (bytes, at most ``piece_bytes`` each, after
+        de-chunking) as they are read: a LIST decoded without the whole body in memory.
+
+        Sent, throttled and retried as ``request`` (429/5xx before the body); its errors are
+        raised at the first ``next()``. A read that breaks or times out (``read_timeout``
+        seconds per socket read) raises ApiConnectionError. The connection goes back to the
+        pool after the last piece; it is closed when the caller stops early.
+        """
+        resp = self._send_with_retries("GET", path, query, None, JSON, stream=True,
+                                       read_timeout=self.read_timeout, accept=accept)
+        read, done = resp.read, False
+        try:
+            while True:
+                try:
+                    piece = read(piece_bytes)
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise error_from_exception(exc, method="GET", url=self.url(path, query),
+                                               read_timeout=self.read_timeout) from exc
+                if not piece:
+                    done = True
+                    return
+                yield piece
+        finally:
+            if not done:
+                resp.close()  # the rest of the body is unread: the connection is not reusable
+            resp.release_conn()
 
     def open_stream(self, path: str, *, query: Query | None = None,
                     read_timeout: float | None = None,

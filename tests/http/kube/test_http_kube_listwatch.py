@@ -55,27 +55,29 @@ def test_paged_list_returns_every_object_with_kind(embedded_server: EmbeddedAPIS
 def test_a_large_list_is_decoded_item_by_item(embedded_server: EmbeddedAPIServer,
                                               kube_client: Client, monkeypatch: pytest.MonkeyPatch,
                                               drop_managed_fields: bool) -> None:
-    """A one-page LIST of 150 KB (kinrun.kube.list_body) gives every object as it was written,
-    managedFields cut when asked, apiVersion/kind set; the item-wise decode was the one used."""
-    from kinrun.kube import list_body
-    decoded: list[int] = []
-    original = list_body._loads_items
+    """A one-page LIST of 300 KB read in pieces of 16 KB (kinrun.kube.list_body) gives every
+    object as it was written, managedFields cut when asked, apiVersion/kind set; the body was
+    never held whole: items were decoded and dropped as the pieces came."""
+    from kinrun.kube import list_body, listwatch
+    monkeypatch.setattr(listwatch, "PIECE_BYTES", 16 * 1024)
+    held: list[int] = []
+    original = list_body.ListDecoder.feed
 
-    def spy(*args: Any) -> Any:
-        doc = original(*args)
-        decoded.append(-1 if doc is None else len(doc["items"]))
-        return doc
-    monkeypatch.setattr(list_body, "_loads_items", spy)
+    def spy(self: Any, piece: Any) -> None:
+        original(self, piece)
+        held.append(len(self.buffered))
+    monkeypatch.setattr(list_body.ListDecoder, "feed", spy)
     written = []
     for i in range(100):
         cm = configmap(i)
-        cm["data"]["blob"] = "x" * 1500
+        cm["data"]["blob"] = "x" * 3000
         cm["metadata"]["managedFields"] = [{"manager": "test", "operation": "Update",
                                             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]
         written.append(cm)
     embedded_server.load(written)
     result = cm_lw(kube_client, page_size=0, drop_managed_fields=drop_managed_fields).list()
-    assert decoded == [100]
+    assert len(held) > 16  # 300 KB in pieces of at most 16 KB
+    assert max(held) < list_body.MIN_BYTES + 16 * 1024 + 4 * 1024  # + a piece and an item
     by_name = {o["metadata"]["name"]: o for o in result.items}
     assert sorted(by_name) == [f"cm-{i:03d}" for i in range(100)]
     for cm in written:
@@ -109,17 +111,17 @@ def test_expired_continue_token_relists_unpaged_once(embedded_server: EmbeddedAP
     """A continue token expiring part-way drops the partial pages and LISTs once, unpaged."""
     embedded_server.load([configmap(i) for i in range(9)])
     lw = cm_lw(kube_client, page_size=3)
-    real_request = lw.transport.request
+    real_request_pieces = lw.transport.request_pieces
     calls: list[dict[str, Any]] = []
 
-    def request(method: str, path: str, **kw: Any) -> Any:
+    def request_pieces(path: str, **kw: Any) -> Any:
         calls.append(dict(kw.get("query") or {}))
-        answer = real_request(method, path, **kw)
+        yield from real_request_pieces(path, **kw)
         if len(calls) == 1:
             embedded_server.faults.expire_continue_tokens()
-        return answer
 
-    lw.transport = type("T", (), {"request": staticmethod(request)})()  # type: ignore[assignment]
+    fake = type("T", (), {"request_pieces": staticmethod(request_pieces)})()
+    lw.transport = fake  # type: ignore[assignment]
     result = lw.list()
     assert len(result.items) == 9
     assert result.extra["unpaged_after_expired"] is True

@@ -37,8 +37,10 @@ class Call:
 
 
 def response(status: int = 200, body: Any = None, headers: dict[str, str] | None = None,
-             *, raw: bytes | None = None, preload: bool = True) -> urllib3.HTTPResponse:
-    """A urllib3 response with a JSON ``body`` (or ``raw`` bytes)."""
+             *, raw: bytes | None = None, preload: bool = False) -> urllib3.HTTPResponse:
+    """A urllib3 response with a JSON ``body`` (or ``raw`` bytes). Not preloaded by default:
+    ``.data`` reads it whole, ``read(amt)`` in pieces, as a real response whichever way the
+    code under test asked for it (``preload_content``)."""
     data = raw if raw is not None else (b"" if body is None else orjson.dumps(body))
     return urllib3.HTTPResponse(body=io.BytesIO(data), status=status, headers=headers or {},
                                 preload_content=preload)

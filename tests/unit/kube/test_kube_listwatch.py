@@ -103,6 +103,37 @@ def test_unpaged_list_when_page_size_zero() -> None:
     assert "limit" not in pool.calls[0].query
 
 
+def big_pod(i: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": {"blob": "x" * 2000}}
+
+
+def test_a_list_body_that_fails_the_item_wise_check_late_is_read_again_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body whose 60th item has too many nested candidates, read in pieces of 8 KB: items
+    before it were decoded and dropped, so the page is requested again (same query) and
+    decoded whole; the result is every object, nothing twice."""
+    from kinrun.kube import listwatch
+    monkeypatch.setattr(listwatch, "PIECE_BYTES", 8192)
+    nested = [{"metadata": {}}] * 40
+    items = [big_pod(i) for i in range(60)] + [{"metadata": {"name": "odd", "namespace": "ns"},
+                                                "spec": {"t": nested}}]
+    body = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"},
+            "items": items}
+    pool = FakePool(lambda call: response(200, body))
+    result = make_client(pool).lister_watcher(PODS, namespace="ns", page_size=0).list()
+    assert [o["metadata"]["name"] for o in result.items] == [f"p{i}" for i in range(60)] + ["odd"]
+    assert result.resource_version == "9"
+    assert len(pool.calls) == 2 and pool.calls[0].query == pool.calls[1].query
+    assert [c.preload_content for c in pool.calls] == [False, True]
+
+
+def test_a_list_body_read_in_pieces_that_is_not_json_raises_api_error() -> None:
+    pool = FakePool(lambda call: response(200, raw=b"<html>" + b"x" * 100_000))
+    with pytest.raises(ApiError, match="the answer is not JSON: <html>xxx"):
+        make_client(pool).lister_watcher(PODS, namespace="ns").list()
+    assert len(pool.calls) == 1
+
+
 def test_item_kind_strips_list_suffix() -> None:
     """PodList -> Pod; odd list kinds fall back."""
     assert item_kind("PodList", "X") == "Pod"

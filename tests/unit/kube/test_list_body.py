@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kinrun.kube import list_body
-from kinrun.kube.list_body import loads_list
+from kinrun.kube.list_body import ListDecoder, NotItemwise, loads_list
 from kinrun.kube.listwatch import loads_list_page
 from kinrun.kube.managed_fields import list_items, loads_without_managed_fields
 
@@ -197,3 +197,79 @@ def test_the_result_is_always_the_whole_body_decode(data: bytes) -> None:
     """Property: for arbitrary items (strings of brackets, quotes and the key names, nested
     objects that start as the items do), the item-wise result equals ``orjson.loads``."""
     assert loads_list(data, orjson.loads, orjson.loads, min_bytes=0) == orjson.loads(data)
+
+
+# -- read in pieces (ListDecoder) ----------------------------------------------------------------
+
+def in_pieces(data: bytes, size: int, item: Any = orjson.loads, whole: Any = orjson.loads,
+              held: list[int] | None = None) -> Any:
+    """``data`` fed to a ListDecoder ``size`` bytes at a time, as a streamed LIST is."""
+    decoder = ListDecoder(item, whole, min_bytes=0)
+    for offset in range(0, len(data), size):
+        decoder.feed(data[offset:offset + size])
+        if held is not None:
+            held.append(len(decoder.buffered))
+    return decoder.close()
+
+
+def test_a_body_in_pieces_holds_one_piece_and_one_item_at_most() -> None:
+    """200 Pods in pieces of 4 KB: the document is the whole decode, and what is buffered
+    never exceeds a piece plus the longest item (decoded items are dropped as they end)."""
+    items = pods(200)
+    data = pod_list(items)
+    held: list[int] = []
+    assert in_pieces(data, 4096, held=held) == orjson.loads(data)
+    longest = max(len(orjson.dumps(pod)) for pod in items)
+    assert len(held) > 200 and max(held) <= 4096 + longest + 16
+
+
+def test_a_body_in_another_layout_is_kept_whole_and_decoded_at_the_end() -> None:
+    """Pretty-printed (a proxy's layout: no ``},{"`` between items): nothing is dropped, the
+    whole-body loader decodes all of it at close."""
+    data = orjson.dumps(orjson.loads(pod_list(pods(30))), option=orjson.OPT_INDENT_2)
+    whole = Counting()
+    held: list[int] = []
+    assert in_pieces(data, 1000, whole=whole, held=held) == orjson.loads(data)
+    assert whole.sizes == [len(data)] and held[-1] == len(data)
+
+
+def test_a_failure_after_items_were_dropped_raises_not_itemwise() -> None:
+    """A pathological item after decoded items were dropped: the decoder cannot decode the
+    body whole any more and says so; loads_list, which holds ``data``, decodes it whole."""
+    nested = [{"metadata": {}}] * (list_body.MAX_TRIES_PER_ITEM + 2)
+    data = pod_list(pods(20) + [{"metadata": {"name": "a"}, "spec": {"t": nested}},
+                                {"metadata": {"name": "b"}}])
+    with pytest.raises(NotItemwise):
+        in_pieces(data, 2048)
+    whole = Counting()
+    assert loads_list(data, orjson.loads, whole, min_bytes=0) == orjson.loads(data)
+    assert whole.sizes[-1] == len(data)
+
+
+def test_an_envelope_that_does_not_check_after_drops_raises_not_itemwise() -> None:
+    """The last item does not end at one of the last ``]``: NotItemwise from close."""
+    data = pod_list(pods(10))[:-2] + b"]" * (list_body.MAX_LAST_ENDS + 1) + b"}"
+    with pytest.raises(NotItemwise):
+        in_pieces(data, 2048)
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_list(data, orjson.loads, orjson.loads, min_bytes=0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=lists(), size=st.integers(1, 64))
+def test_pieces_of_any_size_give_the_whole_body_decode(data: bytes, size: int) -> None:
+    """Property: in pieces of any size (the opening, separators and items split anywhere),
+    the decoder gives ``orjson.loads``'s document, split item by item whenever the decode in
+    one piece splits it; NotItemwise (a reader reads the body again) only for a body that the
+    decode in one piece could not split either."""
+    whole = Counting()
+    assert loads_list(data, orjson.loads, whole, min_bytes=0) == orjson.loads(data)
+    split_in_one_piece = len(data) not in whole.sizes
+    whole_in_pieces = Counting()
+    try:
+        doc = in_pieces(data, size, whole=whole_in_pieces)
+    except NotItemwise:
+        assert not split_in_one_piece
+        return
+    assert doc == orjson.loads(data)
+    assert (len(data) not in whole_in_pieces.sizes) == split_in_one_piece  # split as often
