@@ -167,6 +167,28 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
 
 # -- running one contender -------------------------------------------------------------------
 
+class HarnessPauses:
+    """The harness's own collections while one contender runs (a ``gc.callbacks`` entry): the
+    embedded server and the stamp writers live in this process, so a pause here delays what
+    every contender sees. ``max_s`` / ``total_s``: the longest / all pauses, seconds.
+
+    ``spawn`` runs each contender with the harness's collector off (after a collection and a
+    freeze), because its full collections over the server's retained history paused the
+    server for 50-170 ms, which was the latency workload's max and most of its p99 (BENCHMARKS.md,
+    round 6); this records that no collection ran all the same."""
+
+    def __init__(self) -> None:
+        self.max_s = self.total_s = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._start
+        self.max_s, self.total_s = max(self.max_s, pause), self.total_s + pause
+
+
 def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: int = 0,
           since: str = "", marker: str = "bench-marker", tracemalloc: bool = False,
           on_synced: Callable[[], None] | None = None, timeout: float = 900.0,
@@ -190,21 +212,32 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
         out = PROFILE_DIR / f"{c.name}-{workload}.collapsed"
         argv = [str(Path(PY).parent / "py-spy"), "record", "--format", "raw", "--rate", "250",
                 "--threads", "--nonblocking", "-o", str(out), "--", *argv]
+    gc.collect()
+    gc.freeze()  # what the server holds now is never traversed again
+    gc.disable()  # nor anything while the contender runs (HarnessPauses)
+    pauses = HarnessPauses()
+    gc.callbacks.append(pauses)
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                          cwd=ROOT, text=True, preexec_fn=pin)
     err: list[str] = []
     t = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
     t.start()
     result: dict[str, Any] = {}
-    for line in p.stdout:
-        if line.strip() == "synced" and on_synced:
-            on_synced()
-        elif line.startswith("{"):
-            result = json.loads(line)
-    p.wait(timeout)
+    try:
+        for line in p.stdout:
+            if line.strip() == "synced" and on_synced:
+                on_synced()
+            elif line.startswith("{"):
+                result = json.loads(line)
+        p.wait(timeout)
+    finally:
+        gc.callbacks.remove(pauses)
+        gc.enable()
     t.join(5)
     if not result:
         result = {"workload": workload, "ok": False}
+    result["harness_gc_max_pause"] = pauses.max_s
+    result["harness_gc_total"] = pauses.total_s
     result["contender"] = c.name  # the harness's name for what it started
     if not result.get("ok"):
         result["stderr_tail"] = "".join(err)[-2000:]

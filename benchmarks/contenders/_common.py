@@ -20,7 +20,8 @@ Workloads (the harness prepares the server; the contender only reads):
 ``cpu_s`` is the contender's CPU time (every thread, user + system) from its first request to
 the end condition: rates per CPU-second do not depend on how busy the machine is. Beside it,
 ``cpu_user_s``, ``cpu_sys_s`` (its kernel part) and ``minflt`` (minor page faults: fresh pages
-the kernel mapped and zeroed) over the same span, from ``getrusage``.
+the kernel mapped and zeroed) over the same span, from ``getrusage``; ``rss_peak``: the
+process's highest RSS up to the end condition (bytes, ``ru_maxrss``).
 
 Timestamps are ``time.time()`` seconds (wall clock, comparable across processes on one
 machine); durations use the same clock so the harness can combine them with its own stamps.
@@ -256,6 +257,7 @@ class Recorder:
                 r["cpu_user_s"] = b.ru_utime - a.ru_utime  # of cpu_s: in the process
                 r["cpu_sys_s"] = b.ru_stime - a.ru_stime   # in the kernel (page faults mostly)
                 r["minflt"] = b.ru_minflt - a.ru_minflt    # pages mapped and zeroed
+                r["rss_peak"] = b.ru_maxrss * 1024         # bytes: the highest RSS so far
             return r
 
 
