@@ -117,15 +117,14 @@ def test_list_falls_back_to_unpaged_when_continue_token_expires(
         client.create(_cm(f"c{i}", envtest_namespace))
     lw = client.lister_watcher(client.resolve("v1", "ConfigMap"), namespace=envtest_namespace,
                                page_size=1)
-    real_request = lw.transport.request
+    real_request_pieces = lw.transport.request_pieces
     calls = []
 
     def compact_after_first_page(*args: Any, **kwargs: Any) -> Any:
-        answer = real_request(*args, **kwargs)
+        yield from real_request_pieces(*args, **kwargs)
         calls.append(kwargs.get("query"))
         if len(calls) == 1:
             envtest_server.compact_etcd()
-        return answer
 
     lw.transport = _Wrapped(lw.transport, compact_after_first_page)
     result = lw.list()
@@ -134,11 +133,12 @@ def test_list_falls_back_to_unpaged_when_continue_token_expires(
 
 
 class _Wrapped:
-    """A transport whose ``request`` is replaced; everything else is the real one."""
+    """A transport whose ``request_pieces`` (what a LIST reads through) is replaced; everything
+    else is the real one."""
 
-    def __init__(self, inner: Any, request: Any) -> None:
+    def __init__(self, inner: Any, request_pieces: Any) -> None:
         self._inner = inner
-        self.request = request
+        self.request_pieces = request_pieces
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

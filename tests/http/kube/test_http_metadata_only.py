@@ -110,9 +110,9 @@ def test_whole_objects_from_a_server_ignoring_accept_are_cut_to_metadata(
     lw = kube_client.lister_watcher(kube_client.resolve("v1", "ConfigMap"), namespace=NS,
                                     metadata_only=True)
     transport = lw.transport
-    real_request, real_stream = transport.request, transport.open_stream
+    real_pieces, real_stream = transport.request_pieces, transport.open_stream
     # the Accept header dropped, as by a server or proxy that ignores it
-    transport.request = lambda *a, accept="", **kw: real_request(*a, **kw)  # type: ignore
+    transport.request_pieces = lambda *a, accept="", **kw: real_pieces(*a, **kw)  # type: ignore
     transport.open_stream = lambda *a, accept="", **kw: real_stream(*a, **kw)  # type: ignore
     if verb == "list":
         obj = lw.list().items[0]
