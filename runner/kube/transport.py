@@ -138,7 +138,7 @@ class Transport:
             raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None
 
     def request_pieces(self, path: str, *, query: Query | None = None, accept: str = JSON,
-                       piece_bytes: int = 1 << 18) -> Iterator[bytes]:
+                       piece_bytes: int) -> Iterator[bytes]:
         """GET ``path`` and yield its body in pieces (bytes, at most ``piece_bytes`` each, after
         de-chunking) as they are read: a LIST decoded without the whole body in memory.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import urllib3
 
@@ -158,3 +160,36 @@ def test_policy_decides_by_method_and_status(method: str, status: int, retried: 
     from kinrun.errors import api_error_from_status
     error = api_error_from_status(status)
     assert RetryPolicy().should_retry(error, method=method, attempt=1) is retried
+
+
+class BreakingBody(io.BytesIO):
+    """A body that answers ``reads`` reads, then breaks as a reset connection does."""
+
+    def __init__(self, data: bytes, reads: int) -> None:
+        super().__init__(data)
+        self.reads = reads
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.reads == 0:
+            raise ConnectionResetError("connection reset by peer")
+        self.reads -= 1
+        return super().read(size)
+
+
+def test_request_pieces_yields_the_body_as_read_and_maps_a_broken_read() -> None:
+    """The body comes in pieces of at most piece_bytes; a read that breaks part-way is an
+    ApiConnectionError naming the request, and the connection is not given back open."""
+    body = BreakingBody(b"0123456789", reads=2)
+    resp = urllib3.HTTPResponse(body=body, status=200, preload_content=False)
+    pool = FakePool(lambda call: resp)
+    pieces = make_client(pool).transport.request_pieces("/api/v1/pods", piece_bytes=4)
+    assert [next(pieces), next(pieces)] == [b"0123", b"4567"]
+    with pytest.raises(ApiConnectionError, match="/api/v1/pods"):
+        next(pieces)
+    assert pool.calls[0].preload_content is False and body.closed
+
+
+def test_request_pieces_ends_after_the_last_piece() -> None:
+    pool = FakePool(lambda call: response(200, raw=b"abcdefghij"))
+    pieces = make_client(pool).transport.request_pieces("/x", piece_bytes=4)
+    assert list(pieces) == [b"abcd", b"efgh", b"ij"]
