@@ -7,6 +7,8 @@ LIST follows client-go ``tools/pager.ListPager.List``: pages of ``limit`` object
 rejects a resourceVersion next to a continue token); when a continue token expires part-way
 (410), the partial pages are dropped and one unpaged LIST with the original resourceVersion is
 made instead. Items get ``apiVersion``/``kind`` from the list (the server omits them on items).
+Each page is decoded item by item while its body is read (``Transport.request_pieces`` feeding
+``kinrun.kube.list_body.ListDecoder``): the body is never held whole.
 
 WATCH is decoded line by line as bytes arrive: a chunked body is de-chunked by ``ChunkedBody``
 straight from the connection's socket reader (every event that has arrived, per read), split
