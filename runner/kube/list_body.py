@@ -92,7 +92,8 @@ class ListDecoder:
         self._pos = 0             # in _buf: where the item being read starts
         self._search = 0          # in _buf: where to look for its next candidate end
         self._tries = 0           # candidates that did not end it
-        self._scanned = 0         # in _buf: ITEMS is not before this (until _separator)
+        self._opening = -1        # in _buf: where ITEMS starts, once found
+        self._scanned = 0         # in _buf: ITEMS, then the first key's end, is not before this
         self._whole = False       # another layout: keep every byte for loads_whole
         self._dropped = False     # _buf no longer starts at the body's first byte
 
@@ -147,16 +148,22 @@ class ListDecoder:
         buf = self._buf
         if len(buf) < self._min_bytes:
             return False
-        opening = buf.find(ITEMS, max(0, self._scanned - len(ITEMS)))
-        if opening < 0:
-            self._scanned = len(buf)
-            return False
+        if self._opening < 0:
+            opening = buf.find(ITEMS, max(0, self._scanned - len(ITEMS)))
+            if opening < 0:
+                self._scanned = len(buf)
+                return False
+            self._opening, self._scanned = opening, opening + len(ITEMS)
+        opening = self._opening
         start = opening + len(ITEMS)
-        colon = buf.find(b'":', start)
-        if colon < 0:
+        if len(buf) < start + 2:
             return False
         if buf[start:start + 2] != b'{"':  # empty (``[]``), whitespace, or not objects: whole
             self._whole = True
+            return False
+        colon = buf.find(b'":', max(start, self._scanned - 1))
+        if colon < 0:  # the first key goes on into the next piece
+            self._scanned = len(buf)
             return False
         try:  # the array is the document's own field
             orjson.loads(buf[:opening] + b'"items":[]}')

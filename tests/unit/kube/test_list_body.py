@@ -4,6 +4,7 @@ hold; layouts it cannot split safely fall back to the whole-body decode."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,24 @@ def test_pieces_of_any_size_give_the_whole_body_decode(data: bytes, size: int) -
         return
     assert doc == orjson.loads(data)
     assert (len(data) not in whole_in_pieces.sizes) == split_in_one_piece  # split as often
+
+
+def test_an_array_of_other_values_is_decoded_whole_without_searching_it_again() -> None:
+    """``"items":[0,1,...]`` of 900 KB in pieces of 1 KB: seen to be another layout at its first
+    bytes (kept whole, decoded at the end), not searched for an item's key on every piece
+    (which made a long body of such values quadratic). Counted: the searches the decoder ran."""
+    data = orjson.dumps({"kind": "List", "metadata": {}, "items": list(range(150_000))})
+    decoder = ListDecoder(orjson.loads, orjson.loads, min_bytes=0)
+    searches = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") in ("find", "rfind"):
+            searches.append(arg)
+    sys.setprofile(profile)
+    try:
+        for offset in range(0, len(data), 1024):
+            decoder.feed(data[offset:offset + 1024])
+    finally:
+        sys.setprofile(None)
+    assert decoder.close() == orjson.loads(data)
+    assert len(data) > 900 * 1024 and len(searches) <= 2
