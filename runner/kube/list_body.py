@@ -31,10 +31,19 @@ item ends at one of the last ``]`` of the body (tried from the right). The rest 
 with the array emptied, is decoded as the envelope and must give ``"items": []``. Any failure
 of these checks (another layout: whitespace between items, a proxy's pretty-printing; too many
 nested candidates in one item; invalid JSON) falls back to decoding the whole body, so the
-result, and the error for a body that is not JSON, are always the whole-body decode's. Read in
+result, and the error for a body that is not JSON, are the whole-body decode's (two exceptions
+below). Read in
 pieces, a body whose layout is another is kept whole until its end, and decoded then; when the
 check fails after decoded items were dropped (a pathological item, an envelope that does not
-check), the body must be read again (``NotItemwise``).
+check), the body must be read again (``NotItemwise``). The byte before ``"items":[`` must be
+``,`` or ``{`` (else the text ends an escaped key, ``"a\\"items":[``), and no ``"items"`` may
+follow the array (a second key of that name wins in ``orjson.loads``).
+
+Two differences from the whole-body decode remain, both on bodies no API server sends: an item
+nested deeper than orjson's limit (1024) less the list's two levels decodes on its own where the
+whole body raises; and with the managedFields cut (``kinrun.kube.managed_fields``), whether an
+item's managedFields is cut is decided item by item, where the whole-page cut keeps every
+item's when one check fails.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from typing import Any
 import orjson
 
 ITEMS = b'"items":['
+ITEMS_KEY = b'"items"'
 MAX_TRIES_PER_ITEM = 32
 """Candidates tried for one item before giving up on the item-wise decode (nested arrays of
 objects whose first key is the items' first key; more than this is pathological)."""
@@ -123,7 +133,7 @@ class ListDecoder:
         if self._whole or not self._separator:
             return self._loads_whole(buf)
         closing, item = _last_item(buf, self._pos, self._loads_item)
-        if closing >= 0:
+        if closing >= 0 and buf.find(ITEMS_KEY, closing) < 0:  # no second ``items`` after it
             try:
                 envelope = self._loads_whole(self._head + buf[closing:])
             except ValueError:
@@ -159,6 +169,9 @@ class ListDecoder:
         if len(buf) < start + 2:
             return False
         if buf[start:start + 2] != b'{"':  # empty (``[]``), whitespace, or not objects: whole
+            self._whole = True
+            return False
+        if buf[opening - 1:opening] not in (b",", b"{"):  # a key ending in an escaped quote
             self._whole = True
             return False
         colon = buf.find(b'":', max(start, self._scanned - 1))

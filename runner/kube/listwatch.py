@@ -166,11 +166,13 @@ class KubeListerWatcher:
         to. Raises ApiError for a body that is not JSON, and as the transport does.
 
         A body that turns out not to be in the item-wise layout after decoded items were
-        dropped (``NotItemwise``: a pathological item) is requested again and decoded whole.
+        dropped (``NotItemwise``: a pathological item) is requested again and decoded whole,
+        not item by item again.
         Nothing was returned from the first read, so that is the same LIST: a continue token
         names the same snapshot (or expires, handled as any expired token), and a first page
         is any consistent snapshot, as it would have been."""
-        decoder = ListDecoder(*list_page_loaders(self.drop_managed_fields))
+        loads_item, loads_whole = list_page_loaders(self.drop_managed_fields)
+        decoder: ListDecoder | None = ListDecoder(loads_item, loads_whole)
         pieces = self.transport.request_pieces(self.path, query=query, piece_bytes=PIECE_BYTES,
                                                **self._list_accept)
         try:
@@ -178,20 +180,16 @@ class KubeListerWatcher:
                 decoder.feed(piece)
             return decoder.close()
         except NotItemwise:
-            log.info("LIST %s: the body is not in the layout read item by item; reading it "
-                     "again whole", self.path)
-            return self.transport.request("GET", self.path, query=query, decode=self._decode,
-                                          **self._list_accept)
+            decoder = None  # its items are freed before the page is read again
         except orjson.JSONDecodeError:
             text = bytes(decoder.buffered[:200]).decode("utf-8", errors="replace")
             raise ApiError(f"GET {self.path}: the answer is not JSON: {text}") from None
         finally:
-            pieces.close()
-
-    def _decode(self, data: bytes) -> Any:
-        """A whole LIST page's body decoded (``loads_list_page``). Raises
-        orjson.JSONDecodeError for non-JSON."""
-        return loads_list_page(data, drop_managed_fields=self.drop_managed_fields)
+            pieces.close()  # before a second request: one connection at a time
+        log.info("LIST %s: the body is not in the layout read item by item; reading it again "
+                 "whole", self.path)
+        return self.transport.request("GET", self.path, query=query, decode=loads_whole,
+                                      **self._list_accept)
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:

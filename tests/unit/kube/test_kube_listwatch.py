@@ -109,22 +109,33 @@ def big_pod(i: int) -> dict[str, Any]:
 
 def test_a_list_body_that_fails_the_item_wise_check_late_is_read_again_whole(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A body whose 60th item has too many nested candidates, read in pieces of 8 KB: items
-    before it were decoded and dropped, so the page is requested again (same query) and
-    decoded whole; the result is every object, nothing twice."""
+    """A body whose 46th of 61 items has too many nested candidates, read in pieces of 8 KB:
+    items before it were decoded and dropped, so the page is requested again (same query,
+    after the first answer, read part-way, was closed) and decoded whole; the result is every
+    object, nothing twice."""
     from kinrun.kube import listwatch
     monkeypatch.setattr(listwatch, "PIECE_BYTES", 8192)
     nested = [{"metadata": {}}] * 40
-    items = [big_pod(i) for i in range(60)] + [{"metadata": {"name": "odd", "namespace": "ns"},
-                                                "spec": {"t": nested}}]
+    odd = {"metadata": {"name": "odd", "namespace": "ns"}, "spec": {"t": nested}}
+    items = [big_pod(i) for i in range(45)] + [odd] + [big_pod(i) for i in range(45, 60)]
     body = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"},
             "items": items}
-    pool = FakePool(lambda call: response(200, body))
+    sent: list[urllib3.HTTPResponse] = []
+    first_closed_at_second_call: list[bool] = []
+
+    def answer(call: Call) -> urllib3.HTTPResponse:
+        if sent:
+            first_closed_at_second_call.append(sent[0].closed)
+        sent.append(response(200, body))
+        return sent[-1]
+    pool = FakePool(answer)
     result = make_client(pool).lister_watcher(PODS, namespace="ns", page_size=0).list()
-    assert [o["metadata"]["name"] for o in result.items] == [f"p{i}" for i in range(60)] + ["odd"]
+    assert [o["metadata"]["name"] for o in result.items] == \
+        [f"p{i}" for i in range(45)] + ["odd"] + [f"p{i}" for i in range(45, 60)]
     assert result.resource_version == "9"
     assert len(pool.calls) == 2 and pool.calls[0].query == pool.calls[1].query
     assert [c.preload_content for c in pool.calls] == [False, True]
+    assert first_closed_at_second_call == [True]  # one connection at a time
 
 
 def test_a_list_body_read_in_pieces_that_is_not_json_raises_api_error() -> None:

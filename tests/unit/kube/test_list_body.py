@@ -295,3 +295,27 @@ def test_an_array_of_other_values_is_decoded_whole_without_searching_it_again() 
         sys.setprofile(None)
     assert decoder.close() == orjson.loads(data)
     assert len(data) > 900 * 1024 and len(searches) <= 2
+
+
+@pytest.mark.parametrize("size", [64, 1 << 20])
+def test_the_items_text_at_the_end_of_an_escaped_key_is_not_the_array(size: int) -> None:
+    """Found by review: ``"a\\"items":[...]`` (a key ending in an escaped quote) was taken for
+    the list's own array. It is not: the body is decoded whole."""
+    items = b",".join(orjson.dumps(pod) for pod in pods(3))
+    data = b'{"kind":"List","a\\"items":[%s],"metadata":{},"items":[]}' % items
+    assert orjson.loads(data)["items"] == []
+    whole = Counting()
+    assert in_pieces(data, size, whole=whole) == orjson.loads(data)
+    assert whole.sizes == [len(data)]
+
+
+@pytest.mark.parametrize("size", [64, 1 << 20])
+def test_a_second_items_key_after_the_array_is_not_taken_for_it(size: int) -> None:
+    """Found by review: ``{..."items":[...],"items":[]}`` gave the first array's items, where
+    ``orjson.loads`` keeps the last. The envelope does not check: read again (in pieces), or
+    decoded whole (in memory)."""
+    items = b",".join(orjson.dumps(pod) for pod in pods(3))
+    data = b'{"kind":"List","metadata":{},"items":[%s],"items":[]}' % items
+    with pytest.raises(NotItemwise):
+        in_pieces(data, size)
+    assert loads_list(data, orjson.loads, orjson.loads, min_bytes=0) == orjson.loads(data)
