@@ -334,9 +334,7 @@ def run_scale(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dic
     for n in scale.scale_pods:
         ns = f"bench-scale-{n}"
         t = time.perf_counter()
-        srv.prepare_pods(ns, n)
-        gc.collect()
-        gc.freeze()  # the server's store: never traversed again by this process's collections
+        srv.prepare_pods(ns, n)  # spawn collects and freezes the server's store first
         print(f"  scale: {n} Pods in {ns} ({time.perf_counter() - t:.1f}s), harness RSS "
               f"{rss_mb():,.0f} MB", flush=True)
     for rep in range(scale.repeat):

@@ -46,7 +46,14 @@ from kinrun.errors import ApiError, ExpiredError
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
 from kinrun.cache.gc_pause import gc_paused
-from kinrun.kube.list_body import MIN_BYTES, PIECE_BYTES, ListDecoder, NotItemwise, loads_list
+from kinrun.kube.list_body import (
+    MIN_BYTES,
+    PIECE_BYTES,
+    ListDecoder,
+    Loads,
+    NotItemwise,
+    loads_list,
+)
 from kinrun.kube.managed_fields import (
     event_object,
     list_items,
@@ -54,7 +61,12 @@ from kinrun.kube.managed_fields import (
     the_object,
 )
 from kinrun.kube.resources import ResourceRef
-from kinrun.kube.transport import PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, Transport
+from kinrun.kube.transport import (
+    PARTIAL_OBJECT_METADATA,
+    PARTIAL_OBJECT_METADATA_LIST,
+    Transport,
+    not_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -162,34 +174,38 @@ class KubeListerWatcher:
 
     def _page(self, query: dict[str, Any]) -> Any:
         """One LIST page (inside ``list``'s GC pause), decoded item by item as its body is read
-        (``ListDecoder`` over ``Transport.request_pieces``); managedFields cut first when asked
-        to. Raises ApiError for a body that is not JSON, and as the transport does.
+        (``_read_page``); managedFields cut first when asked to. Raises ApiError for a body
+        that is not JSON, and as the transport does.
 
         A body that turns out not to be in the item-wise layout after decoded items were
         dropped (``NotItemwise``: a pathological item) is requested again and decoded whole,
-        not item by item again.
+        not item by item again, once the first answer is closed and its items are freed.
         Nothing was returned from the first read, so that is the same LIST: a continue token
         names the same snapshot (or expires, handled as any expired token), and a first page
         is any consistent snapshot, as it would have been."""
         loads_item, loads_whole = list_page_loaders(self.drop_managed_fields)
-        decoder: ListDecoder | None = ListDecoder(loads_item, loads_whole)
+        try:
+            return self._read_page(query, ListDecoder(loads_item, loads_whole))
+        except NotItemwise:
+            log.info("LIST %s: the body is not in the layout read item by item; reading it "
+                     "again whole", self.path)
+        return self.transport.request("GET", self.path, query=query, decode=loads_whole,
+                                      **self._list_accept)
+
+    def _read_page(self, query: dict[str, Any], decoder: ListDecoder) -> Any:
+        """The page's body fed to ``decoder`` as it is read (``Transport.request_pieces``), and
+        the document it gives. The answer is closed or released before this returns or raises
+        (ApiError for non-JSON, NotItemwise, the transport's errors)."""
         pieces = self.transport.request_pieces(self.path, query=query, piece_bytes=PIECE_BYTES,
                                                **self._list_accept)
         try:
             for piece in pieces:
                 decoder.feed(piece)
             return decoder.close()
-        except NotItemwise:
-            decoder = None  # its items are freed before the page is read again
         except orjson.JSONDecodeError:
-            text = bytes(decoder.buffered[:200]).decode("utf-8", errors="replace")
-            raise ApiError(f"GET {self.path}: the answer is not JSON: {text}") from None
+            raise not_json("GET", self.path, decoder.buffered) from None
         finally:
-            pieces.close()  # before a second request: one connection at a time
-        log.info("LIST %s: the body is not in the layout read item by item; reading it again "
-                 "whole", self.path)
-        return self.transport.request("GET", self.path, query=query, decode=loads_whole,
-                                      **self._list_accept)
+            pieces.close()
 
     def _object_list(self, page: dict[str, Any], items: list[dict[str, Any]],
                      extra: dict[str, Any]) -> ObjectList:
@@ -238,8 +254,7 @@ def loads_list_page(data: bytes, *, drop_managed_fields: bool, min_bytes: int = 
     return loads_list(data, *list_page_loaders(drop_managed_fields), min_bytes=min_bytes)
 
 
-def list_page_loaders(drop_managed_fields: bool) -> tuple[Callable[[Any], Any],
-                                                          Callable[[Any], Any]]:
+def list_page_loaders(drop_managed_fields: bool) -> tuple[Loads, Loads]:
     """(item loader, whole-page loader) for ``kinrun.kube.list_body``: ``orjson.loads`` twice,
     or the loaders that cut ``metadata.managedFields`` from the bytes first."""
     if not drop_managed_fields:

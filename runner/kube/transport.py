@@ -83,6 +83,13 @@ def encode_body(body: Any) -> bytes | None:
     return orjson.dumps(body)
 
 
+def not_json(method: str, path: str, data: bytes | bytearray) -> ApiError:
+    """The ApiError for an answer ``data`` that is not JSON: ``"<method> <path>: the answer is
+    not JSON: <its first 200 bytes as text>"``."""
+    text = bytes(data[:200]).decode("utf-8", errors="replace")
+    return ApiError(f"{method} {path}: the answer is not JSON: {text}")
+
+
 class Transport:
     """Sends requests to one API server through an ``ApiClient``'s urllib3 pool.
 
@@ -134,8 +141,7 @@ class Transport:
         try:
             return decode(data)
         except orjson.JSONDecodeError:
-            text = data[:200].decode("utf-8", errors="replace")
-            raise ApiError(f"{method} {path}: the answer is not JSON: {text}") from None
+            raise not_json(method, path, data) from None
 
     def request_pieces(self, path: str, *, query: Query | None = None, accept: str = JSON,
                        piece_bytes: int) -> Iterator[bytes]:
