@@ -12,8 +12,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "redact"),                                            # Secret values kept out of output
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks"),                                     # the official client; the hookspecs
-    ("config", "config_watch", "templating", "predicates"),  # the YAML model, watching its
-                                                           # files; the Jinja2 sandbox
+    ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its
+     "crds"),                                              # files; the Jinja2 sandbox; CRD
+                                                           # files read offline
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
     ("reconcile", "controller", "schedule", "sharding"),   # one key's reconcile; the workers;
                                                            # cron schedules; a ring's replicas

@@ -63,12 +63,12 @@ commands (give one as the first argument; anything else is a config file to run)
          [-o yaml|json] [--show-secrets]
                           print the API requests a controller's actions would send for an object
   rbac CONFIG [--namespace NS] [--name NAME] [--service-account NAME]
-       [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--dry-run]
-       [--explain]
+       [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--crd FILE|DIR]
+       [--dry-run] [--explain]
                           print the least-privilege RBAC (Roles, ClusterRole, bindings) it needs
   manifests CONFIG -o DIR [--namespace NS] [--name NAME] [--service-account NAME]
             [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]]
-            [--image IMAGE] [--replicas N]
+            [--crd FILE|DIR] [--image IMAGE] [--replicas N]
                           write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
   test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION] [--show-secrets]
                           run test cases of configs on the embedded API server (no cluster);
@@ -364,6 +364,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 def _cmd_validate(ns: argparse.Namespace) -> int:
     from kinrun.config import load
     from kinrun.plan import plan
+    from kinrun.rbac import config_crds
 
     from kinrun.sharding.scope import describe
 
@@ -371,6 +372,7 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
     for path in ns.configs:
         try:
             compiled = plan(load(path))  # load + plan: whatever the run would refuse first
+            config_crds(compiled.config)  # crds: files that rbac and manifests read
         except ConfigError as exc:
             _err(str(exc))
             status = EXIT_USAGE
@@ -646,6 +648,10 @@ def _add_identity_flags(parser: argparse.ArgumentParser) -> None:
                         help="ask this cluster's discovery for kinds kinrun does not know "
                              "(CRDs); default: no cluster is contacted")
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context (with --kubeconfig)")
+    parser.add_argument("--crd", metavar="FILE|DIR", action="append", default=[],
+                        help="CustomResourceDefinition manifests that tell the plural and scope "
+                             "of custom kinds without a cluster (repeatable; besides the "
+                             "config's crds:)")
 
 
 def _rbac_parser() -> argparse.ArgumentParser:
@@ -706,13 +712,21 @@ def _resolver(ns: argparse.Namespace) -> Any:
     return discovery_resolver(Client.from_config(kubeconfig=ns.kubeconfig, context=ns.context))
 
 
+def _crds(ns: argparse.Namespace) -> Any:
+    """The CRDs of ``--crd`` (paths relative to the working folder)."""
+    from kinrun.crds import CrdSet
+
+    return CrdSet.load(ns.crd)
+
+
 def _cmd_rbac(ns: argparse.Namespace) -> int:
     from kinrun.manifests import dump_yaml, explain_lines
     from kinrun.plan import plan
     from kinrun.rbac import rbac_needs, rbac_objects
 
     config, names = _identity(ns)
-    needs = rbac_needs(plan(config), dry_run=ns.dry_run, resolve=_resolver(ns))
+    needs = rbac_needs(plan(config), dry_run=ns.dry_run, resolve=_resolver(ns),
+                       crds=_crds(ns))
     for note in needs.notes:
         _err(f"kinrun rbac: note: {note}")
     if ns.explain:
@@ -732,7 +746,8 @@ def _cmd_manifests(ns: argparse.Namespace) -> int:
         raise Refused(f"-o {ns.output_dir}: exists and is not a directory")
     try:
         written = write_base(config, out_dir, names, image=ns.image,
-                             replicas=ns.replicas, resolve=_resolver(ns), warn=lambda text: _err(
+                             replicas=ns.replicas, resolve=_resolver(ns), crds=_crds(ns),
+                             warn=lambda text: _err(
                                  f"kinrun manifests: note: {text}"))
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != ns.output_dir else ""

@@ -44,6 +44,7 @@ from kinrun.app import EXIT_SLACK
 from kinrun.config.model import Config
 from kinrun.errors import ConfigError
 from kinrun.plan import plan
+from kinrun.crds import CrdSet
 from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
 
 DEFAULT_IMAGE = f"localhost/kinrun:{__version__}"
@@ -130,17 +131,19 @@ def explain_lines(needs: RbacNeeds) -> list[str]:
 
 def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None = None,
                replicas: int | None = None, resolve: Resolve | None = None,
+               crds: CrdSet | None = None,
                warn: Callable[[str], None] = lambda _text: None) -> list[Path]:
     """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
 
     ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 3 with sharding, each
     named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else
-    1); ``resolve``: discovery for ``kinrun.rbac``; ``warn``: called with what the base
+    1); ``resolve``: discovery for ``kinrun.rbac``; ``crds``: CRD files besides the config's
+    ``crds:`` (``--crd``); ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
     with one name) and OSError."""
-    needs = rbac_needs(plan(config), resolve=resolve)
+    needs = rbac_needs(plan(config), resolve=resolve, crds=crds)
     if replicas is None:
         replicas = 3 if config.sharding is not None else (
             2 if config.leader_election is not None else 1)

@@ -41,9 +41,14 @@ the reconciled object's when ``namespace`` is absent or a template that renders 
 object's namespace (``{{ obj.metadata.namespace }}``, ``{{ key.split('/')[0] }}``: tried
 with a probe object in a strict sandbox), a literal namespace when literal, cluster-wide when
 ``""``. A templated kind or namespace, or a CRD (unknown plural and scope), raises a
-ConfigError at the action's file:line, unless a ``resolve`` function (discovery: ``kinrun
-rbac --kubeconfig``) names the CRD, or ``rbac.extraRules`` has a rule with the action's
-verbs (for the CRD's group), which is then trusted to cover it (recorded in ``notes``).
+ConfigError at the action's file:line, unless the CRD's manifest is among the config's
+``crds:`` files (or ``kinrun rbac --crd FILE|DIR``: :mod:`kinrun.crds`), a ``resolve``
+function (discovery: ``kinrun rbac --kubeconfig``) names it, or ``rbac.extraRules`` has a
+rule with the action's verbs (for the CRD's group), which is then trusted to cover it
+(recorded in ``notes``). A scope is never guessed: where the permission's scope depends on
+whether a resource is namespaced (Events about an object of a custom kind go to its
+namespace, or to ``default`` for a cluster-scoped one) and nothing says, it is refused the
+same way.
 
 Pure: no I/O (``resolve`` is the caller's). :class:`RbacNeeds` is immutable.
 """
@@ -58,6 +63,8 @@ from typing import Any
 import yaml
 
 from kinrun.config.model import Config, InformerSpec, Location, RbacRuleSpec, thaw
+from kinrun.crds import CrdSet
+from kinrun.errors import ConfigError
 from kinrun.kube.builtin_kinds import builtin_kind, builtin_resource, builtin_scope
 from kinrun.kube.resources import split_api_version
 from kinrun.plan import ControllerPlan, Plan
@@ -137,15 +144,49 @@ class RbacNeeds:
         return rules
 
 
-def rbac_needs(plan: Plan, *, dry_run: bool = False, resolve: Resolve | None = None
-               ) -> RbacNeeds:
+def rbac_needs(plan: Plan, *, dry_run: bool = False, resolve: Resolve | None = None,
+               crds: CrdSet | None = None) -> RbacNeeds:
     """The permissions ``plan`` needs (see the module docstring for the sources).
 
     ``dry_run``: for ``kinrun CONFIG --dry-run`` (adds the reads, drops the Lease);
-    ``resolve``: discovery for kinds the built-in table does not know (None: none). Raises a
-    located ConfigError for an informer or action whose resource cannot be told and that no
-    ``rbac.extraRules`` rule covers."""
-    return _Collector(plan, dry_run, resolve).collect()
+    ``crds``: CRDs read from files besides the config's ``crds:`` (``--crd``); ``resolve``:
+    discovery for kinds neither the built-in table nor a CRD file knows (None: none). Raises
+    a located ConfigError for an informer or action whose resource or scope cannot be told
+    and that no ``rbac.extraRules`` rule covers, or for a ``crds:`` file that cannot be
+    read."""
+    files = config_crds(plan.config)
+    known = CrdSet([*files, *(crds or ())])
+    return _Collector(plan, dry_run, chain(crd_resolver(known), resolve)).collect()
+
+
+def config_crds(config: Config) -> CrdSet:
+    """The CRDs of ``config.crds`` (paths relative to the config file's folder). Raises
+    ConfigError naming the file for one that cannot be read, at the ``crds`` key."""
+    try:
+        return CrdSet.load(config.crds, config.base_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"crds: {exc}", file=config.file) from None
+
+
+def crd_resolver(crds: CrdSet) -> Resolve:
+    """A :data:`Resolve` answering from CRD manifests (:mod:`kinrun.crds`)."""
+    def resolve(api_version: str, kind_or_resource: str) -> Resource | None:
+        found = crds.lookup(api_version, kind_or_resource)
+        return None if found is None else Resource(found.group, found.plural, found.namespaced)
+    return resolve
+
+
+def chain(*resolvers: Resolve | None) -> Resolve:
+    """The first answer of ``resolvers`` (None ones skipped)."""
+    present = [r for r in resolvers if r is not None]
+
+    def resolve(api_version: str, kind_or_resource: str) -> Resource | None:
+        for r in present:
+            found = r(api_version, kind_or_resource)
+            if found is not None:
+                return found
+        return None
+    return resolve
 
 
 # -- the collector ----------------------------------------------------------------------------
@@ -337,7 +378,7 @@ class _Collector:
         if res.namespaced is False:
             return res, (CLUSTER,)
         if res.namespaced is None:
-            raise _Unknown(f"the scope of {kind} ({api_version}) needs discovery", res.group)
+            raise _Unknown(f"the scope of {kind} ({api_version}) is unknown: {_GIVE_CRD}", res.group)
         try:
             mode = _namespace_mode(fields)
         except _Unknown:
@@ -358,6 +399,10 @@ class _Collector:
         if mode is _RECONCILED:
             if primary is None:
                 raise _Unknown("the reconciled object's namespaces are unknown")
+            if primary[0].namespaced is None:  # its namespace, or "default": never guessed
+                raise _Unknown(f"whether {primary[0].plural} ({primary[0].group}) is namespaced "
+                               f"is unknown, so where its Events go is too: {_GIVE_CRD}",
+                               "")
             return primary[1] if primary[0].namespaced else ("default",)
         return ("default",) if mode == "" else (mode,)
 
@@ -379,7 +424,7 @@ class _Collector:
         if resource is not None:
             return Resource(group, resource, None)
         raise _Unknown(f"{kind} ({api_version}) is not a built-in kind: its resource (plural) "
-                       "and scope need discovery (kinrun rbac --kubeconfig)", group)
+                       f"and scope are unknown: {_GIVE_CRD}", group)
 
     def _leader_election(self) -> None:
         le = self.config.leader_election
@@ -435,6 +480,10 @@ class _Collector:
                         "to rbac.extraRules")
 
 
+_GIVE_CRD = ("list its CustomResourceDefinition file under crds: in the config (or pass "
+             "--crd FILE|DIR), or ask a cluster (--kubeconfig)")
+
+
 def _group_of(api_version: str) -> str | None:
     try:
         return split_api_version(api_version)[0]
@@ -446,8 +495,8 @@ def _watch_scopes(spec: InformerSpec, res: Resource) -> tuple[str, ...]:
     if res.namespaced is False or spec.namespaces is None:
         return (CLUSTER,)  # a ClusterRole grants a namespaced resource in all namespaces
     if res.namespaced is None:
-        raise _Unknown(f"the scope of {spec.resource or spec.kind} ({spec.api_version}) needs "
-                       "discovery (kinrun rbac --kubeconfig)")
+        raise _Unknown(f"the scope of {spec.resource or spec.kind} ({spec.api_version}) is "
+                       f"unknown: {_GIVE_CRD}")
     return tuple(spec.namespaces)
 
 

@@ -51,6 +51,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         api_version=data["apiVersion"], kind=data["kind"],
         cluster=_cluster(ctx, data.get("cluster") or {}),
         plugins=tuple(data.get("plugins") or ()),
+        crds=tuple(data.get("crds") or ()),
         templates=_templates(data.get("templates") or {}),
         informers=FrozenMap({name: _informer(ctx, name, spec)
                              for name, spec in data["informers"].items()}),

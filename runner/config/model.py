@@ -524,6 +524,7 @@ class Config:
     namespace_override: str | None = None
     rbac: RbacSpec = field(default_factory=RbacSpec)
     sharding: ShardingSpec | None = None  # None: not sharded (``sharding:`` omitted)
+    crds: tuple[str, ...] = ()  # CRD files/folders as written (``kinrun.crds``), for rbac
 
     def plugin_files(self) -> FrozenMap:
         """Plugin spec -> absolute file path, for the specs that are files (``./hooks.py``)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kinrun.testing.envtest import EnvtestServer
+from kinrun.testing.envtest import EnvtestError, EnvtestServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL_120 = os.environ.get("KINRUN_KUBECTL_120", "/var/cache/kinrun/kubectl-1.20/kubectl")
@@ -87,3 +87,37 @@ def test_bases_build_and_pass_server_dry_run(kubectl: str, envtest_server: Envte
                                  capture_output=True, text=True, timeout=120)
         assert applied.returncode == 0, (label, applied.stderr)
         assert applied.stdout.count("(server dry run)") == len(docs), applied.stdout
+
+
+EXAMPLE_CONFIGS = sorted(p.name for p in (ROOT / "examples" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLE_CONFIGS)
+def test_every_example_base_is_made_offline_and_passes_server_dry_run(
+        example: str, envtest_server: EnvtestServer, envtest_namespace: str,
+        tmp_path: Path) -> None:
+    """`kinrun manifests` of each example needs no cluster (CRD kinds through crds:), and the
+    base it writes passes kubectl apply --dry-run=server."""
+    kubectl = shutil.which("kubectl") or KUBECTL_120
+    if not os.access(kubectl, os.X_OK):
+        pytest.skip("no kubectl")
+    out = tmp_path / "base"
+    made = subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests",
+                           f"examples/configs/{example}", "-o", str(out), "--namespace",
+                           envtest_namespace], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env={**os.environ, "KUBECONFIG": "/nonexistent"})
+    assert made.returncode == 0, made.stderr
+    built = subprocess.run([kubectl, "kustomize", str(out)], capture_output=True, text=True,
+                           timeout=60)
+    assert built.returncode == 0, built.stderr
+    docs = [d for d in yaml.safe_load_all(built.stdout) if d]
+    for ns in {d["metadata"].get("namespace") for d in docs} - {None, envtest_namespace}:
+        try:  # a namespace the config names; made once per server
+            envtest_server.create_namespace(ns)
+        except EnvtestError as exc:
+            assert "409" in str(exc) or "AlreadyExists" in str(exc), exc
+    applied = subprocess.run([kubectl, "--kubeconfig", envtest_server.kubeconfig_path, "apply",
+                              "--dry-run=server", "-f", "-"], input=built.stdout,
+                             capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.count("(server dry run)") == len(docs), applied.stdout

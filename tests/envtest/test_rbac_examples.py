@@ -29,6 +29,7 @@ import yaml
 
 from e2e import test_children_pruning as children
 from e2e import test_examples as flows
+from e2e import test_sample_controller as sample
 from e2e.conftest import Cluster
 from e2e.harness import ROOT, KinrunProcess
 from envtest.rawkube import RawKube
@@ -67,6 +68,9 @@ EXAMPLES: dict[str, tuple[str, Callable[[Cluster], None]]] = {
                           flows.test_pod_logger_logs_initial_list_add_update_and_delete),
     "children-pruning": (children.CONFIG,
                          children.test_children_are_applied_pruned_and_others_survive),
+    # a CRD kind: its plural and scope come from the config's crds: file, no cluster asked
+    "sample-controller": ("examples/configs/sample-controller.yaml",
+                          sample.test_foo_owns_its_deployment_and_reports_its_available_replicas),
 }
 
 
