@@ -36,7 +36,7 @@ from kinrun.config import metadata_only
 from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
                                  WatchSpec)
 from kinrun.errors import ConfigError
-from kinrun.kube.builtin_kinds import builtin_scope
+from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.predicates import PREDICATES
 from kinrun.reconcile import Matches
@@ -178,6 +178,9 @@ def plan(config: Config, plugin_manager: Any = None, *,
 
 
 def _informer(spec: InformerSpec, pm: Any, engine: TemplateEngine) -> InformerPlan:
+    unserved = unserved_builtin(spec.api_version, spec.kind, spec.resource)
+    if unserved is not None:  # apps/v1 Pod: the API server would refuse it at start
+        raise spec.location.error(f"informer {spec.name}: {unserved}")
     from_plugins = plugins.collect_index_funcs(pm, spec.name)
     indexers: dict[str, IndexFunc] = {}
     for name, ix in spec.indexers.items():

@@ -100,3 +100,36 @@ def builtin_group(api_version: str) -> bool:
     ``gateway.networking.k8s.io`` is not ``networking.k8s.io``). False for a malformed
     apiVersion."""
     return _group(api_version) in _GROUPS
+
+
+def unserved_builtin(api_version: str, kind: str | None, resource: str | None) -> str | None:
+    """Why ``kind`` (or ``resource``) is not served in ``api_version`` when its group is a
+    built-in one, with the group that serves it or the closest name (``("apps/v1", "Pod")``:
+    "Pod is not a kind of API group apps; it is served as v1"); None when it is served,
+    or the group is not built-in (a CRD's: discovery tells), or the apiVersion is malformed.
+    The API server serves each built-in group's fixed set of kinds, so this holds offline."""
+    group = _group(api_version)
+    if group not in _GROUPS:
+        return None
+    if resource is not None:
+        if (group, resource) in _KIND_OF:
+            return None
+        return _unserved(f"resource {resource!r}", resource, group,
+                         {p for (g, _), p in _PLURAL.items() if g == group},
+                         [g for (g, p) in _KIND_OF if p == resource])
+    if kind is None or (group, kind) in _PLURAL:
+        return None
+    return _unserved(f"kind {kind!r}", kind, group, {k for (g, k) in _PLURAL if g == group},
+                     [g for (g, k) in _PLURAL if k == kind])
+
+
+def _unserved(what: str, name: str, group: str, names: set[str], elsewhere: list[str]) -> str:
+    import difflib
+
+    shown = group or "core (v1)"
+    if elsewhere:
+        where = ", ".join(sorted(f"{g}/<version>" if g else "v1" for g in elsewhere))
+        return f"{what} is not served in API group {shown}; it is served as apiVersion {where}"
+    close = difflib.get_close_matches(name, sorted(names), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{what} is not served in API group {shown}{hint}"
