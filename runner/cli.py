@@ -68,7 +68,8 @@ commands (give one as the first argument; anything else is a config file to run)
                           print the least-privilege RBAC (Roles, ClusterRole, bindings) it needs
   manifests CONFIG -o DIR [--namespace NS] [--name NAME] [--service-account NAME]
             [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]]
-            [--crd FILE|DIR] [--image IMAGE] [--replicas N]
+            [--crd FILE|DIR] [--image IMAGE] [--replicas N] [--with EXTRA]
+            [--kubernetes-version MAJOR.MINOR]
                           write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
   test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION] [--show-secrets]
                           run test cases of configs on the embedded API server (no cluster);
@@ -683,6 +684,15 @@ def _manifests_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replicas", metavar="N", type=int,
                         help="pods (default 2 with leaderElection, else 1; more than 1 needs "
                              "leaderElection)")
+    parser.add_argument("--with", metavar="EXTRA", dest="extras", action="append", default=[],
+                        help="also write: namespace (the Namespace), monitoring (a "
+                             "ServiceMonitor and a PrometheusRule with alerts; needs the "
+                             "Prometheus Operator's CRDs), network-policy (the metrics port "
+                             "from namespaces labelled metrics=enabled only); repeatable or "
+                             "comma-separated")
+    parser.add_argument("--kubernetes-version", metavar="MAJOR.MINOR", default=None,
+                        help="the oldest cluster the objects must apply to (default 1.25; "
+                             "below 1.21 the PodDisruptionBudget is policy/v1beta1)")
     return parser
 
 
@@ -735,6 +745,19 @@ def _cmd_rbac(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _kubernetes_version(text: str | None) -> tuple[int, int]:
+    import re
+
+    from kinrun.manifests import DEFAULT_KUBERNETES_VERSION
+
+    if text is None:
+        return DEFAULT_KUBERNETES_VERSION
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(\.\d+)?", text)
+    if not match:
+        raise UsageError(f"--kubernetes-version {text!r}: expected MAJOR.MINOR such as 1.20")
+    return int(match[1]), int(match[2])
+
+
 def _cmd_manifests(ns: argparse.Namespace) -> int:
     from kinrun.manifests import write_base
 
@@ -747,6 +770,8 @@ def _cmd_manifests(ns: argparse.Namespace) -> int:
     try:
         written = write_base(config, out_dir, names, image=ns.image,
                              replicas=ns.replicas, resolve=_resolver(ns), crds=_crds(ns),
+                             extras=[e for v in ns.extras for e in v.split(",") if e],
+                             kubernetes_version=_kubernetes_version(ns.kubernetes_version),
                              warn=lambda text: _err(
                                  f"kinrun manifests: note: {text}"))
     except OSError as exc:

@@ -20,6 +20,17 @@
                               annotation on the pod template (pods roll when the config or a
                               plugin changes)
     DIR/service.yaml          with ``metrics:`` only: a ClusterIP Service for /metrics
+    DIR/pdb.yaml              with more than one replica: a PodDisruptionBudget keeping all
+                              but one available (``policy/v1``; ``policy/v1beta1`` for
+                              ``kubernetes_version`` below 1.21, which has no v1)
+    DIR/namespace.yaml        ``--with namespace``: the Namespace the Deployment lives in
+    DIR/servicemonitor.yaml,  ``--with monitoring`` (needs ``metrics:``): the Prometheus
+    DIR/prometheusrule.yaml   Operator's objects, with alerts (``kinrun.monitoring``)
+    DIR/networkpolicy.yaml    ``--with network-policy`` (needs ``metrics:``): the metrics port
+                              from namespaces labelled ``metrics: enabled`` only
+
+The image is set once, in kustomization.yaml's ``images:`` entry (its ``name`` is the image
+the Deployment names): an overlay pins a registry and tag there, as kustomize intends.
 
 Every object carries its namespace explicitly (a Role may live in another namespace than the
 Deployment: the Lease's, or a watched one), so an overlay should not set ``namespace:``.
@@ -43,6 +54,7 @@ from kinrun import __version__
 from kinrun.app import EXIT_SLACK
 from kinrun.config.model import Config
 from kinrun.errors import ConfigError
+from kinrun import monitoring
 from kinrun.plan import plan
 from kinrun.crds import CrdSet
 from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
@@ -58,6 +70,11 @@ KILL_MARGIN = 5
 """Seconds between kinrun's own exit bound and the kubelet's SIGKILL."""
 RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
 """Container resources: no CPU limit (throttling stalls watches), a memory limit."""
+EXTRAS = ("namespace", "monitoring", "network-policy")
+"""What ``--with`` may add to the base (see the module docstring)."""
+DEFAULT_KUBERNETES_VERSION = (1, 25)
+"""The oldest cluster the base's API versions must serve unless told otherwise
+(``policy/v1`` PodDisruptionBudget: 1.21+; ``policy/v1beta1`` is gone in 1.25)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +148,8 @@ def explain_lines(needs: RbacNeeds) -> list[str]:
 
 def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None = None,
                replicas: int | None = None, resolve: Resolve | None = None,
-               crds: CrdSet | None = None,
+               crds: CrdSet | None = None, extras: Sequence[str] = (),
+               kubernetes_version: tuple[int, int] = DEFAULT_KUBERNETES_VERSION,
                warn: Callable[[str], None] = lambda _text: None) -> list[Path]:
     """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
@@ -139,10 +157,11 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     ``image`` (default :data:`DEFAULT_IMAGE`); ``replicas`` (default 3 with sharding, each
     named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else
     1); ``resolve``: discovery for ``kinrun.rbac``; ``crds``: CRD files besides the config's
-    ``crds:`` (``--crd``); ``warn``: called with what the base
+    ``crds:`` (``--crd``); ``extras``: any of :data:`EXTRAS`; ``kubernetes_version``: (major,
+    minor) of the oldest cluster it must apply to; ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
-    with one name) and OSError."""
+    with one name, an extra that needs ``metrics:``) and OSError."""
     needs = rbac_needs(plan(config), resolve=resolve, crds=crds)
     if replicas is None:
         replicas = 3 if config.sharding is not None else (
@@ -151,15 +170,49 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
         raise ConfigError(f"{replicas} replicas without leaderElection would all reconcile "
                           "every key: configure leaderElection", file=config.file)
     files = config_files(config, warn)
+    image = image or DEFAULT_IMAGE
     objects = {
+        **({"namespace.yaml": [namespace_object(names)]} if "namespace" in extras else {}),
         "serviceaccount.yaml": [service_account(names)],
         "rbac.yaml": rbac_objects(needs, **names.rbac_kwargs(), labels=names.labels),
         "configmap.yaml": [config_map(names, files)],
-        "deployment.yaml": [deployment(config, names, files, image or DEFAULT_IMAGE, replicas)],
+        "deployment.yaml": [deployment(config, names, files, image, replicas)],
     }
     port = metrics_port(config, warn)
     if port is not None:
         objects["service.yaml"] = [metrics_service(names, port)]
+    if replicas > 1:
+        objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
+    objects.update(_monitoring(config, names, extras, port))
+    return _write(config, out_dir, objects, image)
+
+
+def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int | None
+                ) -> dict[str, list[dict[str, Any]]]:
+    """The ``monitoring`` and ``network-policy`` extras' files; ConfigError without a fixed
+    metrics port."""
+    wanted = [e for e in extras if e in ("monitoring", "network-policy")]
+    unknown = sorted(set(extras) - set(EXTRAS))
+    if unknown:
+        raise ConfigError(f"--with {', '.join(unknown)}: not one of {', '.join(EXTRAS)}",
+                          file=config.file)
+    if wanted and port is None:
+        raise ConfigError(f"--with {', '.join(wanted)} needs metrics: with a fixed port",
+                          file=config.file, path="metrics")
+    out: dict[str, list[dict[str, Any]]] = {}
+    args = (names.name, names.namespace, names.labels)
+    if "monitoring" in wanted:
+        out["servicemonitor.yaml"] = [monitoring.service_monitor(*args)]
+        out["prometheusrule.yaml"] = [monitoring.prometheus_rule(
+            *args, f"{names.name}-metrics", leader_election=config.leader_election is not None)]
+    if "network-policy" in wanted and port is not None:
+        out["networkpolicy.yaml"] = [monitoring.network_policy(
+            f"{names.name}-metrics", names.namespace, names.labels, names.labels, port)]
+    return out
+
+
+def _write(config: Config, out_dir: Path, objects: Mapping[str, list[dict[str, Any]]],
+           image: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for file_name, docs in objects.items():
@@ -167,11 +220,41 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
         path.write_text(_HEADER.format(source=config.file) + dump_yaml(docs))
         written.append(path)
     kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                     "resources": list(objects)}
+                     "resources": list(objects), "images": [image_entry(image)]}
     path = out_dir / "kustomization.yaml"
     path.write_text(_HEADER.format(source=config.file)
                     + yaml.dump(kustomization, Dumper=_Dumper, sort_keys=False))
     return [*written, path]
+
+
+def image_entry(image: str) -> dict[str, str]:
+    """kustomize's ``images:`` entry for ``image`` (``repo[:tag][@digest]``): ``name`` is the
+    repository the Deployment names, ``newName``/``newTag``/``digest`` what an overlay
+    changes (kustomize's ImageTagTransformer)."""
+    repo, digest = image.split("@", 1) if "@" in image else (image, "")
+    name, tag = repo, ""
+    if ":" in repo.rsplit("/", 1)[-1]:  # a tag, not a registry's port
+        name, tag = repo.rsplit(":", 1)
+    entry = {"name": name, "newName": name}
+    if digest:
+        entry["digest"] = digest
+    elif tag:
+        entry["newTag"] = tag
+    return entry
+
+
+def namespace_object(names: Names) -> dict[str, Any]:
+    """The Namespace of the ServiceAccount, Deployment and ConfigMap (``--with namespace``)."""
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": names.namespace, "labels": names.labels}}
+
+
+def disruption_budget(names: Names, kubernetes_version: tuple[int, int]) -> dict[str, Any]:
+    """A PodDisruptionBudget ``<name>`` keeping all but one replica through a voluntary
+    disruption (a node drain moves one pod at a time; the Lease moves at most once)."""
+    api = "policy/v1" if kubernetes_version >= (1, 21) else "policy/v1beta1"
+    return {"apiVersion": api, "kind": "PodDisruptionBudget", "metadata": _meta(names),
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.labels}}}
 
 
 _HEADER = "# Generated by `kinrun manifests` from {source}; regenerate rather than edit.\n"

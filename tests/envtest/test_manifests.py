@@ -54,7 +54,8 @@ def bases(tmp_path: Path, namespace: str) -> dict[str, Path]:
     config.write_text(LEADER_METRICS.replace("NS", namespace))
     out = tmp_path / "base"
     subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests", str(config), "-o", str(out),
-                    "--namespace", namespace], check=True, capture_output=True, cwd=ROOT)
+                    "--namespace", namespace, "--kubernetes-version", "1.20"],  # the test server's
+                   check=True, capture_output=True, cwd=ROOT)
     return {"overlay": ROOT / "examples" / "deploy", "leader": out}
 
 
@@ -104,7 +105,8 @@ def test_every_example_base_is_made_offline_and_passes_server_dry_run(
     out = tmp_path / "base"
     made = subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests",
                            f"examples/configs/{example}", "-o", str(out), "--namespace",
-                           envtest_namespace], capture_output=True, text=True, cwd=ROOT,
+                           envtest_namespace, "--kubernetes-version", "1.20"],
+                          capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={**os.environ, "KUBECONFIG": "/nonexistent"})
     assert made.returncode == 0, made.stderr
     built = subprocess.run([kubectl, "kustomize", str(out)], capture_output=True, text=True,
@@ -121,3 +123,49 @@ def test_every_example_base_is_made_offline_and_passes_server_dry_run(
                              capture_output=True, text=True, timeout=120)
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.count("(server dry run)") == len(docs), applied.stdout
+
+
+def _monitoring_crd(kind: str, plural: str) -> dict:
+    """A stand-in for the Prometheus Operator's CRD (not on the test server): its group,
+    names and scope, any content (the operator's own schema is not ours to copy)."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+            "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List",
+                               "singular": kind.lower()},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object",
+                                             "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_extras_pass_server_dry_run_on_1_20(envtest_server: EnvtestServer,
+                                            envtest_namespace: str, tmp_path: Path) -> None:
+    """--with namespace,monitoring,network-policy and a PDB (policy/v1beta1 for 1.20): every
+    object passes kubectl apply --dry-run=server."""
+    kubectl = shutil.which("kubectl") or KUBECTL_120
+    crds = "---\n".join(yaml.safe_dump(_monitoring_crd(k, p)) for k, p in (
+        ("ServiceMonitor", "servicemonitors"), ("PrometheusRule", "prometheusrules")))
+    subprocess.run([kubectl, "--kubeconfig", envtest_server.kubeconfig_path, "apply", "-f", "-"],
+                   input=crds, check=True, capture_output=True, text=True, timeout=60)
+    subprocess.run([kubectl, "--kubeconfig", envtest_server.kubeconfig_path, "wait",
+                    "--for=condition=Established", "--timeout=60s",
+                    "crd/servicemonitors.monitoring.coreos.com",
+                    "crd/prometheusrules.monitoring.coreos.com"], check=True, capture_output=True)
+    config = tmp_path / "leader.yaml"
+    config.write_text(LEADER_METRICS.replace("NS", envtest_namespace)
+                      .replace("./../../examples", str(ROOT / "examples")))
+    out = tmp_path / "base"
+    subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests", str(config), "-o", str(out),
+                    "--namespace", envtest_namespace, "--with", "namespace,monitoring",
+                    "--with", "network-policy", "--kubernetes-version", "1.20"],
+                   check=True, capture_output=True, cwd=ROOT)
+    built = subprocess.run([kubectl, "kustomize", str(out)], capture_output=True, text=True,
+                           timeout=60, check=True)
+    kinds = sorted(d["kind"] for d in yaml.safe_load_all(built.stdout) if d)
+    assert {"Namespace", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule",
+            "NetworkPolicy"} <= set(kinds)
+    applied = subprocess.run([kubectl, "--kubeconfig", envtest_server.kubeconfig_path, "apply",
+                              "--dry-run=server", "-f", "-"], input=built.stdout,
+                             capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.count("(server dry run)") == len(kinds), applied.stdout

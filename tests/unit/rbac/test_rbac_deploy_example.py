@@ -109,7 +109,8 @@ def test_base_is_what_kinrun_manifests_writes_and_the_overlay_lists_it(tmp_path:
     """Regenerating the base gives the committed files; the overlay lists every base resource."""
     subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests",
                     "examples/configs/secondary-watch.yaml", "-o", str(tmp_path),
-                    "--namespace", "kinrun-demo"], cwd=ROOT, check=True, capture_output=True)
+                    "--namespace", "kinrun-demo", "--with", "namespace"], cwd=ROOT, check=True,
+                   capture_output=True)
     for path in tmp_path.iterdir():
         assert path.read_text() == (DEPLOY / "base" / path.name).read_text(), path.name
     base = yaml.safe_load((DEPLOY / "base" / "kustomization.yaml").read_text())
