@@ -21,7 +21,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
                                                            # the RBAC a plan needs; reload
     ("testing",),                                          # embedded API server, fault proxy
-    ("signals", "app", "manifests", "reference"),          # the main job; its deployment;
+    ("signals", "app", "manifests", "reference",           # the main job; its deployment;
+     "monitoring", "scaffold"),                            # its alerts; `kinrun init`;
                                                            # the generated template reference
     ("cli",),                                              # thin argument parsing
 )

@@ -6,6 +6,8 @@
     kinrun plugins CONFIG                      list plugins and the hooks each implements
     kinrun render CONFIG --object FILE ...     print the API requests a reconcile would send
     kinrun test TESTFILE...                    run a config's test cases (no cluster)
+    kinrun init NAME                           scaffold a controller folder
+    kinrun help [COMMAND] | kinrun version
 
 ``kinrun CONFIG`` and ``kinrun validate CONFIG`` share the first positional: if the first
 argument is a subcommand name it is the subcommand, otherwise the arguments are a run. (A config
@@ -74,6 +76,10 @@ commands (give one as the first argument; anything else is a config file to run)
   test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION] [--show-secrets]
                           run test cases of configs on the embedded API server (no cluster);
                           exit 5 when -k selects no case
+  init NAME [--dir DIR]   make a folder NAME: a config, its test cases, a kustomize overlay,
+                          a CI check (validate + test)
+  help [COMMAND]          this help, or a command's
+  version                 print kinrun's version
 """
 
 _log = logging.getLogger("kinrun.cli")
@@ -170,7 +176,8 @@ def _err(text: str) -> None:
 def _parser(command: str) -> argparse.ArgumentParser:
     return {"run": _run_parser, "validate": _validate_parser, "schema": _schema_parser,
             "plugins": _plugins_parser, "render": _render_parser, "test": _test_parser,
-            "rbac": _rbac_parser, "manifests": _manifests_parser}[command]()
+            "rbac": _rbac_parser, "manifests": _manifests_parser, "init": _init_parser,
+            "help": _help_parser, "version": _version_parser}[command]()
 
 
 def _new(prog: str, description: str, epilog: str = EXIT_CODES_HELP) -> argparse.ArgumentParser:
@@ -782,9 +789,57 @@ def _cmd_manifests(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _init_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun init", "Make a folder NAME with a config, its kinrun test cases, a "
+                  "kustomize overlay over the base of `kinrun manifests`, and a CI check that "
+                  "runs `kinrun validate` and `kinrun test`. Writes nothing if NAME exists and "
+                  "is not empty.")
+    parser.add_argument("name", metavar="NAME", help="the controller's name (a DNS-1123 label)")
+    parser.add_argument("--dir", metavar="DIR", default=".",
+                        help="where to make the folder NAME (default: here)")
+    return parser
+
+
+def _cmd_init(ns: argparse.Namespace) -> int:
+    from kinrun.scaffold import ScaffoldError, init
+
+    try:
+        written = init(ns.name, Path(ns.dir))
+    except ScaffoldError as exc:
+        raise Refused(str(exc)) from None
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
+def _help_parser() -> argparse.ArgumentParser:
+    parser = _new("kinrun help", "Show the help of kinrun, or of one command.")
+    parser.add_argument("command", metavar="COMMAND", nargs="?",
+                        help="a command (default: the run's help, with every command)")
+    return parser
+
+
+def _cmd_help(ns: argparse.Namespace) -> int:
+    command = ns.command or "run"
+    if command not in _COMMANDS:
+        raise Refused(f"unknown command {command!r}; commands: {', '.join(sorted(_COMMANDS))}")
+    _parser(command).print_help(sys.stdout)
+    return EXIT_OK
+
+
+def _version_parser() -> argparse.ArgumentParser:
+    return _new("kinrun version", "Print kinrun's version.")
+
+
+def _cmd_version(ns: argparse.Namespace) -> int:
+    print(f"kinrun {__version__}")
+    return EXIT_OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema, "plugins": _cmd_plugins,
     "render": _cmd_render, "test": _cmd_test, "rbac": _cmd_rbac, "manifests": _cmd_manifests,
+    "init": _cmd_init, "help": _cmd_help, "version": _cmd_version,
 }
 
 

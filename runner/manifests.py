@@ -150,6 +150,7 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
                replicas: int | None = None, resolve: Resolve | None = None,
                crds: CrdSet | None = None, extras: Sequence[str] = (),
                kubernetes_version: tuple[int, int] = DEFAULT_KUBERNETES_VERSION,
+               source: str | None = None,
                warn: Callable[[str], None] = lambda _text: None) -> list[Path]:
     """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
@@ -158,7 +159,8 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     named by its Pod through the downward API's ``POD_NAME``; 2 with leader election; else
     1); ``resolve``: discovery for ``kinrun.rbac``; ``crds``: CRD files besides the config's
     ``crds:`` (``--crd``); ``extras``: any of :data:`EXTRAS`; ``kubernetes_version``: (major,
-    minor) of the oldest cluster it must apply to; ``warn``: called with what the base
+    minor) of the oldest cluster it must apply to; ``source``: the config's name in each
+    file's header (default ``config.file``); ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
     with one name, an extra that needs ``metrics:``) and OSError."""
@@ -184,7 +186,7 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     if replicas > 1:
         objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
     objects.update(_monitoring(config, names, extras, port))
-    return _write(config, out_dir, objects, image)
+    return _write(source or config.file, out_dir, objects, image)
 
 
 def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int | None
@@ -211,18 +213,18 @@ def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int |
     return out
 
 
-def _write(config: Config, out_dir: Path, objects: Mapping[str, list[dict[str, Any]]],
+def _write(source: str, out_dir: Path, objects: Mapping[str, list[dict[str, Any]]],
            image: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for file_name, docs in objects.items():
         path = out_dir / file_name
-        path.write_text(_HEADER.format(source=config.file) + dump_yaml(docs))
+        path.write_text(_HEADER.format(source=source) + dump_yaml(docs))
         written.append(path)
     kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                      "resources": list(objects), "images": [image_entry(image)]}
     path = out_dir / "kustomization.yaml"
-    path.write_text(_HEADER.format(source=config.file)
+    path.write_text(_HEADER.format(source=source)
                     + yaml.dump(kustomization, Dumper=_Dumper, sort_keys=False))
     return [*written, path]
 
