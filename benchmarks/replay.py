@@ -41,7 +41,7 @@ Reports the median and the minimum over ``--repeat`` runs of CPU microseconds pe
 (``time.process_time``, every thread), the variants interleaved run by run. The process is
 pinned to one CPU (``--cpu``, default 1), as ``run.py`` pins its contenders: unpinned, the
 reflector and the worker run on two cores and the figures also measure how their threads
-hand over the GIL (``--cpu -1``; BENCHMARKS.md "Round 4").
+hand over the GIL (``--cpu -1``; benchmarks/HISTORY.md "Round 4").
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     Contender("client-go", clientgo("--variant", "json"), ALL + ("scale",), native=True),
     Contender("client-go-protobuf", clientgo("--variant", "protobuf"),
               ("envtest", "envtest-latency"), native=True),
-    # Not in the default run: what slows a client-go contender down (BENCHMARKS.md, client-go).
+    # Not in the default run: what slows a client-go contender down (HISTORY.md, client-go).
     Contender("client-go-unpinned", clientgo("--variant", "json", "--no-pin"),
               ("events", "latency"), default=False, native=True),
     Contender("client-go-gomaxprocs2", clientgo("--variant", "json", "--gomaxprocs", "2"),
@@ -174,7 +174,7 @@ class HarnessPauses:
 
     ``spawn`` runs each contender with the harness's collector off (after a collection and a
     freeze), because its full collections over the server's retained history paused the
-    server for 50-170 ms, which was the latency workload's max and most of its p99 (BENCHMARKS.md,
+    server for 50-170 ms, which was the latency workload's max and most of its p99 (HISTORY.md,
     round 6); this records that no collection ran all the same."""
 
     def __init__(self) -> None:

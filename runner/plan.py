@@ -1,6 +1,6 @@
 """The compiled plan: everything about a config that can be checked without a cluster.
 
-The spine of every command (``../shared/DESIGN.md``, "The spine")::
+The spine of every command (``docs/architecture.md``, "One path for every command")::
 
     load(file) -> Config            YAML with marks, schema defaults, the frozen model
     plan(config, plugins) -> Plan   templates, actions, index functions, key mappers,

@@ -5,7 +5,7 @@ objects that all survive (an informer cache keeps them) and never form a referen
 CPython runs a generation-0 collection every so many net container allocations (and older
 generations after it), each walking every young object only to find it alive: a 10,000-pod
 LIST decodes 3-10x slower with the collector running (``benchmarks/decode.py``), and a
-100,000-Pod Replace ran two young collections of 150-180 ms each (BENCHMARKS.md, "Scale").
+100,000-Pod Replace ran two young collections of 150-180 ms each (benchmarks/HISTORY.md, round 3).
 Pausing changes no outcome; it defers the next collection until the block is done.
 
 Thread-safety: the pause may be entered on any number of threads at once, and nested. A

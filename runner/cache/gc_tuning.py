@@ -20,7 +20,7 @@ policy (``manage``), applied by the Manager before its informers start:
     thread allocated since, into the permanent generation. Measured
     (``benchmarks/replay.py``, 30,000 events of 9.1 KB): the collections' CPU went from
     0.16-0.65 s to 0.01-0.03 s, and the 1,000,000-event soak no longer freezes the hook's
-    cycles (``benchmarks/gc_soak.py``; BENCHMARKS.md "Round 4");
+    cycles (``benchmarks/gc_soak.py``; benchmarks/HISTORY.md "Round 4");
   * otherwise, young collections by the bytes decoded, not only by net allocations. CPython
     counts net allocations (``gc.get_count()[0]``) and a freed frozen object counts as a
     deallocation: in an informer's steady state every decoded update frees the frozen version

@@ -8,10 +8,10 @@ few hundred MB of fresh memory for a moment, which the kernel maps and zeroes pa
 top of the cache's own pages. Decoding item by item keeps that transient at the size of one
 item: for 10,000 podgen Pods of 9 KB in a fresh process, 148,000 -> 79,000 minor page faults
 and 0.54-1.09 -> 0.36-0.40 CPU-s (user + system); 10,000 Pods on kube-apiserver, 149,000 ->
-94,000 faults (BENCHMARKS.md, "Round 5"). Decoding the pieces as they are read
+94,000 faults (benchmarks/HISTORY.md, "Round 5"). Decoding the pieces as they are read
 (``ListDecoder``, fed by ``Transport.request_pieces``) also leaves out the body itself, which
-read whole is one more object of the body's size (BENCHMARKS.md, "Round 6"). Watch events are one
-object each already.
+read whole is one more object of the body's size (benchmarks/HISTORY.md, round 6). Watch
+events are one object each already.
 
 How, and why it is safe. An API server's JSON list is ``{..., "items":[{...},{...}], ...}``.
 The first ``"items":[`` of the body is the list's own field: the list's other fields (kind,

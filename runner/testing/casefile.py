@@ -1,6 +1,6 @@
 """The test file of ``kinrun test``: cases for one config, loaded and checked.
 
-A test file (``schemas/kinrun-test.schema.json`` is the truth; README "Testing a config")::
+A test file (``schemas/kinrun-test.schema.json`` is the truth; docs/testing.md)::
 
     apiVersion: kinrun.dev/v1alpha1
     kind: ControllerTest

@@ -3,7 +3,7 @@
 The binaries come from a ``KUBEBUILDER_ASSETS`` folder (the controller-runtime envtest
 convention: a folder holding ``kube-apiserver`` and ``etcd``); ``scripts/envtest-assets.sh``
 builds one on Debian 12. The server is started the way controller-runtime's envtest starts its
-control plane, with the flags that work for kube-apiserver v1.20 (see DESIGN.md, "Test tiers"):
+control plane, with the flags that work for kube-apiserver v1.20 (docs/architecture.md, tiers):
 token authentication (one admin token in ``system:masters``), RBAC, service-account keys made
 with the ``openssl`` CLI, the ServiceAccount admission plugin disabled, a self-signed serving
 certificate (the kubeconfig sets ``insecure-skip-tls-verify``). No controller-manager runs:

@@ -1,5 +1,5 @@
 """FaultProxy: an HTTP proxy on 127.0.0.1 between kinrun and a real kube-apiserver that injects
-faults on demand, for the soak tier (DESIGN.md, "Test tiers", 4).
+faults on demand, for the soak tier (docs/architecture.md, "Test tiers").
 
 kinrun talks plain HTTP to the proxy (its kubeconfig: ``write_kubeconfig``); the proxy
 terminates TLS towards the API server (which serves a self-signed certificate: not verified),

@@ -2,7 +2,7 @@
 
 Each case runs on a fresh embedded API server (``kinrun.testing.apiserver``) with a fixed
 seed and a clock (uids, timestamps, resourceVersions, generated names are reproducible),
-through the one path every command takes (``../shared/DESIGN.md``, "The spine")::
+through the one path every command takes (``docs/architecture.md``, "One path")::
 
     plan(config, plugins, clock=wall) .bind(RecordingClient(client)) \\
         .manager(clock=StepClock(), wrap=recorder.observe) .start(...)

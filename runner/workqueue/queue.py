@@ -69,7 +69,7 @@ class Queue:
     threads while the lock is still held: with a reflector adding and a worker taking on two
     cores, every acquire then met a lock handed to a thread waiting for the GIL, a lock
     convoy (239,000 context switches instead of 11,000 in ``benchmarks/replay.py``'s
-    templated variant, twice the CPU per event; BENCHMARKS.md "Round 4").
+    templated variant, twice the CPU per event; benchmarks/HISTORY.md "Round 4").
 
     Invariants (lock free):
       * an item is in ``_queue`` iff it is in ``_dirty`` and not in ``_processing``;

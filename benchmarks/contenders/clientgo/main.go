@@ -20,7 +20,7 @@
 //     the same at the first request: live heap bytes, what tracemalloc counts for Python;
 //     heap_inuse_bytes is HeapInuse (spans in use) likewise.
 //
-// Knobs for finding out what slows a client-go contender down (BENCHMARKS.md, "client-go"):
+// Knobs for finding out what slows a client-go contender down (benchmarks/HISTORY.md, "client-go"):
 //
 //	--variant json|protobuf   the rest.Config content type (protobuf: as kube-controller-manager)
 //	--qps Q --burst B         rest.Config QPS/Burst (default 1e6/1e6 as the kinrun contender;

@@ -121,7 +121,7 @@ def test_dict_attribute_reads_keep_jinja2_semantics():
     render = engine.template
     assert render("{{ d.name }}|{{ d._private }}|{{ d.nested.n }}").render({"d": data}) == "x|p|1"
     assert render("{{ d['items'] }}").render({"d": data}) == "[1, 2]"
-    # a dict-method name is the method, not the key (README: write obj['items'])
+    # a dict-method name is the method, not the key (docs/templates.md: write obj['items'])
     assert render("{{ d.items is callable }}|{{ d.nested.keys is callable }}").render(
         {"d": data}) == "True|True"
     assert render("{{ d.nested.keys() | list }}").render({"d": data}) == "['keys', 'n']"

@@ -81,8 +81,8 @@ def test_k_selecting_no_case_exits_5() -> None:
 def test_exit_5_is_documented() -> None:
     help_text = kinrun("test", "--help").stdout
     assert re.search(r"^\s+5\s+no case selected", help_text, re.M), help_text
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    [line] = [ln for ln in readme.splitlines() if ln.strip().startswith("kinrun test TESTFILE")]
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    [line] = [ln for ln in reference.splitlines() if ln.strip().startswith("kinrun test TESTFILE")]
     assert "5" in line.split("exit", 1)[1]
 
 
@@ -186,7 +186,7 @@ def test_render_gives_an_object_without_uid_a_placeholder(tmp_path: Path) -> Non
     assert (owner["name"], owner["uid"]) == ("gen", PLACEHOLDER)
 
 
-# -- 7. the command list matches the parsers (and README's CLI reference) -----------------------
+# -- 7. the command list matches the parsers (and the CLI reference, docs/cli.md) --------------
 
 
 def _options(command: str) -> list[tuple[str, ...]]:
@@ -214,8 +214,8 @@ def test_commands_help_and_readme_list_every_option(command: str) -> None:
             out.append(ln)
         return "\n".join(out)
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## CLI reference", 1)[1]
-    for text, start in ((cli.COMMANDS_HELP, command), (readme, f"kinrun {command}")):
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split("## Exit codes")[0]
+    for text, start in ((cli.COMMANDS_HELP, command), (reference, f"kinrun {command}")):
         block = entry(text, start)
         missing = [opts for opts in _options(command) if not any(
             re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", block) for opt in opts)]

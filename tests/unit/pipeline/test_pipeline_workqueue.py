@@ -196,7 +196,7 @@ def test_no_python_frame_runs_while_the_queue_lock_is_held():
     entered directly, not through the Condition's Python ``__enter__``/``__exit__``): a
     Python frame started under the lock is a point where the interpreter may hand the GIL to
     another thread, which then blocks on that lock (a lock convoy between a reflector and a
-    worker on two cores; BENCHMARKS.md "Round 4")."""
+    worker on two cores; benchmarks/HISTORY.md "Round 4")."""
     import sys
 
     q = Queue()
