@@ -90,7 +90,7 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         probes = _probes(config)
         shard = _shard(config, options)  # None: not sharded (or a dry run)
         manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run,
-                         probes=probes, log_fields=options.log_format == "json", shard=shard)
+                         probes=probes, log_fields=options.log_format in ("json", "zap"), shard=shard)
         if stop.is_set():
             return 0
         if manager.metrics is not None:
@@ -138,7 +138,7 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
         _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
                   len(manager.informers), len(manager.controllers))
         stop_reloading = _start_reloading(manager, options, probes, stop,
-                                          log_fields=options.log_format == "json")
+                                          log_fields=options.log_format in ("json", "zap"))
         stop.wait()
         _arm_exit_deadline()
         stop_reloading()
@@ -347,8 +347,8 @@ def _observers(bound: Any, probes: Probes | None, log_fields: bool) -> Any:
     if probes is not None:
         wraps.append(probes.wrap)
     if log_fields:
-        kinds = {spec.name: bound.refs[spec.primary].kind for spec in bound.config.controllers}
-        wraps.append(reconcile_log_fields(kinds.__getitem__))
+        refs = {spec.name: bound.refs[spec.primary] for spec in bound.config.controllers}
+        wraps.append(reconcile_log_fields(lambda c: refs[c].kind, lambda c: refs[c].group))
     if not wraps:
         return None
 

@@ -188,8 +188,9 @@ def _new(prog: str, description: str, epilog: str = EXIT_CODES_HELP) -> argparse
 def _add_log_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                         help="lowest level logged (default info)")
-    parser.add_argument("--log-format", default="text", choices=("text", "json"),
-                        help="text lines, or one JSON object per line (default text)")
+    parser.add_argument("--log-format", default="text", choices=("text", "json", "zap"),
+                        help="text lines, one JSON object per line, or JSON with "
+                             "controller-runtime's zap keys (default text)")
 
 
 def _run_parser() -> argparse.ArgumentParser:

@@ -275,10 +275,11 @@ class Controller:
             self.queue.add_after(key, float(result.delay or 0.0))
         elif kind == "permanent":
             self.queue.forget(key)
-            self.log.error("%s: reconcile %s failed permanently: %s", self.name, key, result.error)
+            self.log.error("%s: reconcile %s failed permanently: %s", self.name, key, result.error,
+                           extra={"_reconciler_error": result.error})
         elif result.delay is not None:
             self.log.info("%s: reconcile %s: retry in %.3fs: %s", self.name, key, result.delay,
-                          result.error)
+                          result.error, extra={"_reconciler_error": result.error})
             self.queue.add_after(key, result.delay)
         else:
             self._retry(key, result.error)
@@ -286,14 +287,15 @@ class Controller:
     def _retry(self, key: Any, err: BaseException | None) -> None:
         if self.queue.num_requeues(key) < self.max_retries:
             self.log.warning("%s: reconcile %s failed (will retry): %s", self.name, key,
-                             _one_line(err))
+                             _one_line(err), extra={"_reconciler_error": _one_line(err)})
             self.queue.add_rate_limited(key)
             return
         self.queue.forget(key)
         if self._on_drop is not None:
             self._on_drop(key)
         self.log.error("%s: dropping %s after %d retries: %s", self.name, key, self.max_retries,
-                       _one_line(err), exc_info=_traceback_worthy(err))
+                       _one_line(err), exc_info=_traceback_worthy(err),
+                       extra={"_reconciler_error": _one_line(err)})
 
 
 _REQUEUED, _RETRIED = Cause(REQUEUED), Cause(RETRIED)

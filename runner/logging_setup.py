@@ -17,6 +17,19 @@ so that the controller's lines about its outcome (``will retry``, ``retry in``, 
 ``failed permanently``), logged once the reconcile returned, carry them too; a worker thread
 logs nothing else between two reconciles. An ``extra=`` field of the same name yields to them.
 
+Zap (``--log-format zap``): one JSON object per record with the keys controller-runtime's
+zap logger writes, for pipelines built on them (kubebuilder operators): ``ts`` (ISO 8601, as
+``--zap-time-encoding=iso8601``), ``level`` (``debug``/``info``/``warn``/``error``),
+``logger``, ``caller`` (``module.py:line``), ``msg``, then during a reconcile ``controller``,
+``controllerGroup``, ``controllerKind``, ``<Kind>: {name, namespace}``, ``namespace``
+(omitted for a cluster-scoped object, never ``""``), ``name``, ``reconcileID``; ``error`` (an
+``extra={"error": ...}`` field, or the exception of ``exc_info``) and ``stacktrace``. Extra
+fields follow under their own names. A failed reconcile is an ``error`` record whose ``msg``
+is ``Reconciler error`` and whose ``error`` says why, as controller-runtime writes it
+(:data:`RECONCILER_ERROR`), with kinrun's own line (what happens next: a retry, a requeue
+after a delay, a drop) in ``detail``; the controller marks such records with
+``extra={"_reconciler_error": error}`` (underscored: the text and JSON formats skip it).
+
 Secrets: a core/v1 Secret passed as a ``%`` argument or an ``extra=`` field is printed with its
 values redacted (``kinrun.redact``), in both forms.
 """
@@ -37,7 +50,10 @@ from kinrun.redact import redact_value
 
 LEVELS = ("debug", "info", "warning", "error")
 _HANDLER_NAME = "kinrun.cli"
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "zap")
+RECONCILER_ERROR = "Reconciler error"
+"""The ``msg`` of a failed reconcile in the zap format (controller-runtime's)."""
+_ZAP_LEVELS = {"WARNING": "warn", "CRITICAL": "error"}
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
@@ -63,19 +79,23 @@ def new_reconcile_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def reconcile_log_fields(kind: str | Callable[[str], str]) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
+def reconcile_log_fields(kind: str | Callable[[str], str],
+                         group: str | Callable[[str], str] = ""
+                         ) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
     """A wrap ``(controller, reconcile) -> reconcile`` (``kinrun.bound``) that sets the
     reconcile fields (see the module docstring) of each call; ``kind``: the controller's
-    primary kind, ``kind(controller)`` when a callable."""
+    primary kind, ``kind(controller)`` when a callable; ``group``: its API group ("" core),
+    likewise."""
     def wrap(controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
         controller_kind = kind(controller) if callable(kind) else kind
+        controller_group = group(controller) if callable(group) else group
         fields_var, new_id = RECONCILE_FIELDS, new_reconcile_id
 
         def with_fields(key: Any, obj: Any, *args: Any) -> Any:
             namespace, _, name = str(key).rpartition("/")
             fields_var.set({"controller": controller, "kind": controller_kind,
-                            "namespace": namespace, "name": name, "key": key,
-                            "reconcileID": new_id()})
+                            "group": controller_group, "namespace": namespace, "name": name,
+                            "key": key, "reconcileID": new_id()})
             return reconcile(key, obj, *args)
         return with_fields
     return wrap
@@ -131,7 +151,8 @@ class JsonFormatter(logging.Formatter):
         fields = RECONCILE_FIELDS.get()
         if fields:
             for key, value in fields.items():
-                out.setdefault(key, value)
+                if key != "group":
+                    out.setdefault(key, value)
         for key, value in extra_fields(record).items():
             out.setdefault(key, value)
         if record.exc_info:
@@ -139,9 +160,51 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(out, default=str).decode()
 
 
+class ZapFormatter(logging.Formatter):
+    """One JSON object per record with controller-runtime's zap keys (module docstring)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "level": _ZAP_LEVELS.get(record.levelname, record.levelname.lower()),
+            "ts": _timestamp(record), "logger": record.name,
+            "caller": f"{record.module}.py:{record.lineno}", "msg": message(record)}
+        out.update(_zap_reconcile(RECONCILE_FIELDS.get()))
+        extra = extra_fields(record)
+        failed = getattr(record, "_reconciler_error", None)
+        if failed is not None:  # controller-runtime: every failed reconcile, at error
+            out.update(level="error", msg=RECONCILER_ERROR, error=str(failed),
+                       detail=message(record))
+        elif "error" in extra:
+            out["error"] = str(extra.pop("error"))
+        elif record.exc_info and record.exc_info[1] is not None:
+            out["error"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        for key, value in extra.items():
+            out.setdefault(key, value)
+        if record.exc_info:
+            out["stacktrace"] = self.formatException(record.exc_info)
+        return orjson.dumps(out, default=str).decode()
+
+
+def _zap_reconcile(fields: dict[str, Any] | None) -> dict[str, Any]:
+    """controller-runtime's reconcile keys from :data:`RECONCILE_FIELDS`: ``controller``,
+    ``controllerGroup``, ``controllerKind``, ``<Kind>: {name[, namespace]}``, ``namespace``
+    (only when there is one), ``name``, ``reconcileID``."""
+    if not fields:
+        return {}
+    kind, namespace, name = fields["kind"], fields["namespace"], fields["name"]
+    ref = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"controller": fields["controller"], "controllerGroup": fields.get("group", ""),
+            "controllerKind": kind, kind: ref, **({"namespace": namespace} if namespace else {}),
+            "name": name, "reconcileID": fields["reconcileID"]}
+
+
+_FORMATTERS: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json": JsonFormatter,
+                                                    "zap": ZapFormatter}
+
+
 def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> logging.Handler:
     """Route every ``logging`` record at ``level`` or above to ``stream`` (default stderr) in
-    ``fmt`` (text or json): sets the root level and adds one handler to the root logger,
+    ``fmt`` (text, json or zap): sets the root level and adds one handler to the root logger,
     replacing the handler of an earlier call (other handlers stay). Returns the handler.
     urllib3's own retry warnings ("Retrying (Retry(...)) after connection broken ...", three
     per failed connection) are shown only at ``debug``: kinrun logs each failure itself.
@@ -153,7 +216,7 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
     if fmt not in FORMATS:
         raise ValueError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(_FORMATTERS[fmt]())
     handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:

@@ -348,7 +348,7 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                replicas: int) -> dict[str, Any]:
     """The Deployment running kinrun (see the module docstring for what it sets)."""
     config_key = Path(config.file).name
-    args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "json"]
+    args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "zap"]  # controller-runtime keys
     if names.run_namespace:
         args += ["--namespace", names.run_namespace]
     probes, probe_args = probe_port(config)

@@ -26,7 +26,7 @@ class RunOptions:
     sent with ``dryRun=All``, persisting nothing, see ``kinrun.kube.Client``; no leader
     election); ``seeds``: YAML/JSON files of objects to load
     into the embedded server before start (only with ``embedded``); ``log_level``
-    (debug/info/warning/error) and ``log_format`` (text/json), already applied by the CLI;
+    (debug/info/warning/error) and ``log_format`` (text/json/zap), already applied by the CLI;
     ``drain_timeout``: ``--drain-timeout`` in seconds (None = not given; it overrides the
     file's ``shutdown.drainTimeout``, see :meth:`effective_drain_timeout`).
     """
@@ -39,7 +39,7 @@ class RunOptions:
     dry_run: bool = False
     seeds: tuple[Path, ...] = ()
     log_level: str = "info"
-    log_format: Literal["text", "json"] = "text"
+    log_format: Literal["text", "json", "zap"] = "text"
     drain_timeout: float | None = None
     shard_id: str | None = None  # --shard-id: this replica's name in a ring (kinrun.sharding)
 
