@@ -6,6 +6,9 @@ Names, labels and buckets are those Prometheus users and dashboards already know
   ``controller_runtime_reconcile_total{controller, result}`` (result ``success``, ``error``,
   ``requeue``, ``requeue_after``), ``controller_runtime_reconcile_errors_total{controller}``,
   ``controller_runtime_terminal_reconcile_errors_total{controller}`` (kinrun's PermanentError),
+  ``controller_runtime_reconcile_panics_total{controller}`` (controller-runtime counts
+  recovered panics; kinrun counts a reconcile that failed with an exception that is not a
+  kinrun error: a hook's own bug, a ``SystemExit`` a hook raised, or kinrun's),
   ``controller_runtime_reconcile_time_seconds{controller}`` (histogram, its buckets),
   ``controller_runtime_max_concurrent_reconciles{controller}`` (``workers``),
   ``controller_runtime_active_workers{controller}`` (reconciles running now); and the process
@@ -32,7 +35,10 @@ Names, labels and buckets are those Prometheus users and dashboards already know
   ``kinrun_config_last_reload_success_timestamp_seconds``,
   ``kinrun_config_reloads_total{result}`` and ``kinrun_config_info{hash, state}``.
 
-Each Metrics object has its own registry, so several managers (tests) never collide.
+Each Metrics object has its own registry, so several managers (tests) never collide. No
+``*_created`` series are exported (prometheus-client writes one per counter and histogram
+child by default; Go's client and controller-runtime write none): creating a Metrics calls
+``prometheus_client.disable_created_metrics()``, which is process-wide.
 ``serve`` answers ``/metrics`` only (404 elsewhere, see ``kinrun.probes.Endpoint``).
 
 Thread-safety: every method is thread-safe (prometheus-client's metrics are).
@@ -46,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, Histogram,
-                               PlatformCollector, ProcessCollector)
+                               PlatformCollector, ProcessCollector, disable_created_metrics)
 from prometheus_client.exposition import choose_encoder
 
 from kinrun.errors import KinrunError
@@ -91,6 +97,7 @@ class Metrics:
     """
 
     def __init__(self) -> None:
+        disable_created_metrics()  # as Go's client: no *_created series
         r = self.registry = CollectorRegistry()
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
@@ -98,6 +105,10 @@ class Metrics:
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller", ["controller"], registry=r)
+        self.reconcile_panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller (kinrun: failures with an "
+            "exception that is not a kinrun error)", ["controller"], registry=r)
         self.terminal_reconcile_errors = Counter(
             "controller_runtime_terminal_reconcile_errors_total",
             "Total number of terminal reconciliation errors per controller", ["controller"],
@@ -266,6 +277,7 @@ class Metrics:
                  for result in ("success", "error", "requeue", "requeue_after")}
         errors = self.reconcile_errors.labels(controller)
         terminal = self.terminal_reconcile_errors.labels(controller)
+        panics = self.reconcile_panics.labels(controller)
         seconds = self.reconcile_time.labels(controller)
         active = self.active_workers.labels(controller)
 
@@ -277,6 +289,7 @@ class Metrics:
             except Exception:
                 seconds.observe(time.perf_counter() - start)
                 errors.inc()
+                panics.inc()  # escaped the reconcile itself
                 total["error"].inc()
                 raise
             finally:
@@ -287,6 +300,8 @@ class Metrics:
                 errors.inc()
                 if getattr(outcome, "outcome", None) == "permanent":
                     terminal.inc()
+                if _is_panic(getattr(outcome, "error", None)):
+                    panics.inc()
             total[result].inc()
             return outcome
         return wrapper
@@ -405,3 +420,10 @@ class _ReflectorCounters:
     def watch_restarted(self, name: str, reason: str) -> None:
         """``kinrun_informer_watch_restarts_total``."""
         self._m.informer_watch_restarts.labels(name, reason).inc()
+
+
+def _is_panic(error: BaseException | None) -> bool:
+    """Whether a failed reconcile's ``error`` is what controller-runtime would have seen as a
+    panic: not one of kinrun's own errors (an API answer, an action or template error, a
+    PermanentError/TemporaryError a hook raised on purpose)."""
+    return error is not None and not isinstance(error, KinrunError)
