@@ -11,7 +11,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
      "redact"),                                            # Secret values kept out of output
     ("cache", "workqueue"),                                # the client-go informer pipeline
-    ("kube", "hooks"),                                     # the official client; the hookspecs
+    ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
+                                                           # serving certificates
     ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its
      "crds"),                                              # files; the Jinja2 sandbox; CRD
                                                            # files read offline
