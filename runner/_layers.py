@@ -17,8 +17,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "crds"),                                              # files; the Jinja2 sandbox; CRD
                                                            # files read offline
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
-    ("reconcile", "controller", "schedule", "sharding"),   # one key's reconcile; the workers;
-                                                           # cron schedules; a ring's replicas
+    ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;
+     "admission"),                                         # cron schedules; a ring's replicas;
+                                                           # admission webhooks
     ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
                                                            # the RBAC a plan needs; reload
     ("testing",),                                          # embedded API server, fault proxy

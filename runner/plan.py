@@ -36,6 +36,7 @@ from kinrun.config import metadata_only
 from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
                                  WatchSpec)
 from kinrun.errors import ConfigError
+from kinrun.admission import AdmissionProgram, compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.predicates import PREDICATES
@@ -132,6 +133,7 @@ class Plan:
     informers: Mapping[str, InformerPlan]
     controllers: tuple[ControllerPlan, ...]
     sharded: Mapping[str, str] = field(default_factory=dict)
+    admission: AdmissionProgram | None = None  # ``admission:`` compiled (kinrun.admission)
 
     def controller(self, name: str) -> ControllerPlan:
         """The controller called ``name``; KeyError if none."""
@@ -171,7 +173,8 @@ def plan(config: Config, plugin_manager: Any = None, *,
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
-    return Plan(config, pm, engine, informers, controllers, sharded_informers(config))
+    return Plan(config, pm, engine, informers, controllers, sharded_informers(config),
+                compile_admission(config.admission, engine))
 
 
 # -- informers --------------------------------------------------------------------------------

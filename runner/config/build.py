@@ -21,6 +21,7 @@ from kinrun.config.model import ReloadSpec
 from kinrun.config.model import VarSpec
 from kinrun.config.model import ScheduleSpec
 from kinrun.config.model import ShardingSpec
+from kinrun.config.model import AdmissionRuleSpec, AdmissionSpec, WebhookSpec
 from kinrun.config.model import EventsSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
 from kinrun.config.paths import resolve_path
@@ -52,6 +53,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         cluster=_cluster(ctx, data.get("cluster") or {}),
         plugins=tuple(data.get("plugins") or ()),
         crds=tuple(data.get("crds") or ()),
+        admission=_admission(ctx, data["admission"]) if data.get("admission") else None,
         templates=_templates(data.get("templates") or {}),
         informers=FrozenMap({name: _informer(ctx, name, spec)
                              for name, spec in data["informers"].items()}),
@@ -67,6 +69,42 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         rbac=_rbac(ctx, data.get("rbac") or {}),
         sharding=_sharding(data["sharding"]) if data.get("sharding") is not None else None,
     )
+
+
+def _admission(ctx: _Ctx, data: dict[str, Any]) -> AdmissionSpec:
+    """``admission:``; paths relative to the config's folder; keys left out take the schema's
+    defaults."""
+    certs = data.get("certificates") or {}
+    cert_dir = certs.get("directory")
+    return AdmissionSpec(
+        webhooks=tuple(_webhook(ctx, i, w) for i, w in enumerate(data["webhooks"])),
+        port=_get(data, "admission", "port"), address=_get(data, "admission", "address"),
+        service_name=data.get("serviceName"),
+        cert_dir=str(resolve_path(cert_dir, ctx.base_dir)) if cert_dir else None,
+        cert_secret=(certs.get("selfSigned") or {}).get("secretName"))
+
+
+def _webhook(ctx: _Ctx, i: int, data: dict[str, Any]) -> WebhookSpec:
+    path: PathKey = ("admission", "webhooks", i)
+    return WebhookSpec(
+        name=data["name"], type=data["type"], rules=freeze(data["rules"]),
+        namespace_selector=freeze(data.get("namespaceSelector")),
+        object_selector=freeze(data.get("objectSelector")),
+        failure_policy=_get(data, "webhook", "failurePolicy"),
+        timeout_seconds=_get(data, "webhook", "timeoutSeconds"),
+        validate=tuple(_admission_rule(ctx, (*path, "validate", j), r)
+                       for j, r in enumerate(data.get("validate") or ())),
+        mutate=tuple(_admission_rule(ctx, (*path, "mutate", j), r)
+                     for j, r in enumerate(data.get("mutate") or ())),
+        location=ctx.at(path))
+
+
+def _admission_rule(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> AdmissionRuleSpec:
+    return AdmissionRuleSpec(
+        name=data.get("name") or f"{path[-2]}[{path[-1]}]", when=data.get("when"),
+        deny=data.get("deny"), field=data.get("field"), warn=data.get("warn"),
+        merge_patch=data.get("mergePatch"), json_patch=data.get("jsonPatch"),
+        location=ctx.at(path))
 
 
 def _sharding(data: dict[str, Any]) -> ShardingSpec:

@@ -436,6 +436,63 @@ class ProbesSpec:
 
 
 @dataclass(frozen=True)
+class AdmissionRuleSpec:
+    """One rule of a webhook (``kinrun.admission``): ``when`` (an expression or None = always),
+    ``deny`` / ``field`` / ``warn`` / ``merge_patch`` / ``json_patch`` (template sources or
+    None), ``name`` (given, else ``validate[i]``/``mutate[i]``), ``location`` (the list item;
+    a template's errors name it)."""
+
+    name: str
+    when: str | None = None
+    deny: str | None = None
+    field: str | None = None
+    warn: str | None = None
+    merge_patch: str | None = None
+    json_patch: str | None = None
+    location: Location = _NOWHERE
+
+
+@dataclass(frozen=True)
+class WebhookSpec:
+    """One admission webhook: ``name`` (its DNS name and path), ``type`` (``validating`` or
+    ``mutating``), ``rules`` (the API server's RuleWithOperations, as written),
+    ``namespace_selector``/``object_selector`` (label selectors as written, or None),
+    ``failure_policy``, ``timeout_seconds``, ``validate``/``mutate`` (the rules, in order),
+    ``location``. Defaults: the schema's ``webhook``."""
+
+    name: str
+    type: str
+    rules: tuple[Any, ...]
+    namespace_selector: Any = None
+    object_selector: Any = None
+    failure_policy: str = _d("webhook", "failurePolicy")
+    timeout_seconds: int = _d("webhook", "timeoutSeconds")
+    validate: tuple[AdmissionRuleSpec, ...] = ()
+    mutate: tuple[AdmissionRuleSpec, ...] = ()
+    location: Location = _NOWHERE
+
+    @property
+    def path(self) -> str:
+        """The URL path the API server posts AdmissionReviews to."""
+        return f"/{'mutate' if self.type == 'mutating' else 'validate'}/{self.name}"
+
+
+@dataclass(frozen=True)
+class AdmissionSpec:
+    """``admission:``: the HTTPS webhook server (``port``, ``address``, ``service_name`` or
+    None = the manifests' default), where its certificate comes from (``cert_dir``: a mounted
+    folder, or None = self-signed, shared through Secret ``cert_secret`` or None = the
+    default name), and ``webhooks``. Defaults: the schema's ``admission``."""
+
+    webhooks: tuple[WebhookSpec, ...]
+    port: int = _d("admission", "port")
+    address: str = _d("admission", "address")
+    service_name: str | None = None
+    cert_dir: str | None = None
+    cert_secret: str | None = None
+
+
+@dataclass(frozen=True)
 class GCSpec:
     """The main job's use of kinrun's GC policy (``kinrun.cache.gc_tuning``):
     ``collect_frozen_every`` seconds between collections of the cyclic garbage the policy froze
@@ -525,6 +582,7 @@ class Config:
     rbac: RbacSpec = field(default_factory=RbacSpec)
     sharding: ShardingSpec | None = None  # None: not sharded (``sharding:`` omitted)
     crds: tuple[str, ...] = ()  # CRD files/folders as written (``kinrun.crds``), for rbac
+    admission: AdmissionSpec | None = None  # None: no webhook server (``admission:`` omitted)
 
     def plugin_files(self) -> FrozenMap:
         """Plugin spec -> absolute file path, for the specs that are files (``./hooks.py``)."""
