@@ -14,10 +14,13 @@ import difflib
 import functools
 import importlib.resources
 import json
+import math
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
+from kinrun.durations import parse_duration
 from kinrun.errors import ConfigError
 
 if TYPE_CHECKING:  # imported by _validator(): readers of the defaults (the library) skip it
@@ -65,9 +68,45 @@ def action_default(kind: str, field: str) -> Any:
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
+    return validator_class()(load_schema())
+
+
+@functools.cache
+def validator_class() -> type[jsonschema.protocols.Validator]:
+    """Draft 2020-12 with kinrun's bounds: a ``number`` is finite (JSON has no NaN or infinity;
+    YAML's ``.nan``/``.inf`` load as floats), and ``x-kinrun-duration: true`` refuses durations
+    longer than ``kinrun.durations.MAX_DURATION`` (strings with ``{{`` are templates, left to
+    their render)."""
     import jsonschema
 
-    return jsonschema.Draft202012Validator(load_schema())
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "number", lambda c, v: base.TYPE_CHECKER.is_type(v, "number") and _finite(v))
+    return jsonschema.validators.extend(base, {"x-kinrun-duration": _duration_keyword},
+                                        type_checker=checker)
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def _duration_keyword(validator: Any, enabled: Any, instance: Any, schema: dict[str, Any]) -> Any:
+    """Yield the error of a duration that parses but is out of range (the ``type``, ``minimum``
+    and ``pattern`` keywords report every other mistake)."""
+    if not enabled or isinstance(instance, bool) or not isinstance(instance, (int, float, str)):
+        return
+    pattern = schema.get("pattern")
+    if isinstance(instance, str) and (pattern is None or "{{" in instance
+                                      or not re.search(pattern, instance)):
+        return
+    if isinstance(instance, (int, float)) and not (_finite(instance) and instance >= 0):
+        return
+    try:
+        parse_duration(instance)
+    except ValueError as exc:
+        import jsonschema
+
+        yield jsonschema.ValidationError(str(exc))
 
 
 def validate(loaded: LoadedYaml) -> list[ConfigError]:
@@ -187,7 +226,7 @@ def _type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):
-        return "number"
+        return "number" if _finite(value) else "a number that is not finite"
     if isinstance(value, str):
         return "string"
     return "list" if isinstance(value, list) else "mapping"

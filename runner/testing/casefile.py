@@ -60,7 +60,7 @@ def test_schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(test_schema())
+    return config_schema.validator_class()(test_schema())
 
 
 # -- the model --------------------------------------------------------------------------------
