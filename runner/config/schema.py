@@ -186,7 +186,8 @@ _SIMPLE: dict[str, Callable[[Any, Any], str]] = {
     "const": lambda v, a: f"{show(v)} is not allowed: expected {show(a)}",
     "uniqueItems": lambda v, a: f"{show(v)} has duplicate items",
     "type": lambda v, a: (f"{show(v)} is not of type {' or '.join(a if isinstance(a, list) else [a])}"
-                          f" (it is {_type_name(v)})"),
+                          f" (it is {_type_name(v)})") if _finite(v) else
+    f"{_yaml_float(v)} is not a finite number (JSON, and so kinrun, has no NaN or infinity)",
 }
 
 
@@ -220,13 +221,17 @@ def _choice_message(instance: Any, branches: list[dict[str, Any]]) -> str:
     return f"needs exactly one of {listed} (found {', '.join(found) if found else 'none'})"
 
 
+def _yaml_float(value: float) -> str:
+    return ".nan" if value != value else (".inf" if value > 0 else "-.inf")
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):
-        return "number" if _finite(value) else "a number that is not finite"
+        return "number"
     if isinstance(value, str):
         return "string"
     return "list" if isinstance(value, list) else "mapping"
