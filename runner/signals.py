@@ -55,7 +55,7 @@ import traceback
 from collections.abc import Callable
 from types import FrameType
 
-from kinrun.threads import SupervisedThread
+from kinrun.threads import SupervisedThread, SupervisedTimer
 
 _log = logging.getLogger("kinrun")
 
@@ -291,7 +291,8 @@ class StopSignals:
 
     def _arm_locked(self) -> None:
         if self._deadline is None:
-            self._deadline = threading.Timer(self._exit_bound, self._overdue, (self._exit_bound,))
+            self._deadline = SupervisedTimer(self._exit_bound, self._overdue, (self._exit_bound,),
+                                             name="kinrun-exit-deadline")
             self._deadline.daemon = True
             self._deadline.start()
 

@@ -89,12 +89,32 @@ class SupervisedThread(threading.Thread):
 
     def run(self) -> None:
         """The target, watched: an exception ending it is logged and recorded, not raised."""
-        try:
-            super().run()
-        except BaseException as exc:  # noqa: BLE001 - every death is reported, SystemExit too
-            self._deaths.record(self.name, exc)
-            _log.error("thread %s died: %s: %s (what it did has stopped: /healthz fails until "
-                       "kinrun restarts)", self.name, type(exc).__name__, exc, exc_info=exc)
+        _watched(self.name, super().run, self._deaths)
+
+
+class SupervisedTimer(threading.Timer):
+    """``threading.Timer(interval, function, args, kwargs)`` (seconds) with a ``name``, whose
+    death is logged and recorded as a SupervisedThread's (``cancel()`` as Timer's)."""
+
+    def __init__(self, interval: float, function: Callable[..., Any],
+                 args: Iterable[Any] | None = None, kwargs: Mapping[str, Any] | None = None, *,
+                 name: str, deaths: Deaths | None = None) -> None:
+        super().__init__(interval, function, args, kwargs)
+        self.name = name
+        self._deaths = deaths if deaths is not None else DEATHS
+
+    def run(self) -> None:
+        """Wait, then the function, watched (see SupervisedThread.run)."""
+        _watched(self.name, super().run, self._deaths)
+
+
+def _watched(name: str, run: Callable[[], None], deaths: Deaths) -> None:
+    try:
+        run()
+    except BaseException as exc:  # noqa: BLE001 - every death is reported, SystemExit too
+        deaths.record(name, exc)
+        _log.error("thread %s died: %s: %s (what it did has stopped: /healthz fails until "
+                   "kinrun restarts)", name, type(exc).__name__, exc, exc_info=exc)
 
 
 def health_check(deaths: Deaths | None = None) -> Callable[[], list[str]]:

@@ -12,7 +12,7 @@ import pytest
 from kinrun import threads
 from kinrun.config import load_text
 from kinrun.probes import Probes
-from kinrun.threads import Deaths, SupervisedThread, health_check
+from kinrun.threads import Deaths, SupervisedThread, SupervisedTimer, health_check
 
 RUNNER = Path(__file__).parents[2] / "runner"
 
@@ -54,6 +54,15 @@ def test_the_health_check_reports_deaths_after_it_was_made() -> None:
     assert check() == ["thread reflector-pods died: OverflowError (see the log)"]
 
 
+def test_a_timer_that_dies_is_recorded() -> None:
+    """SupervisedTimer: a function that raises after the interval is a death too."""
+    deaths = Deaths()
+    timer = SupervisedTimer(0, boom, name="kinrun-exit-deadline", deaths=deaths)
+    timer.start()
+    timer.join()
+    assert [d.name for d in deaths.since(0)] == ["kinrun-exit-deadline"]
+
+
 def test_a_thread_that_returns_is_no_death() -> None:
     """A target that returns ends the thread normally: nothing recorded."""
     deaths = Deaths()
@@ -88,10 +97,10 @@ def test_the_run_registers_the_dead_thread_check(caplog) -> None:
 
 
 def thread_calls(path: Path) -> list[int]:
-    """Lines of ``threading.Thread(...)`` calls in a module."""
+    """Lines of ``threading.Thread(...)`` and ``threading.Timer(...)`` calls in a module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute) and node.func.attr == "Thread"
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("Thread", "Timer")
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "threading"]
 
 
