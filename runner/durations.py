@@ -28,7 +28,6 @@ DURATION_HINT = "write 500ms, 30s, 10m, 1h, 1m30s, or a number of seconds"
 
 MAX_DURATION = 87600 * 3600.0
 """The longest duration kinrun accepts, in seconds (87600h: ten 365-day years)."""
-MAX_DURATION_TEXT = "87600h"
 
 
 def is_duration(value: object) -> bool:
@@ -98,3 +97,7 @@ def format_duration(seconds: float) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts)
+
+
+MAX_DURATION_TEXT = format_duration(MAX_DURATION)
+"""MAX_DURATION as configs write it: ``87600h``."""

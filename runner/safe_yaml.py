@@ -20,8 +20,9 @@ recursion) and refuses, with a :class:`YamlLimitError` at the offending position
   has no cycles.
 
 A document without aliases is never refused for its size: its cost is linear in its length,
-bounded by whoever reads it. The limits are written here once and documented in docs/limits.md;
-kube-apiserver answers 400 to the same documents (go-yaml limits alias expansion the same way).
+bounded by whoever reads it. The limits are written here once and documented in docs/limits.md.
+kube-apiserver answers 400 to such documents too (go-yaml, which it decodes YAML with, refuses
+"excessive aliasing" and very deep nesting, with its own thresholds).
 
 :func:`load` and :func:`load_all` check, then load with the given loader class (default PyYAML's
 C ``CSafeLoader`` when built, else ``SafeLoader``); loaders that build their own tree from nodes

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kinrun.config import Config, ConfigErrors, load_text
+from kinrun.plan import plan
 from kinrun.safe_yaml import MAX_ALIAS_NODES, MAX_DEPTH
 
 ROOT = Path(__file__).parents[3]
@@ -110,7 +111,8 @@ def test_the_base_config_loads() -> None:
 
 @pytest.mark.parametrize(("text",), [pytest.param(t, id=i) for i, t in mutants(300)])
 def test_a_mutant_loads_or_gives_one_line_errors_with_file_and_line(text: str) -> None:
-    """Each mutant is a Config or ConfigErrors, each error one line with file:line."""
+    """Each mutant is a Config that plans (what ``kinrun validate`` runs), or ConfigErrors,
+    each error one line with file:line."""
     try:
         config = load_text(text, file="m.yaml")
     except ConfigErrors as exc:
@@ -119,6 +121,7 @@ def test_a_mutant_loads_or_gives_one_line_errors_with_file_and_line(text: str) -
             assert "\n" not in str(error) and len(str(error)) < 400, str(error)[:500]
     else:
         assert isinstance(config, Config)
+        plan(config)
 
 
 @pytest.mark.parametrize("slot", DURATIONS)
