@@ -9,7 +9,8 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
-     "redact"),                                            # Secret values kept out of output
+     "redact", "threads", "safe_yaml"),                    # Secret values kept out of output;
+                                                           # supervised threads; bounded YAML
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates

@@ -49,6 +49,7 @@ from kinrun.logging_setup import reconcile_log_fields
 from kinrun.plan import Plan, plan
 from kinrun.config import load
 from kinrun.config.paths import is_plugin_path
+from kinrun import safe_yaml, threads
 
 if TYPE_CHECKING:  # imported where used: only a config that asks for them pays their import
     from kinrun.metrics import Metrics  # prometheus_client
@@ -204,7 +205,7 @@ def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | Non
         watcher.set_paths(files())  # the plugin files of the config in force
         return watcher.changed()
     watching = signals.current()
-    thread = threading.Thread(target=reloader.run, name="kinrun-reload", daemon=True,
+    thread = threads.SupervisedThread(target=reloader.run, name="kinrun-reload", daemon=True,
                               args=(ended, wake, changed, spec.poll_interval, take_hup))
     thread.start()
     if watching is not None:
@@ -312,7 +313,9 @@ def _probes(config: Config) -> Probes | None:
         return None
     from kinrun.probes import Probes
 
-    return Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
+    probes = Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
+    probes.add_health_check(threads.health_check())  # a background thread that died
+    return probes
 
 
 def _serve_probes(probes: Probes, config: Config, manager: Manager,
@@ -400,7 +403,7 @@ def load_seed_file(path: Path) -> list[dict]:
     flattened. Raises ConfigError naming the file (and line) for bad YAML or a document that
     is not an object with apiVersion, kind and metadata.name."""
     try:
-        docs = list(yaml.safe_load_all(Path(path).read_text()))
+        docs = safe_yaml.load_all(Path(path).read_text())
     except OSError as exc:
         raise ConfigError(f"cannot read seed file: {exc.strerror}", file=str(path)) from exc
     except yaml.YAMLError as exc:

@@ -552,9 +552,10 @@ def _pick_controller(config: Any, name: str | None) -> Any:
 
 def _read_object(path: str, flag: str) -> dict[str, Any]:
     import yaml
+    from kinrun import safe_yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

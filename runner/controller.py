@@ -22,6 +22,7 @@ from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import KinrunError
 from kinrun.reconcile import (ADDED, DELETION, MAPPED, REQUEUED, RESYNC, RETRIED, UPDATED, Cause,
                               Result)
+from kinrun.threads import SupervisedThread
 from kinrun.workqueue import RateLimitingInterface
 
 Reconcile = Callable[..., "Result | float | None"]
@@ -103,7 +104,7 @@ class Controller:
         if self._threads:
             return
         for i in range(self.workers):
-            thread = threading.Thread(target=self._worker, name=f"{self.name}-worker-{i}", daemon=True)
+            thread = SupervisedThread(target=self._worker, name=f"{self.name}-worker-{i}", daemon=True)
             self._threads.append(thread)
             thread.start()
 
@@ -225,7 +226,7 @@ class Controller:
                 self.workers = successor.workers
                 if self._threads and more > 0:
                     for i in range(more):
-                        thread = threading.Thread(
+                        thread = SupervisedThread(
                             target=self._worker, daemon=True,
                             name=f"{self.name}-worker-{len(self._threads) + i}")
                         self._threads.append(thread)

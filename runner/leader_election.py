@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.errors import ApiError, ConflictError, NotFoundError
+from kinrun.threads import SupervisedThread
 
 _log = logging.getLogger("kinrun.leader_election")
 
@@ -118,7 +119,7 @@ class LeaderElector:
         while not stop.is_set():
             if self._try_acquire_or_renew():
                 _log.info("became leader (lease %s/%s)", self.spec.namespace, self.spec.lease_name)
-                self._thread = threading.Thread(target=self._renew_loop, name="leader-renew",
+                self._thread = SupervisedThread(target=self._renew_loop, name="leader-renew",
                                                 daemon=True)
                 self._thread.start()
                 return True

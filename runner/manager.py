@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
 from kinrun.config.model import Config
+from kinrun.threads import SupervisedThread
 
 if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
     from kinrun.metrics import Metrics
@@ -203,7 +204,7 @@ class Manager:
     def _start_collecting_frozen(self, period: float) -> None:
         if period > 0 and self._gc_thread is None:
             self._gc_stop.clear()
-            self._gc_thread = threading.Thread(
+            self._gc_thread = SupervisedThread(
                 target=self._collect_frozen_every, args=(period,),
                 name="kinrun-gc-collect-frozen", daemon=True)
             self._gc_thread.start()

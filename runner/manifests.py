@@ -51,6 +51,7 @@ from typing import Any
 import yaml
 
 from kinrun import __version__
+from kinrun import safe_yaml
 from kinrun.app import EXIT_SLACK
 from kinrun.config.model import Config
 from kinrun.errors import ConfigError
@@ -276,7 +277,7 @@ def config_files(config: Config, warn: Callable[[str], None]) -> dict[str, str]:
             raise ConfigError(f"two files named {key} cannot share the ConfigMap",
                               file=config.file, path="plugins")
         files[key] = Path(path).read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = safe_yaml.load(text)
     cluster = data.get("cluster") or {}
     if plugin_paths or "kubeconfig" in cluster or "context" in cluster:
         if data.get("plugins"):

@@ -149,6 +149,7 @@ class Probes:
         self._running: dict[int, tuple[str, Any, float]] = {}  # thread -> (controller, key, start)
         self._standby: str | None = None  # "ns/name" of the Lease waited for, or None
         self._waiting: Callable[[], Mapping[str, str]] = dict  # informer -> why it waits
+        self._checks: list[Callable[[], list[str]]] = []  # more /healthz checks (add_health_check)
         self._endpoint = Endpoint({"/healthz": self._healthz_route,
                                    "/readyz": self._readyz_route}, "probes")
 
@@ -164,6 +165,11 @@ class Probes:
         """Report the informers ``waiting()`` names (informer -> why: its kind is not served
         yet) as not ready (a Manager's ``waiting_informers``)."""
         self._waiting = waiting
+
+    def add_health_check(self, check: Callable[[], list[str]]) -> None:
+        """Fail ``/healthz`` while ``check()`` returns failure lines (each shown as ``[-]LINE``;
+        [] when healthy), such as ``kinrun.threads.health_check()``: a thread that died."""
+        self._checks.append(check)
 
     def standby(self, lease: str | None) -> None:
         """Waiting for the Lease ``lease`` ("ns/name"): ready, and says so; None: leading (or
@@ -196,6 +202,7 @@ class Probes:
             if now - started > self.stuck_reconcile_after:
                 failures.append(f"[-]reconcile {controller} {key}: running for "
                                 f"{now - started:.0f}s (limit {self.stuck_reconcile_after:.0f}s)")
+        failures += [f"[-]{line}" for check in list(self._checks) for line in check()]
         if failures:
             return False, "healthz check failed\n" + "\n".join(failures) + "\n"
         return True, "ok\n"

@@ -62,6 +62,7 @@ from typing import Any
 
 import yaml
 
+from kinrun import safe_yaml
 from kinrun.config.model import Config, InformerSpec, Location, RbacRuleSpec, thaw
 from kinrun.crds import CrdSet
 from kinrun.errors import ConfigError
@@ -537,7 +538,7 @@ def _document_fields(manifest: Any) -> Mapping[str, Any] | None:
     elif isinstance(manifest, str):
         text, exprs = _tokenized(manifest)
         try:
-            doc = yaml.safe_load(text)
+            doc = safe_yaml.load(text)
         except yaml.YAMLError as exc:
             raise _Unknown(f"its manifest cannot be read without rendering it ({exc})") from None
         doc = _untokenize(doc, exprs)
@@ -562,7 +563,7 @@ def _children_fields(manifests: Any) -> list[Mapping[str, Any]]:
         raise _Unknown("its manifests are neither a list nor a template")
     text, exprs = _tokenized(manifests)
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = safe_yaml.load_all(text)
     except yaml.YAMLError as exc:
         raise _Unknown(f"its manifests cannot be read without rendering them ({exc})") from None
     out = []

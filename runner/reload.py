@@ -471,7 +471,8 @@ class Reloader:
         if self.metrics is not None:
             self.metrics.reload_failed(content)
         if content != self._failed_hash or force:  # one record per error line: the text
-            lines = str(exc).splitlines() or [repr(exc)]  # log format keeps records on one line
+            lines = str(exc).splitlines() or [  # log format keeps records on one line
+                f"{type(exc).__name__} while reloading {', '.join(map(str, self._files()))}"]
             _log.error("config reload (%s) failed; still running the previous config "
                        "(hash %s): %s", reason, self.hash[:12],
                        lines[0] if len(lines) == 1 else f"{len(lines)} error lines follow")

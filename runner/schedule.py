@@ -26,6 +26,7 @@ import zoneinfo
 from collections.abc import Callable, Iterable
 
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.threads import SupervisedThread
 
 MAX_WAIT = 60.0
 """Seconds the scheduler waits at most before it reads the wall clock again (a wall clock that
@@ -151,7 +152,7 @@ class Scheduler:
         if self._thread is not None:
             return
         first = self.schedule.next_after(self._wall())
-        self._thread = threading.Thread(target=self._run, args=(first,),
+        self._thread = SupervisedThread(target=self._run, args=(first,),
                                         name=f"{self.name}-schedule", daemon=True)
         self._thread.start()
         self.log.info("%s: schedule %s, next at %s", self.name, self.schedule,

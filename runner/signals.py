@@ -55,6 +55,8 @@ import traceback
 from collections.abc import Callable
 from types import FrameType
 
+from kinrun.threads import SupervisedThread, SupervisedTimer
+
 _log = logging.getLogger("kinrun")
 
 SECOND_SIGNAL_GRACE = 1.0
@@ -149,7 +151,7 @@ class StopSignals:
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._wfd, False)
         os.set_blocking(self._rfd, False)  # read by the signal thread and by attach
-        self._thread = threading.Thread(target=self._read_pipe, name="kinrun-signals", daemon=True)
+        self._thread = SupervisedThread(target=self._read_pipe, name="kinrun-signals", daemon=True)
         self._thread.start()
         self._previous = {sig: signal.signal(sig, self.handle) for sig in HANDLED_SIGNALS}
 
@@ -289,7 +291,8 @@ class StopSignals:
 
     def _arm_locked(self) -> None:
         if self._deadline is None:
-            self._deadline = threading.Timer(self._exit_bound, self._overdue, (self._exit_bound,))
+            self._deadline = SupervisedTimer(self._exit_bound, self._overdue, (self._exit_bound,),
+                                             name="kinrun-exit-deadline")
             self._deadline.daemon = True
             self._deadline.start()
 

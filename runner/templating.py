@@ -431,7 +431,9 @@ def to_json(value: Any, indent: int | None = None, sort_keys: bool = False) -> s
 
 def from_yaml(text: str) -> Any:
     """Parse one YAML document (safe loader; libyaml's when available)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    from kinrun import safe_yaml  # its alias and depth limits (kinrun.safe_yaml)
+
+    return safe_yaml.load(text)
 
 
 def from_json(text: str) -> Any:

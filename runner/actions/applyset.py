@@ -57,6 +57,7 @@ from typing import Any
 import yaml
 
 from kinrun import __version__
+from kinrun import safe_yaml
 from kinrun.actions.kinds import (
     CheckError, Scope, Target, _bool, _set_namespace, _options, _setting, check_manifest,
     compile_tree, reconciled_target,
@@ -492,7 +493,7 @@ def compile_documents(value: Any, engine: TemplateEngine, loc: SourceLocation
 def parse_yaml_documents(text: str) -> list[Any]:
     """Every YAML document of rendered text; errors -> CheckError naming the rendered line."""
     try:
-        return list(yaml.load_all(text, Loader=_SAFE_LOADER))  # noqa: S506 - a safe loader
+        return safe_yaml.load_all(text, _SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
@@ -512,8 +513,8 @@ def literal_kinds(manifests: Any) -> tuple[tuple[str, str], ...]:
     with each ``{{ }}`` as a placeholder and tags dropped); () when it cannot be read so."""
     if isinstance(manifests, str):
         try:
-            docs = list(yaml.load_all(_EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)),
-                                      Loader=_SAFE_LOADER))  # noqa: S506 - a safe loader
+            docs = safe_yaml.load_all(_EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)),
+                                      _SAFE_LOADER)
         except yaml.YAMLError:
             return ()
     else:

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kinrun import safe_yaml
 from kinrun.config.schema import action_default, action_fields, action_required
 from kinrun.durations import parse_duration
 from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, RequeueAfter, Step
@@ -108,7 +109,7 @@ def compile_document(value: Any, engine: TemplateEngine, loc: SourceLocation) ->
 def parse_yaml(text: str) -> Any:
     """Parse rendered YAML; errors -> CheckError naming the rendered line."""
     try:
-        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+        return safe_yaml.load(text, _SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""

@@ -15,6 +15,7 @@ from typing import Any
 
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.clock import Clock
+from kinrun.threads import SupervisedThread
 
 log = logging.getLogger("kinrun.informer")
 
@@ -90,7 +91,7 @@ class ProcessorListener:
         """Start the listener's thread (a synchronous listener has none)."""
         if self.synchronous:
             return
-        self._thread = threading.Thread(target=self.run, name=f"listener-{self._name}", daemon=True)
+        self._thread = SupervisedThread(target=self.run, name=f"listener-{self._name}", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

@@ -57,6 +57,7 @@ from kinrun.cache.listwatch import ListerWatcher, Obj, Watch, WatchEvent
 from kinrun.cache.store import resource_version
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ExpiredError, api_error_from_status
+from kinrun.threads import SupervisedThread
 
 log = logging.getLogger("kinrun.reflector")
 
@@ -251,7 +252,7 @@ class Reflector:
 
     def start(self) -> threading.Thread:
         """Run in a daemon thread; returns it."""
-        thread = threading.Thread(target=self.run, name=f"reflector-{self.name}", daemon=True)
+        thread = SupervisedThread(target=self.run, name=f"reflector-{self.name}", daemon=True)
         thread.start()
         return thread
 
@@ -475,7 +476,7 @@ class Reflector:
                 self._store.resync()
 
     def _start_helper(self, target: Callable[[], None], what: str) -> None:
-        thread = threading.Thread(target=target, name=f"reflector-{self.name}-{what}", daemon=True)
+        thread = SupervisedThread(target=target, name=f"reflector-{self.name}-{what}", daemon=True)
         self._threads.append(thread)
         thread.start()
 

@@ -42,6 +42,7 @@ from kinrun.cache.reflector import Liveness, Reflector
 from kinrun.cache.store import deletion_handling_meta_namespace_key, resource_version
 from kinrun.cache.thread_safe_store import IndexFuncError, KeyedIndexer
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.threads import SupervisedThread
 
 log = logging.getLogger("kinrun.informer")
 
@@ -180,7 +181,7 @@ class SharedIndexInformer:
                 return
             self._started = True
         self._processor.run()
-        thread = threading.Thread(target=self.reflector.run, name=f"informer-{self.name}-reflector",
+        thread = SupervisedThread(target=self.reflector.run, name=f"informer-{self.name}-reflector",
                                   daemon=True)
         self._threads.append(thread)
         thread.start()

@@ -17,7 +17,8 @@ guide and tested):
 - more than one document in the file, or an empty file.
 
 Timestamps stay strings (``2024-01-01`` is not turned into a date). Merge keys (``<<``) and
-anchors/aliases work; recursive aliases are an error.
+anchors/aliases work; recursive aliases, alias bombs and documents nested too deep are errors
+(``kinrun.safe_yaml``: its limits apply to every YAML kinrun reads).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import yaml.reader
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kinrun import safe_yaml
 from kinrun.errors import ConfigError
 
 PathKey = tuple[str | int, ...]
@@ -99,6 +101,7 @@ def load_yaml(text: str, file: str = "<config>") -> LoadedYaml:
     column, key path), sorted by position; ``data`` is None when there are any.
     """
     try:
+        safe_yaml.check(text, MarkedLoader)
         loader = MarkedLoader(text)
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -173,6 +176,14 @@ class _Builder:
             value = self.loader.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:  # an explicit tag such as !!python/name
             self.error(node, path, f"cannot load {node.value!r}: {exc.problem}")
+            return None
+        except ValueError:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
+            value = 1 << 64
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                not -(1 << 63) <= value < (1 << 63):
+            shown = node.value if len(node.value) <= 24 else f"{node.value[:20]}..."
+            self.error(node, path, f"the integer {shown} is out of range: numbers are 64-bit "
+                       f"in kinrun, as in Kubernetes")
             return None
         if node.style is None and node.tag == _BOOL_TAG and node.value.lower() not in ("true", "false"):
             self.error(node, path, f"{node.value!r} loads as the boolean {str(value).lower()} in "

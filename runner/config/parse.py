@@ -41,9 +41,17 @@ def load(path: str | Path) -> Config:
 
     Relative paths in the file (plugins, kubeconfig) resolve against the file's folder.
     Raises ConfigErrors (a ConfigError) listing every problem found, including an unreadable
-    file.
+    file and one that exhausts memory or the stack while loading (what was loaded is named,
+    so a reload's log says which file failed: the running config stays).
     """
-    return load_text(read_file_text(path), file=str(path), base_dir=Path(path).resolve().parent)
+    text = read_file_text(path)
+    try:
+        return load_text(text, file=str(path), base_dir=Path(path).resolve().parent)
+    except (MemoryError, RecursionError) as exc:
+        what = "memory" if isinstance(exc, MemoryError) else "stack (nested too deep)"
+        raise ConfigErrors([ConfigError(
+            f"ran out of {what} while loading this file ({len(text)} characters: its YAML, "
+            f"schema check and model): shorten it", file=str(path))]) from None
 
 
 def read_file_text(path: str | Path) -> str:

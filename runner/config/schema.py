@@ -14,10 +14,13 @@ import difflib
 import functools
 import importlib.resources
 import json
+import math
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
+from kinrun.durations import parse_duration
 from kinrun.errors import ConfigError
 
 if TYPE_CHECKING:  # imported by _validator(): readers of the defaults (the library) skip it
@@ -65,9 +68,45 @@ def action_default(kind: str, field: str) -> Any:
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
+    return validator_class()(load_schema())
+
+
+@functools.cache
+def validator_class() -> type[jsonschema.protocols.Validator]:
+    """Draft 2020-12 with kinrun's bounds: a ``number`` is finite (JSON has no NaN or infinity;
+    YAML's ``.nan``/``.inf`` load as floats), and ``x-kinrun-duration: true`` refuses durations
+    longer than ``kinrun.durations.MAX_DURATION`` (strings with ``{{`` are templates, left to
+    their render)."""
     import jsonschema
 
-    return jsonschema.Draft202012Validator(load_schema())
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "number", lambda c, v: base.TYPE_CHECKER.is_type(v, "number") and _finite(v))
+    return jsonschema.validators.extend(base, {"x-kinrun-duration": _duration_keyword},
+                                        type_checker=checker)
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def _duration_keyword(validator: Any, enabled: Any, instance: Any, schema: dict[str, Any]) -> Any:
+    """Yield the error of a duration that parses but is out of range (the ``type``, ``minimum``
+    and ``pattern`` keywords report every other mistake)."""
+    if not enabled or isinstance(instance, bool) or not isinstance(instance, (int, float, str)):
+        return
+    pattern = schema.get("pattern")
+    if isinstance(instance, str) and (pattern is None or "{{" in instance
+                                      or not re.search(pattern, instance)):
+        return
+    if isinstance(instance, (int, float)) and not (_finite(instance) and instance >= 0):
+        return
+    try:
+        parse_duration(instance)
+    except ValueError as exc:
+        import jsonschema
+
+        yield jsonschema.ValidationError(str(exc))
 
 
 def validate(loaded: LoadedYaml) -> list[ConfigError]:
@@ -147,7 +186,8 @@ _SIMPLE: dict[str, Callable[[Any, Any], str]] = {
     "const": lambda v, a: f"{show(v)} is not allowed: expected {show(a)}",
     "uniqueItems": lambda v, a: f"{show(v)} has duplicate items",
     "type": lambda v, a: (f"{show(v)} is not of type {' or '.join(a if isinstance(a, list) else [a])}"
-                          f" (it is {_type_name(v)})"),
+                          f" (it is {_type_name(v)})") if _finite(v) else
+    f"{_yaml_float(v)} is not a finite number (JSON, and so kinrun, has no NaN or infinity)",
 }
 
 
@@ -179,6 +219,10 @@ def _choice_message(instance: Any, branches: list[dict[str, Any]]) -> str:
     found = [k for k in keys if isinstance(instance, dict) and k in instance]
     listed = ", ".join(keys[:-1]) + f" or {keys[-1]}"
     return f"needs exactly one of {listed} (found {', '.join(found) if found else 'none'})"
+
+
+def _yaml_float(value: float) -> str:
+    return ".nan" if value != value else (".inf" if value > 0 else "-.inf")
 
 
 def _type_name(value: Any) -> str:

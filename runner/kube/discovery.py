@@ -21,6 +21,7 @@ from typing import Any
 
 from kinrun.errors import KinrunError, NotFoundError
 from kinrun.kube.resources import ResourceRef, group_version_path, split_api_version
+from kinrun.threads import SupervisedThread
 
 _MAX_LISTED = 12  # kinds named in an error when none is close
 
@@ -163,7 +164,7 @@ class Discovery:
                 except KinrunError:
                     pass  # resolve() fetches it again and raises the located error
 
-        workers = [threading.Thread(target=fetch_some, name="kinrun-discovery", daemon=True)
+        workers = [SupervisedThread(target=fetch_some, name="kinrun-discovery", daemon=True)
                    for _ in range(min(threads, len(wanted)))]
         for worker in workers:
             worker.start()

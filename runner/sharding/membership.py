@@ -42,6 +42,7 @@ from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError, ConfigError, ConflictError, NotFoundError
 from kinrun.leader_election import hold, new_lease, now_micro, update_lease
 from kinrun.sharding.keys import RING_LABEL
+from kinrun.threads import SupervisedThread
 
 _log = logging.getLogger("kinrun.sharding")
 
@@ -117,7 +118,7 @@ class MemberLease:
             if outcome is True:
                 self._renewed_at = started
                 _log.info("member of ring %s as %s", self.spec.ring, self.identity)
-                self._thread = threading.Thread(target=self._renew_loop, daemon=True,
+                self._thread = SupervisedThread(target=self._renew_loop, daemon=True,
                                                 name="shard-lease-renew")
                 self._thread.start()
                 return True

@@ -58,6 +58,7 @@ from kinrun.sharding.membership import (EXPIRED, HELD, LIVE, RELEASED, Membershi
                                         MemberTracker, Snapshot, free, hold_absent, take_over)
 from kinrun.sharding.metadata import metadata_lister_watcher
 from kinrun.sharding.ring import Ring
+from kinrun.threads import SupervisedThread
 from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 _log = logging.getLogger("kinrun.sharding")
@@ -230,7 +231,7 @@ class Sharder:
                       res.name, len(res.keys()))
         self.sync_membership()
         self.controller.start()
-        self._thread = threading.Thread(target=self._membership_loop, daemon=True,
+        self._thread = SupervisedThread(target=self._membership_loop, daemon=True,
                                         name=f"sharder-{self.spec.ring}-membership")
         self._thread.start()
         return True
@@ -446,7 +447,7 @@ class SharderRole:
     def start(self) -> None:
         """Start campaigning (once)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, daemon=True, name="sharder-role")
+            self._thread = SupervisedThread(target=self._run, daemon=True, name="sharder-role")
             self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:

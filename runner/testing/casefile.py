@@ -37,6 +37,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from kinrun import safe_yaml
 from kinrun.config import ConfigErrors
 from kinrun.config import schema as config_schema
 from kinrun.config.loader import LoadedYaml, PathKey, load_yaml
@@ -60,7 +61,7 @@ def test_schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(test_schema())
+    return config_schema.validator_class()(test_schema())
 
 
 # -- the model --------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ class _Builder:
             return (item,)
         target = (self.base / item["file"]).resolve()
         try:
-            docs = [d for d in yaml.safe_load_all(target.read_text(encoding="utf-8"))
+            docs = [d for d in safe_yaml.load_all(target.read_text(encoding="utf-8"))
                     if d is not None]
         except OSError as exc:
             self.error(path + ("file",), f"cannot read {target}: {exc.strerror}")

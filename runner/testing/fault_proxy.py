@@ -60,6 +60,8 @@ from typing import Any
 
 import orjson
 
+from kinrun.threads import SupervisedThread
+
 STREAM_FAULTS = ("drop", "close", "expire", "stall", "bookmark", "garbage", "truncate")
 """Fault kinds that act on open watch streams."""
 
@@ -194,7 +196,7 @@ class FaultProxy:
         self._server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy",
+        self._thread = SupervisedThread(target=self._server.serve_forever, name="fault-proxy",
                                         kwargs={"poll_interval": 0.2}, daemon=True)
         self._thread.start()
         return self
@@ -468,7 +470,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", resp.getheader("Content-Type", "application/json"))
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        reader = threading.Thread(target=_read_upstream, args=(resp, stream.inbox),
+        reader = SupervisedThread(target=_read_upstream, args=(resp, stream.inbox),
                                   name="fault-proxy-upstream", daemon=True)
         proxy._register(stream)
         reader.start()

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 from typing import Protocol, runtime_checkable
 
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.durations import MAX_DURATION, MAX_DURATION_TEXT, clamp_delay
+from kinrun.threads import SupervisedThread
 from kinrun.workqueue.metrics import MetricsProvider, RetryMetrics, metered
 from kinrun.workqueue.queue import Item, Queue, QueueInterface
+
+_log = logging.getLogger("kinrun.workqueue")
 
 
 @runtime_checkable
@@ -18,14 +23,17 @@ class DelayingInterface(QueueInterface, Protocol):
 
     def add_after(self, item: Item, delay: float) -> None:
         """Add ``item`` once ``delay`` seconds passed (<= 0: now). A waiting item keeps the
-        earliest ready time it was given."""
+        earliest ready time it was given. A delay beyond ``kinrun.durations.MAX_DURATION``
+        (infinity included) or NaN waits MAX_DURATION (logged as a warning): no value can
+        overflow the waiting thread's timer."""
         ...
 
 
 class DelayingQueue:
     """Wraps a ``QueueInterface`` and adds ``add_after``.
 
-    One waiting thread moves items to the wrapped queue when due (on ``clock`` time).
+    One waiting thread (a ``kinrun.threads.SupervisedThread``: its death fails ``/healthz``)
+    moves items to the wrapped queue when due (on ``clock`` time).
     ``metrics_provider`` (with a ``name``): count every ``add_after`` as a retry (client-go
     ``workqueue_retries_total``) and, when no ``queue`` is given, meter the Queue it builds.
     Thread-safety: every method is thread-safe; ``_lock`` guards the waiting heap and map.
@@ -51,7 +59,7 @@ class DelayingQueue:
         self.add = self._queue.add  # type: ignore[method-assign]
         self.get = self._queue.get  # type: ignore[method-assign]
         self.done = self._queue.done  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._waiting_loop, name=f"workqueue-delay-{name}",
+        self._thread = SupervisedThread(target=self._waiting_loop, name=f"workqueue-delay-{name}",
                                          daemon=True)
         self._thread.start()
 
@@ -106,6 +114,10 @@ class DelayingQueue:
         if delay <= 0:
             self._queue.add(item)
             return
+        if not delay <= MAX_DURATION:  # NaN too
+            _log.warning("workqueue %s: delay %r for %s is beyond %s: waiting %s", self.name,
+                         delay, item, MAX_DURATION_TEXT, MAX_DURATION_TEXT)
+            delay = clamp_delay(delay)
         with self._lock:
             if self._stopped:
                 return

@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from typing import Protocol, runtime_checkable
 
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.threads import SupervisedThread
 from kinrun.workqueue.metrics import (UNFINISHED_WORK_UPDATE_PERIOD, MetricsProvider,
                                       QueueMetrics, metered)
 
@@ -103,7 +104,7 @@ class Queue:
         if metered(metrics_provider, name):
             self._metrics = QueueMetrics(metrics_provider, name, self._clock)  # type: ignore[arg-type]
             if unfinished_work_update_period:
-                threading.Thread(target=self._update_unfinished_work_loop,
+                SupervisedThread(target=self._update_unfinished_work_loop,
                                  args=(unfinished_work_update_period,),
                                  name=f"workqueue-metrics-{name}", daemon=True).start()
 

@@ -15,6 +15,8 @@ import threading
 
 import yaml
 
+from kinrun import safe_yaml
+
 from .server import EmbeddedAPIServer
 
 
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                            history_size=args.history_size, kubeconfig=args.kubeconfig) as srv:
         for path in args.load:
             with open(path, encoding="utf-8") as fh:
-                srv.load([doc for doc in yaml.safe_load_all(fh) if doc])
+                srv.load([doc for doc in safe_yaml.load_all(fh) if doc])
         print(f"serving {srv.url}\nkubeconfig {srv.kubeconfig_path}", flush=True)
         try:
             stop.wait()

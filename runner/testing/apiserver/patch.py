@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 import yaml
 
+from kinrun import safe_yaml
+
 from .status import StatusError, bad_request
 
 MERGE = "application/merge-patch+json"
@@ -149,7 +151,7 @@ def decode_patch(content_type: str, body: bytes) -> Any:
     """Decode a PATCH body: YAML (or JSON) for apply, JSON otherwise; 400 when malformed."""
     try:
         if content_type == APPLY:
-            return yaml.safe_load(body.decode("utf-8"))
+            return safe_yaml.load(body.decode("utf-8"))
         return orjson.loads(body)
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise bad_request(f"error decoding patch: {exc}") from None

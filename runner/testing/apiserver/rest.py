@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import yaml
 
+from kinrun import safe_yaml
+
 from . import apply as server_side_apply
 from . import managed_fields, openapi
 from . import partial
@@ -284,7 +286,7 @@ class Api:
             raise st.unsupported_media_type(content_type, list(_BODY_TYPES))
         try:
             if content_type == "application/yaml":
-                body = yaml.safe_load(req.body or b"null")
+                body = safe_yaml.load(req.body or b"null")
             else:
                 body = orjson.loads(req.body or b"null")
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:

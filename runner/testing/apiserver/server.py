@@ -71,6 +71,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from kinrun.threads import SupervisedThread
+
 from . import managed_fields
 from .faults import Faults
 from .handlers import APIHTTPServer
@@ -139,7 +141,7 @@ class EmbeddedAPIServer:
             return self
         self._httpd = APIHTTPServer((self._host, self._port), self._api)
         self._api.server_address = f"{self._host}:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
+        self._thread = SupervisedThread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.02},
                                         name=f"embedded-apiserver:{self.port}", daemon=True)
         self._thread.start()

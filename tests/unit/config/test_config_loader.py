@@ -67,7 +67,7 @@ def test_merge_keys_and_aliases_work() -> None:
 def test_recursive_alias_is_an_error_not_a_hang() -> None:
     """A self-referencing alias is reported instead of recursing forever."""
     loaded = load_yaml("a: &x [1, *x]\n", "f.yaml")
-    assert [e.message for e in loaded.errors] == ["recursive alias"]
+    assert len(loaded.errors) == 1 and "recursive alias" in loaded.errors[0].message
 
 
 def test_all_errors_are_reported_in_file_order() -> None:
