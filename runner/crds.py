@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from kinrun import safe_yaml
 from kinrun.errors import ConfigError
 
 CRD_API_VERSIONS = ("apiextensions.k8s.io/v1",)
@@ -113,7 +114,7 @@ def _read_path(path: Path) -> list[CrdNames]:
 
 def _read_file(path: Path) -> list[CrdNames]:
     try:
-        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        docs = safe_yaml.load_all(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read CRDs: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else ''}",
