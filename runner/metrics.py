@@ -33,7 +33,10 @@ Names, labels and buckets are those Prometheus users and dashboards already know
   ``kinrun_config_reloads_total{result}`` and ``kinrun_config_info{hash, state}``.
 
 Each Metrics object has its own registry, so several managers (tests) never collide.
-``serve`` answers ``/metrics`` only (404 elsewhere, see ``kinrun.probes.Endpoint``).
+``serve`` answers GET and HEAD of ``/metrics`` only (404 elsewhere, 405 for other methods),
+through the bounded, timeout-guarded server of the probes (``kinrun.probes.Endpoint``: idle
+connections closed after ``HEADER_TIMEOUT``, at most ``MAX_CONNECTIONS`` open), in
+prometheus-client's exposition format chosen by the Accept header (``choose_encoder``).
 
 Thread-safety: every method is thread-safe (prometheus-client's metrics are).
 """
@@ -327,8 +330,8 @@ class Metrics:
         return 200, content_type, encoder(self.registry)
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
-        """Serve ``/metrics`` on ``address:port`` (0 = a free port); returns the bound port.
-        Other paths answer 404. Raises MetricsServeError when the socket cannot be bound
+        """Serve ``/metrics`` on ``address:port`` (IPv4 or IPv6; 0 = a free port); returns the
+        bound port. Other paths answer 404, other methods 405. Raises MetricsServeError when the socket cannot be bound
         (port in use, no permission, address not local)."""
         try:
             return self._endpoint.serve(port, address)
