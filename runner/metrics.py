@@ -33,10 +33,7 @@ Names, labels and buckets are those Prometheus users and dashboards already know
   ``kinrun_config_reloads_total{result}`` and ``kinrun_config_info{hash, state}``.
 
 Each Metrics object has its own registry, so several managers (tests) never collide.
-``serve`` answers GET and HEAD of ``/metrics`` only (404 elsewhere, 405 for other methods),
-through the bounded, timeout-guarded server of the probes (``kinrun.probes.Endpoint``: idle
-connections closed after ``HEADER_TIMEOUT``, at most ``MAX_CONNECTIONS`` open), in
-prometheus-client's exposition format chosen by the Accept header (``choose_encoder``).
+``serve`` answers ``/metrics`` only (404 elsewhere, see ``kinrun.probes.Endpoint``).
 
 Thread-safety: every method is thread-safe (prometheus-client's metrics are).
 """
@@ -331,7 +328,9 @@ class Metrics:
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
         """Serve ``/metrics`` on ``address:port`` (IPv4 or IPv6; 0 = a free port); returns the
-        bound port. Other paths answer 404, other methods 405. Raises MetricsServeError when the socket cannot be bound
+        bound port. Other paths answer 404, other methods 405; the server is the probes'
+        bounded, timeout-guarded one (``kinrun.probes.Endpoint``), in prometheus-client's
+        exposition format chosen by the Accept header (``choose_encoder``). Raises MetricsServeError when the socket cannot be bound
         (port in use, no permission, address not local)."""
         try:
             return self._endpoint.serve(port, address)
