@@ -330,8 +330,9 @@ class Metrics:
         """Serve ``/metrics`` on ``address:port`` (IPv4 or IPv6; 0 = a free port); returns the
         bound port. Other paths answer 404, other methods 405; the server is the probes'
         bounded, timeout-guarded one (``kinrun.probes.Endpoint``), in prometheus-client's
-        exposition format chosen by the Accept header (``choose_encoder``). Raises MetricsServeError when the socket cannot be bound
-        (port in use, no permission, address not local)."""
+        exposition format chosen by the Accept header (``choose_encoder``). Raises
+        MetricsServeError when the socket cannot be bound (port in use, no permission,
+        address not local)."""
         try:
             return self._endpoint.serve(port, address)
         except OSError as exc:
