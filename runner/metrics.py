@@ -342,9 +342,12 @@ class Metrics:
         return 200, content_type, encoder(self.registry)
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
-        """Serve ``/metrics`` on ``address:port`` (0 = a free port); returns the bound port.
-        Other paths answer 404. Raises MetricsServeError when the socket cannot be bound
-        (port in use, no permission, address not local)."""
+        """Serve ``/metrics`` on ``address:port`` (IPv4 or IPv6; 0 = a free port); returns the
+        bound port. Other paths answer 404, other methods 405; the server is the probes'
+        bounded, timeout-guarded one (``kinrun.probes.Endpoint``), in prometheus-client's
+        exposition format chosen by the Accept header (``choose_encoder``). Raises
+        MetricsServeError when the socket cannot be bound (port in use, no permission,
+        address not local)."""
         try:
             return self._endpoint.serve(port, address)
         except OSError as exc:

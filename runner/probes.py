@@ -11,7 +11,7 @@
                    included); a standby replica waiting for the Lease is ready
                    (``ok (standby: waiting for the Lease ns/name)``): it serves its purpose by
                    waiting, and a rollout must not stall on it
-    anything else  404 (HEAD is answered as GET, without a body)
+    anything else  404 (HEAD is answered as GET, without a body; other methods: 405)
 
 Liveness is what a restart can fix: a thread stuck in a handler, a deadlock, a request that
 never returns. A failing API server is not: a reflector that keeps failing and backing off is
@@ -20,9 +20,10 @@ making progress (each attempt comes back), so it stays alive and logs its failur
 :class:`Probes` holds the state both checks read: the informers (``watch_informers``, a
 callable returning them, so informers created later count), the reconciles running now (the
 ``wrap(controller, reconcile)`` observer seam of ``kinrun.bound``: ``Probes.wrap``) and the
-standby Lease. :class:`Endpoint` is the small HTTP server (standard library
-``ThreadingHTTPServer`` on a daemon thread) that both the probes and ``kinrun.metrics`` use, so
-that only their own paths answer 200.
+standby Lease. :class:`Endpoint` is the small HTTP server that both the probes and
+``kinrun.metrics`` use, so that only their own paths answer 200: bounded and timeout-guarded
+(``http.server``'s request parsing behind a selector thread and a few workers), so that a
+flood of idle connections cannot make the probes time out (see ``Endpoint``).
 
 Thread-safety: ``Probes`` methods are thread-safe: the checks run on the HTTP server's threads,
 ``wrap``'s reconcile on worker threads, the rest on the main job's thread. ``_running`` is one
@@ -33,10 +34,16 @@ under the GIL) and copied whole by the checks.
 from __future__ import annotations
 
 import errno
+import io
 import logging
+import queue
+import select
+import selectors
+import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
@@ -51,6 +58,29 @@ Route = Callable[[Mapping[str, str]], Response]
 """The request's headers -> the response; called on a server thread."""
 
 TEXT = "text/plain; charset=utf-8"
+
+ALLOWED_METHODS = ("GET", "HEAD")
+"""What the endpoints answer; any other method gets 405 with ``Allow: GET, HEAD``."""
+
+HEADER_TIMEOUT = 5.0
+"""Seconds a connection has to send its request line and headers, in all (Go's
+``http.Server.ReadHeaderTimeout``), and per socket write of the answer. A probe or a scrape
+sends its request at once; kubelet's default probe ``timeoutSeconds`` is 1."""
+
+MAX_CONNECTIONS = 128
+"""Connections an endpoint holds open at once: far below a process's usual 1,024 file
+descriptors, far above what a kubelet and a few Prometheus servers open."""
+
+WORKERS = 4
+"""Threads per endpoint answering complete requests (a check or a scrape takes milliseconds)."""
+
+MAX_HEAD_BYTES = 64 * 1024
+"""A request head longer than this is answered 414/431/400, as ``http.server`` does."""
+
+LISTEN_BACKLOG = 128
+READ_BYTES = 8192
+POLL_INTERVAL = 0.5
+"""Real seconds between two looks at the deadlines when no socket is ready."""
 
 
 class ProbeServeError(KinrunError):
@@ -72,41 +102,270 @@ class ProbeServeError(KinrunError):
 
 class Endpoint:
     """An HTTP server answering GET and HEAD for a fixed set of paths (``routes``: path ->
-    Route; the query string is ignored), 404 for every other path, 405 for other methods.
+    Route; the query string is ignored), 404 for every other path, 405 with ``Allow: GET,
+    HEAD`` for other methods; one request per connection (HTTP/1.0 answers).
 
-    ``serve(port, address)`` binds and starts a daemon thread, returns the bound port (0 picks
-    a free one) and raises OSError when the socket cannot be bound; ``close()`` stops it.
-    Thread-safety: ``serve``/``close`` from one thread; requests run on the server's threads.
+    Bounded, so that no client can starve the kubelet or Prometheus (see :class:`_Server`):
+    ``max_connections`` connections are open at once (a new one beyond closes the oldest that
+    has not sent its whole request yet); each has ``header_timeout`` seconds, measured on
+    ``clock``, to send its request line and headers, and as long per socket write of the
+    answer; ``workers`` threads answer complete requests. A client that leaves early is
+    logged at DEBUG, never as a traceback.
+
+    ``serve(port, address)`` binds ``address`` (an IPv4 or IPv6 address, or a host name) and
+    starts daemon threads, returns the bound port (0 picks a free one) and raises OSError when
+    the socket cannot be bound; ``close()`` stops it. Thread-safety: ``serve``/``close`` from
+    one thread; routes run on the worker threads.
     """
 
-    def __init__(self, routes: Mapping[str, Route], name: str = "http") -> None:
+    def __init__(self, routes: Mapping[str, Route], name: str = "http", *,
+                 header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 workers: int = WORKERS, clock: Clock | None = None) -> None:
         self.routes, self.name = dict(routes), name
-        self._server: ThreadingHTTPServer | None = None
+        self._limits = _Limits(header_timeout, max_connections, workers)
+        self._clock = clock or REAL_CLOCK
+        self._server: _Server | None = None
 
     def serve(self, port: int, address: str) -> int:
         """Start serving; see the class docstring."""
-        server = ThreadingHTTPServer((address, port), _handler_for(self.routes))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, name=f"kinrun-{self.name}",
-                         daemon=True).start()
+        listener = _listen(address, port)
+        server = _Server(listener, _handler_for(self.routes), self.name, self._limits,
+                         self._clock)
+        server.start()
         self._server = server
-        return int(server.server_address[1])
+        return int(listener.getsockname()[1])
 
     def close(self) -> None:
         """Stop serving (idempotent)."""
         server, self._server = self._server, None
         if server is not None:
-            server.shutdown()
-            server.server_close()
+            server.stop()
+
+
+def _listen(address: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``address`` (IPv4, IPv6 or a name, resolved as
+    ``getaddrinfo`` does: its first answer; ``::`` also takes IPv4 where the system can, as
+    Go's listeners do) and ``port``. Raises OSError."""
+    family, _, _, _, sockaddr = socket.getaddrinfo(
+        address or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    dualstack = sockaddr[0] == "::" and socket.has_dualstack_ipv6()  # "[::]:P": v4 too, as Go
+    return socket.create_server(sockaddr, family=family, backlog=LISTEN_BACKLOG,
+                                dualstack_ipv6=dualstack)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    header_timeout: float  # seconds to send the request head; per socket write of the answer
+    max_connections: int   # connections open at once (waiting for their head, or answered)
+    workers: int           # threads answering complete requests
+
+
+@dataclass
+class _Pending:
+    address: Any          # the client's (host, port)
+    deadline: float       # clock.now() by which the whole head must have arrived
+    head: bytes = b""     # what it sent so far
+
+
+class _Server:
+    """The connections of one Endpoint: a selector thread accepts them and reads each one's
+    request head without blocking; a complete head goes to ``workers`` threads that parse
+    it with ``http.server.BaseHTTPRequestHandler`` and answer.
+
+    An idle or slow connection costs a socket and no thread, so a flood of them never delays
+    another client: past ``max_connections`` the oldest pending one is closed, and each is
+    closed at its deadline (``header_timeout`` after it was accepted: a total, not per read, so
+    a byte at a time does not keep it open; as Go's ``http.Server.ReadHeaderTimeout``).
+
+    Thread-safety: ``_pending`` belongs to the selector thread; ``_busy`` (connections handed
+    to workers and not closed yet) is guarded by ``_lock``; ``start``/``stop`` from one thread.
+    Invariant: ``len(_pending) + _busy <= max_connections`` whenever the selector thread is
+    between two events.
+    """
+
+    def __init__(self, listener: socket.socket, handler: type[BaseHTTPRequestHandler],
+                 name: str, limits: _Limits, clock: Clock) -> None:
+        self._listener, self._handler, self.name = listener, handler, name
+        self._limits, self._clock = limits, clock
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._pending: dict[socket.socket, _Pending] = {}  # accept order = deadline order
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._jobs: queue.SimpleQueue[tuple[socket.socket, _Pending] | None] = \
+            queue.SimpleQueue()
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """Start the selector thread and the workers (daemon threads)."""
+        self._listener.setblocking(False)
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._threads = [threading.Thread(target=self._loop, name=f"kinrun-{self.name}",
+                                          daemon=True)]
+        self._threads += [threading.Thread(target=self._work, daemon=True,
+                                           name=f"kinrun-{self.name}-{i}")
+                          for i in range(self._limits.workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop accepting, close every connection, end the threads (``timeout`` seconds each
+        at most: a route that hangs keeps its daemon thread)."""
+        self._stopping = True
+        self._wake_w.send(b"x")
+        for _ in range(self._limits.workers):
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._wake_w.close()
+
+    # -- the selector thread ---------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            while not self._stopping:
+                for key, _ in self._selector.select(self._select_timeout()):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    elif key.fileobj is not self._wake_r:
+                        self._read(key.fileobj)  # type: ignore[arg-type]
+                self._expire()
+        finally:
+            for conn in list(self._pending):
+                self._drop(conn, "server stopping")
+            self._selector.close()
+            self._listener.close()
+            self._wake_r.close()
+
+    def _select_timeout(self) -> float:
+        """Real seconds until the oldest deadline, at most POLL_INTERVAL (a fake clock is
+        looked at again that often)."""
+        if not self._pending:
+            return POLL_INTERVAL
+        oldest = next(iter(self._pending.values()))
+        return max(0.0, min(POLL_INTERVAL, oldest.deadline - self._clock.now()))
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, address = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:  # EMFILE and the like: make room, or pause, then again
+                _log.warning("%s: cannot accept a connection: %s", self.name, exc)
+                if self._pending:
+                    self._drop(next(iter(self._pending)), "making room")
+                else:  # every connection is with a worker: wait for one (or for stop)
+                    select.select([self._wake_r], [], [], POLL_INTERVAL)
+                return
+            if not self._room():
+                _log.debug("%s: %s closed: %d connections open", self.name, address,
+                           self._limits.max_connections)
+                conn.close()
+                continue
+            conn.setblocking(False)
+            deadline = self._clock.now() + self._limits.header_timeout
+            self._pending[conn] = _Pending(address, deadline)
+            self._selector.register(conn, selectors.EVENT_READ)
+
+    def _room(self) -> bool:
+        """Whether one more connection fits, closing the oldest pending one if needed."""
+        with self._lock:
+            busy = self._busy
+        if len(self._pending) + busy < self._limits.max_connections:
+            return True
+        if not self._pending:
+            return False
+        self._drop(next(iter(self._pending)), "too many connections open")
+        return True
+
+    def _read(self, conn: socket.socket) -> None:
+        pending = self._pending.get(conn)
+        if pending is None:  # closed earlier in this round (room made for a newer one)
+            return
+        try:
+            data = conn.recv(READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError as exc:  # reset by the client
+            self._drop(conn, f"left before sending a whole request ({exc})")
+            return
+        if not data:
+            self._drop(conn, "left before sending a whole request")
+            return
+        pending.head += data
+        if b"\r\n\r\n" in pending.head or b"\n\n" in pending.head \
+                or len(pending.head) > MAX_HEAD_BYTES:
+            self._selector.unregister(conn)
+            del self._pending[conn]
+            with self._lock:
+                self._busy += 1
+            self._jobs.put((conn, pending))
+
+    def _expire(self) -> None:
+        now = self._clock.now()
+        while self._pending:
+            conn, pending = next(iter(self._pending.items()))
+            if pending.deadline > now:
+                return
+            self._drop(conn, f"sent no whole request within {self._limits.header_timeout:g}s")
+
+    def _drop(self, conn: socket.socket, why: str) -> None:
+        pending = self._pending.pop(conn)
+        _log.debug("%s: %s closed: %s", self.name, pending.address, why)
+        self._selector.unregister(conn)
+        conn.close()
+
+    # -- the workers -----------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            conn, pending = job
+            try:
+                conn.settimeout(self._limits.header_timeout)
+                self._handler((conn, pending.head), pending.address, self)  # type: ignore[arg-type]
+            except OSError as exc:  # the client left, or did not read the answer in time
+                _log.debug("%s: %s left before reading the answer: %s", self.name,
+                           pending.address, exc)
+            except Exception:  # noqa: BLE001 - a bug here must not end the worker
+                _log.exception("%s: answering %s failed", self.name, pending.address)
+            finally:
+                conn.close()
+                with self._lock:
+                    self._busy -= 1
 
 
 def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            self._answer(body=True)
+        """One request whose head ``_Server`` read already (``request``: (socket, head))."""
 
-        def do_HEAD(self) -> None:  # noqa: N802
-            self._answer(body=False)
+        error_content_type = TEXT
+        error_message_format = "%(code)d %(message)s\n"
+
+        def setup(self) -> None:
+            self.connection, head = self.request
+            self.rfile = io.BytesIO(head)
+            self.wfile = self.connection.makefile("wb")
+
+        def handle(self) -> None:
+            self.close_connection = True
+            self.raw_requestline = self.rfile.readline(MAX_HEAD_BYTES + 1)
+            if len(self.raw_requestline) > MAX_HEAD_BYTES:
+                self.send_error(414)
+            elif self.parse_request():
+                if self.command in ALLOWED_METHODS:
+                    self._answer(body=self.command == "GET")
+                else:
+                    self._send(405, TEXT, b"405 method not allowed\n", True,
+                               Allow=", ".join(ALLOWED_METHODS))
+
+        def finish(self) -> None:
+            try:
+                self.wfile.flush()
+            finally:
+                self.wfile.close()
 
         def _answer(self, *, body: bool) -> None:
             route = routes.get(self.path.split("?", 1)[0])
@@ -118,9 +377,14 @@ def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
                 except Exception as exc:  # noqa: BLE001 - a broken check answers 500
                     _log.exception("%s failed", self.path)
                     status, ctype, data = 500, TEXT, f"internal error: {exc}\n".encode()
+            self._send(status, ctype, data, body)
+
+        def _send(self, status: int, ctype: str, data: bytes, body: bool,
+                  **headers: str) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
+            for name, value in (("Content-Type", ctype), ("Content-Length", str(len(data))),
+                                *headers.items()):
+                self.send_header(name, value)
             self.end_headers()
             if body:
                 self.wfile.write(data)
@@ -151,7 +415,7 @@ class Probes:
         self._waiting: Callable[[], Mapping[str, str]] = dict  # informer -> why it waits
         self._checks: list[Callable[[], list[str]]] = []  # more /healthz checks (add_health_check)
         self._endpoint = Endpoint({"/healthz": self._healthz_route,
-                                   "/readyz": self._readyz_route}, "probes")
+                                   "/readyz": self._readyz_route}, "probes", clock=self._clock)
 
     # -- what the main job tells it ------------------------------------------------------------
 

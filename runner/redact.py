@@ -18,6 +18,12 @@ annotation (which holds a copy of the data) with ``<redacted>``. That covers:
   (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
   by a template is not recognised (do not log it).
 
+* server answers to a write (:func:`redact_echoes`, applied by ``kinrun.kube.http_errors``
+  where the ApiError is built): every value of the request body that the server quotes back
+  in its Status message or causes is replaced by ``<redacted>``, field by field (the field
+  path, reason and code stay), whatever the object and wherever the value came from; the
+  object's own kind, name and namespace stay, as the request line names them anyway.
+
 ``kinrun render --show-secrets`` and ``kinrun test --show-secrets`` print the values. Pure data,
 no I/O; every function returns a new value (or the given one when there is nothing to hide)
 and never changes its argument.
@@ -27,6 +33,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -181,3 +189,116 @@ def redact_text(text: str, values: Iterable[str]) -> str:
         if value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+_IDENTITY = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
+"""Body fields not redacted in server answers: the request line and the log line name them."""
+
+
+def redact_echoes(answer: Mapping[str, Any], sent: Any, *,
+                  shown: Iterable[str] = ()) -> Mapping[str, Any]:
+    """A metav1.Status ``answer`` to a request whose body was ``sent`` (decoded JSON, or a
+    str), with every value of the body that the server echoes replaced by :data:`REDACTED`,
+    field by field: in ``message`` and in each ``details.causes[].message`` and ``.field``;
+    reasons, codes and the field paths of the body's structure stay. Looked for (see
+    :func:`echo_forms`): each string value quoted (``"v"``, as kube-apiserver's field errors
+    print values, or ``'v'``), and unquoted when at least :data:`MIN_QUOTED` characters long;
+    numbers of that many digits; map keys quoted or in brackets (``data[key]``). Not
+    redacted: the
+    body's apiVersion, kind, name and namespace, and the strings of ``shown`` (the request
+    path's segments). Returns ``answer`` itself when nothing was echoed."""
+    forms = echo_forms(sent, shown=shown)
+    if not forms:
+        return answer
+    out = dict(answer)
+    if isinstance(answer.get("message"), str):
+        out["message"] = _replace_forms(answer["message"], forms)
+    details = answer.get("details")
+    if isinstance(details, Mapping) and isinstance(details.get("causes"), list):
+        out["details"] = {**details, "causes": [_redact_cause(c, forms)
+                                                for c in details["causes"]]}
+    return answer if out == answer else out
+
+
+def _redact_cause(cause: Any, forms: list[tuple[str, str]]) -> Any:
+    if not isinstance(cause, Mapping):
+        return cause
+    return {k: (_replace_forms(v, forms) if k in ("message", "field") and isinstance(v, str)
+                else v) for k, v in cause.items()}
+
+
+def echo_forms(sent: Any, *, shown: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(text, replacement) pairs for the values of a request body ``sent`` that a server may
+    quote back (see :func:`redact_echoes`), longest text first; empty when there is none."""
+    keep = set(shown) | _identity_values(sent)
+    forms: dict[str, str] = {}
+    for value, is_key in _body_strings(sent):
+        if not value or value in keep:
+            continue
+        forms[f'"{value}"'] = f'"{REDACTED}"'
+        forms[f"'{value}'"] = f"'{REDACTED}'"
+        forms[json.dumps(value, ensure_ascii=False)] = f'"{REDACTED}"'
+        if is_key:
+            forms[f"[{value}]"] = f"[{REDACTED}]"
+        elif len(value) >= MIN_QUOTED:
+            forms[value] = REDACTED
+    return sorted(forms.items(), key=lambda pair: len(pair[0]), reverse=True)
+
+
+def _identity_values(sent: Any) -> set[str]:
+    found: set[str] = set()
+    for path in _IDENTITY:
+        value: Any = sent
+        for name in path:
+            value = value.get(name) if isinstance(value, Mapping) else None
+        if isinstance(value, str):
+            found.add(value)
+    return found
+
+
+def _body_strings(value: Any) -> Iterable[tuple[str, bool]]:
+    """(string, is a mapping key) for every string, mapping key and number in ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item, False
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                yield str(key), True
+                stack.append(child)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) \
+                and len(str(item)) >= MIN_QUOTED:
+            yield str(item), False
+
+
+_FIELD_ERROR_WORDS = ("Invalid value", "Unsupported value", "Duplicate value",
+                      "Required value", "Not found", "Forbidden", "Too long", "Too many",
+                      "Internal error", "is invalid")
+"""The words of kube-apiserver's field errors (apimachinery ``validation/field`` ErrorType
+strings) and of its 422 message (``<Kind> "<name>" is invalid``): a sent value inside one of
+them (``value``) is not replaced there, so the message keeps its shape."""
+
+_FIELD_ERROR_SPLIT = re.compile("(" + "|".join(map(re.escape, _FIELD_ERROR_WORDS)) + ")")
+
+
+def _replace_forms(text: str, forms: list[tuple[str, str]]) -> str:
+    for form, replacement in forms:
+        if form not in text:
+            continue
+        if any(form in words for words in _FIELD_ERROR_WORDS):
+            parts = _FIELD_ERROR_SPLIT.split(text)  # odd items: the words, kept
+            text = "".join(part if i % 2 else part.replace(form, replacement)
+                           for i, part in enumerate(parts))
+        else:
+            text = text.replace(form, replacement)
+    return text
+
+
+def redact_echoed_text(text: str, sent: Any, *, shown: Iterable[str] = ()) -> str:
+    """``text`` (a server answer that is not a Status) with the values of ``sent`` it quotes
+    replaced, as :func:`redact_echoes` does for a Status message."""
+    forms = echo_forms(sent, shown=shown)
+    return _replace_forms(text, forms) if forms else text

@@ -25,6 +25,7 @@ from kinrun.cache.index import (
     Indexer,
     Indexers,
     IndexFunc,
+    UnknownIndexError,
     meta_namespace_index_func,
 )
 from kinrun.cache.lister import Lister
@@ -84,6 +85,7 @@ __all__ = [
     "SharedInformerFactory",
     "Store",
     "ThreadSafeStore",
+    "UnknownIndexError",
     "Watch",
     "WatchEvent",
     "deletion_handling_meta_namespace_key",

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from kinrun.cache.index import NAMESPACE_INDEX, Indexer
+from kinrun.cache.index import NAMESPACE_INDEX, Indexer, UnknownIndexError
 from kinrun.cache.listwatch import Obj
 
 
 class Lister:
-    """Reads from an indexer. Thread-safe; returned objects are shared and must not be modified."""
+    """Reads from an indexer. Thread-safe; returned objects are shared and must not be modified.
+    ``name``: the informer's, named by UnknownIndexError."""
 
-    def __init__(self, indexer: Indexer) -> None:
+    def __init__(self, indexer: Indexer, name: str = "") -> None:
         self._indexer = indexer
+        self.name = name
 
     def get(self, key: str) -> Obj | None:
         """The object under ``key`` ("ns/name" or "name"), or None."""
@@ -23,9 +25,17 @@ class Lister:
         return self._indexer.by_index(NAMESPACE_INDEX, namespace)
 
     def by_index(self, index_name: str, value: str) -> list[Obj]:
-        """Objects filed under ``value`` in index ``index_name``. KeyError: unknown index."""
-        return self._indexer.by_index(index_name, value)
+        """Objects filed under ``value`` in index ``index_name``. UnknownIndexError (a
+        KeyError) naming this informer and its indexes: unknown index."""
+        try:
+            return self._indexer.by_index(index_name, value)
+        except UnknownIndexError as err:
+            raise err.for_informer(err.informer or self.name) from None
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
-        """Keys filed under ``value`` in index ``index_name``. KeyError: unknown index."""
-        return self._indexer.index_keys(index_name, value)
+        """Keys filed under ``value`` in index ``index_name``. UnknownIndexError: unknown
+        index (as ``by_index``)."""
+        try:
+            return self._indexer.index_keys(index_name, value)
+        except UnknownIndexError as err:
+            raise err.for_informer(err.informer or self.name) from None

@@ -89,7 +89,7 @@ class SharedIndexInformer:
         self.name = name or kind or "informer"
         self._clock = clock or REAL_CLOCK
         self.indexer = KeyedIndexer(indexers=indexers)
-        self.lister = Lister(self.indexer)
+        self.lister = Lister(self.indexer, self.name)
         self._store = self.indexer.store
         self._synced = threading.Event()
         self._fifo = DeltaFIFO(self.indexer, transform=transform, on_synced=self._synced.set)

@@ -16,6 +16,7 @@ from kinrun.cache.index import (
     IndexConflictError,
     Indexers,
     IndexFunc,
+    UnknownIndexError,
     meta_namespace_index_func,
 )
 from kinrun.cache.listwatch import Obj
@@ -163,24 +164,32 @@ class ThreadSafeStore:
         return len(self._items)
 
     def index(self, index_name: str, obj: Obj) -> list[Obj]:
-        """Objects sharing any ``index_name`` value with ``obj``. KeyError: unknown index."""
+        """Objects sharing any ``index_name`` value with ``obj``. UnknownIndexError (a
+        KeyError): unknown index."""
         with self._lock:
-            func = self._indexers[index_name]
+            index = self._index_locked(index_name)
             keys: set[str] = set()
-            for value in _index_values(index_name, func, "<query>", obj):
-                keys |= self._indices[index_name].get(value, set())
+            for value in _index_values(index_name, self._indexers[index_name], "<query>", obj):
+                keys |= index.get(value, set())
             return [self._items[k] for k in keys]
 
     def by_index(self, index_name: str, value: str) -> list[Obj]:
-        """Objects filed under ``value``. KeyError: unknown index."""
+        """Objects filed under ``value``. UnknownIndexError (a KeyError): unknown index."""
         with self._lock:
-            keys = self._indices[index_name].get(value, ())
+            keys = self._index_locked(index_name).get(value, ())
             return [self._items[k] for k in keys]
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
-        """Keys filed under ``value``. KeyError: unknown index."""
+        """Keys filed under ``value``. UnknownIndexError (a KeyError): unknown index."""
         with self._lock:
-            return list(self._indices[index_name].get(value, ()))
+            return list(self._index_locked(index_name).get(value, ()))
+
+    def _index_locked(self, index_name: str) -> dict[str, set[str]]:
+        """The index ``index_name`` (value -> keys); UnknownIndexError naming the known ones."""
+        try:
+            return self._indices[index_name]
+        except KeyError:
+            raise UnknownIndexError(index_name, self._indexers) from None
 
     def list_index_func_values(self, index_name: str) -> list[str]:
         """Values that have at least one object under ``index_name`` (empty for unknown index)."""

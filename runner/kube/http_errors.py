@@ -11,6 +11,13 @@ Three shapes of failure reach the kube layer:
 ApiError as the ``retry_after`` attribute (5xx answers may carry it too, as client-go's
 ``rest.Request`` honours it on 5xx).
 
+The answer to a request with a body is redacted here, where the error is built, before any
+log line or caller sees it (``kinrun.redact.redact_echoes``): every value of the body that the
+server quotes back in its message or causes (kube-apiserver's ``Invalid value: "..."``) is
+replaced by ``<redacted>``, field path, reason and code kept. The rule needs no knowledge of
+where the values came from, so a value built from a Secret, whole or transformed (a prefix, a
+piece, upper-cased), never reaches a log through a server answer.
+
 A 409 whose Status carries ``FieldManagerConflict`` causes (a server-side apply conflict,
 kube-apiserver's fieldmanager ``NewConflictError``) becomes ``ApplyConflictError``, which names
 the fields and their managers in one line.
@@ -28,6 +35,7 @@ import urllib3.exceptions
 
 from kinrun.errors import (ApiConnectionError, ApiError, ApplyConflictError,
                            api_error_from_status)
+from kinrun.redact import redact_echoed_text, redact_echoes
 
 _TEXT_LIMIT = 300  # characters of a non-Status body kept in the message
 
@@ -70,16 +78,22 @@ def decode_status(data: bytes) -> dict[str, Any] | None:
 
 
 def error_from_response(status: int, data: bytes, headers: Mapping[str, str] | None = None,
-                        *, method: str = "", path: str = "") -> ApiError:
+                        *, method: str = "", path: str = "", sent: bytes | None = None) -> ApiError:
     """The ApiError for a non-2xx answer: ``status`` (HTTP code), ``data`` (raw body bytes),
     ``headers`` (for Retry-After). ``method``/``path`` are named in the message when the body
-    carries no Status message of its own."""
+    carries no Status message of its own. ``sent``: the request's body bytes; the values it
+    carries are redacted from the answer (module docstring)."""
     retry_after = parse_retry_after((headers or {}).get("Retry-After"))
     body = decode_status(data)
+    document, shown = _sent_document(sent), path.split("/")
     message = ""
     if body is None:
         text = data[:_TEXT_LIMIT].decode("utf-8", errors="replace").strip()
+        if document is not None:
+            text = redact_echoed_text(text, document, shown=shown)
         message = f"{method} {path}: {text}".strip() if text else f"{method} {path}".strip()
+    elif document is not None:
+        body = dict(redact_echoes(body, document, shown=shown))
     # The HTTP code is the truth for the class: a Status body's code may be missing or stale.
     if body is not None:
         body = {**body, "code": status}
@@ -89,6 +103,16 @@ def error_from_response(status: int, data: bytes, headers: Mapping[str, str] | N
         error = api_error_from_status(status, body, message=message, retry_after=retry_after)
     error.retry_after = retry_after  # type: ignore[attr-defined]
     return error
+
+
+def _sent_document(sent: bytes | None) -> Any:
+    """A request body as the values it carries: its JSON, else its text; None without one."""
+    if not sent:
+        return None
+    try:
+        return orjson.loads(sent)
+    except orjson.JSONDecodeError:
+        return sent.decode("utf-8", errors="replace")
 
 
 def is_apply_conflict(status_obj: Mapping[str, Any]) -> bool:

@@ -6,6 +6,11 @@ As client-go ``rest.Request`` (``checkWait``/``IsRetryableError``) with kinrun's
 - 5xx is retried only for safe requests (GET, including LIST and the opening of a WATCH); a
   write that met a 5xx may have been applied, so it is left to the caller (the controller's
   rate-limited requeue).
+- "Too large resource version" (504 Timeout, cause ResourceVersionTooLarge: client-go
+  ``reflector.go`` ``isTooLargeResourceVersionError``, here
+  ``kinrun.cache.reflector.too_large_resource_version``) is never retried: the server already
+  waited (~3 s) for that version, and asking again cannot bring it closer; the reflector relists
+  from the latest version at once instead.
 - A watch stream that already answered 200 is never retried here: the reflector re-watches.
 - The wait is the server's Retry-After (capped at ``max_retry_after``) when it sent one, else an
   exponential backoff ``base_delay * 2**(attempt-1)`` capped at ``max_delay``.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kinrun.cache.reflector import too_large_resource_version
 from kinrun.errors import ApiError, ServerError, TooManyRequestsError
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -43,6 +49,8 @@ class RetryPolicy:
             return False
         if isinstance(error, TooManyRequestsError):
             return True
+        if too_large_resource_version(error):
+            return False  # the caller (the reflector) relists from the latest at once
         return isinstance(error, ServerError) and method.upper() in SAFE_METHODS
 
     def delay(self, error: ApiError, *, attempt: int) -> float:

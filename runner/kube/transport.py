@@ -240,12 +240,13 @@ class Transport:
             self.request_observer(str(resp.status), method, self.host_label)
         if 200 <= resp.status < 300:
             return resp
-        raise self._error_of(resp, method, path, read_timeout)
+        raise self._error_of(resp, method, path, read_timeout, body)
 
     @staticmethod
     def _error_of(resp: urllib3.BaseHTTPResponse, method: str, path: str,
-                  read_timeout: float | None) -> ApiError:
-        """Read a failed answer's body (releasing the connection) and map it to an ApiError."""
+                  read_timeout: float | None, sent: bytes | None = None) -> ApiError:
+        """Read a failed answer's body (releasing the connection) and map it to an ApiError,
+        the values of the request body ``sent`` redacted from it (``kinrun.kube.http_errors``)."""
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -253,4 +254,4 @@ class Transport:
             return error_from_exception(exc, method=method, url=path, read_timeout=read_timeout)
         resp.release_conn()
         return error_from_response(resp.status, data or b"", resp.headers, method=method,
-                                   path=path)
+                                   path=path, sent=sent)

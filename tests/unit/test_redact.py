@@ -7,9 +7,10 @@ import logging
 
 from kinrun.kube.dry_run import Target, change_summary
 from kinrun.logging_setup import JsonFormatter, TextFormatter
+from kinrun.kube.http_errors import error_from_response
 from kinrun.redact import (
-    LAST_APPLIED, redact_object, redact_request, redact_steps, redact_text, redact_value,
-    secret_values,
+    LAST_APPLIED, redact_echoes, redact_object, redact_request, redact_steps, redact_text,
+    redact_value, secret_values,
 )
 
 PLAIN = "hunter2-s3cret"
@@ -118,3 +119,48 @@ def test_a_malformed_patch_of_a_secret_does_not_echo_its_values() -> None:
     with pytest.raises(RenderError) as err:
         cm.render(key="shop/x", obj=None)
     assert ENCODED in str(err.value)
+
+
+def _kube_422(field: str, value: str, why: str) -> dict:
+    """kube-apiserver's 422 for one field error (``field.Invalid``: the value Go-quoted)."""
+    cause = f'Invalid value: "{value}": {why}'
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+            "reason": "Invalid", "message": f'ConfigMap "app" is invalid: {field}: {cause}',
+            "details": {"name": "app", "kind": "configmaps",
+                        "causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                    "field": field}]}}
+
+
+def test_server_answer_keeps_field_reason_and_name_and_hides_sent_values() -> None:
+    """A value of the body quoted back (a data key, in the field path and the message) is
+    replaced; the field path's structure, reason, kind and object name stay."""
+    sent = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "app", "namespace": "shop"}, "data": {"tok en": "x"}}
+    answer = _kube_422("data[tok en]", "tok en", "a valid config key must consist of ...")
+    shown = redact_echoes(answer, sent, shown=["api", "v1", "namespaces", "shop"])
+    cause = shown["details"]["causes"][0]
+    assert cause == {"reason": "FieldValueInvalid", "field": "data[<redacted>]",
+                     "message": 'Invalid value: "<redacted>": a valid config key must '
+                                'consist of ...'}
+    assert shown["message"].startswith('ConfigMap "app" is invalid: data[<redacted>]: ')
+    assert "tok en" not in str(shown) and answer["details"]["causes"][0]["field"] == \
+        "data[tok en]"  # the argument is not changed
+
+
+def test_server_answer_without_sent_values_is_unchanged() -> None:
+    """An answer that quotes nothing of the body is returned as it is: a sent word inside the
+    field error's own words (``value`` in ``Invalid value``) is not an echo."""
+    answer = _kube_422("metadata.labels", "other", "no")
+    assert redact_echoes(answer, {"data": {"k": "value", "j": "Invalid"}}) is answer
+    echoed = _kube_422("metadata.labels", "other", "no value here")
+    assert redact_echoes(echoed, {"data": {"k": "value"}})["details"]["causes"][0][
+        "message"] == 'Invalid value: "other": no <redacted> here'
+
+
+def test_error_from_a_non_status_answer_hides_sent_values() -> None:
+    """A plain-text answer (a proxy, a webhook) quoting the body is redacted too, as are
+    numbers of 4 or more digits."""
+    error = error_from_response(400, b"bad port 31337 for 'hunter2-s3cret'", {}, method="PUT",
+                                path="/api/v1/x",
+                                sent=b'{"spec": {"port": 31337, "pw": "hunter2-s3cret"}}')
+    assert str(error) == "400 : PUT /api/v1/x: bad port <redacted> for '<redacted>'"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kinrun.cache.listwatch import WatchEvent
-from kinrun.errors import ApiConnectionError, ExpiredError
+from kinrun.cache.reflector import too_large_resource_version
+from kinrun.errors import ApiConnectionError, ExpiredError, ServerError
 from kinrun.kube import Client, KubeListerWatcher
 from kinrun.testing.apiserver import EmbeddedAPIServer
 
@@ -135,6 +136,18 @@ def test_too_old_resource_version_on_list_is_expired(embedded_server: EmbeddedAP
     embedded_server.faults.expire_next_list()
     with pytest.raises(ExpiredError):
         cm_lw(kube_client).list(resource_version="1")
+
+
+def test_list_ahead_of_the_server_is_raised_after_one_try(embedded_server: EmbeddedAPIServer,
+                                                        kube_client: Any) -> None:
+    """A LIST at a resourceVersion the server has not reached (504 Too large resource version)
+    is sent once and raised at once, for the reflector to relist from the latest."""
+    lw, tries = cm_lw(kube_client), []
+    kube_client.transport.request_observer = lambda code, method, host: tries.append(code)
+    with pytest.raises(ServerError) as info:
+        lw.list(resource_version="999999")
+    assert too_large_resource_version(info.value)
+    assert tries == ["504"] and kube_client.sleeps == []
 
 
 def test_watch_streams_added_modified_deleted(embedded_server: EmbeddedAPIServer,

@@ -93,6 +93,23 @@ def test_500_on_a_write_is_not_retried() -> None:
     assert len(pool.calls) == 1 and sleeps == []
 
 
+def test_too_large_resource_version_is_not_retried() -> None:
+    """A LIST answered "Too large resource version" (504, cause ResourceVersionTooLarge) is
+    raised after one try, with no wait: the reflector relists from the latest at once."""
+    sleeps: list[float] = []
+    too_large = {**status_body(504, "Timeout", "Timeout: Too large resource version: 99, "
+                               "current: 7"),
+                 "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                                         "message": "Too large resource version"}],
+                             "retryAfterSeconds": 1}}
+    pool = FakePool(queue_handler(*[response(504, too_large) for _ in range(4)]))
+    with pytest.raises(ServerError) as info:
+        make_client(pool, sleeps=sleeps).transport.request("GET", "/x",
+                                                           query={"resourceVersion": "99"})
+    assert info.value.status == 504
+    assert len(pool.calls) == 1 and sleeps == []
+
+
 def test_retries_stop_after_the_attempt_budget() -> None:
     """After `attempts` tries the last 429 is raised with its retry_after."""
     sleeps: list[float] = []

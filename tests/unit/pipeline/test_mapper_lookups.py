@@ -69,6 +69,18 @@ def test_mapper_lookup_of_an_unknown_informer_gives_no_key_and_a_warning(caplog)
     assert "unknown informer 'nope' (known: namespaces)" in caplog.text
 
 
+def test_mapper_lookup_of_an_unknown_index_names_the_informer_and_its_indexes(caplog):
+    """``by_index`` with an index the informer lacks is a warning naming the informer and the
+    indexes it has, not a bare ``KeyError: 'nope'``."""
+    indexer = KeyedIndexer(indexers={"byApp": lambda o: [o["metadata"]["labels"]["app"]]})
+    mapper = compile_key_mapper("{{ by_index('pods', 'nope', 'x') | length }}",
+                                ("cfg.yaml", 7, "watches[0]"))
+    bound = mapper.bind({"pods": Lister(indexer, "pods")})
+    with caplog.at_level("WARNING", logger="kinrun.templating"):
+        assert bound(pod("s")) == []
+    assert "informer 'pods' has no index 'nope' (its indexes: byApp, namespace)" in caplog.text
+
+
 def test_mapper_lookups_spend_the_per_call_budget(caplog):
     """A fan-out over a big cache stops at templates.budget.maxLoopSteps (no key, a warning)."""
     engine = TemplateEngine({"budget": {"maxLoopSteps": 50}})

@@ -14,6 +14,7 @@ from kinrun.cache import (
     IndexFuncError,
     KeyFuncError,
     ThreadSafeStore,
+    UnknownIndexError,
     deletion_handling_meta_namespace_key,
     meta_namespace_key,
     new_indexer,
@@ -148,9 +149,13 @@ def test_index_returns_objects_sharing_a_value():
 
 
 def test_unknown_index_raises_key_error():
-    """Querying an index that was never registered raises KeyError."""
-    with pytest.raises(KeyError):
+    """Querying an index that was never registered raises UnknownIndexError, a KeyError that
+    names the index asked for and the registered ones."""
+    with pytest.raises(KeyError) as info:
         new_indexer().by_index("nope", "x")
+    assert isinstance(info.value, UnknownIndexError)
+    assert str(info.value) == "the cache has no index 'nope' (its indexes: namespace)"
+    assert info.value.index_name == "nope" and info.value.known == ("namespace",)
 
 
 def test_adding_an_indexer_after_objects_exist_indexes_them():
