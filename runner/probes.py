@@ -47,6 +47,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.threads import SupervisedThread
 from kinrun.errors import KinrunError
 
 _log = logging.getLogger("kinrun.probes")
@@ -202,10 +203,8 @@ class _Server:
         self._listener.setblocking(False)
         self._selector.register(self._listener, selectors.EVENT_READ)
         self._selector.register(self._wake_r, selectors.EVENT_READ)
-        self._threads = [threading.Thread(target=self._loop, name=f"kinrun-{self.name}",
-                                          daemon=True)]
-        self._threads += [threading.Thread(target=self._work, daemon=True,
-                                           name=f"kinrun-{self.name}-{i}")
+        self._threads = [SupervisedThread(target=self._loop, name=f"kinrun-{self.name}")]
+        self._threads += [SupervisedThread(target=self._work, name=f"kinrun-{self.name}-{i}")
                           for i in range(self._limits.workers)]
         for thread in self._threads:
             thread.start()

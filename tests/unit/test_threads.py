@@ -104,7 +104,7 @@ def thread_calls(path: Path) -> list[int]:
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "threading"]
 
 
-ALLOWED = {"probes.py"}  # its HTTP server is being replaced by a bounded one (issue 26)
+ALLOWED: set[str] = set()  # no module may start a bare thread
 
 
 def test_every_background_thread_is_supervised() -> None:
