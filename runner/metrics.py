@@ -47,6 +47,7 @@ Thread-safety: every method is thread-safe (prometheus-client's metrics are).
 from __future__ import annotations
 
 import errno
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -57,6 +58,8 @@ from prometheus_client.exposition import choose_encoder
 
 from kinrun.errors import KinrunError
 from kinrun.probes import Endpoint, Response
+
+_log = logging.getLogger("kinrun.metrics")
 
 RECONCILE_TIME_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,
                           0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0,
@@ -341,13 +344,23 @@ class Metrics:
         encoder, content_type = choose_encoder(headers.get("Accept", ""))
         return 200, content_type, encoder(self.registry)
 
-    def serve(self, port: int, address: str = "0.0.0.0") -> int:
+    def serve(self, port: int, address: str = "0.0.0.0", *, tls: Any = None,
+              auth: Any = None) -> int:
         """Serve ``/metrics`` on ``address:port`` (IPv4 or IPv6; 0 = a free port); returns the
         bound port. Other paths answer 404, other methods 405; the server is the probes'
         bounded, timeout-guarded one (``kinrun.probes.Endpoint``), in prometheus-client's
         exposition format chosen by the Accept header (``choose_encoder``). Raises
         MetricsServeError when the socket cannot be bound (port in use, no permission,
-        address not local)."""
+        address not local).
+
+        Secure metrics, as controller-runtime 0.16+ serves them: ``tls`` (a
+        ``kinrun.tls.ServerTLS``) serves HTTPS; ``auth`` (a
+        ``kinrun.kube.delegated_auth.DelegatedAuth``) answers only a bearer token the API
+        server authenticates and whose user RBAC lets ``get`` the non-resource URL
+        ``/metrics`` (401 without a valid token, 403 without the right, 500 when the review
+        cannot be made)."""
+        route = self._metrics_route if auth is None else _authorized(self._metrics_route, auth)
+        self._endpoint = Endpoint({"/metrics": route}, "metrics", tls=tls)
         try:
             return self._endpoint.serve(port, address)
         except OSError as exc:
@@ -356,6 +369,18 @@ class Metrics:
     def close(self) -> None:
         """Stop the HTTP endpoint, if serving."""
         self._endpoint.close()
+
+
+def _authorized(route: Callable[[Mapping[str, str]], Response], auth: Any
+                ) -> Callable[[Mapping[str, str]], Response]:
+    """``route`` behind delegated authentication and authorization of ``GET /metrics``."""
+    def guarded(headers: Mapping[str, str]) -> Response:
+        decision = auth.check(headers.get("Authorization"), "/metrics", "GET")
+        if not decision.allowed:
+            _log.debug("metrics: %d %s", decision.status, decision.reason)
+            return decision.status, "text/plain; charset=utf-8", (decision.reason + "\n").encode()
+        return route(headers)
+    return guarded
 
 
 def _result_label(outcome: Any) -> str:

@@ -40,6 +40,7 @@ import queue
 import select
 import selectors
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -117,12 +118,17 @@ class Endpoint:
     starts daemon threads, returns the bound port (0 picks a free one) and raises OSError when
     the socket cannot be bound; ``close()`` stops it. Thread-safety: ``serve``/``close`` from
     one thread; routes run on the worker threads.
+
+    ``tls`` (a ``kinrun.tls.ServerTLS``): serve HTTPS. The TLS handshake runs on the selector
+    thread without blocking, within the same ``header_timeout``, and every handshake takes the
+    newest certificate (rotation without a restart).
     """
 
     def __init__(self, routes: Mapping[str, Route], name: str = "http", *,
                  header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 workers: int = WORKERS, clock: Clock | None = None) -> None:
-        self.routes, self.name = dict(routes), name
+                 workers: int = WORKERS, clock: Clock | None = None,
+                 tls: Any = None) -> None:
+        self.routes, self.name, self.tls = dict(routes), name, tls
         self._limits = _Limits(header_timeout, max_connections, workers)
         self._clock = clock or REAL_CLOCK
         self._server: _Server | None = None
@@ -131,7 +137,7 @@ class Endpoint:
         """Start serving; see the class docstring."""
         listener = _listen(address, port)
         server = _Server(listener, _handler_for(self.routes), self.name, self._limits,
-                         self._clock)
+                         self._clock, None if self.tls is None else self.tls.context)
         server.start()
         self._server = server
         return int(listener.getsockname()[1])
@@ -166,6 +172,7 @@ class _Pending:
     address: Any          # the client's (host, port)
     deadline: float       # clock.now() by which the whole head must have arrived
     head: bytes = b""     # what it sent so far
+    secured: bool = False  # the TLS handshake is done (always False without TLS)
 
 
 class _Server:
@@ -185,8 +192,9 @@ class _Server:
     """
 
     def __init__(self, listener: socket.socket, handler: type[BaseHTTPRequestHandler],
-                 name: str, limits: _Limits, clock: Clock) -> None:
-        self._listener, self._handler, self.name = listener, handler, name
+                 name: str, limits: _Limits, clock: Clock,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self._listener, self._handler, self.name, self._tls = listener, handler, name, tls
         self._limits, self._clock = limits, clock
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -265,6 +273,9 @@ class _Server:
                 conn.close()
                 continue
             conn.setblocking(False)
+            if self._tls is not None:  # the handshake happens in _read, without blocking
+                conn = self._tls.wrap_socket(conn, server_side=True,
+                                             do_handshake_on_connect=False)
             deadline = self._clock.now() + self._limits.header_timeout
             self._pending[conn] = _Pending(address, deadline)
             self._selector.register(conn, selectors.EVENT_READ)
@@ -285,10 +296,17 @@ class _Server:
         if pending is None:  # closed earlier in this round (room made for a newer one)
             return
         try:
+            if isinstance(conn, ssl.SSLSocket) and not pending.secured:
+                conn.do_handshake()
+                pending.secured = True
             data = conn.recv(READ_BYTES)
-        except BlockingIOError:
+            while data and isinstance(conn, ssl.SSLSocket) and conn.pending():
+                data += conn.recv(conn.pending())  # decrypted already: no read event comes
+        except (BlockingIOError, ssl.SSLWantReadError):
             return
-        except OSError as exc:  # reset by the client
+        except ssl.SSLWantWriteError:  # rare for a server: the next read event retries
+            return
+        except OSError as exc:  # reset by the client, or a failed handshake
             self._drop(conn, f"left before sending a whole request ({exc})")
             return
         if not data:
