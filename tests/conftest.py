@@ -63,3 +63,18 @@ def envtest_namespace(envtest_server: EnvtestServer, request: pytest.FixtureRequ
     name = unique_namespace_name(request.node.name)
     envtest_server.create_namespace(name)
     return name
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logging() -> Iterator[None]:
+    """Undo what a test's in-process ``kinrun.cli.main`` did to the root logger: its handler
+    writes to the test's captured stderr, which pytest closes after the test, so a later
+    thread's log line would fail ("--- Logging error --- I/O operation on closed file")."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
