@@ -59,9 +59,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
                              for name, spec in data["informers"].items()}),
         controllers=tuple(_controller(ctx, i, spec) for i, spec in enumerate(data["controllers"])),
         leader_election=_leader_election(le) if le is not None else None,
-        metrics=MetricsSpec(port=_get(metrics, "metrics", "port"),
-                            address=_get(metrics, "metrics", "address"))
-        if metrics is not None else None,
+        metrics=_metrics(ctx, metrics) if metrics is not None else None,
         probes=_probes(data["probes"]) if data.get("probes") is not None else None,
         gc=_gc(data.get("gc") or {}),
         shutdown=_shutdown(data.get("shutdown") or {}),
@@ -69,6 +67,15 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         rbac=_rbac(ctx, data.get("rbac") or {}),
         sharding=_sharding(data["sharding"]) if data.get("sharding") is not None else None,
     )
+
+
+def _metrics(ctx: _Ctx, data: dict[str, Any]) -> MetricsSpec:
+    """``metrics:``; ``certDir`` relative to the config's folder."""
+    cert_dir = data.get("certDir")
+    return MetricsSpec(port=_get(data, "metrics", "port"),
+                       address=_get(data, "metrics", "address"),
+                       secure=_get(data, "metrics", "secure"),
+                       cert_dir=str(resolve_path(cert_dir, ctx.base_dir)) if cert_dir else None)
 
 
 def _admission(ctx: _Ctx, data: dict[str, Any]) -> AdmissionSpec:

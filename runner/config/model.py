@@ -417,10 +417,13 @@ class ShardingSpec:
 @dataclass(frozen=True)
 class MetricsSpec:
     """Prometheus endpoint: ``port`` (default 8080; 0 = pick a free port), ``address``
-    (default ``0.0.0.0``)."""
+    (default ``0.0.0.0``), ``secure`` (HTTPS with delegated authn/authz: ``kinrun.metrics``;
+    default False), ``cert_dir`` (absolute; None = self-signed)."""
 
     port: int = _d("metrics", "port")
     address: str = _d("metrics", "address")
+    secure: bool = _d("metrics", "secure")
+    cert_dir: str | None = None
 
 
 @dataclass(frozen=True)
