@@ -230,12 +230,14 @@ def scrub_quoted(message: str, source: str) -> str:
     """``message`` (an error from Python, Jinja2 or a filter) with every quoted text replaced by
     its type and size (``'hunter2'`` -> ``<a str of 7 characters>``), unless the text is
     written in ``source`` (the template: config, not data; a misspelt ``obj.metdata`` stays
-    readable) or names a type, an operator or a codec (:data:`_TYPE_WORDS`). Python's and
+    readable), names a type, an operator or a codec (:data:`_TYPE_WORDS`), or is one
+    punctuation character. Python's and
     Jinja2's messages quote the values they are about with ``repr``; this is how a template
     error never repeats a value the template read."""
     def replace(match: re.Match[str]) -> str:
         text = match.group(0)[1:-1]
-        if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source):
+        if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source) \
+                or (len(text) == 1 and not text.isalnum()):   # YAML's "expected ',' or ']'"
             return match.group(0)
         return f"<{describe(text)}>"
     return _QUOTED.sub(replace, message)

@@ -1386,7 +1386,7 @@ class Template:
         except BudgetExceeded as exc:
             raise exc.at_line(_template_line(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code becomes one error type
-            raise _render_error(exc, self.source) from exc
+            raise _render_error(exc, self.source) from None   # its message may quote values
 
 
 class Expression:
@@ -1416,7 +1416,7 @@ class Expression:
         except (ReconcileError, BudgetExceeded):
             raise
         except Exception as exc:  # noqa: BLE001
-            raise _render_error(exc, self.source) from exc
+            raise _render_error(exc, self.source) from None   # its message may quote values
 
 
 class _TemplateValue:
@@ -1639,8 +1639,9 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
     """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
     ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
     never the API server). An unknown informer raises LookupError naming the known ones; an
-    unknown index raises KeyError. The objects returned are the cache's, read-only (the
-    sandbox refuses mutating methods). Used by action templates (``kinrun.actions``) and by
+    unknown index raises LookupError naming the informer (a name built by the template is
+    shown as its type and size, see ``docs/secrets.md``). The objects returned are the
+    cache's, read-only (the sandbox refuses mutating methods). Used by action templates (``kinrun.actions``) and by
     ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
     def lister(informer: str) -> Any:
         try:
@@ -1649,11 +1650,19 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
             known = ", ".join(sorted(listers)) or "none"
             raise LookupError(f"unknown informer {informer!r} (known: {known})") from None
 
+    def by_index(informer: str, index: str, value: Any) -> Any:
+        found = lister(informer)
+        try:
+            return found.by_index(index, value)
+        except KeyError:
+            raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
+                from None
+
     return {
         "get": lambda informer, key: lister(informer).get(key),
         "list": lambda informer, namespace=None: (lister(informer).list() if namespace is None
                                                   else lister(informer).list(namespace)),
-        "by_index": lambda informer, index, value: lister(informer).by_index(index, value),
+        "by_index": by_index,
     }
 
 

@@ -108,7 +108,7 @@ hang it)."""
 
 
 @pytest.mark.parametrize("name, source, names", [c for c in CORPUS if c[0] in IN_PROCESS],
-                         ids=IN_PROCESS)
+                         ids=[c[0] for c in CORPUS if c[0] in IN_PROCESS])
 def test_a_payload_is_a_retryable_budget_error_naming_the_action(name: str, source: str,
                                                                  names: str) -> None:
     """Through the actions: a BudgetError (retried with backoff) naming the action and the
