@@ -30,6 +30,7 @@ and never changes its argument.
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import builtins
@@ -239,5 +240,14 @@ def scrub_quoted(message: str, source: str) -> str:
         if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source) \
                 or (len(text) == 1 and not text.isalnum()):   # YAML's "expected ',' or ']'"
             return match.group(0)
-        return f"<{describe(text)}>"
+        return f"<{describe(_unquoted(match.group(0)))}>"
     return _QUOTED.sub(replace, message)
+
+
+def _unquoted(literal: str) -> str:
+    """The text a quoted ``repr`` stands for (escapes undone), else the text between quotes."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]

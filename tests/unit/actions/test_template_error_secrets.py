@@ -169,3 +169,16 @@ def test_kinrun_render_prints_no_form_of_the_value(tmp_path: Path, capsys, caplo
     out = capsys.readouterr()
     assert code != 0
     _assert_no_form(out.out + out.err + caplog.text)
+
+
+def test_a_yaml_error_gives_its_problem_and_position_not_its_snippet() -> None:
+    """PyYAML's pure-Python loader quotes a snippet of the document in its errors (libyaml's
+    does not): a filter that parses with it fails with the problem and the position only."""
+    import yaml
+    engine = TemplateEngine(extra_filters={
+        "py_yaml": lambda text: yaml.load(text, Loader=yaml.SafeLoader)})  # noqa: S506
+    for doc in (DOC, "a: *" + VALUE.split("/")[0], "k: " + VALUE + ": [x"):
+        with pytest.raises(TemplateRenderError, match=r"py_yaml: \w+Error: .*\(line \d+, "
+                                                      r"column \d+\)") as info:
+            engine.template("{{ d | py_yaml }}").render({"d": doc})
+        _assert_no_form(str(info.value) + "".join(traceback.format_exception(info.value)))
