@@ -620,7 +620,12 @@ def mutates(owner: Any, name: str) -> bool:
     container: ``mutates({}, "update")``, ``mutates(dict, "setdefault")``, ``mutates([],
     "sort")`` are True; ``mutates({}, "get")``, ``mutates("", "upper")`` are False. Anything
     that is not a mutable container (str, tuple, datetime, Namespace) gives False."""
-    kind = owner if isinstance(owner, type) else type(owner)
+    return _mutates(owner if isinstance(owner, type) else type(owner), name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mutates(kind: type, name: str) -> bool:
+    """:func:`mutates` of a class (cached: a few hundred (class, name) pairs ever occur)."""
     for container, read_only in _MUTABLE_CONTAINERS:
         if issubclass(kind, container):
             return name not in read_only
@@ -676,12 +681,25 @@ MAX_SLOW_VALUE_SIZE = 50_000
 SLOW_FILTERS = frozenset({"to_yaml", "pprint", "urlencode", "xmlattr"})
 """Filters that walk their value in Python (PyYAML's emitter, ``pprint``): bounded by
 :data:`MAX_SLOW_VALUE_SIZE`."""
+CHEAP_FILTERS = frozenset({"length", "count", "default", "d", "first", "last", "lower", "upper",
+                           "capitalize", "title", "trim", "int", "float", "abs", "round"})
+"""Jinja2's filters that take constant time, or time linear in a string: never expanding a
+container, they are not wrapped by the size check (a wrapper costs ~0.3 us per call, which
+showed in loops). Every other filter is, the plugins' included."""
+CHEAP_TESTS = frozenset({"boolean", "callable", "defined", "divisibleby", "escaped", "even",
+                         "false", "filter", "float", "integer", "iterable", "lower",
+                         "mapping", "none", "number", "odd", "sameas", "sequence", "string",
+                         "test", "true", "undefined", "upper"})
+"""Jinja2's tests that only look at a value's type or a number (not the comparisons, ``in``
+and ``eq``, which walk containers): not wrapped, as :data:`CHEAP_FILTERS`."""
 MAX_INT_BITS = 8_192
 """Largest integer ``*`` and ``**`` may build (bits; about 2,466 decimal digits)."""
 MAX_INDENT = 64
 """Largest ``indent`` of ``to_json``/``tojson`` (spaces, or characters of an indent string)."""
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
+_SIZED = (*_CONTAINERS, Namespace)
+"""What :func:`_check_value` measures; anything else passes it at the cost of an isinstance."""
 
 
 def value_size(value: Any) -> int:
@@ -724,7 +742,7 @@ def _container_size(value: Any, memo: dict[int, tuple[Any, int]], cap: int,
         for item in items:
             if isinstance(item, (str, bytes)):
                 total += len(item)
-            elif isinstance(item, (*_CONTAINERS, Namespace)):
+            elif isinstance(item, _SIZED):
                 total += value_size(item) - 1
             if total > cap:
                 break
@@ -746,7 +764,7 @@ def _check_value(value: Any, limit: int, what: str) -> None:
     """Refuse (BudgetExceeded, reason ``size``) a container whose :func:`value_size` is over
     ``limit``; anything else passes at the cost of one isinstance (strings are bounded where
     they are built)."""
-    if isinstance(value, (*_CONTAINERS, Namespace)):
+    if isinstance(value, _SIZED):
         size = value_size(value)
         if size > limit:
             raise BudgetExceeded("size", size, limit,
@@ -756,7 +774,8 @@ def _check_value(value: Any, limit: int, what: str) -> None:
 
 def _check_values(values: Iterable[Any], limit: int, what: str) -> None:
     for value in values:
-        _check_value(value, limit, what)
+        if isinstance(value, _SIZED):   # inlined: runs for every argument of every call
+            _check_value(value, limit, what)
 
 
 def _check_int_bits(bits: int, what: str) -> None:
@@ -796,9 +815,6 @@ _SIZED_TYPES = frozenset({list, tuple, range, dict, set, frozenset, str})
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 """Every attribute a plain ``dict`` instance has (its methods and ``object``'s): only these
 names can resolve as attributes on one; any other ``.name`` of a dict is its key."""
-
-_SANDBOX_CALL = ImmutableSandboxedEnvironment.call
-"""Jinja2's sandboxed call (safety checks, then the call), under the budget's ``call``."""
 
 _ITER_HOOK = "kinrun_budget_iter"
 """The environment attribute every compiled ``for`` loop iterates through."""
@@ -894,12 +910,14 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     def kinrun_budget_text(self, value: Any) -> Any:
         """A ``~`` operand, refused when ``str()`` of it would pass :func:`sequence_limit`."""
-        _check_value(value, sequence_limit(), "a value joined with '~'")
+        if isinstance(value, _SIZED):
+            _check_value(value, sequence_limit(), "a value joined with '~'")
         return value
 
     def kinrun_budget_value(self, value: Any) -> Any:
         """A compared value or dict key, refused over :data:`MAX_VALUE_SIZE`."""
-        _check_value(value, MAX_VALUE_SIZE, "a compared value or dict key")
+        if isinstance(value, _SIZED):
+            _check_value(value, MAX_VALUE_SIZE, "a compared value or dict key")
         return value
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -944,7 +962,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             budget.call()
             if args and isinstance(__obj, LoopContext):   # loop(children) of a recursive loop
                 args = (budget.iterate(args[0]), *args[1:])
-        _check_call(__obj, args, kwargs)
+        _check_call(__self, __obj, args, kwargs)   # Jinja2's is_safe_callable check included
         method = getattr(__obj, "__wrapped__", __obj)  # str.format: the sandbox's wrapper
         text = getattr(method, "__self__", None)
         if isinstance(text, str) and isinstance(method, types.BuiltinMethodType):
@@ -953,8 +971,8 @@ class _Sandbox(ImmutableSandboxedEnvironment):
                 args = (list(args[0]), *args[1:])   # measured before it is joined
             what = f"str.{name}()'s result"
             _check_size(_str_method_bound(name, text, args, kwargs), what, "characters")
-            return _checked_text(_SANDBOX_CALL(__self, __context, __obj, *args, **kwargs), what)
-        return _SANDBOX_CALL(__self, __context, __obj, *args, **kwargs)
+            return _checked_text(__context.call(__obj, *args, **kwargs), what)
+        return __context.call(__obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         """``*``, ``**``, ``+``, ``%``, bounded before they run: sizes of the sequences built
@@ -1018,19 +1036,25 @@ def _check_power(base: Any, exponent: Any) -> None:
         _check_int_bits(base.bit_length() * exponent, "an integer power")
 
 
-def _check_call(func: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
-    """Before a template calls ``func``: refuse a method that :func:`mutates` its container
-    (SecurityError naming it), and a receiver or argument over :data:`MAX_VALUE_SIZE`."""
-    method = _callable_owner(func)
-    if method is not None:
+def _check_call(env: _Sandbox, func: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """Before a template calls ``func``: refuse what ``env.is_safe_callable`` refuses
+    (SecurityError naming a method that :func:`mutates` its container), and a receiver or
+    argument over :data:`MAX_VALUE_SIZE`."""
+    if not env.is_safe_callable(func):
+        method = _callable_owner(func)
+        if method is None:
+            raise SecurityError(f"{type(func).__name__} is not safely callable")
         owner, name = method
         kind = owner if isinstance(owner, type) else type(owner)
-        if mutates(owner, name):
-            raise SecurityError(f"{kind.__name__}.{name}() is refused: templates may not "
-                                "change objects (the sandbox is read-only)")
-        _check_value(owner, MAX_VALUE_SIZE, f"the object of {kind.__name__}.{name}()")
+        raise SecurityError(f"{kind.__name__}.{name}() is refused: templates may not change "
+                            "objects (the sandbox is read-only)")
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, _SIZED):
+        _check_value(owner, MAX_VALUE_SIZE, f"the object of {type(owner).__name__}."
+                                            f"{getattr(func, '__name__', '')}()")
     _check_values(args, MAX_VALUE_SIZE, "a call's argument")
-    _check_values(kwargs.values(), MAX_VALUE_SIZE, "a call's argument")
+    if kwargs:
+        _check_values(kwargs.values(), MAX_VALUE_SIZE, "a call's argument")
 
 
 # Strings built by one C-level call (``'x'.zfill(N)``, ``'%Ns' % x``, ``|center(N)``) are
@@ -1206,8 +1230,11 @@ def _guarded(name: str, func: Callable[..., Any], limit: int) -> Callable[..., A
 
     @functools.wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        _check_values(args, limit, what)
-        _check_values(kwargs.values(), limit, what)
+        for arg in args:   # inlined _check_values: this runs for every filter call
+            if isinstance(arg, _SIZED):
+                _check_value(arg, limit, what)
+        if kwargs:
+            _check_values(kwargs.values(), limit, what)
         try:
             return func(*args, **kwargs)
         except (KinrunError, jinja2.TemplateError):
@@ -1274,7 +1301,8 @@ def _bounded_tojson(func: Callable[..., Any]) -> Callable[..., Any]:
 def _finalize_output(value: Any) -> Any:
     """The environment's ``finalize``: every ``{{ }}`` value before ``str()``, refused when its
     text would pass the output limit (sequence_limit())."""
-    _check_value(value, sequence_limit(), "a printed value")
+    if isinstance(value, _SIZED):
+        _check_value(value, sequence_limit(), "a printed value")
     return value
 
 
@@ -1473,10 +1501,11 @@ class TemplateEngine:
                                 for name, func in (extra_filters or {}).items()})
         for name in ("from_yaml", "from_json"):
             env.filters[name] = _parsed(name, env.filters[name])
-        for table in (env.filters, env.tests):
+        for table, cheap in ((env.filters, CHEAP_FILTERS), (env.tests, CHEAP_TESTS)):
             for name, func in table.items():
                 limit = MAX_SLOW_VALUE_SIZE if name in SLOW_FILTERS else MAX_VALUE_SIZE
-                table[name] = _guarded(name, func, limit)
+                if name not in cheap:   # a plugin cannot take a cheap name: they clash
+                    table[name] = _guarded(name, func, limit)
         self._env = env
 
     def budget(self) -> RenderBudget:
