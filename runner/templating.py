@@ -836,6 +836,22 @@ def _hooked(hook: str, node: nodes.Expr) -> nodes.Expr:
                       lineno=node.lineno)
 
 
+_TEXT_FILTERS = frozenset({"string", "to_json", "tojson", "to_yaml", "sha256", "b64encode",
+                           "b64decode", "join", "lower", "upper", "trim", "replace", "indent",
+                           "isoformat", "length", "count", "int", "float"})
+"""Filters whose result is never a container: their output needs no size check."""
+
+
+def _scalar_finalize(node: nodes.Expr, finalize: Any) -> Any:
+    """``finalize`` for an output expression, or one without its runtime call (``src``) when
+    the expression never gives a container (a comparison, a test, ``not``, ``~``, a filter of
+    :data:`_TEXT_FILTERS`): the size check of :func:`_finalize_output` would be a no-op there,
+    and one call per output in a loop showed in the render cost."""
+    scalar = isinstance(node, (nodes.Compare, nodes.Test, nodes.Not, nodes.Concat)) or (
+        isinstance(node, nodes.Filter) and node.name in _TEXT_FILTERS)
+    return finalize._replace(src=None) if scalar and finalize.src is not None else finalize
+
+
 class _BudgetCodeGenerator(CodeGenerator):
     """Jinja2's code generator (``Environment.code_generator_class``), with every ``for``
     loop's iterable wrapped in a call of ``environment.kinrun_budget_iter`` (a
@@ -857,6 +873,12 @@ class _BudgetCodeGenerator(CodeGenerator):
         for pair in list(node.find_all(nodes.Pair)):
             pair.key = _hooked(_VALUE_HOOK, pair.key)
         super().visit_Template(node, frame)
+
+    def _output_child_pre(self, node: nodes.Expr, frame: Any, finalize: Any) -> None:
+        super()._output_child_pre(node, frame, _scalar_finalize(node, finalize))
+
+    def _output_child_post(self, node: nodes.Expr, frame: Any, finalize: Any) -> None:
+        super()._output_child_post(node, frame, _scalar_finalize(node, finalize))
 
     def visit_Concat(self, node: nodes.Concat, frame: Any) -> None:
         """``a ~ b``: the joined string goes through ``environment.kinrun_budget_sized`` (a
@@ -908,13 +930,15 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             return self.unsafe_undefined(dict, str(argument))
         return super().getitem(obj, argument)
 
-    def kinrun_budget_text(self, value: Any) -> Any:
+    @staticmethod   # no bound method made per call
+    def kinrun_budget_text(value: Any) -> Any:
         """A ``~`` operand, refused when ``str()`` of it would pass :func:`sequence_limit`."""
         if isinstance(value, _SIZED):
             _check_value(value, sequence_limit(), "a value joined with '~'")
         return value
 
-    def kinrun_budget_value(self, value: Any) -> Any:
+    @staticmethod   # no bound method made per call
+    def kinrun_budget_value(value: Any) -> Any:
         """A compared value or dict key, refused over :data:`MAX_VALUE_SIZE`."""
         if isinstance(value, _SIZED):
             _check_value(value, MAX_VALUE_SIZE, "a compared value or dict key")
