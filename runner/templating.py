@@ -3,8 +3,18 @@
 Design:
 
 * One :class:`TemplateEngine` per config: an ``ImmutableSandboxedEnvironment`` (no attribute
-  starting with ``_``, no Python internals, no mutating methods such as ``dict.update``) with
-  ``StrictUndefined``, so a typo (``obj.metdata``) is an error, never an empty string.
+  starting with ``_``, no Python internals) with ``StrictUndefined``, so a typo
+  (``obj.metdata``) is an error, never an empty string. No template changes an object it did
+  not create: every method of a mutable container that its immutable counterpart lacks is
+  refused at attribute access and again at call time, however it was reached, and ``dict``
+  is a function, not the type (see "immutability" below).
+* One C-level operation cannot outrun the budget: printing, ``~``, comparing, hashing,
+  serialising and every call and filter check the size of their operands first (shared
+  references counted where they occur), ``*``/``**`` the bits of integers, ``to_json`` its
+  indent, ``batch`` its size (see "sizes" below).
+* Errors never quote a value the template read (``docs/secrets.md``): the failing filter, the
+  error's type, and its message with each quoted text the template does not contain replaced
+  by its type and size (:func:`kinrun.redact.scrub_quoted`).
 * Default globals that only widen the attack surface are removed (``lipsum``, ``cycler``,
   ``joiner``); ``range`` is bounded to :data:`MAX_RANGE` items, and ``*``/``**`` refuse to build
   huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`); so do ``+``,
@@ -1915,12 +1925,14 @@ the reference lists by name) and the plugins' ``kinrun_template_filters``."""
 
 
 __all__ = [
-    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
-    "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES", "MAX_EXPONENT", "MAX_FILE_BYTES",
-    "MAX_RANGE", "MAX_SEQUENCE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner", "RenderBudget",
-    "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES", "Template", "TemplateEngine",
-    "TemplateName", "TemplateOptions", "TemplateRenderError",
-    "as_location", "b64decode", "b64encode", "compile_index_func", "compile_key_mapper",
-    "duration", "from_json", "from_yaml", "index_values", "isoformat", "lookup_calls",
-    "lookup_functions", "sha256", "split_expression", "to_datetime", "to_json", "to_yaml",
+    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CHEAP_FILTERS", "CHEAP_TESTS",
+    "CLOCK_EVERY", "Expression", "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES",
+    "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_INDENT", "MAX_INT_BITS", "MAX_RANGE", "MAX_SEQUENCE",
+    "MAX_SLOW_VALUE_SIZE", "MAX_VALUE_SIZE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner",
+    "RenderBudget", "SLOW_FILTERS", "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES",
+    "Template", "TemplateEngine", "TemplateName", "TemplateOptions", "TemplateRenderError",
+    "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
+    "compile_key_mapper", "duration", "from_json", "from_yaml", "index_values", "isoformat",
+    "lookup_calls", "lookup_functions", "mutates", "sha256", "split_expression", "to_datetime",
+    "to_json", "to_yaml", "value_size",
 ]
