@@ -317,7 +317,7 @@ class RenderBudget:
         self.steps = 0          # loop steps spent; exceeded when > limits.max_loop_steps
         self.calls = 0          # calls made by templates (the clock is read every CLOCK_EVERY)
         self.output_chars = 0   # output characters; exceeded when > limits.max_output_chars
-        self.sizes: dict[int, tuple[Any, int]] = {}  # id -> (container, value_size): see sizes
+        self.sizes: dict[int, tuple[Any, int, int]] = {}  # id -> (container, size, len)
         self._tokens: list[contextvars.Token] = []   # one per open ``with``, innermost last
 
     def __enter__(self) -> RenderBudget:
@@ -732,18 +732,18 @@ def _size_cap(budget: RenderBudget | None) -> int:
     return max(MAX_VALUE_SIZE, output)
 
 
-def _size_memo() -> tuple[dict[int, tuple[Any, int]], int]:
+def _size_memo() -> tuple[dict[int, tuple[Any, int, int]], int]:
     """The active budget's memo of container sizes (a throw-away dict without one) and cap."""
     budget = _ACTIVE.get()
     return ({} if budget is None else budget.sizes), _size_cap(budget)
 
 
-def _container_size(value: Any, memo: dict[int, tuple[Any, int]], cap: int,
+def _container_size(value: Any, memo: dict[int, tuple[Any, int, int]], cap: int,
                     remember: bool = True) -> int:
     """:func:`value_size` of a container; memoised by id (the memo holds the value, so its id
     is not reused while the memo lives). Recursion: one level per nesting level."""
     hit = memo.get(id(value))
-    if hit is not None:
+    if hit is not None and hit[2] == len(value):   # a container that grew is counted again
         return hit[1]
     total = 1 + len(value)
     if total <= cap:
@@ -758,7 +758,7 @@ def _container_size(value: Any, memo: dict[int, tuple[Any, int]], cap: int,
                 break
     total = min(total, cap + 1)
     if remember:
-        memo[id(value)] = (value, total)
+        memo[id(value)] = (value, total, len(value))
     return total
 
 
@@ -766,8 +766,21 @@ def _remember_size(value: Any, size: int) -> Any:
     """``value`` (a container just built from operands of known size) with its size memoised."""
     budget = _ACTIVE.get()
     if budget is not None and isinstance(value, _CONTAINERS):
-        budget.sizes[id(value)] = (value, min(size, _size_cap(budget) + 1))
+        budget.sizes[id(value)] = (value, min(size, _size_cap(budget) + 1), len(value))
     return value
+
+
+COSTLY_SIZE = 10_000
+"""A value at least this large (:func:`value_size`, or characters of a string given to a
+filter) makes the operation about to take it read the budget's clock first: a loop of
+fewer than CLOCK_EVERY steps, each serialising a value just under the limits, would otherwise
+run CLOCK_EVERY such operations before the timeout was noticed."""
+
+
+def _check_time_before_costly() -> None:
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.check_time()
 
 
 def _check_value(value: Any, limit: int, what: str) -> None:
@@ -780,6 +793,8 @@ def _check_value(value: Any, limit: int, what: str) -> None:
             raise BudgetExceeded("size", size, limit,
                                  f"{what}: a {type(value).__name__} over the limit of size {limit} "
                                  "(each shared reference counted where it occurs)")
+        if size >= COSTLY_SIZE:
+            _check_time_before_costly()
 
 
 def _check_values(values: Iterable[Any], limit: int, what: str) -> None:
@@ -991,6 +1006,9 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     def call(__self, __context: Any, __obj: Any, *args: Any,  # noqa: N805 - as Jinja2's
              **kwargs: Any) -> Any:
+        """Every call a template makes: counted on the budget, checked (:func:`_check_call`:
+        Jinja2's callable check, no mutating method, sizes), str methods bounded by the size
+        of their result before they run."""
         budget = _ACTIVE.get()
         if budget is not None:
             budget.call()
@@ -1267,6 +1285,8 @@ def _guarded(name: str, func: Callable[..., Any], limit: int) -> Callable[..., A
         for arg in args:   # inlined _check_values: this runs for every filter call
             if isinstance(arg, _SIZED):
                 _check_value(arg, limit, what)
+            elif isinstance(arg, str) and len(arg) >= COSTLY_SIZE:   # from_yaml of 1 MB
+                _check_time_before_costly()
         if kwargs:
             _check_values(kwargs.values(), limit, what)
         try:
@@ -1704,8 +1724,8 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
     never the API server). An unknown informer raises LookupError naming the known ones; an
     unknown index raises LookupError naming the informer (a name built by the template is
     shown as its type and size, see ``docs/secrets.md``). The objects returned are the
-    cache's, read-only (the sandbox refuses mutating methods). Used by action templates (``kinrun.actions``) and by
-    ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
+    cache's, read-only (the sandbox refuses mutating methods). Used by action templates
+    (``kinrun.actions``) and by ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
     def lister(informer: str) -> Any:
         try:
             return listers[informer]

@@ -92,7 +92,8 @@ def test_the_issue_payloads_fail_before_running() -> None:
                 out[name] = [type(exc).__name__, str(exc)]
         print(json.dumps(out))
     """)
-    proc = subprocess.run([sys.executable, "-c", script], input=json.dumps([CORPUS, _alias_bomb()]),
+    proc = subprocess.run([sys.executable, "-c", script],
+                          input=json.dumps([CORPUS, _alias_bomb()]),
                           capture_output=True, text=True, timeout=300, check=True)
     results = json.loads(proc.stdout)
     wrong = {name: results[name] for name, _, names in CORPUS

@@ -165,7 +165,8 @@ def test_kinrun_render_prints_no_form_of_the_value(tmp_path: Path, capsys, caplo
     import yaml
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(secret))
     caplog.set_level(logging.DEBUG)
-    code = cli.main(["render", str(tmp_path / "c.yaml"), "--object", str(tmp_path / "s.yaml")])
+    code = cli.main(["render", str(tmp_path / "c.yaml"), "--object",
+                     str(tmp_path / "s.yaml")])
     out = capsys.readouterr()
     assert code != 0
     _assert_no_form(out.out + out.err + caplog.text)
