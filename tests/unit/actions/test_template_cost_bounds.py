@@ -8,6 +8,7 @@ hard timeout as a safety net: the timeout is never what the test asserts.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -144,3 +145,15 @@ def test_sum_of_mixed_types_is_a_clear_error() -> None:
     """``sum(start=[])`` over items that are not lists names the types, as Python would."""
     with pytest.raises(TemplateRenderError, match="sum: cannot add a str to a list"):
         TemplateEngine().template("{{ [[1], 'x'] | sum(start=[]) }}").render({})
+
+
+def test_a_costly_operation_reads_the_clock_before_it_runs() -> None:
+    """A loop of fewer than CLOCK_EVERY steps, each serialising a large value, stops at the
+    timeout instead of running every step: an operation on a value of COSTLY_SIZE or more
+    reads the budget's clock first (a fake clock moving 0.4 s per read)."""
+    ticks = itertools.count()
+    engine = TemplateEngine({"budget": {"timeout": "1s"}}, clock=lambda: next(ticks) * 0.4)
+    source = ("{% set x = [0] * 20000 %}"
+              "{% for i in range(5) %}{{ x | to_json | length }}{% endfor %}")
+    with pytest.raises(BudgetExceeded, match="of rendering"):
+        engine.template(source).render({})

@@ -13,12 +13,14 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+import yaml
 from actions_fakes import FakeLister
 
 from kinrun import cli
 from kinrun.actions import RenderError, compile_actions
 from kinrun.hooks import ReconcileContext
-from kinrun.templating import TemplateEngine, TemplateRenderError, compile_key_mapper
+from kinrun.templating import (TemplateEngine, TemplateRenderError, compile_key_mapper,
+                              lookup_functions)
 
 VALUE = "Hunter2-Zebra9/Qx7wv@k8s"
 DOC = "settings: [" + VALUE   # YAML that does not parse: the parser's message quotes it
@@ -89,7 +91,6 @@ def test_a_template_error_never_quotes_the_value(source: str) -> None:
     """The error (message, repr, and the traceback as a log would print it) names the type
     and size, never the value or a transformed form of it."""
     engine = TemplateEngine()
-    from kinrun.templating import lookup_functions
     with pytest.raises(TemplateRenderError) as info:
         engine.template(source).render({"obj": SECRET, **lookup_functions(_listers())})
     err = info.value
@@ -120,15 +121,14 @@ def test_errors_stay_readable_for_what_the_template_wrote() -> None:
     with pytest.raises(TemplateRenderError, match="to_datetime: cannot parse a str of 24 "
                                                   "characters as an RFC 3339 timestamp"):
         engine.template(f"{{{{ {PW} | to_datetime }}}}").render({"obj": SECRET})
-    from kinrun.templating import lookup_functions
     with pytest.raises(TemplateRenderError, match=r"unknown informer 'cmz' \(known: pods\)"):
         engine.template("{{ list('cmz') }}").render(lookup_functions(_listers()))
     with pytest.raises(TemplateRenderError,
                        match="by_index: informer 'pods' has no index 'byNoed'"):
         engine.template("{{ by_index('pods', 'byNoed', 'x') }}").render(
             lookup_functions(_listers()))
-    with pytest.raises(TemplateRenderError, match=r"from_yaml: ParserError: did not find expected ',' or ']' "
-                                                r"\(line \d+, column \d+\)"):
+    with pytest.raises(TemplateRenderError, match=r"from_yaml: ParserError: did not find "
+                                                r"expected ',' or ']' \(line \d+, column \d+\)"):
         engine.template("{{ obj.data.doc | b64decode | from_yaml }}").render({"obj": SECRET})
 
 
@@ -162,7 +162,6 @@ def test_kinrun_render_prints_no_form_of_the_value(tmp_path: Path, capsys, caplo
     """``kinrun render`` of a Secret whose action fails prints, and logs, no form of it."""
     (tmp_path / "c.yaml").write_text(CONFIG % ERROR_PATHS[path])
     secret = dict(SECRET, metadata={"name": "db", "namespace": "default"})
-    import yaml
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(secret))
     caplog.set_level(logging.DEBUG)
     code = cli.main(["render", str(tmp_path / "c.yaml"), "--object",
@@ -175,7 +174,6 @@ def test_kinrun_render_prints_no_form_of_the_value(tmp_path: Path, capsys, caplo
 def test_a_yaml_error_gives_its_problem_and_position_not_its_snippet() -> None:
     """PyYAML's pure-Python loader quotes a snippet of the document in its errors (libyaml's
     does not): a filter that parses with it fails with the problem and the position only."""
-    import yaml
     engine = TemplateEngine(extra_filters={
         "py_yaml": lambda text: yaml.load(text, Loader=yaml.SafeLoader)})  # noqa: S506
     for doc in (DOC, "a: *" + VALUE.split("/")[0], "k: " + VALUE + ": [x"):
