@@ -181,3 +181,40 @@ def test_a_yaml_error_gives_its_problem_and_position_not_its_snippet() -> None:
                                                       r"column \d+\)") as info:
             engine.template("{{ d | py_yaml }}").render({"d": doc})
         _assert_no_form(str(info.value) + "".join(traceback.format_exception(info.value)))
+
+
+CHECKED_ACTIONS = {
+    "apply-metadata": {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\n"
+                                             f"metadata: \"{{{{ {PW} }}}}\"\n"}},
+    "create-metadata": {"create": {"manifest": "apiVersion: v1\nkind: ConfigMap\n"
+                                               f"metadata: \"{{{{ {PW} | upper }}}}\"\n"}},
+    "apply-name": {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                         f"  name: {{{{ [{PW}] }}}}\n"}},
+    "apply-namespace": {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                              f"  name: x\n  namespace: {{{{ [{PW}] }}}}\n"}},
+    "merge-patch": {"patch": {"patch": f"\"{{{{ {PW} }}}}\""}},
+    "json-patch": {"patch": {"type": "json", "patch": f"\"{{{{ {PW} }}}}\""}},
+    "json-patch-op": {"patch": {"type": "json", "patch": f"- \"{{{{ {PW} }}}}\""}},
+}
+"""Actions whose rendered result fails its shape check while reconciling the Secret."""
+
+
+@pytest.mark.parametrize("action", CHECKED_ACTIONS.values(), ids=CHECKED_ACTIONS.keys())
+def test_a_rendered_shape_error_never_quotes_the_value(action: dict) -> None:
+    """An action whose rendered manifest or patch has the wrong shape says what it got by
+    type and size, not by value."""
+    prog = compile_actions([action], controller="copier")
+    with pytest.raises(RenderError, match="got a (str|list)") as info:
+        prog.render(key="default/db", obj=SECRET)
+    _assert_no_form(str(info.value))
+
+
+def test_invalid_rendered_yaml_gives_no_snippet_of_the_value() -> None:
+    """A manifest that renders to invalid YAML (a value breaking the syntax) is refused with
+    the problem and the rendered line, not a snippet of the text."""
+    action = {"apply": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+                                    f"data: {{k: *{{{{ {PW}.split('-')[0] }}}}}}\n"}}
+    prog = compile_actions([action], controller="copier")
+    with pytest.raises(RenderError, match="rendered YAML is invalid at rendered line 4") as info:
+        prog.render(key="default/db", obj=SECRET)
+    _assert_no_form(str(info.value) + "".join(traceback.format_exception(info.value)))
