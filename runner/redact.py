@@ -18,11 +18,6 @@ annotation (which holds a copy of the data) with ``<redacted>``. That covers:
   (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
   by a template is not recognised (do not log it).
 
-Error messages about values are safe by construction instead (:func:`describe`,
-:func:`scrub_quoted`): a template error names the expression and the type and size of a value,
-never the value, so no transformed form of a Secret (a prefix, a ``split`` piece, upper case,
-URL-encoded) can reach a log through one. See ``docs/secrets.md``.
-
 ``kinrun render --show-secrets`` and ``kinrun test --show-secrets`` print the values. Pure data,
 no I/O; every function returns a new value (or the given one when there is nothing to hide)
 and never changes its argument.
@@ -30,11 +25,8 @@ and never changes its argument.
 
 from __future__ import annotations
 
-import ast
 import base64
 import binascii
-import builtins
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -189,65 +181,3 @@ def redact_text(text: str, values: Iterable[str]) -> str:
         if value in text:
             text = text.replace(value, REDACTED)
     return text
-
-
-# --- messages that never quote a value ------------------------------------------------------
-
-
-def describe(value: Any) -> str:
-    """What an error may say of ``value``: its type and size, never its content. ``"a str of 12
-    characters"``, ``"a list of 3 items"``, ``"a dict of 2 keys"``, ``"an int"``, ``"None"``."""
-    if value is None:
-        return "None"
-    name = type(value).__name__
-    article = "an" if name[:1] in "aeiouAEIOU" else "a"
-    if isinstance(value, (str, bytes)):
-        unit = "characters" if isinstance(value, str) else "bytes"
-        return f"{article} {name} of {len(value)} {unit}"
-    if isinstance(value, Mapping):
-        return f"{article} {name} of {len(value)} keys"
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return f"{article} {name} of {len(value)} items"
-    return f"{article} {name}"
-
-
-_QUOTED = re.compile(r"""(?<![\w])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?![\w])""")
-"""A quoted text in a message (``'abc'``, ``"it's"``, as ``repr`` writes strings), not an
-apostrophe inside a word (``can't``)."""
-
-_TYPE_WORDS = frozenset(
-    {name for name, value in vars(builtins).items() if isinstance(value, type)}
-    | {"NoneType", "None", "datetime", "timedelta", "date", "time", "timezone", "Undefined",
-       "StrictUndefined", "Namespace", "LoopContext", "Macro", "method", "function",
-       "builtin_function_or_method", "method_descriptor", "module", "utf-8", "ascii",
-       "<", "<=", ">", ">=", "==", "!=", "+", "-", "*", "/", "//", "%", "**", "~", "in"})
-"""Quoted words that name a type, an operator or a codec: what Python's and Jinja2's messages
-quote besides values (``'<' not supported between instances of 'str' and 'int'``)."""
-_TYPE_PHRASE = re.compile(r"^[A-Za-z_][\w.]* object$")
-"""Jinja2's ``'dict object'``: a type's name, not a value."""
-
-
-def scrub_quoted(message: str, source: str) -> str:
-    """``message`` (an error from Python, Jinja2 or a filter) with every quoted text replaced by
-    its type and size (``'hunter2'`` -> ``<a str of 7 characters>``), unless the text is
-    written in ``source`` (the template: config, not data; a misspelt ``obj.metdata`` stays
-    readable), names a type, an operator or a codec (:data:`_TYPE_WORDS`), or is one
-    punctuation character. Python's and
-    Jinja2's messages quote the values they are about with ``repr``; this is how a template
-    error never repeats a value the template read."""
-    def replace(match: re.Match[str]) -> str:
-        text = match.group(0)[1:-1]
-        if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source) \
-                or (len(text) == 1 and not text.isalnum()):   # YAML's "expected ',' or ']'"
-            return match.group(0)
-        return f"<{describe(_unquoted(match.group(0)))}>"
-    return _QUOTED.sub(replace, message)
-
-
-def _unquoted(literal: str) -> str:
-    """The text a quoted ``repr`` stands for (escapes undone), else the text between quotes."""
-    try:
-        value = ast.literal_eval(literal)
-    except (ValueError, SyntaxError):
-        return literal[1:-1]
-    return value if isinstance(value, str) else literal[1:-1]

@@ -14,7 +14,7 @@ Design:
   indent, ``batch`` its size (see "sizes" below).
 * Errors never quote a value the template read (``docs/secrets.md``): the failing filter, the
   error's type, and its message with each quoted text the template does not contain replaced
-  by its type and size (:func:`kinrun.redact.scrub_quoted`).
+  by its type and size (:func:`scrub_quoted`).
 * Default globals that only widen the attack surface are removed (``lipsum``, ``cycler``,
   ``joiner``); ``range`` is bounded to :data:`MAX_RANGE` items, and ``*``/``**`` refuse to build
   huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`); so do ``+``,
@@ -54,7 +54,9 @@ Dicts in templates: ``obj.metadata.name`` reads keys, but a key named like a dic
 
 from __future__ import annotations
 
+import ast
 import base64
+import builtins
 import collections
 import collections.abc
 import contextvars
@@ -87,7 +89,6 @@ from jinja2.utils import Namespace
 
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
-from kinrun.redact import describe, scrub_quoted
 
 MAX_RANGE = 10_000
 """Largest ``range()`` a template may build (items)."""
@@ -1264,6 +1265,68 @@ def _bounded_string_filter(name: str, func: Callable[..., Any]) -> Callable[...,
     return bounded
 
 
+# --- errors that never quote a value (docs/secrets.md) ---------------------------------------
+
+
+def describe(value: Any) -> str:
+    """What an error may say of ``value``: its type and size, never its content. ``"a str of 12
+    characters"``, ``"a list of 3 items"``, ``"a dict of 2 keys"``, ``"an int"``, ``"None"``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    article = "an" if name[:1] in "aeiouAEIOU" else "a"
+    if isinstance(value, (str, bytes)):
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{article} {name} of {len(value)} {unit}"
+    if isinstance(value, Mapping):
+        return f"{article} {name} of {len(value)} keys"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return f"{article} {name} of {len(value)} items"
+    return f"{article} {name}"
+
+
+_QUOTED = re.compile(r"""(?<![\w])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?![\w])""")
+"""A quoted text in a message (``'abc'``, ``"it's"``, as ``repr`` writes strings), not an
+apostrophe inside a word (``can't``)."""
+
+_TYPE_WORDS = frozenset(
+    {name for name, value in vars(builtins).items() if isinstance(value, type)}
+    | {"NoneType", "None", "datetime", "timedelta", "date", "time", "timezone", "Undefined",
+       "StrictUndefined", "Namespace", "LoopContext", "Macro", "method", "function",
+       "builtin_function_or_method", "method_descriptor", "module", "utf-8", "ascii",
+       "<", "<=", ">", ">=", "==", "!=", "+", "-", "*", "/", "//", "%", "**", "~", "in"})
+"""Quoted words that name a type, an operator or a codec: what Python's and Jinja2's messages
+quote besides values (``'<' not supported between instances of 'str' and 'int'``)."""
+_TYPE_PHRASE = re.compile(r"^[A-Za-z_][\w.]* object$")
+"""Jinja2's ``'dict object'``: a type's name, not a value."""
+
+
+def scrub_quoted(message: str, source: str) -> str:
+    """``message`` (an error from Python, Jinja2 or a filter) with every quoted text replaced by
+    its type and size (``'hunter2'`` -> ``<a str of 7 characters>``), unless the text is
+    written in ``source`` (the template: config, not data; a misspelt ``obj.metdata`` stays
+    readable), names a type, an operator or a codec (:data:`_TYPE_WORDS`), or is one
+    punctuation character. Python's and
+    Jinja2's messages quote the values they are about with ``repr``; this is how a template
+    error never repeats a value the template read."""
+    def replace(match: re.Match[str]) -> str:
+        text = match.group(0)[1:-1]
+        if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source) \
+                or (len(text) == 1 and not text.isalnum()):   # YAML's "expected ',' or ']'"
+            return match.group(0)
+        return f"<{describe(_unquoted(match.group(0)))}>"
+    return _QUOTED.sub(replace, message)
+
+
+def _unquoted(literal: str) -> str:
+    """The text a quoted ``repr`` stands for (escapes undone), else the text between quotes."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]
+
+
 class _FilterFailed(Exception):
     """A filter (or test) ``name`` raised ``error`` (not a KinrunError or a Jinja2 error): the
     render error names the filter (:func:`_render_error`)."""
@@ -1396,7 +1459,7 @@ def _render_error(exc: Exception, source: str) -> TemplateRenderError:
     """The TemplateRenderError for ``exc`` raised rendering ``source``: safe by construction
     (docs/secrets.md): the failing filter's name, the error's type, and its message with every
     quoted text that ``source`` does not contain replaced by its type and size
-    (:func:`kinrun.redact.scrub_quoted`); a YAML error gives its problem and position, not
+    (:func:`scrub_quoted`); a YAML error gives its problem and position, not
     its snippet of the document."""
     error, prefix = exc, ""
     if isinstance(exc, _FilterFailed):
@@ -1952,7 +2015,7 @@ __all__ = [
     "RenderBudget", "SLOW_FILTERS", "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES",
     "Template", "TemplateEngine", "TemplateName", "TemplateOptions", "TemplateRenderError",
     "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
-    "compile_key_mapper", "duration", "from_json", "from_yaml", "index_values", "isoformat",
-    "lookup_calls", "lookup_functions", "mutates", "sha256", "split_expression", "to_datetime",
-    "to_json", "to_yaml", "value_size",
+    "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
+    "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
+    "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

@@ -17,8 +17,7 @@ from kinrun.actions.kinds import (
 )
 from kinrun.actions.steps import Step
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import describe
-from kinrun.templating import SourceLocation, TemplateEngine
+from kinrun.templating import SourceLocation, TemplateEngine, describe
 
 
 class CreateAction:

@@ -26,8 +26,8 @@ from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.events import MAX_MESSAGE
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import describe, redact_text, scrub_quoted, secret_values
-from kinrun.templating import SourceLocation, TemplateEngine
+from kinrun.redact import redact_text, secret_values
+from kinrun.templating import SourceLocation, TemplateEngine, describe, scrub_quoted
 
 Render = Callable[[Mapping[str, Any]], Any]
 

@@ -1,10 +1,11 @@
-"""Messages that never quote a value: ``describe`` and ``scrub_quoted`` (docs/secrets.md)."""
+"""Template errors never quote a value: ``describe`` and ``scrub_quoted`` (docs/secrets.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kinrun.redact import describe, scrub_quoted
+from kinrun.templating import describe, scrub_quoted
+
 
 
 @pytest.mark.parametrize("value, text", [
