@@ -1785,8 +1785,9 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
     """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
     ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
     never the API server). An unknown informer raises LookupError naming the known ones; an
-    unknown index raises LookupError naming the informer (a name built by the template is
-    shown as its type and size, see ``docs/secrets.md``). The objects returned are the
+    unknown index, the lister's error when it is a KinrunError, else a LookupError naming the
+    informer (in a template error, a name built by the template is shown as its type and
+    size: ``docs/secrets.md``). The objects returned are the
     cache's, read-only (the sandbox refuses mutating methods). Used by action templates
     (``kinrun.actions``) and by ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
     def lister(informer: str) -> Any:
@@ -1800,7 +1801,9 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
         found = lister(informer)
         try:
             return found.by_index(index, value)
-        except KeyError:
+        except KeyError as err:
+            if isinstance(err, KinrunError):   # the cache's own error says it already
+                raise
             raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
                 from None
 
