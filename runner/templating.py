@@ -1169,14 +1169,16 @@ def _percent_bound(fmt: str, args: Any) -> int:
 
 
 def _width_args(args: Iterable[Any]) -> int:
-    """The largest width ``args`` can give a nested ``str.format`` field: an integer, or a
-    string of digits (``'{:>{w}}'.format(x, w='1000000000')``; 19 digits or more count as more
-    than any limit)."""
-    widths = [_int_args(args)]
+    """The largest width ``args`` can give a nested ``str.format`` field (``'{:{w}}'``): the
+    field's spec is the argument's text, so every run of digits in an integer, float or string
+    argument counts (``w='+1000000000'``, ``w=1e9``); 19 digits or more count as more than any
+    limit."""
+    widths = [0]
     for arg in args:
-        if isinstance(arg, str) and arg.strip().isdigit():
-            digits = arg.strip()
-            widths.append(int(digits) if len(digits) < 19 else 10 ** 19)
+        if isinstance(arg, (int, float, str)) and not isinstance(arg, bool):
+            text = arg if isinstance(arg, str) else str(arg)
+            widths += [int(run) if len(run) < 19 else 10 ** 19
+                       for run in re.findall(r"\d+", text)]
     return max(widths)
 
 

@@ -3,7 +3,8 @@
 
 Not timed: each payload must fail with a BudgetExceeded naming the operation. A payload that
 regressed would hang (or eat memory) instead, so the corpus runs in a child process with a
-hard timeout as a safety net: the timeout is never what the test asserts.
+memory limit (a bomb refused only after allocating fails there) and a hard timeout as a
+safety net: the timeout is never what the test asserts.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ CORPUS: list[tuple[str, str, str]] = [
     ("tojson-huge-indent", "{{ obj | tojson(indent=3000000000) }}", "indent"),
     ("format-width-string", "{{ '{:>{w}}'.format('x', w='2000000000') | length }}",
      "str.format()"),
+    ("format-width-sign", "{{ '{:{w}}'.format(1, w='+1000000000') | length }}",
+     "str.format()"),
+    ("format-width-float", "{{ '{0:{1}}'.format('x', 1e9) | length }}", "str.format()"),
     ("batch-huge", "{{ [1, 2, 3] | batch(1000000000, 'x') | list | length }}", "batch()"),
     ("range-overflow", "{{ range(10 ** 30) | length }}", "range()"),
 ]
@@ -95,11 +99,18 @@ else by the size of from_yaml's result (a budget error); either is a render erro
 from_yaml, raised before anything walks the result."""
 
 
+CHILD_MEMORY = 512 << 20
+"""Address space of the child process (bytes; it peaks near 80 MB): a memory bomb refused only
+after allocating (gigabytes) fails there with MemoryError instead of passing."""
+
+
 def test_the_issue_payloads_fail_before_running() -> None:
-    """Each payload of the corpus ends with a BudgetExceeded naming its operation (run in a
-    child process; its hard timeout is a safety net against a regression, not the assertion)."""
+    """Each payload of the corpus ends with a BudgetExceeded naming its operation, before it
+    allocates or runs (a child process with CHILD_MEMORY of address space; its hard timeout is
+    a safety net against a regression, not the assertion)."""
     script = textwrap.dedent(f"""
-        import json, sys
+        import json, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({CHILD_MEMORY}, {CHILD_MEMORY}))
         from kinrun.templating import TemplateEngine, TemplateRenderError, BudgetExceeded
         corpus, data = json.loads(sys.stdin.read())
         engine = TemplateEngine()
