@@ -21,6 +21,12 @@ Figures of the change that added the budget (2-core VM at load ~15, so timings a
 114-134 -> 121-136 us (+2-7), program (two actions + when) 152-187 -> 163-194 us (+7-11),
 loop100 37 -> 56-57 us (+0.2 us per iteration of a loop over more than 32 items); calls
 33 -> 44, 394 -> 414, 472 -> 493, 427 -> 552.
+
+Figures of the change that bounded C-level work by value sizes and refused mutating methods
+(issue 26; same VM, best of 5 x 3,000, two runs each): log 3.9-4.2 -> 4.1-4.4 us, apply 61-70
+-> 59-62 us, program 83-87 -> 77-86 us (within the noise), loop100 31-35 -> 59-63 us (+0.3 us
+per call of a filter that takes containers: its size check wrapper); calls 38 -> 44,
+409 -> 419, 501 -> 510, 557 -> 867.
 """
 
 from __future__ import annotations

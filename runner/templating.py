@@ -3,8 +3,18 @@
 Design:
 
 * One :class:`TemplateEngine` per config: an ``ImmutableSandboxedEnvironment`` (no attribute
-  starting with ``_``, no Python internals, no mutating methods such as ``dict.update``) with
-  ``StrictUndefined``, so a typo (``obj.metdata``) is an error, never an empty string.
+  starting with ``_``, no Python internals) with ``StrictUndefined``, so a typo
+  (``obj.metdata``) is an error, never an empty string. No template changes an object it did
+  not create: every method of a mutable container that its immutable counterpart lacks is
+  refused at attribute access and again at call time, however it was reached, and ``dict``
+  is a function, not the type (see "immutability" below).
+* One C-level operation cannot outrun the budget: printing, ``~``, comparing, hashing,
+  serialising and every call and filter check the size of their operands first (shared
+  references counted where they occur), ``*``/``**`` the bits of integers, ``to_json`` its
+  indent, ``batch`` its size (see "sizes" below).
+* Errors never quote a value the template read (``docs/secrets.md``): the failing filter, the
+  error's type, and its message with each quoted text the template does not contain replaced
+  by its type and size (:func:`scrub_quoted`).
 * Default globals that only widen the attack surface are removed (``lipsum``, ``cycler``,
   ``joiner``); ``range`` is bounded to :data:`MAX_RANGE` items, and ``*``/``**`` refuse to build
   huge strings, lists or numbers (:data:`MAX_SEQUENCE`, :data:`MAX_EXPONENT`); so do ``+``,
@@ -44,7 +54,11 @@ Dicts in templates: ``obj.metadata.name`` reads keys, but a key named like a dic
 
 from __future__ import annotations
 
+import ast
 import base64
+import builtins
+import collections
+import collections.abc
 import contextvars
 import datetime
 import functools
@@ -71,6 +85,7 @@ from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
 
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
@@ -237,7 +252,8 @@ class BudgetExceeded(TemplateRenderError):
     """A render went over its budget: a :class:`BudgetLimits` limit or a fixed size limit.
 
     ``reason``: ``"timeout"``, ``"maxLoopSteps"``, ``"maxOutputChars"`` (the config key under
-    ``templates.budget``) or ``"range"``, ``"sequence"``, ``"exponent"`` (the fixed limits);
+    ``templates.budget``) or ``"range"``, ``"sequence"``, ``"exponent"``, ``"size"``,
+    ``"integer"``, ``"indent"`` (the fixed limits, checked before the operation runs);
     ``used``: what was spent when the check failed (seconds, steps, characters, items);
     ``limit``: the limit in the same unit; ``setting``: the config path to raise it, or None for
     a fixed limit. ``detail`` reads ``template budget exceeded: more than 100000 loop steps
@@ -292,7 +308,7 @@ class RenderBudget:
     """
 
     __slots__ = ("limits", "_clock", "started", "_deadline", "steps", "calls", "output_chars",
-                 "_tokens")
+                 "sizes", "_tokens")
 
     def __init__(self, limits: BudgetLimits, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = limits
@@ -302,6 +318,7 @@ class RenderBudget:
         self.steps = 0          # loop steps spent; exceeded when > limits.max_loop_steps
         self.calls = 0          # calls made by templates (the clock is read every CLOCK_EVERY)
         self.output_chars = 0   # output characters; exceeded when > limits.max_output_chars
+        self.sizes: dict[int, tuple[Any, int, int]] = {}  # id -> (container, size, len)
         self._tokens: list[contextvars.Token] = []   # one per open ``with``, innermost last
 
     def __enter__(self) -> RenderBudget:
@@ -425,8 +442,42 @@ def to_yaml(value: Any) -> str:
 
 
 def to_json(value: Any, indent: int | None = None, sort_keys: bool = False) -> str:
-    """JSON text (UTF-8 kept); ``indent`` spaces when given, else one line."""
+    """JSON text (UTF-8 kept); ``indent`` spaces when given, else one line.
+
+    ``indent``: at most :data:`MAX_INDENT`; the indented size is checked first
+    (:func:`check_indent`)."""
+    check_indent(value, indent, "to_json")
     return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+
+
+def check_indent(value: Any, indent: Any, what: str) -> None:
+    """Refuse (BudgetExceeded, reason ``indent``) an ``indent`` (spaces, or a string) over
+    :data:`MAX_INDENT`, or one that would make ``value``'s JSON larger than
+    :data:`MAX_VALUE_SIZE` (each item's line repeats the indent once per nesting level)."""
+    if indent is None or isinstance(indent, bool):
+        return
+    width = len(indent) if isinstance(indent, str) else indent if _is_int(indent) else 0
+    if width > MAX_INDENT:
+        raise BudgetExceeded("indent", width, MAX_INDENT,
+                             f"{what}: an indent over the limit of {MAX_INDENT}")
+    if width > 0 and _indented_size(value, width, MAX_VALUE_SIZE) > MAX_VALUE_SIZE:
+        raise BudgetExceeded("indent", MAX_VALUE_SIZE + 1, MAX_VALUE_SIZE,
+                             f"{what}: indented text over the limit of {MAX_VALUE_SIZE} "
+                             "characters")
+
+
+def _indented_size(value: Any, width: int, cap: int) -> int:
+    """Characters of indentation JSON with ``width`` adds to ``value`` (each item of a
+    container at depth d is indented d times); counting stops past ``cap``."""
+    total, stack = 0, [(value, 1)]
+    while stack and total <= cap:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            total += len(item) * depth * width
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children
+                         if isinstance(child, (dict, list, tuple)))
+    return total
 
 
 def from_yaml(text: str) -> Any:
@@ -478,21 +529,29 @@ def to_datetime(value: Any) -> datetime.datetime:
     (a timestamp without an offset included: its zone would be a guess)."""
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
-            raise ValueError(f"to_datetime: {value!r} has no time zone")
+            raise ValueError("to_datetime: a datetime without a time zone")
         return value.astimezone(datetime.timezone.utc)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+        try:
+            return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"to_datetime: {describe(value)} out of the range of "
+                             "timestamps") from None
     text = str(value) if isinstance(value, str) else None
     match = _RFC3339.match(text.strip()) if text is not None else None
-    if match is None:
-        raise ValueError(f"to_datetime: {value!r} is not an RFC 3339 timestamp "
-                         "(such as 2023-11-14T22:13:20Z)")
+    if match is None:   # the message names the type, never the value (docs/secrets.md)
+        raise ValueError(f"to_datetime: cannot parse {describe(value)} as an RFC 3339 "
+                         "timestamp (such as 2023-11-14T22:13:20Z)")
     text = text.strip()
     fraction = match.group(1) or ""
     if len(fraction) > 7:  # more than microseconds: fromisoformat wants at most 6 digits
         text = text.replace(fraction, fraction[:7], 1)
     text = text[:-1] + "+00:00" if text[-1] in "Zz" else text
-    return datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+    try:
+        return datetime.datetime.fromisoformat(text).astimezone(datetime.timezone.utc)
+    except ValueError:   # month 13, hour 25
+        raise ValueError(f"to_datetime: {describe(value)} is not a valid date and "
+                         "time") from None
 
 
 def isoformat(value: Any, timespec: str = "seconds") -> str:
@@ -503,7 +562,7 @@ def isoformat(value: Any, timespec: str = "seconds") -> str:
     ``timespec`` than seconds, milliseconds or microseconds."""
     if timespec not in ("seconds", "milliseconds", "microseconds"):
         raise ValueError(f"isoformat: timespec must be seconds, milliseconds or microseconds, "
-                         f"got {timespec!r}")
+                         f"got {describe(timespec)}")
     moment = to_datetime(value).replace(tzinfo=None)
     return moment.isoformat(timespec=timespec) + "Z"
 
@@ -515,7 +574,11 @@ def duration(value: Any) -> datetime.timedelta:
     ValueError for text that is not a duration."""
     if isinstance(value, datetime.timedelta):
         return value
-    return datetime.timedelta(seconds=parse_duration(value))
+    try:
+        return datetime.timedelta(seconds=parse_duration(value))
+    except (ValueError, TypeError, OverflowError):   # the message names the type, not the value
+        raise ValueError(f"duration: cannot parse {describe(value)} as a duration (such as "
+                         "30s, 1m30s or 250ms)") from None
 
 
 def _now_function(wall_clock: Callable[[], float]) -> Callable[[], datetime.datetime]:
@@ -533,6 +596,226 @@ BUILTIN_FILTERS: Mapping[str, Callable[..., Any]] = {
 """kinrun's own filters (Jinja2's built-in filters such as ``indent`` stay available)."""
 
 
+# --- immutability: no template changes an object it did not create ---------------------------
+#
+# Jinja2's ImmutableSandboxedEnvironment refuses ``obj.update`` (an attribute of an *instance*
+# named in its list of known mutating methods) but not the same method reached another way: the
+# unbound ``dict.update`` of the ``dict`` global, a bound method handed back by a filter, a
+# method descriptor. kinrun closes the class, in three layers, each enough on its own:
+#
+# 1. no type object is a global (``dict`` is a function building a dict), so no unbound method
+#    of a builtin type is reachable by name;
+# 2. attribute access (``x.name``, ``attr``, ``map(attribute=)``, ``str.format`` fields) refuses
+#    every method of a mutable container, instance or class, that its immutable counterpart does
+#    not have (:func:`mutates`): an allowlist, so a method not listed is refused;
+# 3. every call a template makes checks the callable itself (:meth:`_Sandbox.is_safe_callable`):
+#    a bound method, method descriptor or slot wrapper of a mutable container that mutates is
+#    refused, however it was reached.
+#
+# Cost: one ``isinstance`` per attribute access of a non-dict, two ``getattr`` per call.
+
+_MUTABLE_CONTAINERS: tuple[tuple[type, frozenset[str]], ...] = (
+    (collections.abc.MutableMapping,
+     frozenset(dir(types.MappingProxyType)) | {"fromkeys"}),
+    (collections.abc.MutableSet, frozenset(dir(frozenset))),
+    (bytearray, frozenset(dir(bytes))),
+    (collections.deque, frozenset(dir(tuple)) | {"copy", "maxlen"}),
+    (collections.abc.MutableSequence, frozenset(dir(tuple)) | {"copy"}),
+)
+"""Each mutable container type (abstract: ``dict``, ``list``, ``set``, ``OrderedDict``,
+``UserDict``... are covered) with the attributes it may be used by: those of its immutable
+counterpart (``mappingproxy``, ``frozenset``, ``bytes``, ``tuple``), which cannot mutate,
+plus ``copy`` and ``fromkeys``, which build new objects."""
+
+
+def mutates(owner: Any, name: str) -> bool:
+    """Whether the attribute ``name`` of ``owner`` (an instance or a class) may change a mutable
+    container: ``mutates({}, "update")``, ``mutates(dict, "setdefault")``, ``mutates([],
+    "sort")`` are True; ``mutates({}, "get")``, ``mutates("", "upper")`` are False. Anything
+    that is not a mutable container (str, tuple, datetime, Namespace) gives False."""
+    return _mutates(owner if isinstance(owner, type) else type(owner), name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mutates(kind: type, name: str) -> bool:
+    """:func:`mutates` of a class (cached: a few hundred (class, name) pairs ever occur)."""
+    for container, read_only in _MUTABLE_CONTAINERS:
+        if issubclass(kind, container):
+            return name not in read_only
+    return False
+
+
+def _callable_owner(func: Any) -> tuple[Any, str] | None:
+    """``(owner, name)`` of a method: the instance (or class, for a class method) a bound method
+    is bound to, else the class a method descriptor or slot wrapper belongs to
+    (``dict.update.__objclass__``); ``functools.partial`` is looked through. None for anything
+    else (functions, classes, builtins of a module)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    owner = getattr(func, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType):
+        owner = getattr(func, "__objclass__", None)
+    name = getattr(func, "__name__", None)
+    return (owner, name) if owner is not None and isinstance(name, str) else None
+
+
+def _new_dict(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``dict(a=1)``, ``dict(obj.metadata.labels, extra='x')``: a new dict (a copy; the
+    template's own). The ``dict`` global: a function, not the type, so ``dict.update`` does not
+    exist in templates."""
+    return dict(*args, **kwargs)
+
+
+# --- sizes: bounding C-level work before it runs ---------------------------------------------
+#
+# The budget is checked between steps; one C-level operation (``json.dumps``, ``str()``, ``==``,
+# ``sum``, ``**``) runs to its end holding the GIL. So every operation whose cost grows with
+# its operands is bounded before it runs, from the operands' sizes:
+#
+# * a value's size (:func:`value_size`) counts what serialising it expands: one per container
+#   and per item, plus the characters of each string, a shared reference counted every time it
+#   occurs (``[[[0]*1000]*1000]*1000`` is a thousand million, though three lists exist). It is
+#   computed once per container and budget (memoised by ``id``; containers a template sees are
+#   never mutated: the sandbox refuses it, and the cache's objects are read-only), so growing a
+#   list in a loop with ``+`` costs O(1) per step;
+# * output (``{{ }}``, through ``finalize``), ``~``, ``*``, ``+`` and ``%`` refuse operands
+#   whose size passes :func:`sequence_limit`; comparisons, dict keys, subscripts, every call's
+#   receiver and arguments and every filter's and test's arguments refuse values over
+#   :data:`MAX_VALUE_SIZE` (:data:`MAX_SLOW_VALUE_SIZE` for the pure-Python serialisers);
+# * ``*`` and ``**`` of integers refuse results over :data:`MAX_INT_BITS`; ``sum`` of lists is
+#   done in linear time; ``batch``, ``to_json``/``tojson`` indents and ``str.format`` widths
+#   are bounded before anything is allocated.
+
+MAX_VALUE_SIZE = 4_000_000
+"""Largest value (:func:`value_size`: about characters of JSON) a filter, a test, a call or a
+comparison takes: serialising one takes about 0.2 s. A 1.5 MB object (etcd's limit) fits."""
+MAX_SLOW_VALUE_SIZE = 50_000
+"""Largest value the pure-Python serialisers (:data:`SLOW_FILTERS`) take: about 0.5 s."""
+SLOW_FILTERS = frozenset({"to_yaml", "pprint", "urlencode", "xmlattr"})
+"""Filters that walk their value in Python (PyYAML's emitter, ``pprint``): bounded by
+:data:`MAX_SLOW_VALUE_SIZE`."""
+CHEAP_FILTERS = frozenset({"length", "count", "default", "d", "first", "last", "lower", "upper",
+                           "capitalize", "title", "trim", "int", "float", "abs", "round"})
+"""Jinja2's filters that take constant time, or time linear in a string: never expanding a
+container, they are not wrapped by the size check (a wrapper costs ~0.3 us per call, which
+showed in loops). Every other filter is, the plugins' included."""
+CHEAP_TESTS = frozenset({"boolean", "callable", "defined", "divisibleby", "escaped", "even",
+                         "false", "filter", "float", "integer", "iterable", "lower",
+                         "mapping", "none", "number", "odd", "sameas", "sequence", "string",
+                         "test", "true", "undefined", "upper"})
+"""Jinja2's tests that only look at a value's type or a number (not the comparisons, ``in``
+and ``eq``, which walk containers): not wrapped, as :data:`CHEAP_FILTERS`."""
+MAX_INT_BITS = 8_192
+"""Largest integer ``*`` and ``**`` may build (bits; about 2,466 decimal digits)."""
+MAX_INDENT = 64
+"""Largest ``indent`` of ``to_json``/``tojson`` (spaces, or characters of an indent string)."""
+
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+_SIZED = (*_CONTAINERS, Namespace)
+"""What :func:`_check_value` measures; anything else passes it at the cost of an isinstance."""
+
+
+def value_size(value: Any) -> int:
+    """The size of ``value`` as serialising it expands it: 1 per container, item, key and
+    scalar, plus the length of each string (shared references counted at each occurrence).
+    Counting stops past :func:`_size_cap` (the result is then ``cap + 1``), so the cost is at
+    most that many steps, and once per container per active budget (memoised)."""
+    if isinstance(value, (str, bytes)):
+        return len(value) + 1
+    if isinstance(value, Namespace):
+        attrs = object.__getattribute__(value, "_Namespace__attrs")
+        return _container_size(attrs, *_size_memo(), remember=False)
+    if not isinstance(value, _CONTAINERS):
+        return 1
+    return _container_size(value, *_size_memo())
+
+
+def _size_cap(budget: RenderBudget | None) -> int:
+    output = budget.limits.max_output_chars if budget is not None else MAX_SEQUENCE
+    return max(MAX_VALUE_SIZE, output)
+
+
+def _size_memo() -> tuple[dict[int, tuple[Any, int, int]], int]:
+    """The active budget's memo of container sizes (a throw-away dict without one) and cap."""
+    budget = _ACTIVE.get()
+    return ({} if budget is None else budget.sizes), _size_cap(budget)
+
+
+def _container_size(value: Any, memo: dict[int, tuple[Any, int, int]], cap: int,
+                    remember: bool = True) -> int:
+    """:func:`value_size` of a container; memoised by id (the memo holds the value, so its id
+    is not reused while the memo lives). Recursion: one level per nesting level."""
+    hit = memo.get(id(value))
+    if hit is not None and hit[2] == len(value):   # a container that grew is counted again
+        return hit[1]
+    total = 1 + len(value)
+    if total <= cap:
+        items = itertools.chain.from_iterable(value.items()) if isinstance(value, dict) \
+            else value
+        for item in items:
+            if isinstance(item, (str, bytes)):
+                total += len(item)
+            elif isinstance(item, _SIZED):
+                total += value_size(item) - 1
+            if total > cap:
+                break
+    total = min(total, cap + 1)
+    if remember:
+        memo[id(value)] = (value, total, len(value))
+    return total
+
+
+def _remember_size(value: Any, size: int) -> Any:
+    """``value`` (a container just built from operands of known size) with its size memoised."""
+    budget = _ACTIVE.get()
+    if budget is not None and isinstance(value, _CONTAINERS):
+        budget.sizes[id(value)] = (value, min(size, _size_cap(budget) + 1), len(value))
+    return value
+
+
+COSTLY_SIZE = 10_000
+"""A value at least this large (:func:`value_size`, or characters of a string given to a
+filter) makes the operation about to take it read the budget's clock first: a loop of
+fewer than CLOCK_EVERY steps, each serialising a value just under the limits, would otherwise
+run CLOCK_EVERY such operations before the timeout was noticed."""
+
+
+def _check_time_before_costly() -> None:
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.check_time()
+
+
+def _check_value(value: Any, limit: int, what: str) -> None:
+    """Refuse (BudgetExceeded, reason ``size``) a container whose :func:`value_size` is over
+    ``limit``; anything else passes at the cost of one isinstance (strings are bounded where
+    they are built)."""
+    if isinstance(value, _SIZED):
+        size = value_size(value)
+        if size > limit:
+            raise BudgetExceeded("size", size, limit,
+                                 f"{what}: a {type(value).__name__} over the limit of size {limit} "
+                                 "(each shared reference counted where it occurs)")
+        if size >= COSTLY_SIZE:
+            _check_time_before_costly()
+
+
+def _check_values(values: Iterable[Any], limit: int, what: str) -> None:
+    for value in values:
+        if isinstance(value, _SIZED):   # inlined: runs for every argument of every call
+            _check_value(value, limit, what)
+
+
+def _check_int_bits(bits: int, what: str) -> None:
+    if bits > MAX_INT_BITS:
+        raise BudgetExceeded("integer", bits, MAX_INT_BITS,
+                             f"{what} over the limit of {MAX_INT_BITS} bits")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 # --- the sandbox -----------------------------------------------------------------------------
 
 
@@ -543,9 +826,13 @@ def _bounded_range(*args: int) -> range:
     rng = range(*args)
     budget = _ACTIVE.get()
     limit = max(MAX_RANGE, budget.limits.max_loop_steps) if budget is not None else MAX_RANGE
-    if len(rng) > limit:
-        raise BudgetExceeded("range", len(rng), limit,
-                             f"range() of {len(rng)} items is over the limit of {limit}"
+    try:
+        size = len(rng)
+    except OverflowError:   # more items than a C ssize_t: range(10**30)
+        size = limit + 1
+    if size > limit:
+        raise BudgetExceeded("range", size, limit,
+                             f"range() over the limit of {limit} items"
                              f"{' (templates.budget.maxLoopSteps)' if budget else ''}")
     return rng
 
@@ -557,27 +844,69 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 """Every attribute a plain ``dict`` instance has (its methods and ``object``'s): only these
 names can resolve as attributes on one; any other ``.name`` of a dict is its key."""
 
-_SANDBOX_CALL = ImmutableSandboxedEnvironment.call
-"""Jinja2's sandboxed call (safety checks, then the call), under the budget's ``call``."""
-
 _ITER_HOOK = "kinrun_budget_iter"
 """The environment attribute every compiled ``for`` loop iterates through."""
 _SIZED_HOOK = "kinrun_budget_sized"
 """The environment attribute every compiled ``~`` concatenation passes its result through."""
+_TEXT_HOOK = "kinrun_budget_text"
+"""The environment attribute each operand of ``~`` passes through before ``str()``."""
+_VALUE_HOOK = "kinrun_budget_value"
+"""The environment attribute each operand of a comparison and each computed dict key passes
+through before it is compared or hashed."""
+_HOOKS = frozenset({_ITER_HOOK, _TEXT_HOOK, _VALUE_HOOK})
+
+
+def _hooked(hook: str, node: nodes.Expr) -> nodes.Expr:
+    """``node`` passed through ``environment.<hook>`` (a constant as it is)."""
+    if isinstance(node, nodes.Const):
+        return node
+    return nodes.Call(nodes.EnvironmentAttribute(hook), [node], [], None, None,
+                      lineno=node.lineno)
+
+
+_TEXT_FILTERS = frozenset({"string", "to_json", "tojson", "to_yaml", "sha256", "b64encode",
+                           "b64decode", "join", "lower", "upper", "trim", "replace", "indent",
+                           "isoformat", "length", "count", "int", "float"})
+"""Filters whose result is never a container: their output needs no size check."""
+
+
+def _scalar_finalize(node: nodes.Expr, finalize: Any) -> Any:
+    """``finalize`` for an output expression, or one without its runtime call (``src``) when
+    the expression never gives a container (a comparison, a test, ``not``, ``~``, a filter of
+    :data:`_TEXT_FILTERS`): the size check of :func:`_finalize_output` would be a no-op there,
+    and one call per output in a loop showed in the render cost."""
+    scalar = isinstance(node, (nodes.Compare, nodes.Test, nodes.Not, nodes.Concat)) or (
+        isinstance(node, nodes.Filter) and node.name in _TEXT_FILTERS)
+    return finalize._replace(src=None) if scalar and finalize.src is not None else finalize
 
 
 class _BudgetCodeGenerator(CodeGenerator):
     """Jinja2's code generator (``Environment.code_generator_class``), with every ``for``
     loop's iterable wrapped in a call of ``environment.kinrun_budget_iter`` (a
     ``nodes.EnvironmentAttribute``, the node Jinja2 offers extensions for callbacks), so each
-    iteration spends a loop step. That call is written as a direct call, not through the
-    sandbox's ``environment.call``, whose safety checks cost more than a small loop."""
+    iteration spends a loop step; the operands of ``~`` go through ``kinrun_budget_text`` and
+    those of comparisons and computed dict keys through ``kinrun_budget_value`` (size checks
+    before ``str()``, ``==`` or ``hash`` expand them). These calls are written as direct calls,
+    not through the sandbox's ``environment.call``, whose safety checks cost more."""
 
     def visit_Template(self, node: nodes.Template, frame: Any = None) -> None:
         for loop in list(node.find_all(nodes.For)):
-            loop.iter = nodes.Call(nodes.EnvironmentAttribute(_ITER_HOOK), [loop.iter], [],
-                                   None, None, lineno=loop.iter.lineno)
+            loop.iter = _hooked(_ITER_HOOK, loop.iter)
+        for concat in list(node.find_all(nodes.Concat)):
+            concat.nodes = [_hooked(_TEXT_HOOK, part) for part in concat.nodes]
+        for compare in list(node.find_all(nodes.Compare)):
+            compare.expr = _hooked(_VALUE_HOOK, compare.expr)
+            for operand in compare.ops:
+                operand.expr = _hooked(_VALUE_HOOK, operand.expr)
+        for pair in list(node.find_all(nodes.Pair)):
+            pair.key = _hooked(_VALUE_HOOK, pair.key)
         super().visit_Template(node, frame)
+
+    def _output_child_pre(self, node: nodes.Expr, frame: Any, finalize: Any) -> None:
+        super()._output_child_pre(node, frame, _scalar_finalize(node, finalize))
+
+    def _output_child_post(self, node: nodes.Expr, frame: Any, finalize: Any) -> None:
+        super()._output_child_post(node, frame, _scalar_finalize(node, finalize))
 
     def visit_Concat(self, node: nodes.Concat, frame: Any) -> None:
         """``a ~ b``: the joined string goes through ``environment.kinrun_budget_sized`` (a
@@ -588,8 +917,8 @@ class _BudgetCodeGenerator(CodeGenerator):
 
     def visit_Call(self, node: nodes.Call, frame: Any, forward_caller: bool = False) -> None:
         hook = node.node
-        if isinstance(hook, nodes.EnvironmentAttribute) and hook.name == _ITER_HOOK:
-            self.write(f"environment.{_ITER_HOOK}(")
+        if isinstance(hook, nodes.EnvironmentAttribute) and hook.name in _HOOKS:
+            self.write(f"environment.{hook.name}(")
             self.visit(node.args[0], frame)
             self.write(")")
             return
@@ -602,11 +931,46 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     Budget hooks (all spend the thread's active :class:`RenderBudget`, none when there is none):
     ``for`` loops iterate through :meth:`kinrun_budget_iter` (one step per item); :meth:`call`
     counts every call in a template (macros, ``range``, lookups; the clock is read every
-    CLOCK_EVERY calls) and counts the items of recursive ``loop(...)`` calls.
+    CLOCK_EVERY calls) and counts the items of recursive ``loop(...)`` calls. Immutability:
+    :meth:`is_safe_attribute` and :meth:`is_safe_callable` refuse what :func:`mutates` (see
+    "immutability" above). Sizes: see "sizes" above.
     """
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
     code_generator_class = _BudgetCodeGenerator
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        """Jinja2's rules (no ``_`` names, no internals, no known mutating method) and no
+        attribute :func:`mutates` refuses, of an instance or of a class (``dict.update``)."""
+        return super().is_safe_attribute(obj, attr, value) and not mutates(obj, attr)
+
+    def is_safe_callable(self, obj: Any) -> bool:
+        """Jinja2's rule (``unsafe``, ``alters_data``) and no method that :func:`mutates` its
+        container, bound or not, however it was reached."""
+        method = _callable_owner(obj)
+        return super().is_safe_callable(obj) and (method is None or not mutates(*method))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """``obj[argument]``, a tuple key's size checked before it is hashed."""
+        if isinstance(argument, tuple):
+            _check_value(argument, MAX_VALUE_SIZE, "a subscript")
+        if obj is _new_dict:
+            return self.unsafe_undefined(dict, str(argument))
+        return super().getitem(obj, argument)
+
+    @staticmethod   # no bound method made per call
+    def kinrun_budget_text(value: Any) -> Any:
+        """A ``~`` operand, refused when ``str()`` of it would pass :func:`sequence_limit`."""
+        if isinstance(value, _SIZED):
+            _check_value(value, sequence_limit(), "a value joined with '~'")
+        return value
+
+    @staticmethod   # no bound method made per call
+    def kinrun_budget_value(value: Any) -> Any:
+        """A compared value or dict key, refused over :data:`MAX_VALUE_SIZE`."""
+        if isinstance(value, _SIZED):
+            _check_value(value, MAX_VALUE_SIZE, "a compared value or dict key")
+        return value
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         """``obj.attribute`` in a template, as Jinja2's sandbox (the attribute first, else the
@@ -621,6 +985,8 @@ class _Sandbox(ImmutableSandboxedEnvironment):
                 return obj[attribute]
             except (TypeError, LookupError):
                 return self.undefined(obj=obj, name=attribute)
+        if obj is _new_dict:   # the ``dict`` global stands for the type: no dict.update
+            return self.unsafe_undefined(dict, attribute)
         return super().getattr(obj, attribute)
 
     def kinrun_budget_sized(self, value: Any) -> Any:
@@ -643,11 +1009,15 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     def call(__self, __context: Any, __obj: Any, *args: Any,  # noqa: N805 - as Jinja2's
              **kwargs: Any) -> Any:
+        """Every call a template makes: counted on the budget, checked (:func:`_check_call`:
+        Jinja2's callable check, no mutating method, sizes), str methods bounded by the size
+        of their result before they run."""
         budget = _ACTIVE.get()
         if budget is not None:
             budget.call()
             if args and isinstance(__obj, LoopContext):   # loop(children) of a recursive loop
                 args = (budget.iterate(args[0]), *args[1:])
+        _check_call(__self, __obj, args, kwargs)   # Jinja2's is_safe_callable check included
         method = getattr(__obj, "__wrapped__", __obj)  # str.format: the sandbox's wrapper
         text = getattr(method, "__self__", None)
         if isinstance(text, str) and isinstance(method, types.BuiltinMethodType):
@@ -656,19 +1026,25 @@ class _Sandbox(ImmutableSandboxedEnvironment):
                 args = (list(args[0]), *args[1:])   # measured before it is joined
             what = f"str.{name}()'s result"
             _check_size(_str_method_bound(name, text, args, kwargs), what, "characters")
-            return _checked_text(_SANDBOX_CALL(__self, __context, __obj, *args, **kwargs), what)
-        return _SANDBOX_CALL(__self, __context, __obj, *args, **kwargs)
+            return _checked_text(__context.call(__obj, *args, **kwargs), what)
+        return __context.call(__obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-            raise BudgetExceeded("exponent", abs(right), MAX_EXPONENT,
-                                 f"exponent {right} is over the limit of {MAX_EXPONENT}")
-        if operator == "*":
-            _check_repeat(left, right)
-            _check_repeat(right, left)
+        """``*``, ``**``, ``+``, ``%``, bounded before they run: sizes of the sequences built
+        (shared references counted), bits of the integers, the length of formatted text."""
+        if operator == "**":
+            _check_power(left, right)
+        elif operator == "*":
+            if _is_int(left) and _is_int(right):
+                _check_int_bits(left.bit_length() + right.bit_length(), "an integer product")
+            size = _check_repeat(left, right) or _check_repeat(right, left)
+            return _remember_size(super().call_binop(context, operator, left, right), size)
         elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-            _check_size(len(left) + len(right), "a sequence")
+            size = value_size(left) + value_size(right) - 1
+            _check_size(size, "a sequence")
+            return _remember_size(super().call_binop(context, operator, left, right), size)
         elif operator == "%" and isinstance(left, str):   # printf-style formatting
+            _check_value(right, sequence_limit(), "a '%' format's arguments")
             _check_size(_percent_bound(left, right), "a '%' format's result", "characters")
             return _checked_text(super().call_binop(context, operator, left, right),
                                  "a '%' format's result")
@@ -689,13 +1065,51 @@ def _check_size(size: int, what: str, unit: str = "items") -> None:
     limit = sequence_limit()
     if size > limit:
         raise BudgetExceeded("sequence", size, limit,
-                             f"{what} of {size} {unit} is over the limit of {limit} "
+                             f"{what} (in {unit}) over the limit of {limit} "
                              f"(templates.budget.maxOutputChars)")
 
 
-def _check_repeat(seq: Any, times: Any) -> None:
-    if isinstance(seq, _SEQUENCES) and isinstance(times, int):
-        _check_size(len(seq) * times, "a sequence")
+def _check_repeat(seq: Any, times: Any) -> int:
+    """The size of ``seq * times`` (0 when it is not a sequence times an int), refused over
+    sequence_limit(): a list's items counted with what they hold (``[[0]*1000]*1000`` is a
+    million)."""
+    if not (isinstance(seq, _SEQUENCES) and _is_int(times)):
+        return 0
+    size = len(seq) * times if isinstance(seq, (str, bytes)) \
+        else 1 + max(times, 0) * (value_size(seq) - 1)
+    _check_size(size, "a sequence")
+    return size
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    """Refuse ``base ** exponent`` past :data:`MAX_EXPONENT` or :data:`MAX_INT_BITS` (an
+    integer result; a float one overflows with an error on its own)."""
+    if isinstance(exponent, (int, float)) and abs(exponent) > MAX_EXPONENT:
+        raise BudgetExceeded("exponent", abs(exponent), MAX_EXPONENT,
+                             f"an exponent over the limit of {MAX_EXPONENT}")
+    if _is_int(base) and _is_int(exponent) and exponent > 1 and abs(base) > 1:
+        _check_int_bits(base.bit_length() * exponent, "an integer power")
+
+
+def _check_call(env: _Sandbox, func: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """Before a template calls ``func``: refuse what ``env.is_safe_callable`` refuses
+    (SecurityError naming a method that :func:`mutates` its container), and a receiver or
+    argument over :data:`MAX_VALUE_SIZE`."""
+    if not env.is_safe_callable(func):
+        method = _callable_owner(func)
+        if method is None:
+            raise SecurityError(f"{type(func).__name__} is not safely callable")
+        owner, name = method
+        kind = owner if isinstance(owner, type) else type(owner)
+        raise SecurityError(f"{kind.__name__}.{name}() is refused: templates may not change "
+                            "objects (the sandbox is read-only)")
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, _SIZED):
+        _check_value(owner, MAX_VALUE_SIZE, f"the object of {type(owner).__name__}."
+                                            f"{getattr(func, '__name__', '')}()")
+    _check_values(args, MAX_VALUE_SIZE, "a call's argument")
+    if kwargs:
+        _check_values(kwargs.values(), MAX_VALUE_SIZE, "a call's argument")
 
 
 # Strings built by one C-level call (``'x'.zfill(N)``, ``'%Ns' % x``, ``|center(N)``) are
@@ -723,7 +1137,7 @@ def _format_bound(fmt: str, values: Iterable[Any]) -> int:
     arguments, checked as integers."""
     values = list(values)
     longest = max(map(_text_len, values), default=0)
-    nested = _int_args(values)   # ``{:>{w}}``: a width given as an argument
+    nested = _width_args(values)   # ``{:>{w}}``: a width given as an argument
     total = len(fmt)
     try:
         fields = list(string.Formatter().parse(fmt))
@@ -754,6 +1168,20 @@ def _percent_bound(fmt: str, args: Any) -> int:
                 widths.append(int(part))
         total += max(widths)
     return total
+
+
+def _width_args(args: Iterable[Any]) -> int:
+    """The largest width ``args`` can give a nested ``str.format`` field (``'{:{w}}'``): the
+    field's spec is the argument's text, so every run of digits in an integer, float or string
+    argument counts (``w='+1000000000'``, ``w=1e9``); 19 digits or more count as more than any
+    limit."""
+    widths = [0]
+    for arg in args:
+        if isinstance(arg, (int, float, str)) and not isinstance(arg, bool):
+            text = arg if isinstance(arg, str) else str(arg)
+            widths += [int(run) if len(run) < 19 else 10 ** 19
+                       for run in re.findall(r"\d+", text)]
+    return max(widths)
 
 
 def _int_args(args: Iterable[Any]) -> int:
@@ -841,6 +1269,164 @@ def _bounded_string_filter(name: str, func: Callable[..., Any]) -> Callable[...,
     return bounded
 
 
+# --- errors that never quote a value (docs/secrets.md) ---------------------------------------
+
+
+def describe(value: Any) -> str:
+    """What an error may say of ``value``: its type and size, never its content. ``"a str of 12
+    characters"``, ``"a list of 3 items"``, ``"a dict of 2 keys"``, ``"an int"``, ``"None"``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    article = "an" if name[:1] in "aeiouAEIOU" else "a"
+    if isinstance(value, (str, bytes)):
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{article} {name} of {len(value)} {unit}"
+    if isinstance(value, Mapping):
+        return f"{article} {name} of {len(value)} keys"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return f"{article} {name} of {len(value)} items"
+    return f"{article} {name}"
+
+
+_QUOTED = re.compile(r"""(?<![\w])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?![\w])""")
+"""A quoted text in a message (``'abc'``, ``"it's"``, as ``repr`` writes strings), not an
+apostrophe inside a word (``can't``)."""
+
+_TYPE_WORDS = frozenset(
+    {name for name, value in vars(builtins).items() if isinstance(value, type)}
+    | {"NoneType", "None", "datetime", "timedelta", "date", "time", "timezone", "Undefined",
+       "StrictUndefined", "Namespace", "LoopContext", "Macro", "method", "function",
+       "builtin_function_or_method", "method_descriptor", "module", "utf-8", "ascii",
+       "<", "<=", ">", ">=", "==", "!=", "+", "-", "*", "/", "//", "%", "**", "~", "in"})
+"""Quoted words that name a type, an operator or a codec: what Python's and Jinja2's messages
+quote besides values (``'<' not supported between instances of 'str' and 'int'``)."""
+_TYPE_PHRASE = re.compile(r"^[A-Za-z_][\w.]* object$")
+"""Jinja2's ``'dict object'``: a type's name, not a value."""
+
+
+def scrub_quoted(message: str, source: str) -> str:
+    """``message`` (an error from Python, Jinja2 or a filter) with every quoted text replaced by
+    its type and size (``'hunter2'`` -> ``<a str of 7 characters>``), unless the text is
+    written in ``source`` (the template: config, not data; a misspelt ``obj.metdata`` stays
+    readable), names a type, an operator or a codec (:data:`_TYPE_WORDS`), or is one
+    punctuation character. Python's and
+    Jinja2's messages quote the values they are about with ``repr``; this is how a template
+    error never repeats a value the template read."""
+    def replace(match: re.Match[str]) -> str:
+        text = match.group(0)[1:-1]
+        if text in _TYPE_WORDS or _TYPE_PHRASE.match(text) or (text and text in source) \
+                or (len(text) == 1 and not text.isalnum()):   # YAML's "expected ',' or ']'"
+            return match.group(0)
+        return f"<{describe(_unquoted(match.group(0)))}>"
+    return _QUOTED.sub(replace, message)
+
+
+def _unquoted(literal: str) -> str:
+    """The text a quoted ``repr`` stands for (escapes undone), else the text between quotes."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]
+
+
+class _FilterFailed(Exception):
+    """A filter (or test) ``name`` raised ``error`` (not a KinrunError or a Jinja2 error): the
+    render error names the filter (:func:`_render_error`)."""
+
+    def __init__(self, name: str, error: Exception) -> None:
+        super().__init__(name)
+        self.name, self.error = name, error
+
+
+def _guarded(name: str, func: Callable[..., Any], limit: int) -> Callable[..., Any]:
+    """``func`` (the filter or test ``name``) refusing a container argument whose
+    :func:`value_size` is over ``limit`` before it runs, and naming itself when it fails
+    (keeps Jinja2's pass_* markers). Every filter and test is wrapped: Jinja2's, kinrun's and
+    the plugins'. Cost: one isinstance per argument."""
+    what = f"{name}'s argument"
+
+    @functools.wraps(func)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        for arg in args:   # inlined _check_values: this runs for every filter call
+            if isinstance(arg, _SIZED):
+                _check_value(arg, limit, what)
+            elif isinstance(arg, str) and len(arg) >= COSTLY_SIZE:   # from_yaml of 1 MB
+                _check_time_before_costly()
+        if kwargs:
+            _check_values(kwargs.values(), limit, what)
+        try:
+            return func(*args, **kwargs)
+        except (KinrunError, jinja2.TemplateError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - named, then described by _render_error
+            raise _FilterFailed(name, exc) from exc
+    return guarded
+
+
+def _parsed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """A parser filter (``from_yaml``, ``from_json``) whose result's :func:`value_size` is
+    checked: a YAML alias bomb parses into shared references, cheaply, and explodes only when
+    something walks it; it is refused here, at most :data:`MAX_VALUE_SIZE` steps in."""
+    @functools.wraps(func)
+    def parsed(*args: Any, **kwargs: Any) -> Any:
+        result = func(*args, **kwargs)
+        _check_value(result, MAX_VALUE_SIZE, f"{name}'s result")
+        return result
+    return parsed
+
+
+def _linear_sum(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Jinja2's ``sum`` filter, but ``sum(start=[])`` (concatenating lists or tuples) is built
+    in one pass, its size checked first: Python's ``sum`` copies the growing list at every
+    item (quadratic) in one C call."""
+    @functools.wraps(func)
+    def summed(environment: Any, iterable: Any, attribute: Any = None, start: Any = 0) -> Any:
+        if not isinstance(start, (list, tuple)):
+            return func(environment, iterable, attribute, start)
+        if attribute is not None:
+            iterable = map(jinja2.filters.make_attrgetter(environment, attribute), iterable)
+        parts = list(iterable)
+        for part in parts:
+            if type(part) is not type(start):
+                raise TypeError(f"sum: cannot add a {type(part).__name__} to a "
+                                f"{type(start).__name__}")
+        size = value_size(start) + sum(value_size(part) - 1 for part in parts)
+        _check_size(size, "sum()'s result")
+        joined = type(start)(itertools.chain(start, *parts))
+        return _remember_size(joined, size)
+    return summed
+
+
+def _bounded_batch(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Jinja2's ``batch``, refusing a batch size over sequence_limit() before the last batch
+    is padded to it (``batch(10**9, 'x')`` would allocate gigabytes)."""
+    @functools.wraps(func)
+    def batch(value: Any, linecount: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(linecount, (int, float)):
+            _check_size(int(min(linecount, 2 ** 62)), "batch()'s size")
+        return func(value, linecount, *args, **kwargs)
+    return batch
+
+
+def _bounded_tojson(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Jinja2's ``tojson`` with its ``indent`` checked first (:func:`check_indent`)."""
+    @functools.wraps(func)
+    def tojson(eval_ctx: Any, value: Any, indent: Any = None) -> Any:
+        check_indent(value, indent, "tojson")
+        return func(eval_ctx, value, indent)
+    return tojson
+
+
+def _finalize_output(value: Any) -> Any:
+    """The environment's ``finalize``: every ``{{ }}`` value before ``str()``, refused when its
+    text would pass the output limit (sequence_limit())."""
+    if isinstance(value, _SIZED):
+        _check_value(value, sequence_limit(), "a printed value")
+    return value
+
+
 def _refused(setting: str, what: str) -> Callable[..., Any]:
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise SecurityError(f"templates may not read {what} (set templates.{setting}: true)")
@@ -873,11 +1459,27 @@ def _template_line(exc: BaseException) -> int | None:
     return line
 
 
-def _render_error(exc: Exception) -> TemplateRenderError:
-    detail = str(exc) or type(exc).__name__
-    if not isinstance(exc, KinrunError):
-        detail = f"{type(exc).__name__}: {detail}"
-    return TemplateRenderError(detail, _template_line(exc))
+def _render_error(exc: Exception, source: str) -> TemplateRenderError:
+    """The TemplateRenderError for ``exc`` raised rendering ``source``: safe by construction
+    (docs/secrets.md): the failing filter's name, the error's type, and its message with every
+    quoted text that ``source`` does not contain replaced by its type and size
+    (:func:`scrub_quoted`); a YAML error gives its problem and position, not
+    its snippet of the document."""
+    error, prefix = exc, ""
+    if isinstance(exc, _FilterFailed):
+        error, prefix = exc.error, f"{exc.name}: "
+    return TemplateRenderError(prefix + scrub_quoted(_error_text(error), source),
+                               _template_line(exc))
+
+
+def _error_text(error: BaseException) -> str:
+    """``Type: message`` of an error (ours: the message), before scrubbing."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return (f"{type(error).__name__}: {error.problem or 'invalid YAML'} "
+                f"(line {mark.line + 1}, column {mark.column + 1})")
+    detail = str(error) or type(error).__name__
+    return detail if isinstance(error, KinrunError) else f"{type(error).__name__}: {detail}"
 
 
 def split_expression(source: str) -> str | None:
@@ -933,7 +1535,7 @@ class Template:
         except BudgetExceeded as exc:
             raise exc.at_line(_template_line(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code becomes one error type
-            raise _render_error(exc) from exc
+            raise _render_error(exc, self.source) from None   # its message may quote values
 
 
 class Expression:
@@ -963,7 +1565,7 @@ class Expression:
         except (ReconcileError, BudgetExceeded):
             raise
         except Exception as exc:  # noqa: BLE001
-            raise _render_error(exc) from exc
+            raise _render_error(exc, self.source) from None   # its message may quote values
 
 
 class _TemplateValue:
@@ -996,10 +1598,11 @@ class TemplateEngine:
         self._clock = clock
         self.wall_clock = wall_clock
         env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False,
-                       keep_trailing_newline=True)
+                       keep_trailing_newline=True, finalize=_finalize_output)
         for name in ("lipsum", "cycler", "joiner"):
             env.globals.pop(name, None)
         env.globals["range"] = _bounded_range
+        env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
         env.globals["now"] = _now_function(wall_clock)
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
@@ -1011,9 +1614,19 @@ class TemplateEngine:
                 env.filters[name] = _counting_filter(env.filters[name])
         for name in STRING_FILTERS:
             env.filters[name] = _bounded_string_filter(name, env.filters[name])
+        env.filters.update(sum=_linear_sum(env.filters["sum"]),
+                           batch=_bounded_batch(env.filters["batch"]),
+                           tojson=_bounded_tojson(env.filters["tojson"]))
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, {name: _counting_filter(func) if callable(func) else func
                                 for name, func in (extra_filters or {}).items()})
+        for name in ("from_yaml", "from_json"):
+            env.filters[name] = _parsed(name, env.filters[name])
+        for table, cheap in ((env.filters, CHEAP_FILTERS), (env.tests, CHEAP_TESTS)):
+            for name, func in table.items():
+                limit = MAX_SLOW_VALUE_SIZE if name in SLOW_FILTERS else MAX_VALUE_SIZE
+                if name not in cheap:   # a plugin cannot take a cheap name: they clash
+                    table[name] = _guarded(name, func, limit)
         self._env = env
 
     def budget(self) -> RenderBudget:
@@ -1176,9 +1789,11 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
     """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
     ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
     never the API server). An unknown informer raises LookupError naming the known ones; an
-    unknown index raises KeyError. The objects returned are the cache's, read-only (the
-    sandbox refuses mutating methods). Used by action templates (``kinrun.actions``) and by
-    ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
+    unknown index, the lister's error when it is a KinrunError, else a LookupError naming the
+    informer (in a template error, a name built by the template is shown as its type and
+    size: ``docs/secrets.md``). The objects returned are the
+    cache's, read-only (the sandbox refuses mutating methods). Used by action templates
+    (``kinrun.actions``) and by ``mapTo`` key mappers (:meth:`KeyMapper.bind`)."""
     def lister(informer: str) -> Any:
         try:
             return listers[informer]
@@ -1186,11 +1801,21 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
             known = ", ".join(sorted(listers)) or "none"
             raise LookupError(f"unknown informer {informer!r} (known: {known})") from None
 
+    def by_index(informer: str, index: str, value: Any) -> Any:
+        found = lister(informer)
+        try:
+            return found.by_index(index, value)
+        except KeyError as err:
+            if isinstance(err, KinrunError):   # the cache's own error says it already
+                raise
+            raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
+                from None
+
     return {
         "get": lambda informer, key: lister(informer).get(key),
         "list": lambda informer, namespace=None: (lister(informer).list() if namespace is None
                                                   else lister(informer).list(namespace)),
-        "by_index": lambda informer, index, value: lister(informer).by_index(index, value),
+        "by_index": by_index,
     }
 
 
@@ -1390,12 +2015,14 @@ the reference lists by name) and the plugins' ``kinrun_template_filters``."""
 
 
 __all__ = [
-    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CLOCK_EVERY", "Expression",
-    "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES", "MAX_EXPONENT", "MAX_FILE_BYTES",
-    "MAX_RANGE", "MAX_SEQUENCE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner", "RenderBudget",
-    "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES", "Template", "TemplateEngine",
-    "TemplateName", "TemplateOptions", "TemplateRenderError",
-    "as_location", "b64decode", "b64encode", "compile_index_func", "compile_key_mapper",
-    "duration", "from_json", "from_yaml", "index_values", "isoformat", "lookup_calls",
-    "lookup_functions", "sha256", "split_expression", "to_datetime", "to_json", "to_yaml",
+    "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CHEAP_FILTERS", "CHEAP_TESTS",
+    "CLOCK_EVERY", "Expression", "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES",
+    "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_INDENT", "MAX_INT_BITS", "MAX_RANGE", "MAX_SEQUENCE",
+    "MAX_SLOW_VALUE_SIZE", "MAX_VALUE_SIZE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner",
+    "RenderBudget", "SLOW_FILTERS", "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES",
+    "Template", "TemplateEngine", "TemplateName", "TemplateOptions", "TemplateRenderError",
+    "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
+    "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
+    "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
+    "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

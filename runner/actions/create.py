@@ -17,7 +17,7 @@ from kinrun.actions.kinds import (
 )
 from kinrun.actions.steps import Step
 from kinrun.kube.request import ApiRequest
-from kinrun.templating import SourceLocation, TemplateEngine
+from kinrun.templating import SourceLocation, TemplateEngine, describe
 
 
 class CreateAction:
@@ -52,7 +52,8 @@ class CreateAction:
                 raise CheckError(f"create: manifest: {field} must be a non-empty string")
         meta = manifest.get("metadata")
         if not isinstance(meta, dict):
-            raise CheckError(f"create: manifest: metadata must be a mapping, got {meta!r}")
+            raise CheckError(f"create: manifest: metadata must be a mapping, got "
+                             f"{describe(meta)}")
         name, generate = meta.get("name"), meta.get("generateName")
         if not (isinstance(name, str) and name) and not (isinstance(generate, str) and generate):
             raise CheckError("create: manifest: metadata needs a name or a generateName")

@@ -27,8 +27,8 @@ from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.events import MAX_MESSAGE
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import is_secret, redact_request, redact_text, secret_values
-from kinrun.templating import SourceLocation, TemplateEngine
+from kinrun.redact import redact_text, secret_values
+from kinrun.templating import SourceLocation, TemplateEngine, describe, scrub_quoted
 
 Render = Callable[[Mapping[str, Any]], Any]
 
@@ -113,8 +113,8 @@ def parse_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CheckError(f"rendered YAML is invalid{where}: {problem}") from exc
+        problem = scrub_quoted(getattr(exc, "problem", None) or type(exc).__name__, "")
+        raise CheckError(f"rendered YAML is invalid{where}: {problem}") from None  # no snippet
 
 
 def _options(value: Any, loc: SourceLocation, kind: str) -> Mapping[str, Any]:
@@ -162,7 +162,8 @@ class Target:
 def _nonempty_str(mapping: Mapping[str, Any], field_name: str, what: str) -> str:
     value = mapping.get(field_name)
     if not isinstance(value, str) or not value:
-        raise CheckError(f"{what}: {field_name} must be a non-empty string, got {value!r}")
+        raise CheckError(f"{what}: {field_name} must be a non-empty string, got "
+                         f"{describe(value)}")
     return value
 
 
@@ -174,7 +175,7 @@ def _namespace(mapping: Mapping[str, Any], scope: Scope, what: str) -> str | Non
     if value in (None, ""):
         return None
     if not isinstance(value, str):
-        raise CheckError(f"{what}: namespace must be a string, got {value!r}")
+        raise CheckError(f"{what}: namespace must be a string, got {describe(value)}")
     return value
 
 
@@ -296,7 +297,7 @@ def check_manifest(manifest: Any, what: str) -> dict[str, Any]:
     _nonempty_str(manifest, "kind", f"{what}: manifest")
     meta = manifest.get("metadata")
     if not isinstance(meta, dict):
-        raise CheckError(f"{what}: manifest: metadata must be a mapping, got {meta!r}")
+        raise CheckError(f"{what}: manifest: metadata must be a mapping, got {describe(meta)}")
     _nonempty_str(meta, "name", f"{what}: manifest: metadata")
     return manifest
 
@@ -350,15 +351,8 @@ class PatchAction:
 
     def render(self, scope: Scope) -> list[Step]:
         target = resolve_target(self._target, scope, "patch")
-        rendered = self._patch(scope.variables)
-        try:
-            body = check_patch(rendered, self._type)
-        except CheckError as exc:
-            if not is_secret(target.api_version, target.kind):
-                raise
-            shown = redact_request({"apiVersion": "v1", "kind": "Secret", "body": rendered})
-            raise CheckError(f"patch: a {self._type} patch of a Secret has the wrong shape "
-                             f"(values redacted): {shown['body']!r}") from None
+        # check_patch's errors give the type and size of what was rendered, never the value
+        body = check_patch(self._patch(scope.variables), self._type)
         return [ApiRequest("patch", target.api_version, target.kind, target.name,
                            target.namespace, body=body, patch_type=self._type,
                            subresource=self._subresource)]
@@ -369,15 +363,16 @@ def check_patch(body: Any, patch_type: str) -> Any:
     if patch_type != "json":
         if not isinstance(body, dict) or not body:
             raise CheckError(f"patch: a {patch_type} patch must render to a non-empty mapping, "
-                             f"got {body!r}")
+                             f"got {describe(body)}")
         return body
     if not isinstance(body, list) or not body:
-        raise CheckError(f"patch: a json patch must render to a non-empty list, got {body!r}")
+        raise CheckError(f"patch: a json patch must render to a non-empty list, got "
+                         f"{describe(body)}")
     for i, op in enumerate(body):
         if not isinstance(op, dict) or not isinstance(op.get("op"), str) \
                 or not isinstance(op.get("path"), str):
             raise CheckError(f"patch: json patch operation [{i}] needs string op and path, "
-                             f"got {op!r}")
+                             f"got {describe(op)}")
     return body
 
 
