@@ -314,7 +314,7 @@ def _probes(config: Config) -> Probes | None:
     from kinrun.probes import Probes
 
     probes = Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
-    probes.add_health_check(threads.health_check())  # a background thread that died
+    probes.add_health_check(threads.health_check(), "threads")  # a background thread died
     return probes
 
 

@@ -45,6 +45,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
+from urllib.parse import parse_qs
 from typing import Any
 
 from kinrun.clock import REAL_CLOCK, Clock
@@ -58,6 +59,15 @@ Response = tuple[int, str, bytes]
 
 Route = Callable[[Mapping[str, str]], Response]
 """The request's headers -> the response; called on a server thread."""
+
+
+@dataclass(frozen=True)
+class QueryRoute:
+    """A route that also reads the query string: ``func(headers, query)``, ``query`` as
+    ``urllib.parse.parse_qs`` gives it (name -> values; a bare ``?verbose`` is
+    ``{"verbose": [""]}``)."""
+
+    func: Callable[[Mapping[str, str], Mapping[str, list[str]]], Response]
 
 TEXT = "text/plain; charset=utf-8"
 
@@ -124,7 +134,7 @@ class Endpoint:
     newest certificate (rotation without a restart).
     """
 
-    def __init__(self, routes: Mapping[str, Route], name: str = "http", *,
+    def __init__(self, routes: Mapping[str, Route | QueryRoute], name: str = "http", *,
                  header_timeout: float = HEADER_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  workers: int = WORKERS, clock: Clock | None = None,
                  tls: Any = None) -> None:
@@ -354,7 +364,7 @@ class _Server:
                     self._busy -= 1
 
 
-def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
+def _handler_for(routes: Mapping[str, Route | QueryRoute]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         """One request whose head ``_Server`` read already (``request``: (socket, head))."""
 
@@ -385,12 +395,17 @@ def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
                 self.wfile.close()
 
         def _answer(self, *, body: bool) -> None:
-            route = routes.get(self.path.split("?", 1)[0])
+            path, _, query = self.path.partition("?")
+            route = routes.get(path)
             if route is None:
                 status, ctype, data = 404, TEXT, b"404 page not found\n"
             else:
                 try:
-                    status, ctype, data = route(self.headers)
+                    if isinstance(route, QueryRoute):
+                        status, ctype, data = route.func(
+                            self.headers, parse_qs(query, keep_blank_values=True))
+                    else:
+                        status, ctype, data = route(self.headers)
                 except Exception as exc:  # noqa: BLE001 - a broken check answers 500
                     _log.exception("%s failed", self.path)
                     status, ctype, data = 500, TEXT, f"internal error: {exc}\n".encode()
@@ -430,9 +445,12 @@ class Probes:
         self._running: dict[int, tuple[str, Any, float]] = {}  # thread -> (controller, key, start)
         self._standby: str | None = None  # "ns/name" of the Lease waited for, or None
         self._waiting: Callable[[], Mapping[str, str]] = dict  # informer -> why it waits
-        self._checks: list[Callable[[], list[str]]] = []  # more /healthz checks (add_health_check)
-        self._endpoint = Endpoint({"/healthz": self._healthz_route,
-                                   "/readyz": self._readyz_route}, "probes", clock=self._clock)
+        self._checks: dict[str, Callable[[], list[str]]] = {}  # more /healthz checks, by name
+        self._ready_checks: dict[str, Callable[[], list[str]]] = {}  # more /readyz checks
+        self._endpoint = Endpoint({"/healthz": QueryRoute(self._healthz_route),
+                                   "/readyz": QueryRoute(self._readyz_route)}, "probes",
+                                  clock=self._clock)
+        self._route_checks()
 
     # -- what the main job tells it ------------------------------------------------------------
 
@@ -447,10 +465,20 @@ class Probes:
         yet) as not ready (a Manager's ``waiting_informers``)."""
         self._waiting = waiting
 
-    def add_health_check(self, check: Callable[[], list[str]]) -> None:
+    def add_health_check(self, check: Callable[[], list[str]], name: str | None = None) -> None:
         """Fail ``/healthz`` while ``check()`` returns failure lines (each shown as ``[-]LINE``;
-        [] when healthy), such as ``kinrun.threads.health_check()``: a thread that died."""
-        self._checks.append(check)
+        [] when healthy), such as ``kinrun.threads.health_check()``: a thread that died.
+        ``name``: the check's name in ``?verbose`` and its path ``/healthz/NAME`` (default
+        ``check-N``)."""
+        self._checks[name or f"check-{len(self._checks) + 1}"] = check
+        self._route_checks()
+
+    def add_ready_check(self, check: Callable[[], list[str]], name: str) -> None:
+        """Fail ``/readyz`` while ``check()`` returns failure lines (an admission webhook
+        server not listening yet, an initial list a handler has not finished); served at
+        ``/readyz/NAME`` too."""
+        self._ready_checks[name] = check
+        self._route_checks()
 
     def standby(self, lease: str | None) -> None:
         """Waiting for the Lease ``lease`` ("ns/name"): ready, and says so; None: leading (or
@@ -473,46 +501,77 @@ class Probes:
 
     # -- the checks ------------------------------------------------------------------------------
 
-    def healthz(self) -> tuple[bool, str]:
-        """(healthy, body): ``ok``, or one ``[-]`` line per failed check."""
-        failures = [f"[-]reflector {live.name}: no progress for {live.idle:.0f}s "
-                    f"(limit {live.limit:.0f}s)"
-                    for live in (inf.liveness() for inf in self._informer_list()) if live.wedged]
-        now = self._clock.now()
-        for controller, key, started in list(dict(self._running).values()):
-            if now - started > self.stuck_reconcile_after:
-                failures.append(f"[-]reconcile {controller} {key}: running for "
-                                f"{now - started:.0f}s (limit {self.stuck_reconcile_after:.0f}s)")
-        failures += [f"[-]{line}" for check in list(self._checks) for line in check()]
-        if failures:
-            return False, "healthz check failed\n" + "\n".join(failures) + "\n"
-        return True, "ok\n"
+    def health_checks(self) -> dict[str, Callable[[], list[str]]]:
+        """The ``/healthz`` checks by name: ``reflectors``, ``reconciles``, then the added
+        ones; each returns its failure lines ([] when it passes)."""
+        return {"reflectors": self._wedged, "reconciles": self._stuck, **self._checks}
 
-    def readyz(self) -> tuple[bool, str]:
-        """(ready, body): ``ok``; ``ok (standby: ...)``; or the informers not synced yet."""
+    def ready_checks(self) -> dict[str, Callable[[], list[str]]]:
+        """The ``/readyz`` checks by name: ``informers`` (synced), ``kinds`` (not waiting for
+        a kind to be served), then the added ones; all pass while on standby."""
+        return {"informers": self._unsynced, "kinds": self._kinds_waiting, **self._ready_checks}
+
+    def healthz(self, *, verbose: bool = False, only: str | None = None) -> tuple[bool, str]:
+        """(healthy, body): ``ok``, or one ``[-]`` line per failed check; ``verbose``: a
+        ``[+]NAME ok`` line per passing check too (kube-apiserver's ``?verbose``); ``only``:
+        that check alone (``/healthz/NAME``; KeyError when unknown)."""
+        return _report("healthz", self.health_checks(), verbose, only)
+
+    def readyz(self, *, verbose: bool = False, only: str | None = None) -> tuple[bool, str]:
+        """(ready, body): ``ok``; ``ok (standby: ...)``; or the checks that fail (informers
+        not synced yet, kinds not served); ``verbose`` and ``only`` as :meth:`healthz`."""
         lease = self._standby
         if lease is not None:
             return True, f"ok (standby: waiting for the Lease {lease})\n"
-        if self._informers is None:
+        if self._informers is None and only in (None, "informers"):
             return False, "readyz check failed\n[-]informers: not started\n"
-        waiting = [f"[-]informer {inf.name}: not synced"
-                   for inf in self._informer_list() if not inf.has_synced()]
-        waiting += [f"[-]informer {name}: waiting: {why}"
-                    for name, why in self._waiting().items()]
-        if waiting:
-            return False, "readyz check failed\n" + "\n".join(waiting) + "\n"
-        return True, "ok\n"
+        return _report("readyz", self.ready_checks(), verbose, only)
+
+    def _wedged(self) -> list[str]:
+        return [f"reflector {live.name}: no progress for {live.idle:.0f}s "
+                f"(limit {live.limit:.0f}s)"
+                for live in (inf.liveness() for inf in self._informer_list()) if live.wedged]
+
+    def _stuck(self) -> list[str]:
+        now = self._clock.now()
+        return [f"reconcile {controller} {key}: running for {now - started:.0f}s "
+                f"(limit {self.stuck_reconcile_after:.0f}s)"
+                for controller, key, started in list(dict(self._running).values())
+                if now - started > self.stuck_reconcile_after]
+
+    def _unsynced(self) -> list[str]:
+        return [f"informer {inf.name}: not synced"
+                for inf in self._informer_list() if not inf.has_synced()]
+
+    def _kinds_waiting(self) -> list[str]:
+        return [f"informer {name}: waiting: {why}" for name, why in self._waiting().items()]
 
     def _informer_list(self) -> list[Any]:
         return list(self._informers()) if self._informers is not None else []
 
-    def _healthz_route(self, headers: Mapping[str, str]) -> Response:
-        ok, body = self.healthz()
+    def _healthz_route(self, headers: Mapping[str, str],
+                       query: Mapping[str, list[str]]) -> Response:
+        ok, body = self.healthz(verbose="verbose" in query)
         return (200 if ok else 500), TEXT, body.encode()
 
-    def _readyz_route(self, headers: Mapping[str, str]) -> Response:
-        ok, body = self.readyz()
+    def _readyz_route(self, headers: Mapping[str, str],
+                      query: Mapping[str, list[str]]) -> Response:
+        ok, body = self.readyz(verbose="verbose" in query)
         return (200 if ok else 500), TEXT, body.encode()
+
+    def _check_route(self, probe: str, name: str) -> QueryRoute:
+        def route(headers: Mapping[str, str], query: Mapping[str, list[str]]) -> Response:
+            check = self.healthz if probe == "healthz" else self.readyz
+            ok, body = check(verbose="verbose" in query, only=name)
+            return (200 if ok else 500), TEXT, body.encode()
+        return QueryRoute(route)
+
+    def _route_checks(self) -> None:
+        """``/healthz/NAME`` and ``/readyz/NAME`` for every check known now."""
+        for probe, checks in (("healthz", self.health_checks()), ("readyz", self.ready_checks())):
+            for name in checks:
+                self._endpoint.routes.setdefault(f"/{probe}/{name}",
+                                                 self._check_route(probe, name))
 
     # -- serving ---------------------------------------------------------------------------------
 
@@ -528,6 +587,25 @@ class Probes:
     def close(self) -> None:
         """Stop serving, if serving."""
         self._endpoint.close()
+
+
+def _report(probe: str, checks: Mapping[str, Callable[[], list[str]]], verbose: bool,
+            only: str | None) -> tuple[bool, str]:
+    """(passed, body) of ``checks`` (or the one named ``only``; KeyError when unknown):
+    ``ok``, or ``PROBE check failed`` and a ``[-]`` line per failure; ``verbose`` adds a
+    ``[+]NAME ok`` line per passing check and ends a success with ``PROBE check passed``, as
+    kube-apiserver's ``/healthz?verbose`` does."""
+    selected = {only: checks[only]} if only is not None else checks
+    lines, failed = [], False
+    for name, check in selected.items():
+        failures = check()
+        failed = failed or bool(failures)
+        lines += [f"[-]{line}" for line in failures] or ([f"[+]{name} ok"] if verbose else [])
+    if failed:
+        return False, f"{probe} check failed\n" + "\n".join(lines) + "\n"
+    if verbose:
+        return True, "\n".join(lines) + f"\n{probe} check passed\n"
+    return True, "ok\n"
 
 
 def parse_bind_address(text: str) -> tuple[str, int] | None:
