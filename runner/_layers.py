@@ -3,7 +3,9 @@
 Low to high. A module may import modules of its own layer or of lower layers, never of a higher
 one (typing-only imports included): the pipeline (cache, workqueue) knows no Kubernetes client,
 no pluggy and no config; the hookspecs name no action type; the spine (plan, bound, manager)
-is one layer that compiles, wires and runs. ``kinrun`` itself (the lazy public face) is above
+is one layer that compiles, wires and runs. Inside a layer imports form no circle
+(``kinrun.spine`` holds the types its modules share: ``plan`` imports ``bound``, which imports
+``manager``, never back). ``kinrun`` itself (the lazy public face) is above
 everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 """
 
@@ -17,8 +19,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
     ("reconcile", "controller", "schedule", "sharding"),   # one key's reconcile; the workers;
                                                            # cron schedules; a ring's replicas
-    ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
-                                                           # the RBAC a plan needs; reload
+    ("spine", "manager", "bound", "plan", "rbac", "reload"),  # the spine: its types; run,
+                                                           # bind, compile; the RBAC a plan
+                                                           # needs; reload
     ("testing",),                                          # embedded API server, fault proxy
     ("signals", "app", "manifests", "reference"),          # the main job; its deployment;
                                                            # the generated template reference

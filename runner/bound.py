@@ -29,8 +29,9 @@ Nothing here starts a thread; :class:`kinrun.manager.Manager` runs what is wired
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
@@ -38,30 +39,34 @@ from kinrun.cache import (
     DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
-    ListenerRegistration,
-    MultiNamespaceInformer,
-    SharedIndexInformer,
+    ListerWatcher,
+    ResourceEventHandler,
     SharedInformerFactory,
     deletion_handling_meta_namespace_key,
     meta_namespace_key,
 )
-from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.clock import Clock
-from kinrun.kube import ResourceRef
+from kinrun.config.model import Config
+from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
+from kinrun.kube import Client, ResourceRef
 from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
-from kinrun.plan import ControllerPlan, InformerPlan, Plan, WatchPlan, owner_mapping_problem
+from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import SCHEDULED, Cause, Reconciler, confirm_gone_by_get
+from kinrun.reconcile import SCHEDULED, Cause, Matches, Reconciler, confirm_gone_by_get
 from kinrun.schedule import Scheduler
-from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, InformerPlan, WatchPlan,
+                                   owner_mapping_problem, waiting_controllers)
+from kinrun.spine.wired import HandlerEntry, Informer, Wired
+from kinrun.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
+
+if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
+    from kinrun.metrics import Metrics
+    from kinrun.sharding.shard import Shard
 
 _log = logging.getLogger("kinrun.manager")
 
 CAUSE_SCHEDULED = Cause(SCHEDULED)
-
-Informer = SharedIndexInformer | MultiNamespaceInformer
-"""A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
 
 Wrap = Callable[[str, Callable[..., Any]], Callable[..., Any]]
 """(controller name, reconcile) -> a reconcile with the same signature, observing each call."""
@@ -83,7 +88,8 @@ class Bound:
     UnknownKindError: those groups serve a fixed set of kinds.
     """
 
-    def __init__(self, plan: Plan, client: Any, *, wait_for_kinds: bool = False) -> None:
+    def __init__(self, plan: CompiledPlan, client: Client, *,
+                 wait_for_kinds: bool = False) -> None:
         self.plan, self.client = plan, client
         self.refs: dict[str, ResourceRef] = {}
         self.waiting: dict[str, str] = {}
@@ -106,13 +112,7 @@ class Bound:
     def waiting_controllers(self) -> dict[str, list[str]]:
         """Controller name -> the waiting informers it needs (primary or watched), for the
         controllers that cannot run yet (file order)."""
-        out: dict[str, list[str]] = {}
-        for controller in self.plan.controllers:
-            names = [controller.spec.primary, *(w.spec.informer for w in controller.watches)]
-            missing = [n for n in dict.fromkeys(names) if n in self.waiting]
-            if missing:
-                out[controller.name] = missing
-        return out
+        return waiting_controllers(self.plan, self.waiting)
 
     def _check_owner_mapping(self, controller: ControllerPlan, watch: WatchPlan) -> None:
         if watch.spec.map_to != "owner":
@@ -127,12 +127,12 @@ class Bound:
             raise watch.spec.location.error(problem)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         """The plan's Config."""
         return self.plan.config
 
-    def manager(self, *, metrics: Any = None, clock: Clock | None = None,
-                wrap: Wrap | None = None, shard: Any = None) -> Any:
+    def manager(self, *, metrics: Metrics | None = None, clock: Clock | None = None,
+                wrap: Wrap | None = None, shard: Shard | None = None) -> Manager:
         """The informers, controllers and reconcilers of this plan, wired and not started, in
         a :class:`kinrun.manager.Manager`. ``metrics``: a ``kinrun.metrics.Metrics`` to record
         into; ``clock``: the workqueues' clock (requeues, retries, rate limits; default the
@@ -143,12 +143,10 @@ class Bound:
         informers select its label, its gate wraps every reconcile, a move is no deletion.
         Raises a located ConfigError when two informer names sharing one watch define the
         same index name differently."""
-        from kinrun.manager import Manager
-
         return Manager(_Wiring(self, metrics, clock, wrap, shard=shard).build())
 
-    def start(self, stop: Any = None, *, metrics: Any = None, gc_policy: bool = False,
-              sync_timeout: float | None = None) -> Any:
+    def start(self, stop: threading.Event | None = None, *, metrics: Metrics | None = None,
+              gc_policy: bool = False, sync_timeout: float | None = None) -> Manager | None:
         """Wire and start: ``manager(metrics=...).start(stop, ...)``. Returns the Manager when
         its caches synced and its workers run, None when ``stop`` was set or ``sync_timeout``
         seconds passed first (then everything is stopped again)."""
@@ -157,61 +155,6 @@ class Bound:
             return manager
         manager.stop(0.0)
         return None
-
-
-class Wired:
-    """What :class:`_Wiring` builds, for the Manager to run: ``bound``; ``factory``;
-    ``informers`` (name -> Informer); ``controllers`` (name -> Controller); ``reconcilers``
-    (name -> Reconciler); ``metrics`` (or None); ``handlers``: owner -> the event handlers it
-    registers, each ``[informer, handler, resync, synchronous, registration]`` (the
-    registration None until registered); owners are controller names and
-    ``informer:<name>`` for a plugin's event hooks (hot reload replaces them by owner).
-    A rewiring (``kinrun.reload``) also fills ``successors``: controller name -> a Controller
-    built for the new definition over the running one's queue, never started, for
-    ``Controller.resume``; ``limiters``: controller name -> its new rate limiter. ``shard``:
-    the replica's ``kinrun.sharding.shard.Shard`` when sharded (else None)."""
-
-    def __init__(self, bound: Bound, factory: SharedInformerFactory,
-                 informers: dict[str, Informer], controllers: dict[str, Controller],
-                 reconcilers: dict[str, Reconciler], metrics: Any = None,
-                 handlers: dict[str, list[list[Any]]] | None = None) -> None:
-        self.bound, self.factory, self.metrics = bound, factory, metrics
-        self.informers, self.controllers, self.reconcilers = informers, controllers, reconcilers
-        self.handlers: dict[str, list[list[Any]]] = handlers or {}
-        self.successors: dict[str, Controller] = {}
-        self.limiters: dict[str, Any] = {}
-        self.clock: Clock | None = None  # the workqueues' clock (None: the real one)
-        self.schedules: dict[str, Scheduler] = {}  # controller name -> its cron Scheduler
-
-    def registrations(self) -> list[ListenerRegistration]:
-        """Every registered handler's ListenerRegistration, of every owner (one per namespace
-        for a multi-namespace informer); unregistered entries have none."""
-        return [r for entries in self.handlers.values() for entry in entries
-                for r in entry_registrations(entry)]
-
-
-def entry_registrations(entry: list[Any]) -> list[ListenerRegistration]:
-    """The ListenerRegistrations of one ``Wired.handlers`` entry: none before it is registered,
-    one per namespace's informer for a multi-namespace informer, else one."""
-    registration = entry[4]
-    if registration is None:
-        return []
-    return registration if isinstance(registration, list) else [registration]
-
-
-def register(entry: list[Any]) -> None:
-    """Register one ``Wired.handlers`` entry on its informer (stores the registration)."""
-    informer, handler, resync, synchronous, _ = entry
-    entry[4] = informer.add_event_handler(handler, resync, synchronous=synchronous)
-
-
-def unregister(entry: list[Any]) -> None:
-    """Remove one registered ``Wired.handlers`` entry from its informer (a stopped informer
-    has nothing to remove)."""
-    informer, registration = entry[0], entry[4]
-    if registration is not None:
-        informer.remove_event_handler(registration)
-        entry[4] = None
 
 
 class _Wiring:
@@ -225,11 +168,11 @@ class _Wiring:
     the informer names whose plugin event handler to build (None: all); ``defer``: collect
     the handlers without registering them."""
 
-    def __init__(self, bound: Bound, metrics: Any, clock: Clock | None = None,
+    def __init__(self, bound: Bound, metrics: Metrics | None, clock: Clock | None = None,
                  wrap: Wrap | None = None, *, factory: SharedInformerFactory | None = None,
                  only: set[str] | None = None, reuse: dict[str, Controller] | None = None,
                  event_hooks: set[str] | None = None, defer: bool = False,
-                 shard: Any = None) -> None:
+                 shard: Shard | None = None) -> None:
         self.bound, self.metrics, self.clock, self.wrap = bound, metrics, clock, wrap
         # sharding: this replica's Shard, and the informers it shards (kinrun.sharding)
         self.shard = shard
@@ -242,19 +185,19 @@ class _Wiring:
         self.informers: dict[str, Informer] = {}
         self.only, self.reuse, self.event_hooks = only, reuse or {}, event_hooks
         self.defer = defer
-        self.handlers: dict[str, list[list[Any]]] = {}
+        self.handlers: dict[str, list[HandlerEntry]] = {}
         self.successors: dict[str, Controller] = {}
-        self.limiters: dict[str, Any] = {}
+        self.limiters: dict[str, RateLimiter] = {}
         self.schedules: dict[str, Scheduler] = {}
         # metrics: the workqueues' provider (None: unmetered queues, no cost)
         self._queue_metrics = metrics.workqueue_provider() if metrics is not None else None
 
-    def _handler(self, owner: str, informer: Informer, handler: Any, resync: float, *,
-                 synchronous: bool = False) -> None:
-        entry = [informer, handler, resync, synchronous, None]
+    def _handler(self, owner: str, informer: Informer, handler: ResourceEventHandler,
+                 resync: float, *, synchronous: bool = False) -> None:
+        entry = HandlerEntry(informer, handler, resync, synchronous)
         self.handlers.setdefault(owner, []).append(entry)
         if not self.defer:
-            register(entry)
+            entry.register()
 
     def build(self) -> Wired:
         for name, informer in self.plan.informers.items():
@@ -277,17 +220,15 @@ class _Wiring:
             if handler is not None:
                 self._handler(f"informer:{name}", informer, handler,
                               self.plan.informers[name].resync_period)
-        wired = Wired(self.bound, self.factory, self.informers, controllers, reconcilers,
-                      self.metrics, self.handlers)
-        wired.successors, wired.limiters = self.successors, self.limiters
-        wired.clock = self.clock
-        wired.schedules = self.schedules
-        wired.shard = self.shard  # sharding: a reload rewires with the same Shard
-        return wired
+        bound = self.bound
+        return Wired(bound.plan, bound.client, bound.refs, bound.waiting, self.factory,
+                     self.informers, controllers, reconcilers, self.metrics, self.handlers,
+                     self.schedules, self.clock, self.shard,  # a reload rewires with the Shard
+                     self.successors, self.limiters)
 
     # -- informers ---------------------------------------------------------------------------
 
-    def _lister_watcher_for(self, key: InformerKey) -> Any:
+    def _lister_watcher_for(self, key: InformerKey) -> ListerWatcher:
         return self.client.lister_watcher(
             self._refs_by_id[key.resource], namespace=key.namespace,
             label_selector=key.label_selector or None, field_selector=key.field_selector or None,
@@ -398,7 +339,7 @@ class _Wiring:
             wall=self.plan.engine.wall_clock)
 
     def _secondary_handler(self, watch: WatchPlan, primary: str,
-                           enqueue: Callable[..., None]) -> Any:
+                           enqueue: Callable[..., None]) -> ResourceEventHandler:
         spec, primary_ref = watch.spec, self.refs[primary]
         if spec.map_to == "owner":
             return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group,
@@ -422,7 +363,8 @@ class RecordDeletions:
 
     __slots__ = ("inner", "reconciler", "matches")
 
-    def __init__(self, inner: Any, reconciler: Reconciler, matches: Any) -> None:
+    def __init__(self, inner: ResourceEventHandler, reconciler: Reconciler,
+                 matches: Matches | None) -> None:
         self.inner, self.reconciler, self.matches = inner, reconciler, matches
 
     def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
@@ -440,7 +382,7 @@ class RecordDeletions:
                                             tombstone=False)
         self.inner.on_update(old, new)
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: dict | DeletedFinalStateUnknown) -> None:
         """Record the deletion, then pass on (which enqueues the key)."""
         tombstone = isinstance(obj, DeletedFinalStateUnknown)
         final = obj.obj if tombstone else obj

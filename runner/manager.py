@@ -33,15 +33,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
-from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
-from kinrun.config.model import Config
-
-if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
-    from kinrun.metrics import Metrics
+from kinrun.spine.compiled import CompiledPlan
+from kinrun.spine.wired import Wired
 
 _log = logging.getLogger("kinrun.manager")
 
@@ -49,28 +45,16 @@ _log = logging.getLogger("kinrun.manager")
 class Manager:
     """The running side of a bound plan.
 
-    Built by ``Bound.manager()`` from what it wired (``kinrun.bound.Wired``). Attributes:
-    ``config``, ``client``, ``pm`` (the plugin manager), ``metrics`` (or None), ``refs``
-    (informer name -> ResourceRef), ``informers`` (name -> informer), ``controllers`` (name ->
-    Controller), ``reconcilers`` (name -> Reconciler).
-
-    Deprecated form, kept for library users: ``Manager(config, client, plugin_manager, *,
-    metrics=None)`` compiles and binds the config (``plan(config, plugin_manager).bind(client)
-    .manager(metrics=metrics)``): ConfigError, UnknownKindError, ApiError as those raise.
+    Built by ``Bound.manager()`` from what it wired (``kinrun.spine.wired.Wired``).
+    Attributes: ``config``, ``client``, ``pm`` (the plugin manager), ``metrics`` (or None),
+    ``refs`` (informer name -> ResourceRef), ``informers`` (name -> informer), ``controllers``
+    (name -> Controller), ``reconcilers`` (name -> Reconciler).
     """
 
-    def __init__(self, wired: Any, client: Any = None, plugin_manager: Any = None, *,
-                 metrics: Metrics | None = None) -> None:
-        if isinstance(wired, Config):
-            warnings.warn("Manager(config, client, plugin_manager) is deprecated: use "
-                          "kinrun.plan(config, plugins).bind(client).manager()",
-                          DeprecationWarning, stacklevel=2)
-            from kinrun.plan import plan  # the spine: plan, bound and manager are one layer
-
-            wired = plan(wired, plugin_manager).bind(client).manager(metrics=metrics)._wired
+    def __init__(self, wired: Wired) -> None:
         self.metrics = wired.metrics
         self.factory = wired.factory
-        self.clock = getattr(wired, "clock", None)  # the workqueues' clock (None: real time)
+        self.clock = wired.clock  # the workqueues' clock (None: real time)
         self.caches_started = False  # start_caches began: new informers start at once
         self.workers_started = False  # start_workers ran: new controllers start at once
         self.adopt(wired)
@@ -79,37 +63,36 @@ class Manager:
         self._gc_stop = threading.Event()  # set by stop: ends the collect-frozen thread at once
         self._gc_thread: threading.Thread | None = None  # runs while gc.collectFrozenEvery > 0
 
-    def adopt(self, wired: Any) -> None:
+    def adopt(self, wired: Wired) -> None:
         """Run ``wired`` from now on (hot reload, ``kinrun.reload``, which has already started,
         swapped and stopped what differs): the attributes of the class docstring follow it.
         Called on the reload thread (see the module docstring); each attribute is replaced
         whole, so a reader on another thread sees the old or the new value."""
         self._wired = wired
-        bound = wired.bound
-        self.config, self.client, self.pm = bound.config, bound.client, bound.plan.plugins
-        self.refs = bound.refs
+        self.config, self.client, self.pm = wired.plan.config, wired.client, wired.plan.plugins
+        self.refs = wired.refs
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
-        self.schedules = getattr(wired, "schedules", {})  # controller -> kinrun.schedule.Scheduler
+        self.schedules = wired.schedules  # controller -> kinrun.schedule.Scheduler
 
     @property
-    def wired(self) -> Any:
-        """What runs now (``kinrun.bound.Wired``)."""
+    def wired(self) -> Wired:
+        """What runs now (``kinrun.spine.wired.Wired``)."""
         return self._wired
 
     @property
-    def plan(self) -> Any:
+    def plan(self) -> CompiledPlan:
         """The Plan in force (``kinrun.plan.Plan``)."""
-        return self._wired.bound.plan
+        return self._wired.plan
 
     def waiting_informers(self) -> dict[str, str]:
         """Informer name -> why it waits (its kind is not served yet: a CRD not installed);
         their controllers wait too (``kinrun.bound.Bound.waiting``)."""
-        return dict(self._wired.bound.waiting)
+        return dict(self._wired.waiting)
 
     def waiting_controllers(self) -> dict[str, list[str]]:
         """Controller name -> the waiting informers it needs."""
-        return self._wired.bound.waiting_controllers()
+        return self._wired.waiting_controllers()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
