@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
                                                            # bind, compile; the RBAC a plan
                                                            # needs; reload
     ("testing",),                                          # embedded API server, fault proxy
-    ("signals", "app", "manifests", "reference"),          # the main job; its deployment;
+    ("signals", "runnables", "app", "manifests", "reference"),  # the main job, its runnables;
+                                                           # its deployment;
                                                            # the generated template reference
     ("cli",),                                              # thin argument parsing
 )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
@@ -47,7 +47,8 @@ from kinrun.cache import (
 )
 from kinrun.clock import Clock
 from kinrun.config.model import Config
-from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
+from kinrun.controller import (Controller, Reconcile, enqueue_mapped, enqueue_own_key,
+                               enqueue_owner_key)
 from kinrun.kube import Client, ResourceRef
 from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
@@ -68,7 +69,7 @@ _log = logging.getLogger("kinrun.manager")
 
 CAUSE_SCHEDULED = Cause(SCHEDULED)
 
-Wrap = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+Wrap = Callable[[str, Reconcile], Reconcile]
 """(controller name, reconcile) -> a reconcile with the same signature, observing each call."""
 
 
@@ -293,7 +294,7 @@ class _Wiring:
         else:
             queue = RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
                                       metrics_provider=self._queue_metrics)
-        reconcile: Callable[..., Any] = reconciler
+        reconcile: Reconcile = reconciler
         if self.metrics is not None:  # controller-runtime's reconcile metrics
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.set_max_concurrent_reconciles(spec.name, spec.workers)

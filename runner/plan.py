@@ -37,6 +37,7 @@ from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_pat
                                     strip_managed_fields)
 from kinrun.config import metadata_only
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, WatchSpec
+from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
@@ -49,6 +50,7 @@ from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.sharding.scope import sharded_informers
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, InformerPlan,
                                    WatchPlan, owner_mapping_problem)
+from kinrun.spine.settings import run_settings
 from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper, lookup_calls
 
 __all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
@@ -68,7 +70,7 @@ class Plan(CompiledPlan):
         return Bound(self, client, wait_for_kinds=wait_for_kinds)
 
 def plan(config: Config, plugin_manager: PluginManager | None = None, *,
-         clock: Callable[[], float] | None = None) -> Plan:
+         clock: Callable[[], float] | None = None, options: RunOptions | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -80,7 +82,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: wall
     time in seconds for what templates and actions stamp (Event names and timestamps) and for
     the templates' ``now()`` (the engine's ``wall_clock``); default ``time.time`` (``kinrun
-    test`` and ``render`` pass a fixed one)."""
+    test`` and ``render`` pass a fixed one). ``options``: how the main job was asked to run
+    (``Plan.settings``: the effective settings; None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
@@ -88,7 +91,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
-    return Plan(config, pm, engine, informers, controllers, sharded_informers(config))
+    return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
+                sharded_informers(config))
 
 
 # -- informers --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kinrun.kube.event_recorder import EventRecorder
 from kinrun.plugin_manager import ReconcileHook
 from kinrun.reconcile import Matches
 from kinrun.schedule import CronSchedule
+from kinrun.spine.settings import RunSettings
 from kinrun.templating import KeyMapper, TemplateEngine
 
 IndexFunc = Callable[[dict], list[str]]
@@ -97,7 +98,8 @@ class ControllerPlan:
 class CompiledPlan:
     """A config compiled against its plugins: ``config``; ``plugins`` (the pluggy manager);
     ``engine`` (the config's TemplateEngine); ``informers`` (name -> InformerPlan, file order);
-    ``controllers`` (ControllerPlans, file order); ``sharded``: with ``sharding``, informer
+    ``controllers`` (ControllerPlans, file order); ``settings``: how a run goes (the
+    effective settings, ``kinrun.spine.settings``); ``sharded``: with ``sharding``, informer
     name -> ``primary`` / ``owned`` for the informers the ring shards (``kinrun.sharding.
     scope``; empty otherwise). Pure data: ``kinrun.plan.Plan`` adds the spine's verb (``bind``); build with
     ``kinrun.plan.plan``."""
@@ -107,6 +109,7 @@ class CompiledPlan:
     engine: TemplateEngine
     informers: Mapping[str, InformerPlan]
     controllers: tuple[ControllerPlan, ...]
+    settings: RunSettings
     sharded: Mapping[str, str] = field(default_factory=dict)
 
     def controller(self, name: str) -> ControllerPlan:
