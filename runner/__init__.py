@@ -23,8 +23,9 @@ Running a config without the CLI (the one path every command takes: load, plan, 
     manager = plan(load("config.yaml")).bind(Client.from_config()).manager()
     manager.start(); ...; manager.stop()
 
-``Client``, ``Manager``, ``load``, ``load_plugins``, ``plan`` and ``run`` are imported on first
-use (they pull in the ``kubernetes`` client); the rest is light.
+``Client``, ``DeletedFinalStateUnknown``, ``Manager``, ``load``, ``load_plugins``, ``plan`` and
+``run`` are imported on first use (they pull in the ``kubernetes`` client or the informer
+pipeline); the rest is light.
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ from typing import Any
 
 from kinrun.errors import ConfigError, KinrunError, PermanentError, TemporaryError
 from kinrun.hooks import ReconcileContext, hookimpl
+from kinrun.result import Cause, Result
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "Client": "kinrun.kube",
+    "DeletedFinalStateUnknown": "kinrun.cache",
     "Manager": "kinrun.manager",
     "load": "kinrun.config",
     "load_plugins": "kinrun.plugin_manager",
@@ -54,12 +57,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Cause",
     "Client",
     "ConfigError",
+    "DeletedFinalStateUnknown",
     "KinrunError",
     "Manager",
     "PermanentError",
     "ReconcileContext",
+    "Result",
     "TemporaryError",
     "__version__",
     "hookimpl",

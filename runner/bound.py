@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
     STRIP_MANAGED_FIELDS,
+    Indexer,
+    KeyedIndexer,
+    Lister,
     DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
@@ -54,7 +57,8 @@ from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import SCHEDULED, Cause, Matches, Reconciler, confirm_gone_by_get
+from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Matches, Reconciler,
+                              confirm_gone_by_get)
 from kinrun.schedule import Scheduler
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, InformerPlan, WatchPlan,
                                    owner_mapping_problem, waiting_controllers)
@@ -268,10 +272,8 @@ class _Wiring:
         ref = self.refs[spec.primary]
         base = self.plan.informers[spec.primary].matches
         sharded = spec.primary in self.sharded
-        return Reconciler(
-            spec.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
-            keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
-            listers={name: inf.lister for name, inf in self.informers.items()},
+        return reconciler(
+            plan, listers={name: inf.lister for name, inf in self.informers.items()},
             # one namespace or all: the informer's Indexer; several: their merged lister
             indexers={name: getattr(inf, "indexer", inf.lister)
                       for name, inf in self.informers.items()},
@@ -354,6 +356,29 @@ class _Wiring:
         def by_index(obj: dict) -> list[str]:
             return informer.lister.index_keys(index, meta_namespace_key(obj))
         return enqueue_mapped(enqueue, by_index, informer=spec.informer)
+
+
+def reconciler(plan: ControllerPlan, *, listers: Mapping[str, Lister],
+               indexers: Mapping[str, Lister | Indexer] | None = None,
+               client: Client | None = None, confirm_gone: ConfirmGone | None = None,
+               moved: Callable[[dict], bool] | None = None) -> Reconciler:
+    """The Reconciler of one compiled controller over ``listers`` (informer name -> lister;
+    ``indexers`` the same as indexers, default ``listers``), sending through ``client`` (None:
+    nothing may be sent); ``confirm_gone`` and ``moved`` as ``kinrun.reconcile.Reconciler``.
+    The one constructor the run (:class:`_Wiring`) and ``kinrun render`` share."""
+    return Reconciler(
+        plan.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
+        keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
+        listers=listers, indexers=indexers if indexers is not None else listers,
+        client=client, confirm_gone=confirm_gone, moved=moved)
+
+
+def offline_reconciler(plan: CompiledPlan, controller: str) -> Reconciler:
+    """The Reconciler of ``controller`` over empty caches (each informer's indexes defined,
+    no object in them) with no client: what ``kinrun render`` runs, having no cluster."""
+    listers = {name: Lister(KeyedIndexer(indexers=dict(informer.indexers)))
+               for name, informer in plan.informers.items()}
+    return reconciler(plan.controller(controller), listers=listers)
 
 
 class RecordDeletions:

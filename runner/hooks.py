@@ -32,6 +32,8 @@ from typing import Any, Protocol
 
 import pluggy
 
+from kinrun.result import Result
+
 PROJECT_NAME = "kinrun"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
@@ -102,7 +104,7 @@ class ReconcileContext:
 
 @hookspec
 def kinrun_reconcile(controller: str, key: str, obj: Obj | None,
-                     ctx: ReconcileContext) -> float | None:
+                     ctx: ReconcileContext) -> Result | float | None:
     """Bring the world in line with one object (step 9 of the pipeline).
 
     Called by a controller whose config says ``reconcile: {hooks: true}`` (every plugin) or
@@ -114,8 +116,11 @@ def kinrun_reconcile(controller: str, key: str, obj: Obj | None,
     :param obj: the object as the informer's cache holds it now (read-only), or None when it does
         not exist any more (deleted; ``key`` still names it).
     :param ctx: a :class:`ReconcileContext` with the listers, indexers, API client and logger.
-    :return: None when done, or a delay in seconds after which the key is reconciled again
-        (``requeueAfter``). When several plugins answer, the smallest delay wins.
+    :return: a :class:`kinrun.Result` (``Result.after(seconds)``: requeue after that delay, or
+        done; ``Result("done")``; a ``retry``/``permanent`` Result fails the reconcile as
+        raising its error would), or, as before, None when done or a delay in seconds after
+        which the key is reconciled again (``requeueAfter``). When several plugins answer, the
+        smallest delay wins (``kinrun.result.smallest_delay``).
     :raises kinrun.errors.PermanentError: do not retry this key until it changes again.
     :raises kinrun.errors.TemporaryError: retry after ``delay`` seconds.
     Any other exception is retried with backoff, up to the controller's ``maxRetries``.
