@@ -23,19 +23,29 @@ Running a config without the CLI (the one path every command takes: load, plan, 
     manager = plan(load("config.yaml")).bind(Client.from_config()).manager()
     manager.start(); ...; manager.stop()
 
-``Client``, ``DeletedFinalStateUnknown``, ``Manager``, ``load``, ``load_plugins``, ``plan`` and
-``run`` are imported on first use (they pull in the ``kubernetes`` client or the informer
-pipeline); the rest is light.
+``Client``, ``DeletedFinalStateUnknown``, ``Manager``, ``ReconcileContext``, ``hookimpl``,
+``load``, ``load_plugins``, ``plan`` and ``run`` are imported on first use (they pull in the
+``kubernetes`` client, pluggy or the informer pipeline): ``import kinrun.cache`` loads neither
+pluggy nor jinja2; the rest is light.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinrun.errors import ConfigError, KinrunError, PermanentError, TemporaryError
-from kinrun.hooks import ReconcileContext, hookimpl
 from kinrun.result import Cause, Result
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers
+    from kinrun.app import run
+    from kinrun.cache import DeletedFinalStateUnknown
+    from kinrun.config import load
+    from kinrun.hooks import ReconcileContext, hookimpl
+    from kinrun.kube import Client
+    from kinrun.manager import Manager
+    from kinrun.plan import plan
+    from kinrun.plugin_manager import load_plugins
 
 __version__ = "0.1.0"
 
@@ -43,6 +53,8 @@ _LAZY = {
     "Client": "kinrun.kube",
     "DeletedFinalStateUnknown": "kinrun.cache",
     "Manager": "kinrun.manager",
+    "ReconcileContext": "kinrun.hooks",
+    "hookimpl": "kinrun.hooks",
     "load": "kinrun.config",
     "load_plugins": "kinrun.plugin_manager",
     "plan": "kinrun.plan",

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
     STRIP_MANAGED_FIELDS,
-    Indexer,
+    IndexReader,
     KeyedIndexer,
     Lister,
+    ListerInterface,
     DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
@@ -274,9 +275,7 @@ class _Wiring:
         sharded = spec.primary in self.sharded
         return reconciler(
             plan, listers={name: inf.lister for name, inf in self.informers.items()},
-            # one namespace or all: the informer's Indexer; several: their merged lister
-            indexers={name: getattr(inf, "indexer", inf.lister)
-                      for name, inf in self.informers.items()},
+            indexers={name: inf.index_reader() for name, inf in self.informers.items()},
             client=self.client,
             confirm_gone=confirm_gone_by_get(
                 self.client, ref.api_version, ref.kind,
@@ -358,8 +357,8 @@ class _Wiring:
         return enqueue_mapped(enqueue, by_index, informer=spec.informer)
 
 
-def reconciler(plan: ControllerPlan, *, listers: Mapping[str, Lister],
-               indexers: Mapping[str, Lister | Indexer] | None = None,
+def reconciler(plan: ControllerPlan, *, listers: Mapping[str, ListerInterface],
+               indexers: Mapping[str, IndexReader] | None = None,
                client: Client | None = None, confirm_gone: ConfirmGone | None = None,
                moved: Callable[[dict], bool] | None = None) -> Reconciler:
     """The Reconciler of one compiled controller over ``listers`` (informer name -> lister;

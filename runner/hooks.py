@@ -28,11 +28,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
-from kinrun.result import Result
+from kinrun.result import Cause, Result
+
+if TYPE_CHECKING:  # types only: importing kinrun.hooks stays light
+    from kinrun.cache.protocols import IndexReader
+    from kinrun.kube import Client
 
 PROJECT_NAME = "kinrun"
 
@@ -91,12 +95,12 @@ class ReconcileContext:
     controller: str
     key: str
     listers: Mapping[str, ListerLike] = field(default_factory=dict)
-    client: Any = None
+    client: Client | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("kinrun.controller"))
     old: Obj | None = None
-    indexers: Mapping[str, Any] = field(default_factory=dict)
+    indexers: Mapping[str, IndexReader] = field(default_factory=dict)
     reason: str = ""
-    cause: Any = None
+    cause: Cause | None = None
 
 
 # --- reconcile -------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ from kinrun.reconcile import Reconciler
 from kinrun.schedule import Scheduler
 from kinrun.sharding.scope import sharded_informers
 from kinrun.spine.compiled import CompiledPlan
-from kinrun.spine.wired import HandlerEntry, Wired
+from kinrun.spine.wired import HandlerEntry, Informer, Wired
 
 if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
     from kinrun.metrics import Metrics
@@ -347,12 +347,6 @@ class ReloadError(KinrunError):
     """A reload that was undone (the old config stays in force): why."""
 
 
-def _shared(informer: Any) -> list[Any]:
-    """The SharedIndexInformers behind a configured informer (one, or one per namespace)."""
-    inner = getattr(informer, "informers", None)
-    return list(inner.values()) if isinstance(inner, dict) else [informer]
-
-
 @dataclass
 class _Running:
     """What runs, being assembled by a switch: owner -> handler entries, controllers,
@@ -595,7 +589,7 @@ class Reloader:
                        if n in previous.indexers and previous.indexers[n] is not f}
             if not changed:
                 continue
-            for shared in _shared(running):
+            for shared in running.shared_informers():
                 before = {n: shared.indexer.get_indexers()[n] for n in changed
                           if n in shared.indexer.get_indexers()}
                 shared.update_indexers(changed)
@@ -712,9 +706,10 @@ class Reloader:
         added before removed ones go, each a single dict operation)."""
         for name in change.controllers_unchanged:
             reconciler = state.reconcilers[name]
-            for attr, view in (("listers", lambda inf: inf.lister),
-                               ("indexers", lambda inf: getattr(inf, "indexer", inf.lister))):
-                table = getattr(reconciler, attr)
+            views: tuple[tuple[dict[str, Any], Callable[[Informer], Any]], ...] = (
+                (reconciler.listers, lambda inf: inf.lister),
+                (reconciler.indexers, lambda inf: inf.index_reader()))
+            for table, view in views:
                 for informer_name, informer in new.informers.items():
                     table[informer_name] = view(informer)
                 for gone in [n for n in table if n not in new.informers]:
@@ -723,7 +718,7 @@ class Reloader:
     def _stop_unused(self, old: Wired, new: Wired) -> None:
         """Stop the informers no informer name of the new config uses."""
         manager = self.manager
-        used = {id(s) for inf in new.informers.values() for s in _shared(inf)}
+        used = {id(s) for inf in new.informers.values() for s in inf.shared_informers()}
         manager.factory.remove([k for k, inf in manager.factory.informers().items()
                                 if id(inf) not in used])
         if manager.metrics is not None:
@@ -736,7 +731,7 @@ class Reloader:
         wanted: dict[int, set[str]] = {}
         objects: dict[int, Any] = {}
         for name, informer in new.informers.items():
-            for shared in _shared(informer):
+            for shared in informer.shared_informers():
                 objects[id(shared)] = shared
                 wanted.setdefault(id(shared), {"namespace"}).update(
                     new.plan.informers[name].indexers)

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kinrun.cache import (ListenerRegistration, MultiNamespaceInformer, ResourceEventHandler,
-                          SharedIndexInformer, SharedInformerFactory)
+from kinrun.cache import (InformerInterface, ListenerRegistration, ResourceEventHandler,
+                          SharedInformerFactory)
 from kinrun.clock import Clock
 from kinrun.controller import Controller
 from kinrun.kube import Client, ResourceRef
@@ -25,8 +25,9 @@ if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for m
     from kinrun.metrics import Metrics
     from kinrun.sharding.shard import Shard
 
-Informer = SharedIndexInformer | MultiNamespaceInformer
-"""A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
+Informer = InformerInterface
+"""A configured informer: one shared informer, or one per namespace of a ``namespaces`` list
+(``kinrun.cache.protocols``)."""
 
 
 class HandlerEntry:

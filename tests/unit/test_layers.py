@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,28 @@ def test_the_circle_check_sees_a_circle():
     edges = _module_edges()
     edges.setdefault("kinrun.bound", set()).add("kinrun.plan")
     assert ["kinrun.bound", "kinrun.plan"] in _circles(edges)
+
+
+LIBRARIES = {"pluggy": "hooks", "jinja2": "templating", "jsonschema": "config",
+             "prometheus_client": "metrics", "croniter": "schedule"}
+"""Third-party libraries and the unit whose layer owns them: no unit of a lower layer loads
+one (``import kinrun.cache`` loads neither pluggy nor jinja2)."""
+
+
+def _loaded_by(unit: str) -> list[str]:
+    """The LIBRARIES in sys.modules after ``import kinrun.<unit>`` in a fresh interpreter."""
+    code = (f"import sys, kinrun.{unit}\n"
+            f"print(' '.join(n for n in {sorted(LIBRARIES)!r} if n in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return out.stdout.split()
+
+
+LOW_UNITS = [u for layer in LAYERS[:3] for u in layer]
+
+
+@pytest.mark.parametrize("unit", LOW_UNITS)
+def test_a_lower_layer_loads_no_library_of_a_higher_one(unit):
+    """Importing a unit of the three lowest layers loads no library a higher layer owns."""
+    higher = [lib for lib in _loaded_by(unit) if LAYER_OF[LIBRARIES[lib]] > LAYER_OF[unit]]
+    assert higher == []
