@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kinrun import plugin_manager as plugins
@@ -40,7 +41,6 @@ from kinrun.cache import (
     KeyedIndexer,
     Lister,
     ListerInterface,
-    DeletedFinalStateUnknown,
     IndexConflictError,
     InformerKey,
     ListerWatcher,
@@ -58,12 +58,13 @@ from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Matches, Reconciler,
+from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Reconciler,
                               confirm_gone_by_get)
 from kinrun.schedule import Scheduler
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, InformerPlan, WatchPlan,
                                    owner_mapping_problem, waiting_controllers)
-from kinrun.spine.wired import HandlerEntry, Informer, Wired
+from kinrun.spine.wired import (HandlerEntry, Informer, RecordDeletions,  # noqa: F401
+                                Wired)  # RecordDeletions: re-exported, where it was
 from kinrun.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
 
 if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
@@ -151,6 +152,21 @@ class Bound:
         same index name differently."""
         return Manager(_Wiring(self, metrics, clock, wrap, shard=shard).build())
 
+    def rewire(self, running: Wired, rewire: Rewire, *, wrap: Wrap | None = None) -> Wired:
+        """Hot reload (``kinrun.reload``): wire ``rewire.controllers`` (new and swapped ones)
+        and the plugin event hooks of ``rewire.event_hooks`` over ``running``'s factory
+        (informers whose key is unchanged are reused, cache and all; new ones are created,
+        and started at once when the factory runs), with ``running``'s metrics, clock and
+        Shard. A swapped controller's handlers enqueue into its running queue; the new
+        definition is in ``successors`` (and its rate limiter in ``limiters``). Nothing is
+        registered yet (``HandlerEntry.register``, ``Manager.swap``). Raises as
+        :meth:`manager`."""
+        return _Wiring(self, running.metrics, running.clock, wrap, factory=running.factory,
+                       only=set(rewire.controllers),
+                       reuse={n: running.controllers[n] for n in rewire.swapped},
+                       event_hooks=set(rewire.event_hooks), defer=True,
+                       shard=running.shard).build()
+
     def start(self, stop: threading.Event | None = None, *, metrics: Metrics | None = None,
               gc_policy: bool = False, sync_timeout: float | None = None) -> Manager | None:
         """Wire and start: ``manager(metrics=...).start(stop, ...)``. Returns the Manager when
@@ -161,6 +177,18 @@ class Bound:
             return manager
         manager.stop(0.0)
         return None
+
+
+@dataclass(frozen=True)
+class Rewire:
+    """What a hot reload rebuilds over a running pipeline (:meth:`Bound.rewire`):
+    ``controllers``: the controllers to wire (added and swapped); ``swapped``: those of them
+    that take over a running controller's queue; ``event_hooks``: the informer names whose
+    plugin event handler to build."""
+
+    controllers: frozenset[str]
+    swapped: frozenset[str] = frozenset()
+    event_hooks: frozenset[str] = frozenset()
 
 
 class _Wiring:
@@ -378,40 +406,3 @@ def offline_reconciler(plan: CompiledPlan, controller: str) -> Reconciler:
     listers = {name: Lister(KeyedIndexer(indexers=dict(informer.indexers)))
                for name, informer in plan.informers.items()}
     return reconciler(plan.controller(controller), listers=listers)
-
-
-class RecordDeletions:
-    """The primary informer's event handler around ``inner`` (the own-key enqueue handler):
-    a deletion is recorded in the Reconciler (final state, tombstone or not, the selector
-    test) before its key is enqueued, so the reconcile knows what left and why
-    (``kinrun.reconcile``). Synchronous, like ``inner``; stateless itself."""
-
-    __slots__ = ("inner", "reconciler", "matches")
-
-    def __init__(self, inner: ResourceEventHandler, reconciler: Reconciler,
-                 matches: Matches | None) -> None:
-        self.inner, self.reconciler, self.matches = inner, reconciler, matches
-
-    def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
-        """Pass on."""
-        self.inner.on_add(obj, is_in_initial_list)
-
-    def on_update(self, old: dict, new: dict) -> None:
-        """Pass on; an update whose uid changed is a deletion of the old object the watch
-        missed (deleted and re-created while it was down; a relist delivers it as an update),
-        recorded first so that ``onDelete`` runs for the old uid (reason ``deleted``: another
-        object holds the name, so the old one is gone)."""
-        old_uid = (old.get("metadata") or {}).get("uid")
-        if old_uid != (new.get("metadata") or {}).get("uid") and old_uid:
-            self.reconciler.record_deletion(deletion_handling_meta_namespace_key(old), old,
-                                            tombstone=False)
-        self.inner.on_update(old, new)
-
-    def on_delete(self, obj: dict | DeletedFinalStateUnknown) -> None:
-        """Record the deletion, then pass on (which enqueues the key)."""
-        tombstone = isinstance(obj, DeletedFinalStateUnknown)
-        final = obj.obj if tombstone else obj
-        self.reconciler.record_deletion(deletion_handling_meta_namespace_key(obj),
-                                        final if isinstance(final, dict) else None,
-                                        tombstone=tombstone, matches=self.matches)
-        self.inner.on_delete(obj)

@@ -33,12 +33,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
 from kinrun.spine.compiled import CompiledPlan
 from kinrun.spine.runnables import Gate, Group, Runnable
-from kinrun.spine.wired import Wired
+from kinrun.spine.wired import RecordDeletions, Wired
 
 _log = logging.getLogger("kinrun.manager")
 _main_log = logging.getLogger("kinrun")  # the run's lifecycle lines, as the main job's
@@ -82,6 +83,42 @@ class Manager:
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
         self.schedules = wired.schedules  # controller -> kinrun.schedule.Scheduler
+
+    def swap(self, name: str, new: Wired, *, keep_pending: bool, new_limiter: bool) -> None:
+        """Hot reload: the paused controller ``name`` (``Controller.pause``) takes its
+        definition in ``new`` (``Bound.rewire``): new handlers registered first (the cache
+        replayed into the same workqueue), the old ones removed (a deletion under way records
+        into the new Reconciler), with ``keep_pending`` the pending deletions carried over
+        (same primary informer), with ``new_limiter`` the new rate limiter set on the running
+        queue (per-key backoff restarts), then resumed with the successor's reconcile. The
+        caller adopts ``new`` afterwards. Called on the reload thread."""
+        old = self._wired
+        controller, successor = old.controllers[name], new.successors[name]
+        fresh, stale = new.reconcilers[name], old.reconcilers[name]
+        for entry in new.handlers.get(name, []):
+            entry.register()
+        for entry in old.handlers.get(name, []):
+            if isinstance(entry.handler, RecordDeletions):
+                entry.handler.retarget(fresh)
+            entry.unregister()
+        if keep_pending:
+            fresh.take_over(stale)
+        if new_limiter:
+            controller.queue.rate_limiter = new.limiters[name]
+        controller.resume(successor)
+
+    def hand_over_events(self, new: CompiledPlan, names: Iterable[str]) -> None:
+        """The controllers ``names`` of ``new`` record Events through the EventCorrelator of
+        their namesake in force when their ``events`` settings (component, host) are
+        unchanged: an identical Event after a reload patches the earlier one's count, as only
+        a restart starts new Events (client-go keeps one correlator per recorder, for the
+        process's life)."""
+        for name in names:
+            before, after = self.plan.controller(name).recorder, new.controller(name).recorder
+            if before is None or after is None or before is after:
+                continue
+            if (before.component, before.host) == (after.component, after.host):
+                after.correlator = before.correlator
 
     @property
     def wired(self) -> Wired:

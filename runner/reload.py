@@ -67,7 +67,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
-from kinrun.bound import Bound, RecordDeletions, Wrap, _Wiring
+from kinrun.bound import Bound, Rewire, Wrap
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.config.model import Config, Location
 from kinrun.controller import Controller
@@ -548,15 +548,13 @@ class Reloader:
             swapped = set(change.controllers_swapped)
             rebuilt = {*change.informers_added, *change.informers_changed, *old.waiting}
             hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
-            wiring = _Wiring(bound, manager.metrics, manager.clock, self._wrap_for(bound),
-                             factory=factory, only=swapped | set(change.controllers_added),
-                             reuse={n: old.controllers[n] for n in swapped},
-                             event_hooks=hooks, defer=True, shard=old.shard)
+            rewire = Rewire(frozenset(swapped | set(change.controllers_added)),
+                            frozenset(swapped), frozenset(hooks))
             undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
             if manager.metrics is not None:
                 undo.extend(lambda n=n: manager.metrics.forget_informer(n)
                             for n in change.informers_added)
-            new = wiring.build()
+            new = bound.rewire(old, rewire, wrap=self._wrap_for(bound))
             self._wait_synced(new, change)
             paused = []
             undo.append(lambda: [c.resume() for c in paused])
@@ -610,8 +608,8 @@ class Reloader:
     def _switch(self, old: Wired, new: Wired, change: PlanDiff, bound: Bound) -> None:
         """Past the point of no return: swap, add, retire, replace hooks, stop unused."""
         manager = self.manager
-        _carry_over_events(old.plan, bound.plan,
-                           (*change.controllers_swapped, *change.controllers_unchanged))
+        manager.hand_over_events(bound.plan,
+                                 (*change.controllers_swapped, *change.controllers_unchanged))
         state = _Running(dict(old.handlers), dict(old.controllers), dict(old.reconcilers),
                          dict(old.schedules))
         for name in (*change.controllers_swapped, *change.controllers_removed):
@@ -642,30 +640,19 @@ class Reloader:
             handlers=state.handlers, schedules=state.schedules))
         self._report_waiting()
 
-    @staticmethod
-    def _swap(name: str, old: Wired, new: Wired, bound: Bound, state: _Running,
+    def _swap(self, name: str, old: Wired, new: Wired, bound: Bound, state: _Running,
               change: PlanDiff) -> None:
-        """The paused controller ``name`` takes the new definition: new handlers first (the
-        cache replayed into the same workqueue), old ones removed, pending deletions carried
-        over (when its primary informer is the same), then resumed with the successor's
-        reconcile."""
-        controller, successor = old.controllers[name], new.successors[name]
-        fresh, stale = new.reconcilers[name], old.reconcilers[name]
-        for entry in new.handlers.get(name, []):
-            entry.register()
-        for entry in old.handlers.get(name, []):
-            if isinstance(entry.handler, RecordDeletions):
-                entry.handler.reconciler = fresh  # a call under way records into the new one
-            entry.unregister()
-        primary = bound.plan.controller(name).spec.primary
-        if primary == old.plan.controller(name).spec.primary \
-                and primary in change.informers_kept:
-            fresh.take_over(stale)  # else those were other objects: nothing to carry over
-        if comparable(old.plan.controller(name).rate_limiter) != comparable(
-                bound.plan.controller(name).rate_limiter):
-            controller.queue.rate_limiter = new.limiters[name]  # per-key backoff restarts
-        controller.resume(successor)
-        state.handlers[name], state.reconcilers[name] = new.handlers.get(name, []), fresh
+        """The paused controller ``name`` takes the new definition (``Manager.swap``): its
+        pending deletions carried over when its primary informer is the same (else those were
+        other objects), the new rate limiter when its settings changed."""
+        before, after = old.plan.controller(name), bound.plan.controller(name)
+        primary = after.spec.primary
+        self.manager.swap(name, new, keep_pending=primary == before.spec.primary
+                          and primary in change.informers_kept,
+                          new_limiter=comparable(before.rate_limiter)
+                          != comparable(after.rate_limiter))
+        state.handlers[name] = new.handlers.get(name, [])
+        state.reconcilers[name] = new.reconcilers[name]
 
     def _add(self, name: str, new: Wired, state: _Running) -> None:
         for entry in new.handlers.get(name, []):
@@ -739,19 +726,6 @@ class Reloader:
             extra = [n for n in shared.indexer.get_indexers() if n not in wanted[ident]]
             if extra:
                 shared.update_indexers({}, extra)
-
-
-def _carry_over_events(old: CompiledPlan, new: CompiledPlan, names: Iterable[str]) -> None:
-    """The controllers ``names`` of ``new`` record Events through the EventCorrelator of their
-    namesake in ``old`` when their ``events`` settings (component, host) are unchanged: an
-    identical Event after a reload patches the earlier one's count, as only a restart starts
-    new Events (client-go keeps one correlator per recorder, for the process's life)."""
-    for name in names:
-        before, after = old.controller(name).recorder, new.controller(name).recorder
-        if before is None or after is None or before is after:
-            continue
-        if (before.component, before.host) == (after.component, after.host):
-            after.correlator = before.correlator
 
 
 def _builtin(api_version: str) -> bool:

@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kinrun.cache import (InformerInterface, ListenerRegistration, ResourceEventHandler,
-                          SharedInformerFactory)
+from kinrun.cache import (DeletedFinalStateUnknown, InformerInterface, ListenerRegistration,
+                          ResourceEventHandler, SharedInformerFactory,
+                          deletion_handling_meta_namespace_key)
 from kinrun.clock import Clock
 from kinrun.controller import Controller
 from kinrun.kube import Client, ResourceRef
-from kinrun.reconcile import Reconciler
+from kinrun.reconcile import Matches, Reconciler
 from kinrun.schedule import Scheduler
 from kinrun.spine.compiled import CompiledPlan, waiting_controllers
 from kinrun.workqueue import RateLimiter
@@ -28,6 +29,48 @@ if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for m
 Informer = InformerInterface
 """A configured informer: one shared informer, or one per namespace of a ``namespaces`` list
 (``kinrun.cache.protocols``)."""
+
+
+class RecordDeletions:
+    """The primary informer's event handler around ``inner`` (the own-key enqueue handler):
+    a deletion is recorded in the Reconciler (final state, tombstone or not, the selector
+    test) before its key is enqueued, so the reconcile knows what left and why
+    (``kinrun.reconcile``). Synchronous, like ``inner``; stateless itself."""
+
+    __slots__ = ("inner", "reconciler", "matches")
+
+    def __init__(self, inner: ResourceEventHandler, reconciler: Reconciler,
+                 matches: Matches | None) -> None:
+        self.inner, self.reconciler, self.matches = inner, reconciler, matches
+
+    def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
+        """Pass on."""
+        self.inner.on_add(obj, is_in_initial_list)
+
+    def on_update(self, old: dict, new: dict) -> None:
+        """Pass on; an update whose uid changed is a deletion of the old object the watch
+        missed (deleted and re-created while it was down; a relist delivers it as an update),
+        recorded first so that ``onDelete`` runs for the old uid (reason ``deleted``: another
+        object holds the name, so the old one is gone)."""
+        old_uid = (old.get("metadata") or {}).get("uid")
+        if old_uid != (new.get("metadata") or {}).get("uid") and old_uid:
+            self.reconciler.record_deletion(deletion_handling_meta_namespace_key(old), old,
+                                            tombstone=False)
+        self.inner.on_update(old, new)
+
+    def on_delete(self, obj: dict | DeletedFinalStateUnknown) -> None:
+        """Record the deletion, then pass on (which enqueues the key)."""
+        tombstone = isinstance(obj, DeletedFinalStateUnknown)
+        final = obj.obj if tombstone else obj
+        self.reconciler.record_deletion(deletion_handling_meta_namespace_key(obj),
+                                        final if isinstance(final, dict) else None,
+                                        tombstone=tombstone, matches=self.matches)
+        self.inner.on_delete(obj)
+
+    def retarget(self, reconciler: Reconciler) -> None:
+        """Record into ``reconciler`` from now on (a swap: a call under way records into the
+        new one; ``kinrun.manager.Manager.swap``)."""
+        self.reconciler = reconciler
 
 
 class HandlerEntry:
