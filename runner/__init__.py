@@ -3,18 +3,20 @@
 The public face of the library. Layers underneath, low to high (a lower layer never imports a
 higher one; the order is written once, in ``kinrun._layers.LAYERS``, and checked by a test):
 
-    errors, clock, durations, selectors   pure data and time; no I/O
+    errors, clock, durations, selectors,  pure data and time; no I/O; Result and Cause
+    result
     cache, workqueue                      the client-go informer pipeline; no Kubernetes I/O
     kube, hooks                           the official client, raw dict LIST/WATCH, writes;
                                           the pluggy hookspecs
     config, templating, predicates        the YAML model, the Jinja2 sandbox, update filters
     actions, plugin_manager, metrics,     templated actions, plugins, Prometheus, Leases
     leader_election, logging_setup
-    reconcile, controller                 one key's reconcile and its typed result; workers
-    plan, bound, manager                  the spine: compile a config, bind it to a cluster
-                                          and wire it, run it
+    reconcile, controller                 one key's reconcile (and its render); workers
+    spine, manager, bound, plan, reload   the spine: its types (compiled plan, wiring,
+                                          runnables, run settings); run, bind, compile;
+                                          hot reload (imports go that way only)
     testing                               embedded API server, fault proxy, envtest
-    signals, app                          the main job
+    signals, runnables, app               the main job: endpoints, Lease gates, reload
     cli                                   thin argument parsing over the above
 
 Running a config without the CLI (the one path every command takes: load, plan, bind, start)::

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
+from kinrun.clock import REAL_CLOCK
 from kinrun.spine.compiled import CompiledPlan
 from kinrun.spine.runnables import Gate, Group, Runnable
 from kinrun.spine.wired import RecordDeletions, Wired
@@ -332,10 +333,10 @@ class Manager:
         for scheduler in self.schedules.values():
             scheduler.stop()
         self.factory.stop()
-        deadline = time.monotonic() + drain_timeout
+        deadline = REAL_CLOCK.now() + drain_timeout  # real time: the workers' threads are real
         drained = True
         for name, controller in self.controllers.items():
-            left = max(0.1, deadline - time.monotonic())
+            left = max(0.1, deadline - REAL_CLOCK.now())
             ok = controller.stop(left) if drain else controller.retire(left)
             drained = drained and ok
             _log.info("controller %s stopped%s", name, "" if ok else " (not drained)")
