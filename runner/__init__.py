@@ -25,8 +25,10 @@ Running a config without the CLI (the one path every command takes: load, plan, 
     manager = plan(load("config.yaml")).bind(Client.from_config()).manager()
     manager.start(); ...; manager.stop()
 
-``Client``, ``DeletedFinalStateUnknown``, ``Manager``, ``ReconcileContext``, ``hookimpl``,
-``load``, ``load_plugins``, ``plan`` and ``run`` are imported on first use (they pull in the
+The steps a plugin's action kind returns and ``kinrun test`` records (``ApiRequest``,
+``LogLine``, ``RequeueAfter``), ``Client``, ``DeletedFinalStateUnknown``, ``Manager``,
+``ReconcileContext``, ``hookimpl``, ``load``, ``load_plugins``, ``plan`` and ``run`` are
+imported on first use (they pull in the
 ``kubernetes`` client, pluggy or the informer pipeline): ``import kinrun.cache`` loads neither
 pluggy nor jinja2; the rest is light.
 """
@@ -40,6 +42,8 @@ from kinrun.errors import ConfigError, KinrunError, PermanentError, TemporaryErr
 from kinrun.result import Cause, Result
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers
+    from kinrun.actions.steps import LogLine, RequeueAfter
+    from kinrun.kube.request import ApiRequest
     from kinrun.app import run
     from kinrun.cache import DeletedFinalStateUnknown
     from kinrun.config import load
@@ -52,7 +56,10 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers
 __version__ = "0.1.0"
 
 _LAZY = {
+    "ApiRequest": "kinrun.kube.request",
     "Client": "kinrun.kube",
+    "LogLine": "kinrun.actions.steps",
+    "RequeueAfter": "kinrun.actions.steps",
     "DeletedFinalStateUnknown": "kinrun.cache",
     "Manager": "kinrun.manager",
     "ReconcileContext": "kinrun.hooks",
@@ -71,14 +78,17 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ApiRequest",
     "Cause",
     "Client",
     "ConfigError",
     "DeletedFinalStateUnknown",
     "KinrunError",
+    "LogLine",
     "Manager",
     "PermanentError",
     "ReconcileContext",
+    "RequeueAfter",
     "Result",
     "TemporaryError",
     "__version__",

@@ -50,3 +50,6 @@ def test_the_public_face_names_result_and_cause():
     """Plugin authors import the typed result and the cause from kinrun itself."""
     assert kinrun.Result is Result and kinrun.Cause.__name__ == "Cause"
     assert kinrun.DeletedFinalStateUnknown.__name__ == "DeletedFinalStateUnknown"
+    assert {kinrun.ApiRequest.__name__, kinrun.LogLine.__name__, kinrun.RequeueAfter.__name__} \
+        == {"ApiRequest", "LogLine", "RequeueAfter"}
+    assert sorted(kinrun.__all__) == kinrun.__all__
