@@ -58,7 +58,7 @@ from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Reconciler,
+from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Matches, Reconciler,
                               confirm_gone_by_get)
 from kinrun.schedule import Scheduler
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, InformerPlan, WatchPlan,
@@ -312,23 +312,48 @@ class _Wiring:
             moved=self.shard.moved_away if sharded else None)
 
     def _controller(self, plan: ControllerPlan, reconciler: Reconciler) -> Controller:
+        """The controller of ``plan`` (over the running queue for a swap, kinrun.reload), its
+        handlers registered (or collected), its cron schedule made."""
+        spec = plan.spec
+        queue = self._queue(plan)
+        reconcile, matches = self._observed(plan, reconciler)
+        controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
+                                reconcile, workers=spec.workers, max_retries=spec.max_retries,
+                                clock=self.clock, causes=True, on_drop=reconciler.forget)
+        enqueue = controller.enqueue
+        running = self.reuse.get(spec.name)
+        if running is not None:
+            self.successors[spec.name] = controller
+            controller, enqueue = running, running.enqueue
+        self._handlers(plan, reconciler, matches, enqueue)
+        if plan.schedule is not None:
+            self.schedules[spec.name] = self._scheduler(plan, enqueue)
+        return controller
+
+    def _queue(self, plan: ControllerPlan) -> RateLimitingQueue:
+        """A new rate-limited workqueue; for a swap the running one, keys and all (its new
+        rate limiter in ``limiters``)."""
         spec, limiter = plan.spec, plan.rate_limiter
         rate_limiter = default_controller_rate_limiter(
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
             burst=limiter.burst, clock=self.clock)
         running = self.reuse.get(spec.name)
         if running is not None:  # a swap: the running queue, keys and all (kinrun.reload)
-            queue = running.queue
             self.limiters[spec.name] = rate_limiter
-        else:
-            queue = RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
-                                      metrics_provider=self._queue_metrics)
+            return running.queue
+        return RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
+                                 metrics_provider=self._queue_metrics)
+
+    def _observed(self, plan: ControllerPlan, reconciler: Reconciler
+                  ) -> tuple[Reconcile, Matches | None]:
+        """The reconcile the workers call (metrics, the shard's gate, the caller's wrap
+        around ``reconciler``) and the primary's selector test (the shard's, when sharded)."""
+        spec = plan.spec
         reconcile: Reconcile = reconciler
         if self.metrics is not None:  # controller-runtime's reconcile metrics
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.set_max_concurrent_reconciles(spec.name, spec.workers)
-        primary = self.plan.informers[spec.primary]
-        matches = primary.matches
+        matches = self.plan.informers[spec.primary].matches
         if spec.primary in self.sharded:  # the gate: fence, drains, objects in transit
             ref = self.refs[spec.primary]
             self.shard.register(spec.name, spec.primary, ref.api_version, ref.kind)
@@ -336,13 +361,13 @@ class _Wiring:
             matches = self.shard.matches(matches)
         if self.wrap is not None:
             reconcile = self.wrap(spec.name, reconcile)
-        controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
-                                reconcile, workers=spec.workers, max_retries=spec.max_retries,
-                                clock=self.clock, causes=True, on_drop=reconciler.forget)
-        enqueue = controller.enqueue
-        if running is not None:
-            self.successors[spec.name] = controller
-            controller, enqueue = running, running.enqueue
+        return reconcile, matches
+
+    def _handlers(self, plan: ControllerPlan, reconciler: Reconciler, matches: Matches | None,
+                  enqueue: Callable[..., None]) -> None:
+        """The primary's handler (deletions recorded, then the own key, updates filtered by
+        the predicates) and one per watched secondary."""
+        spec = plan.spec
         own = enqueue_own_key(enqueue, causes=True)
         handler = filter_updates(own, spec.predicates)
         if spec.primary in self.sharded:  # a drain reaches the workers whatever the predicates
@@ -354,9 +379,6 @@ class _Wiring:
                           self._secondary_handler(watch, spec.primary, enqueue),
                           self.plan.informers[watch.spec.informer].resync_period,
                           synchronous=watch.spec.map_to != "template")
-        if plan.schedule is not None:
-            self.schedules[spec.name] = self._scheduler(plan, enqueue)
-        return controller
 
     def _scheduler(self, plan: ControllerPlan, enqueue: Callable[..., None]) -> Scheduler:
         """The controller's cron schedule: every key of its primary cache, cause

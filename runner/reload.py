@@ -532,39 +532,14 @@ class Reloader:
         """Change the running Manager to ``bound`` (module docstring, "How it applies").
         Returns the PlanDiff applied. Raises ReloadError, ConfigError (an index defined two
         ways on one shared informer) or IndexFuncError, with nothing changed."""
-        manager = self.manager
-        old = manager.wired
-        old_plan, new_plan = old.plan, bound.plan
-        running = set(old.controllers)
-        change = diff(old_plan, new_plan, old_refs=old.refs, new_refs=bound.refs,
-                      running=running, waiting=bound.waiting_controllers())
+        old = self.manager.wired
+        change = diff(old.plan, bound.plan, old_refs=old.refs, new_refs=bound.refs,
+                      running=set(old.controllers), waiting=bound.waiting_controllers())
         for key in change.restart_only:
             _log.warning("config reload: %s changed; it takes effect at the next restart", key)
-        factory = manager.factory
-        keys_before = set(factory.informers())
         undo: list[Callable[[], None]] = []
         try:
-            self._reindex(old, new_plan, undo)
-            swapped = set(change.controllers_swapped)
-            rebuilt = {*change.informers_added, *change.informers_changed, *old.waiting}
-            hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
-            rewire = Rewire(frozenset(swapped | set(change.controllers_added)),
-                            frozenset(swapped), frozenset(hooks))
-            undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
-            if manager.metrics is not None:
-                undo.extend(lambda n=n: manager.metrics.forget_informer(n)
-                            for n in change.informers_added)
-            new = bound.rewire(old, rewire, wrap=self._wrap_for(bound))
-            self._wait_synced(new, change)
-            paused = []
-            undo.append(lambda: [c.resume() for c in paused])
-            for name in change.controllers_swapped:
-                controller = old.controllers[name]
-                if not controller.pause(self.drain_timeout):
-                    raise ReloadError(f"controller {name}: {controller.running_keys()} "
-                                      f"reconcile(s) still running after "
-                                      f"{self.drain_timeout:g}s; not swapped")
-                paused.append(controller)
+            new = self._prepare(old, bound, change, undo)
         except BaseException:
             for step in reversed(undo):
                 try:
@@ -574,6 +549,36 @@ class Reloader:
             raise
         self._switch(old, new, change, bound)
         return change
+
+    def _prepare(self, old: Wired, bound: Bound, change: PlanDiff,
+                 undo: list[Callable[[], None]]) -> Wired:
+        """Everything up to the barrier, each step's undo appended to ``undo``: indexes
+        re-set, the new and swapped controllers rewired (``Bound.rewire``), new informers
+        synced, the controllers to swap paused. Returns the rewired pipeline."""
+        manager, factory = self.manager, self.manager.factory
+        keys_before = set(factory.informers())
+        self._reindex(old, bound.plan, undo)
+        swapped = set(change.controllers_swapped)
+        rebuilt = {*change.informers_added, *change.informers_changed, *old.waiting}
+        hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
+        rewire = Rewire(frozenset(swapped | set(change.controllers_added)),
+                        frozenset(swapped), frozenset(hooks))
+        undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
+        if manager.metrics is not None:
+            undo.extend(lambda n=n: manager.metrics.forget_informer(n)
+                        for n in change.informers_added)
+        new = bound.rewire(old, rewire, wrap=self._wrap_for(bound))
+        self._wait_synced(new, change)
+        paused: list[Controller] = []
+        undo.append(lambda: [c.resume() for c in paused])
+        for name in change.controllers_swapped:
+            controller = old.controllers[name]
+            if not controller.pause(self.drain_timeout):
+                raise ReloadError(f"controller {name}: {controller.running_keys()} "
+                                  f"reconcile(s) still running after "
+                                  f"{self.drain_timeout:g}s; not swapped")
+            paused.append(controller)
+        return new
 
     def _reindex(self, old: Wired, new_plan: Plan, undo: list[Callable[[], None]]) -> None:
         """Re-set the indexes whose definition changed on the running informers of the same
