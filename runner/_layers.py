@@ -3,14 +3,17 @@
 Low to high. A module may import modules of its own layer or of lower layers, never of a higher
 one (typing-only imports included): the pipeline (cache, workqueue) knows no Kubernetes client,
 no pluggy and no config; the hookspecs name no action type; the spine (plan, bound, manager)
-is one layer that compiles, wires and runs. ``kinrun`` itself (the lazy public face) is above
+is one layer that compiles, wires and runs. Inside a layer imports form no circle
+(``kinrun.spine`` holds the types its modules share: ``plan`` imports ``bound``, which imports
+``manager``, never back). ``kinrun`` itself (the lazy public face) is above
 everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 """
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
-     "redact", "threads", "safe_yaml"),                    # Secret values kept out of output;
-                                                           # supervised threads; bounded YAML
+     "redact", "threads", "safe_yaml", "result"),          # Secret values kept out of output;
+                                                           # supervised threads; bounded YAML;
+                                                           # a reconcile's typed Result
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates
@@ -21,11 +24,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;
      "admission"),                                         # cron schedules; a ring's replicas;
                                                            # admission webhooks
-    ("plan", "bound", "manager", "rbac", "reload"),        # the spine: compile, bind, run;
-                                                           # the RBAC a plan needs; reload
+    ("spine", "manager", "bound", "plan", "rbac", "reload"),  # the spine: its types; run,
+                                                           # bind, compile; the RBAC a plan
+                                                           # needs; reload
     ("testing",),                                          # embedded API server, fault proxy
-    ("signals", "app", "manifests", "reference",           # the main job; its deployment;
-     "monitoring", "scaffold"),                            # its alerts; `kinrun init`;
+    ("signals", "runnables", "app", "manifests", "reference",  # the main job, its runnables;
+     "monitoring", "scaffold"),                            # its deployment; its alerts;
+                                                           # `kinrun init`;
                                                            # the generated template reference
     ("cli",),                                              # thin argument parsing
 )

@@ -39,22 +39,24 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kinrun import signals
+from kinrun import safe_yaml, signals, threads
+from kinrun.bound import Bound, Wrap
+from kinrun.config import load
 from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
+from kinrun.controller import Reconcile
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
-from kinrun.manager import Manager
 from kinrun.logging_setup import reconcile_log_fields
+from kinrun.manager import Manager
 from kinrun.plan import Plan, plan
-from kinrun.config import load
-from kinrun.config.paths import is_plugin_path
-from kinrun import safe_yaml, threads
+from kinrun.runnables import (DryRunGate, LeaderGate, MetricsEndpoint, ProbesEndpoint,
+                              ReloadLoop, RingGate)
+from kinrun.spine.runnables import Gate
+from kinrun.spine.settings import RunSettings
 
 if TYPE_CHECKING:  # imported where used: only a config that asks for them pays their import
-    from kinrun.metrics import Metrics  # prometheus_client
     from kinrun.probes import Probes
-    from kinrun.sharding.membership import MemberLease
     from kinrun.sharding.shard import Shard
 
 _log = logging.getLogger("kinrun")
@@ -78,93 +80,63 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
     CLI maps them to exit codes.
     """
     stop = stop or threading.Event()
-    drain_timeout = options.effective_drain_timeout(config)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_signals_set(stop, drain_timeout + EXIT_SLACK))
+        stack.enter_context(_signals_set(stop, options.effective_drain_timeout(config)
+                                         + EXIT_SLACK))
         if stop.is_set():
             return 0
-        compiled = plan(config)  # everything checkable without a cluster fails here first
-        kubeconfig, context = _cluster_access(config, options, stack, stop)
+        compiled = plan(config, options=options)  # all checkable without a cluster fails here
+        kubeconfig, context = _cluster_access(compiled.settings, stack, stop)
         if stop.is_set():  # a signal while the embedded server was being seeded
             _log.info("stopping before the run started")
             return 0
-        probes = _probes(config)
-        shard = _shard(config, options)  # None: not sharded (or a dry run)
-        manager = _build(compiled, kubeconfig, context, stack, dry_run=options.dry_run,
-                         probes=probes, log_fields=options.log_format in ("json", "zap"), shard=shard)
+        probes, shard = _probes(compiled.settings), _shard(compiled.settings)
+        manager = _build(compiled, kubeconfig, context, stack, probes=probes, shard=shard)
         if stop.is_set():
             return 0
-        if manager.metrics is not None:
-            metrics_port = manager.metrics.serve(config.metrics.port, config.metrics.address)
-            stack.callback(manager.metrics.close)
-            _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
-        if probes is not None:
-            _serve_probes(probes, config, manager, stack)
-        member = None
-        if shard is not None:  # join the ring; leaderElection elects the sharder role only
-            member = _join_ring(compiled, manager, shard, stack, stop)
-            if member is None:
-                return 0
-        warm = (shard is None and config.leader_election is not None
-                and config.leader_election.warm_standby and not options.dry_run)
-        if warm and not manager.start_caches(stop, gc_policy=True):  # list+watch, no worker
-            manager.stop(0.0)
+        _add_runnables(manager, compiled, options, probes, shard, stop)
+        if not manager.start(stop, gc_policy=True):
             return 0 if stop.is_set() else 1
-        elector = None
-        if config.leader_election is not None and options.dry_run:
-            # The Lease writes would be real writes: a dry run must never take the Lease from
-            # the real leader (nor pretend to hold it), so it runs unelected. It writes nothing.
-            _log.warning("dry-run: leader election skipped: this replica reconciles without "
-                         "the Lease %s/%s", config.leader_election.namespace,
-                         config.leader_election.lease_name)
-        elif config.leader_election is not None and shard is None:
-            from kinrun.leader_election import LeaderElector
-
-            elector = LeaderElector(manager.client, config.leader_election, on_lost=stop.set)
-            _standby(probes, manager.metrics, config, True)
-            if warm:
-                _log.info("warm standby: caches synced; waiting for the Lease %s/%s",
-                          config.leader_election.namespace, config.leader_election.lease_name)
-            if not elector.acquire(stop):
-                if warm:
-                    manager.stop(0.0)
-                return 0
-            _standby(probes, manager.metrics, config, False)
-            stack.callback(elector.release)
-        if warm:
-            manager.start_workers()
-        elif not manager.start(stop, gc_policy=True):
-            manager.stop(0.0)
-            return 0 if stop.is_set() else 1
-        _log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
-                  len(manager.informers), len(manager.controllers))
-        stop_reloading = _start_reloading(manager, options, probes, stop,
-                                          log_fields=options.log_format in ("json", "zap"))
         stop.wait()
         _arm_exit_deadline()
-        stop_reloading()
-        lost = ((elector is not None and elector.lost) or (member is not None and member.lost))
-        if lost:  # another replica may reconcile these keys already: none of them runs here
-            _log.info("stopping: the Lease is lost; queued keys are left to the replica that "
-                      "takes over (reconciles under way finish, at most %gs)", drain_timeout)
-        else:
-            _log.info("stopping: draining workqueues (at most %gs)", drain_timeout)
-        drained = manager.stop(drain_timeout, drain=not lost)
-        _log.info("stopped%s", "" if drained else " (some reconciles did not finish)")
-        if lost:
-            # leadership lost: a supervisor restarts this replica as a candidate; membership
-            # lost: restarted, the replica joins the ring again
-            return 1
-        return 0 if drained else 1
+        drained = manager.stop(compiled.settings.drain_timeout or 0.0)
+        # lost: a supervisor restarts this replica as a candidate (or it joins the ring again)
+        return 0 if drained and not manager.lost else 1
 
 
-def _watched_files(options: RunOptions, config: Config) -> list[str]:
-    """The config file as given, then its plugin files as given (relative to the config
-    file's folder as given, not resolved: a ConfigMap volume swaps what the symlinks point to,
-    ``kinrun.config_watch``)."""
-    folder = Path(options.config_path).parent
-    return [str(options.config_path), *(str(folder / spec) for spec in config.plugins
-                                        if is_plugin_path(spec))]
+def _add_runnables(manager: Manager, compiled: Plan, options: RunOptions, probes: Probes | None,
+                   shard: Shard | None, stop: threading.Event) -> None:
+    """Everything the main job runs besides the pipeline, in the Manager (``kinrun.runnables``):
+    the endpoints, the gate (Lease, ring, or a dry run's none), hot reload."""
+    settings = compiled.settings
+    if manager.metrics is not None and settings.metrics is not None:
+        manager.add(MetricsEndpoint(manager.metrics, settings.metrics))
+    if probes is not None and settings.probes is not None:
+        manager.add(ProbesEndpoint(probes, settings.probes, manager))
+    gate = _gate(manager, compiled, probes, shard, stop)
+    if gate is not None:
+        manager.set_gate(gate)
+    manager.add(ReloadLoop(manager, lambda: _load_again(options),
+                           lambda config: plan(config, options=options),
+                           lambda bound: _observers(bound, probes, settings.log_fields), stop))
+
+
+def _gate(manager: Manager, compiled: Plan, probes: Probes | None, shard: Shard | None,
+          stop: threading.Event) -> Gate | None:
+    """The Lease the workers wait for: the ring's membership (sharded), none said so (a dry
+    run with ``leaderElection``), the ``leaderElection`` Lease, or None."""
+    settings = compiled.settings
+    if shard is not None:  # leaderElection elects the sharder role only
+        return RingGate(compiled, manager, shard, stop)
+    if settings.election is not None and settings.dry_run:
+        return DryRunGate(settings.election)
+    if not settings.elects or settings.election is None:
+        return None
+    from kinrun.leader_election import LeaderElector
+
+    elector = LeaderElector(manager.client, settings.election, on_lost=stop.set)
+    return LeaderGate(elector, settings.election, warm=settings.warm_standby, probes=probes,
+                      metrics=manager.metrics)
 
 
 def _load_again(options: RunOptions) -> Config:
@@ -173,205 +145,99 @@ def _load_again(options: RunOptions) -> Config:
     return config.with_namespace(options.namespace) if options.namespace else config
 
 
-def _start_reloading(manager: Manager, options: RunOptions, probes: Probes | None,
-                     stop: threading.Event, *, log_fields: bool = False) -> Any:
-    """Hot reload (``kinrun.reload``): a thread that polls the config and plugin files every
-    ``reload.pollInterval`` (``kinrun.config_watch``), reloads on a change or SIGHUP and looks
-    for kinds not served yet every so often. Returns the function that stops it (called
-    before the Manager stops, so no reload runs while it does)."""
-    from kinrun.config_watch import ConfigWatcher
-    from kinrun.reload import Reloader  # after the first reconcile: the workers run already
-
-    spec = manager.config.reload
-    files = lambda: _watched_files(options, manager.config)  # noqa: E731 - follows reloads
-    watcher = ConfigWatcher(files())
-    wrap_for = lambda bound: _observers(bound, probes, log_fields)  # noqa: E731
-    reloader = Reloader(manager, lambda: _load_again(options), plan, wrap_for=wrap_for,
-                        metrics=manager.metrics, files=files, sync_timeout=spec.sync_timeout,
-                        drain_timeout=options.effective_drain_timeout(manager.config),
-                        discovery_interval=spec.discovery_interval, stop=stop)
-    ended, wake, hup = threading.Event(), threading.Event(), threading.Event()
-
-    def on_hup() -> None:
-        hup.set()
-        wake.set()
-
-    def take_hup() -> bool:
-        was = hup.is_set()
-        hup.clear()
-        return was
-
-    def changed() -> bool:
-        watcher.set_paths(files())  # the plugin files of the config in force
-        return watcher.changed()
-    watching = signals.current()
-    thread = threads.SupervisedThread(target=reloader.run, name="kinrun-reload", daemon=True,
-                              args=(ended, wake, changed, spec.poll_interval, take_hup))
-    thread.start()
-    if watching is not None:
-        watching.on_reload(on_hup)
-    _log.info("config reload on SIGHUP%s", f"; watching {', '.join(files())} every "
-              f"{spec.poll_interval:g}s" if spec.poll_interval else " only (reload.pollInterval 0)")
-
-    def stop_reloading() -> None:
-        if watching is not None:
-            watching.on_reload(None)
-        ended.set()
-        wake.set()
-        thread.join(options.effective_drain_timeout(manager.config) + 1.0)
-    return stop_reloading
-
-
 def _build(compiled: Plan, kubeconfig: str | None, context: str | None,
-           stack: contextlib.ExitStack, *, dry_run: bool = False, probes: Probes | None = None,
-           log_fields: bool = False, shard: Shard | None = None) -> Manager:
-    """The client (``dry_run``: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
+           stack: contextlib.ExitStack, *, probes: Probes | None = None,
+           shard: Shard | None = None) -> Manager:
+    """The client (a dry run: every write with ``dryRun=All``, see ``kinrun.kube.Client``),
     then the plan bound to it (discovery) and wired into a Manager; the client is closed when
     ``stack`` unwinds. With ``probes``, every reconcile is tracked for the stuck-reconcile
-    check; with ``log_fields`` (JSON logs), it sets the reconcile log fields
+    check; with JSON logs, it sets the reconcile log fields
     (``kinrun.logging_setup.reconcile_log_fields``)."""
-    config, cluster = compiled.config, compiled.config.cluster
-    pool = sum(c.workers for c in config.controllers) + 2 * len(config.informers) + 4
+    settings = compiled.settings
+    cluster = settings.cluster
     client = Client.from_config(kubeconfig=kubeconfig, context=context, qps=cluster.qps,
-                                burst=cluster.burst, pool_size=pool, dry_run=dry_run)
+                                burst=cluster.burst, pool_size=settings.pool_size,
+                                dry_run=settings.dry_run)
     stack.callback(client.close)
     _log.info("API server %s", client.host)
-    if dry_run:
+    if settings.dry_run:
         _log.info("dry-run: writes are sent with dryRun=All and logged; nothing is persisted")
     metrics = None
-    if config.metrics is not None:
+    if settings.metrics is not None:
         from kinrun.metrics import Metrics
 
         metrics = Metrics()
-    if metrics is not None:
         metrics.instrument_client(client)
     bound = compiled.bind(client, wait_for_kinds=True)  # a CRD not installed yet: it waits
     if shard is not None:
         shard.client = client  # the drain acknowledgements
-    return bound.manager(metrics=metrics, wrap=_observers(bound, probes, log_fields),
+    return bound.manager(metrics=metrics, wrap=_observers(bound, probes, settings.log_fields),
                          shard=shard)
 
 
 # -- sharding (kinrun.sharding) ----------------------------------------------------------------
 
 
-def _shard(config: Config, options: RunOptions) -> Shard | None:
-    """This replica's Shard of ``config.sharding`` (identity: ``--shard-id``, POD_NAME, host
-    name; ConfigError when unusable), or None: not sharded, or a dry run (whose Lease and label
+def _shard(settings: RunSettings) -> Shard | None:
+    """This replica's Shard of ``sharding`` (identity: ``--shard-id``, POD_NAME, host name;
+    ConfigError when unusable), or None: not sharded, or a dry run (whose Lease and label
     writes would be real: it runs unsharded, over every object, writing nothing)."""
-    if config.sharding is None:
+    spec = settings.sharding
+    if spec is None:
         return None
-    if options.dry_run:
+    if not settings.shards:
         _log.warning("dry-run: sharding skipped: this replica sees every object of ring %s",
-                     config.sharding.ring)
+                     spec.ring)
         return None
     from kinrun.sharding import election_lease, replica_identity, sharder_election
     from kinrun.sharding.shard import Shard
 
-    reserved = election_lease(config.sharding,
-                              sharder_election(config.sharding, config.leader_election))
-    return Shard(config.sharding.ring, replica_identity(options.shard_id, reserved=reserved))
-
-
-def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib.ExitStack,
-               stop: threading.Event) -> MemberLease | None:
-    """Take this replica's membership Lease (None when ``stop`` came first), fence every
-    reconcile on it, and campaign for the sharder role (the config's ``leaderElection``, else
-    a Lease ``<ring>-sharder``); both end when ``stack`` unwinds: the sharder first, the
-    membership Lease after the workers stopped."""
-    from kinrun.sharding import election_lease, sharder_election
-    from kinrun.sharding.membership import MemberLease, MembershipSpec
-    from kinrun.sharding.sharder import Sharder, SharderRole, sharded_resources
-
-    spec = compiled.config.sharding
-    assert spec is not None
-    election = sharder_election(spec, compiled.config.leader_election)
-    membership = MembershipSpec(spec.ring, spec.namespace, spec.lease_duration,
-                                spec.renew_deadline, spec.retry_period,
-                                election_lease(spec, election))
-    member = MemberLease(manager.client, membership, shard.identity, on_lost=stop.set)
-    shard.fence = member.valid
-    if not member.acquire(stop):
-        return None
-    stack.callback(member.release)
-    role = SharderRole(manager.client, election, lambda: Sharder(
-        manager.client, membership, sharded_resources(compiled, manager.refs),
-        sync_period=spec.sync_period), identity=shard.identity)
-    role.start()
-    stack.callback(role.stop)
-    _log.info("ring %s: member %s; %s", spec.ring, shard.identity,
-              "; ".join(f"{name} {role}" for name, role in compiled.sharded.items()))
-    return member
+    reserved = election_lease(spec, sharder_election(spec, settings.election))
+    return Shard(spec.ring, replica_identity(settings.shard_id, reserved=reserved))
 
 
 # -- operating: probes, standby, log fields (kinrun.probes, kinrun.logging_setup) -------------
 
 
-def _probes(config: Config) -> Probes | None:
-    """The Probes of ``config.probes`` (None: no probe endpoint)."""
-    if config.probes is None:
+def _probes(settings: RunSettings) -> Probes | None:
+    """The Probes of ``probes:`` (None: no probe endpoint)."""
+    if settings.probes is None:
         return None
     from kinrun.probes import Probes
 
-    probes = Probes(stuck_reconcile_after=config.probes.stuck_reconcile_after)
+    probes = Probes(stuck_reconcile_after=settings.probes.stuck_reconcile_after)
     probes.add_health_check(threads.health_check(), "threads")  # a background thread died
     return probes
 
 
-def _serve_probes(probes: Probes, config: Config, manager: Manager,
-                  stack: contextlib.ExitStack) -> None:
-    """Serve ``/healthz`` and ``/readyz`` for ``manager``'s informers, the waiting ones too
-    (from the first answer: not only once hot reload runs), ProbeServeError when the port
-    cannot be bound; stopped when ``stack`` unwinds."""
-    probes.watch_informers(lambda: manager.factory.informers().values())
-    probes.watch_waiting(manager.waiting_informers)  # follows reloads: asks the Manager
-    port = probes.serve(config.probes.port, config.probes.address)  # type: ignore[union-attr]
-    stack.callback(probes.close)
-    _log.info("health probes on http://%s:%d/healthz and /readyz",
-              config.probes.address, port)  # type: ignore[union-attr]
-
-
-def _standby(probes: Probes | None, metrics: Metrics | None, config: Config,
-             waiting: bool) -> None:
-    """Tell the probes and ``leader_election_master_status`` that this replica waits for the
-    Lease (``waiting``) or leads."""
-    spec = config.leader_election
-    lease = f"{spec.namespace}/{spec.lease_name}"  # type: ignore[union-attr]
-    if probes is not None:
-        probes.standby(lease if waiting else None)
-    if metrics is not None:
-        metrics.set_leader(spec.lease_name, not waiting)  # type: ignore[union-attr]
-
-
-def _observers(bound: Any, probes: Probes | None, log_fields: bool) -> Any:
+def _observers(bound: Bound, probes: Probes | None, log_fields: bool) -> Wrap | None:
     """The wrap ``(controller, reconcile) -> reconcile`` of the main job (``kinrun.bound``):
     the log fields outermost, then the stuck-reconcile tracking; None when neither is on."""
     wraps = []
     if probes is not None:
         wraps.append(probes.wrap)
     if log_fields:
-        refs = {spec.name: bound.refs[spec.primary] for spec in bound.config.controllers}
+        refs = {c.name: bound.refs[c.spec.primary] for c in bound.plan.controllers}
         wraps.append(reconcile_log_fields(lambda c: refs[c].kind, lambda c: refs[c].group))
     if not wraps:
         return None
 
-    def wrap(controller: str, reconcile: Any) -> Any:
+    def wrap(controller: str, reconcile: Reconcile) -> Reconcile:
         for one in wraps:
             reconcile = one(controller, reconcile)
         return reconcile
     return wrap
 
 
-def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitStack,
+def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
                     stop: threading.Event) -> tuple[str | None, str | None]:
     """The kubeconfig path and context to use; with ``--embedded``, start that server first
     and load the seeds (cut short, object by object, once ``stop`` is set)."""
-    if not options.embedded:
-        cluster = options.effective_cluster(config)
-        return cluster.kubeconfig, cluster.context
+    if not settings.embedded:
+        return settings.cluster.kubeconfig, settings.cluster.context
     from kinrun.testing.apiserver import EmbeddedAPIServer
 
-    seeds = {path: load_seed_file(path) for path in dict.fromkeys(options.seeds)}
+    seeds = {path: load_seed_file(path) for path in dict.fromkeys(settings.seeds)}
     server = EmbeddedAPIServer()
     server.start()
     stack.callback(server.stop)

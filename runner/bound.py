@@ -29,41 +29,53 @@ Nothing here starts a thread; :class:`kinrun.manager.Manager` runs what is wired
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
     STRIP_MANAGED_FIELDS,
-    DeletedFinalStateUnknown,
+    IndexReader,
+    KeyedIndexer,
+    Lister,
+    ListerInterface,
     IndexConflictError,
     InformerKey,
-    ListenerRegistration,
-    MultiNamespaceInformer,
-    SharedIndexInformer,
+    ListerWatcher,
+    ResourceEventHandler,
     SharedInformerFactory,
     deletion_handling_meta_namespace_key,
     meta_namespace_key,
 )
-from kinrun.controller import Controller, enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.clock import Clock
-from kinrun.kube import ResourceRef
+from kinrun.config.model import Config
+from kinrun.controller import (Controller, Reconcile, enqueue_mapped, enqueue_own_key,
+                               enqueue_owner_key)
+from kinrun.kube import Client, ResourceRef
 from kinrun.kube.builtin_kinds import builtin_group
 from kinrun.kube.discovery import UnknownKindError
-from kinrun.plan import ControllerPlan, InformerPlan, Plan, WatchPlan, owner_mapping_problem
+from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
-from kinrun.reconcile import SCHEDULED, Cause, Reconciler, confirm_gone_by_get
+from kinrun.reconcile import (SCHEDULED, Cause, ConfirmGone, Matches, Reconciler,
+                              confirm_gone_by_get)
 from kinrun.schedule import Scheduler
-from kinrun.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, InformerPlan, WatchPlan,
+                                   owner_mapping_problem, waiting_controllers)
+from kinrun.spine.wired import (HandlerEntry, Informer, RecordDeletions,  # noqa: F401
+                                Wired)  # RecordDeletions: re-exported, where it was
+from kinrun.workqueue import RateLimiter, RateLimitingQueue, default_controller_rate_limiter
+
+if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
+    from kinrun.metrics import Metrics
+    from kinrun.sharding.shard import Shard
 
 _log = logging.getLogger("kinrun.manager")
 
 CAUSE_SCHEDULED = Cause(SCHEDULED)
 
-Informer = SharedIndexInformer | MultiNamespaceInformer
-"""A configured informer: one shared informer, or one per namespace of a ``namespaces`` list."""
-
-Wrap = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+Wrap = Callable[[str, Reconcile], Reconcile]
 """(controller name, reconcile) -> a reconcile with the same signature, observing each call."""
 
 
@@ -83,7 +95,8 @@ class Bound:
     UnknownKindError: those groups serve a fixed set of kinds.
     """
 
-    def __init__(self, plan: Plan, client: Any, *, wait_for_kinds: bool = False) -> None:
+    def __init__(self, plan: CompiledPlan, client: Client, *,
+                 wait_for_kinds: bool = False) -> None:
         self.plan, self.client = plan, client
         self.refs: dict[str, ResourceRef] = {}
         self.waiting: dict[str, str] = {}
@@ -106,13 +119,7 @@ class Bound:
     def waiting_controllers(self) -> dict[str, list[str]]:
         """Controller name -> the waiting informers it needs (primary or watched), for the
         controllers that cannot run yet (file order)."""
-        out: dict[str, list[str]] = {}
-        for controller in self.plan.controllers:
-            names = [controller.spec.primary, *(w.spec.informer for w in controller.watches)]
-            missing = [n for n in dict.fromkeys(names) if n in self.waiting]
-            if missing:
-                out[controller.name] = missing
-        return out
+        return waiting_controllers(self.plan, self.waiting)
 
     def _check_owner_mapping(self, controller: ControllerPlan, watch: WatchPlan) -> None:
         if watch.spec.map_to != "owner":
@@ -127,12 +134,12 @@ class Bound:
             raise watch.spec.location.error(problem)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         """The plan's Config."""
         return self.plan.config
 
-    def manager(self, *, metrics: Any = None, clock: Clock | None = None,
-                wrap: Wrap | None = None, shard: Any = None) -> Any:
+    def manager(self, *, metrics: Metrics | None = None, clock: Clock | None = None,
+                wrap: Wrap | None = None, shard: Shard | None = None) -> Manager:
         """The informers, controllers and reconcilers of this plan, wired and not started, in
         a :class:`kinrun.manager.Manager`. ``metrics``: a ``kinrun.metrics.Metrics`` to record
         into; ``clock``: the workqueues' clock (requeues, retries, rate limits; default the
@@ -143,12 +150,25 @@ class Bound:
         informers select its label, its gate wraps every reconcile, a move is no deletion.
         Raises a located ConfigError when two informer names sharing one watch define the
         same index name differently."""
-        from kinrun.manager import Manager
-
         return Manager(_Wiring(self, metrics, clock, wrap, shard=shard).build())
 
-    def start(self, stop: Any = None, *, metrics: Any = None, gc_policy: bool = False,
-              sync_timeout: float | None = None) -> Any:
+    def rewire(self, running: Wired, rewire: Rewire, *, wrap: Wrap | None = None) -> Wired:
+        """Hot reload (``kinrun.reload``): wire ``rewire.controllers`` (new and swapped ones)
+        and the plugin event hooks of ``rewire.event_hooks`` over ``running``'s factory
+        (informers whose key is unchanged are reused, cache and all; new ones are created,
+        and started at once when the factory runs), with ``running``'s metrics, clock and
+        Shard. A swapped controller's handlers enqueue into its running queue; the new
+        definition is in ``successors`` (and its rate limiter in ``limiters``). Nothing is
+        registered yet (``HandlerEntry.register``, ``Manager.swap``). Raises as
+        :meth:`manager`."""
+        return _Wiring(self, running.metrics, running.clock, wrap, factory=running.factory,
+                       only=set(rewire.controllers),
+                       reuse={n: running.controllers[n] for n in rewire.swapped},
+                       event_hooks=set(rewire.event_hooks), defer=True,
+                       shard=running.shard).build()
+
+    def start(self, stop: threading.Event | None = None, *, metrics: Metrics | None = None,
+              gc_policy: bool = False, sync_timeout: float | None = None) -> Manager | None:
         """Wire and start: ``manager(metrics=...).start(stop, ...)``. Returns the Manager when
         its caches synced and its workers run, None when ``stop`` was set or ``sync_timeout``
         seconds passed first (then everything is stopped again)."""
@@ -159,59 +179,16 @@ class Bound:
         return None
 
 
-class Wired:
-    """What :class:`_Wiring` builds, for the Manager to run: ``bound``; ``factory``;
-    ``informers`` (name -> Informer); ``controllers`` (name -> Controller); ``reconcilers``
-    (name -> Reconciler); ``metrics`` (or None); ``handlers``: owner -> the event handlers it
-    registers, each ``[informer, handler, resync, synchronous, registration]`` (the
-    registration None until registered); owners are controller names and
-    ``informer:<name>`` for a plugin's event hooks (hot reload replaces them by owner).
-    A rewiring (``kinrun.reload``) also fills ``successors``: controller name -> a Controller
-    built for the new definition over the running one's queue, never started, for
-    ``Controller.resume``; ``limiters``: controller name -> its new rate limiter. ``shard``:
-    the replica's ``kinrun.sharding.shard.Shard`` when sharded (else None)."""
+@dataclass(frozen=True)
+class Rewire:
+    """What a hot reload rebuilds over a running pipeline (:meth:`Bound.rewire`):
+    ``controllers``: the controllers to wire (added and swapped); ``swapped``: those of them
+    that take over a running controller's queue; ``event_hooks``: the informer names whose
+    plugin event handler to build."""
 
-    def __init__(self, bound: Bound, factory: SharedInformerFactory,
-                 informers: dict[str, Informer], controllers: dict[str, Controller],
-                 reconcilers: dict[str, Reconciler], metrics: Any = None,
-                 handlers: dict[str, list[list[Any]]] | None = None) -> None:
-        self.bound, self.factory, self.metrics = bound, factory, metrics
-        self.informers, self.controllers, self.reconcilers = informers, controllers, reconcilers
-        self.handlers: dict[str, list[list[Any]]] = handlers or {}
-        self.successors: dict[str, Controller] = {}
-        self.limiters: dict[str, Any] = {}
-        self.clock: Clock | None = None  # the workqueues' clock (None: the real one)
-        self.schedules: dict[str, Scheduler] = {}  # controller name -> its cron Scheduler
-
-    def registrations(self) -> list[ListenerRegistration]:
-        """Every registered handler's ListenerRegistration, of every owner (one per namespace
-        for a multi-namespace informer); unregistered entries have none."""
-        return [r for entries in self.handlers.values() for entry in entries
-                for r in entry_registrations(entry)]
-
-
-def entry_registrations(entry: list[Any]) -> list[ListenerRegistration]:
-    """The ListenerRegistrations of one ``Wired.handlers`` entry: none before it is registered,
-    one per namespace's informer for a multi-namespace informer, else one."""
-    registration = entry[4]
-    if registration is None:
-        return []
-    return registration if isinstance(registration, list) else [registration]
-
-
-def register(entry: list[Any]) -> None:
-    """Register one ``Wired.handlers`` entry on its informer (stores the registration)."""
-    informer, handler, resync, synchronous, _ = entry
-    entry[4] = informer.add_event_handler(handler, resync, synchronous=synchronous)
-
-
-def unregister(entry: list[Any]) -> None:
-    """Remove one registered ``Wired.handlers`` entry from its informer (a stopped informer
-    has nothing to remove)."""
-    informer, registration = entry[0], entry[4]
-    if registration is not None:
-        informer.remove_event_handler(registration)
-        entry[4] = None
+    controllers: frozenset[str]
+    swapped: frozenset[str] = frozenset()
+    event_hooks: frozenset[str] = frozenset()
 
 
 class _Wiring:
@@ -225,11 +202,11 @@ class _Wiring:
     the informer names whose plugin event handler to build (None: all); ``defer``: collect
     the handlers without registering them."""
 
-    def __init__(self, bound: Bound, metrics: Any, clock: Clock | None = None,
+    def __init__(self, bound: Bound, metrics: Metrics | None, clock: Clock | None = None,
                  wrap: Wrap | None = None, *, factory: SharedInformerFactory | None = None,
                  only: set[str] | None = None, reuse: dict[str, Controller] | None = None,
                  event_hooks: set[str] | None = None, defer: bool = False,
-                 shard: Any = None) -> None:
+                 shard: Shard | None = None) -> None:
         self.bound, self.metrics, self.clock, self.wrap = bound, metrics, clock, wrap
         # sharding: this replica's Shard, and the informers it shards (kinrun.sharding)
         self.shard = shard
@@ -242,19 +219,19 @@ class _Wiring:
         self.informers: dict[str, Informer] = {}
         self.only, self.reuse, self.event_hooks = only, reuse or {}, event_hooks
         self.defer = defer
-        self.handlers: dict[str, list[list[Any]]] = {}
+        self.handlers: dict[str, list[HandlerEntry]] = {}
         self.successors: dict[str, Controller] = {}
-        self.limiters: dict[str, Any] = {}
+        self.limiters: dict[str, RateLimiter] = {}
         self.schedules: dict[str, Scheduler] = {}
         # metrics: the workqueues' provider (None: unmetered queues, no cost)
         self._queue_metrics = metrics.workqueue_provider() if metrics is not None else None
 
-    def _handler(self, owner: str, informer: Informer, handler: Any, resync: float, *,
-                 synchronous: bool = False) -> None:
-        entry = [informer, handler, resync, synchronous, None]
+    def _handler(self, owner: str, informer: Informer, handler: ResourceEventHandler,
+                 resync: float, *, synchronous: bool = False) -> None:
+        entry = HandlerEntry(informer, handler, resync, synchronous)
         self.handlers.setdefault(owner, []).append(entry)
         if not self.defer:
-            register(entry)
+            entry.register()
 
     def build(self) -> Wired:
         for name, informer in self.plan.informers.items():
@@ -277,17 +254,15 @@ class _Wiring:
             if handler is not None:
                 self._handler(f"informer:{name}", informer, handler,
                               self.plan.informers[name].resync_period)
-        wired = Wired(self.bound, self.factory, self.informers, controllers, reconcilers,
-                      self.metrics, self.handlers)
-        wired.successors, wired.limiters = self.successors, self.limiters
-        wired.clock = self.clock
-        wired.schedules = self.schedules
-        wired.shard = self.shard  # sharding: a reload rewires with the same Shard
-        return wired
+        bound = self.bound
+        return Wired(bound.plan, bound.client, bound.refs, bound.waiting, self.factory,
+                     self.informers, controllers, reconcilers, self.metrics, self.handlers,
+                     self.schedules, self.clock, self.shard,  # a reload rewires with the Shard
+                     self.successors, self.limiters)
 
     # -- informers ---------------------------------------------------------------------------
 
-    def _lister_watcher_for(self, key: InformerKey) -> Any:
+    def _lister_watcher_for(self, key: InformerKey) -> ListerWatcher:
         return self.client.lister_watcher(
             self._refs_by_id[key.resource], namespace=key.namespace,
             label_selector=key.label_selector or None, field_selector=key.field_selector or None,
@@ -326,13 +301,9 @@ class _Wiring:
         ref = self.refs[spec.primary]
         base = self.plan.informers[spec.primary].matches
         sharded = spec.primary in self.sharded
-        return Reconciler(
-            spec.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
-            keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
-            listers={name: inf.lister for name, inf in self.informers.items()},
-            # one namespace or all: the informer's Indexer; several: their merged lister
-            indexers={name: getattr(inf, "indexer", inf.lister)
-                      for name, inf in self.informers.items()},
+        return reconciler(
+            plan, listers={name: inf.lister for name, inf in self.informers.items()},
+            indexers={name: inf.index_reader() for name, inf in self.informers.items()},
             client=self.client,
             confirm_gone=confirm_gone_by_get(
                 self.client, ref.api_version, ref.kind,
@@ -341,23 +312,48 @@ class _Wiring:
             moved=self.shard.moved_away if sharded else None)
 
     def _controller(self, plan: ControllerPlan, reconciler: Reconciler) -> Controller:
+        """The controller of ``plan`` (over the running queue for a swap, kinrun.reload), its
+        handlers registered (or collected), its cron schedule made."""
+        spec = plan.spec
+        queue = self._queue(plan)
+        reconcile, matches = self._observed(plan, reconciler)
+        controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
+                                reconcile, workers=spec.workers, max_retries=spec.max_retries,
+                                clock=self.clock, causes=True, on_drop=reconciler.forget)
+        enqueue = controller.enqueue
+        running = self.reuse.get(spec.name)
+        if running is not None:
+            self.successors[spec.name] = controller
+            controller, enqueue = running, running.enqueue
+        self._handlers(plan, reconciler, matches, enqueue)
+        if plan.schedule is not None:
+            self.schedules[spec.name] = self._scheduler(plan, enqueue)
+        return controller
+
+    def _queue(self, plan: ControllerPlan) -> RateLimitingQueue:
+        """A new rate-limited workqueue; for a swap the running one, keys and all (its new
+        rate limiter in ``limiters``)."""
         spec, limiter = plan.spec, plan.rate_limiter
         rate_limiter = default_controller_rate_limiter(
             base_delay=limiter.base_delay, max_delay=limiter.max_delay, qps=limiter.qps,
             burst=limiter.burst, clock=self.clock)
         running = self.reuse.get(spec.name)
         if running is not None:  # a swap: the running queue, keys and all (kinrun.reload)
-            queue = running.queue
             self.limiters[spec.name] = rate_limiter
-        else:
-            queue = RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
-                                      metrics_provider=self._queue_metrics)
-        reconcile: Callable[..., Any] = reconciler
+            return running.queue
+        return RateLimitingQueue(rate_limiter, clock=self.clock, name=spec.name,
+                                 metrics_provider=self._queue_metrics)
+
+    def _observed(self, plan: ControllerPlan, reconciler: Reconciler
+                  ) -> tuple[Reconcile, Matches | None]:
+        """The reconcile the workers call (metrics, the shard's gate, the caller's wrap
+        around ``reconciler``) and the primary's selector test (the shard's, when sharded)."""
+        spec = plan.spec
+        reconcile: Reconcile = reconciler
         if self.metrics is not None:  # controller-runtime's reconcile metrics
             reconcile = self.metrics.timed(spec.name, reconcile)
             self.metrics.set_max_concurrent_reconciles(spec.name, spec.workers)
-        primary = self.plan.informers[spec.primary]
-        matches = primary.matches
+        matches = self.plan.informers[spec.primary].matches
         if spec.primary in self.sharded:  # the gate: fence, drains, objects in transit
             ref = self.refs[spec.primary]
             self.shard.register(spec.name, spec.primary, ref.api_version, ref.kind)
@@ -365,13 +361,13 @@ class _Wiring:
             matches = self.shard.matches(matches)
         if self.wrap is not None:
             reconcile = self.wrap(spec.name, reconcile)
-        controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
-                                reconcile, workers=spec.workers, max_retries=spec.max_retries,
-                                clock=self.clock, causes=True, on_drop=reconciler.forget)
-        enqueue = controller.enqueue
-        if running is not None:
-            self.successors[spec.name] = controller
-            controller, enqueue = running, running.enqueue
+        return reconcile, matches
+
+    def _handlers(self, plan: ControllerPlan, reconciler: Reconciler, matches: Matches | None,
+                  enqueue: Callable[..., None]) -> None:
+        """The primary's handler (deletions recorded, then the own key, updates filtered by
+        the predicates) and one per watched secondary."""
+        spec = plan.spec
         own = enqueue_own_key(enqueue, causes=True)
         handler = filter_updates(own, spec.predicates)
         if spec.primary in self.sharded:  # a drain reaches the workers whatever the predicates
@@ -383,9 +379,6 @@ class _Wiring:
                           self._secondary_handler(watch, spec.primary, enqueue),
                           self.plan.informers[watch.spec.informer].resync_period,
                           synchronous=watch.spec.map_to != "template")
-        if plan.schedule is not None:
-            self.schedules[spec.name] = self._scheduler(plan, enqueue)
-        return controller
 
     def _scheduler(self, plan: ControllerPlan, enqueue: Callable[..., None]) -> Scheduler:
         """The controller's cron schedule: every key of its primary cache, cause
@@ -398,7 +391,7 @@ class _Wiring:
             wall=self.plan.engine.wall_clock)
 
     def _secondary_handler(self, watch: WatchPlan, primary: str,
-                           enqueue: Callable[..., None]) -> Any:
+                           enqueue: Callable[..., None]) -> ResourceEventHandler:
         spec, primary_ref = watch.spec, self.refs[primary]
         if spec.map_to == "owner":
             return enqueue_owner_key(enqueue, primary_ref.kind, primary_ref.group,
@@ -414,37 +407,24 @@ class _Wiring:
         return enqueue_mapped(enqueue, by_index, informer=spec.informer)
 
 
-class RecordDeletions:
-    """The primary informer's event handler around ``inner`` (the own-key enqueue handler):
-    a deletion is recorded in the Reconciler (final state, tombstone or not, the selector
-    test) before its key is enqueued, so the reconcile knows what left and why
-    (``kinrun.reconcile``). Synchronous, like ``inner``; stateless itself."""
+def reconciler(plan: ControllerPlan, *, listers: Mapping[str, ListerInterface],
+               indexers: Mapping[str, IndexReader] | None = None,
+               client: Client | None = None, confirm_gone: ConfirmGone | None = None,
+               moved: Callable[[dict], bool] | None = None) -> Reconciler:
+    """The Reconciler of one compiled controller over ``listers`` (informer name -> lister;
+    ``indexers`` the same as indexers, default ``listers``), sending through ``client`` (None:
+    nothing may be sent); ``confirm_gone`` and ``moved`` as ``kinrun.reconcile.Reconciler``.
+    The one constructor the run (:class:`_Wiring`) and ``kinrun render`` share."""
+    return Reconciler(
+        plan.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
+        keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
+        listers=listers, indexers=indexers if indexers is not None else listers,
+        client=client, confirm_gone=confirm_gone, moved=moved)
 
-    __slots__ = ("inner", "reconciler", "matches")
 
-    def __init__(self, inner: Any, reconciler: Reconciler, matches: Any) -> None:
-        self.inner, self.reconciler, self.matches = inner, reconciler, matches
-
-    def on_add(self, obj: dict, is_in_initial_list: bool) -> None:
-        """Pass on."""
-        self.inner.on_add(obj, is_in_initial_list)
-
-    def on_update(self, old: dict, new: dict) -> None:
-        """Pass on; an update whose uid changed is a deletion of the old object the watch
-        missed (deleted and re-created while it was down; a relist delivers it as an update),
-        recorded first so that ``onDelete`` runs for the old uid (reason ``deleted``: another
-        object holds the name, so the old one is gone)."""
-        old_uid = (old.get("metadata") or {}).get("uid")
-        if old_uid != (new.get("metadata") or {}).get("uid") and old_uid:
-            self.reconciler.record_deletion(deletion_handling_meta_namespace_key(old), old,
-                                            tombstone=False)
-        self.inner.on_update(old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        """Record the deletion, then pass on (which enqueues the key)."""
-        tombstone = isinstance(obj, DeletedFinalStateUnknown)
-        final = obj.obj if tombstone else obj
-        self.reconciler.record_deletion(deletion_handling_meta_namespace_key(obj),
-                                        final if isinstance(final, dict) else None,
-                                        tombstone=tombstone, matches=self.matches)
-        self.inner.on_delete(obj)
+def offline_reconciler(plan: CompiledPlan, controller: str) -> Reconciler:
+    """The Reconciler of ``controller`` over empty caches (each informer's indexes defined,
+    no object in them) with no client: what ``kinrun render`` runs, having no cluster."""
+    listers = {name: Lister(KeyedIndexer(indexers=dict(informer.indexers)))
+               for name, informer in plan.informers.items()}
+    return reconciler(plan.controller(controller), listers=listers)

@@ -579,57 +579,22 @@ def object_key(obj: dict[str, Any]) -> str:
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
             old: dict[str, Any] | None, deleted: bool,
             reason: str = "") -> list[dict[str, Any]]:
-    """The described steps of the controller's actions (or onDelete; or ``finalize`` for a
-    terminating object of a controller with a finalizer), compiled by the plan, with the
-    finalizer patches a run sends around them (``kinrun.actions.finalizer.planned_writes``:
-    the add before the actions, the remove after a finalize that asked no requeue). Lookups in
-    templates (``get``/``list``/``by_index``) see an empty cache: render has no cluster."""
-    from kinrun.hooks import ReconcileContext
+    """The described steps of one reconcile of ``key``, as the run decides and renders them
+    (``kinrun.reconcile.Reconciler.render``: actions, onDelete or finalize, between the
+    finalizer patches a run sends). Lookups in templates (``get``/``list``/``by_index``) see
+    empty caches: render has no cluster."""
+    from kinrun.bound import offline_reconciler
     from kinrun.plan import plan
     from kinrun.testing.recording import EPOCH
 
     # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
     # run to run (and as a test case's first reconcile stamps them)
-    compiled = plan(config, clock=lambda: EPOCH).controller(controller.name)
-    program, what = (compiled.on_delete, "onDelete") if deleted else (compiled.actions, "actions")
-    before = after = None  # the finalizer patches the reconcile sends around the program
-    if not deleted and compiled.finalizer is not None and obj is not None:
-        from kinrun.actions.finalizer import has_finalizer, is_terminating, planned_writes
-
-        before, after = planned_writes(obj, compiled.finalizer)
-        if is_terminating(obj):
-            if not has_finalizer(obj, compiled.finalizer):
-                _err(f"kinrun render: {key} is terminating without finalizer "
-                     f"{compiled.finalizer}: nothing runs")
-                return []
-            program, what = compiled.finalize, "finalize"  # what runs while it terminates
-    if program is None:
-        _err(f"kinrun render: controller {controller.name!r} has no {what} to render")
-        return [] if before is None else [before.describe()]
-    listers = {name: _EmptyLister() for name in config.informers}
-    ctx = ReconcileContext(controller=controller.name, key=key, listers=listers, old=old,
-                           reason=reason or ("deleted" if deleted else ""))
-    result = program.render(key=key, obj=obj, old=old, ctx=ctx)
-    if after is not None and (result.requeue_after or 0) > 0:
-        after = None  # finalize asked to run again later: the finalizer stays
-    return [*([before.describe()] if before else []), *result.describe(),
-            *([after.describe()] if after else [])]
-
-
-class _EmptyLister:
-    """A lister over an empty cache (``kinrun render`` has no informers)."""
-
-    def get(self, key: str) -> None:
-        return None
-
-    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        return []
-
-    def by_index(self, index_name: str, value: str) -> list[dict[str, Any]]:
-        return []
-
-    def index_keys(self, index_name: str, value: str) -> list[str]:
-        return []
+    reconciler = offline_reconciler(plan(config, clock=lambda: EPOCH), controller.name)
+    rendered = reconciler.render(key, None if deleted else obj, old=old,
+                                 reason=reason or ("deleted" if deleted else ""))
+    if rendered.nothing is not None:
+        _err(f"kinrun render: {rendered.nothing}")
+    return list(rendered.steps)
 
 
 def _dump(steps: list[dict[str, Any]], output: str) -> str:

@@ -28,9 +28,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
+
+from kinrun.result import Cause, Result
+
+if TYPE_CHECKING:  # types only: importing kinrun.hooks stays light
+    from kinrun.cache.protocols import IndexReader
+    from kinrun.kube import Client
 
 PROJECT_NAME = "kinrun"
 
@@ -89,12 +95,12 @@ class ReconcileContext:
     controller: str
     key: str
     listers: Mapping[str, ListerLike] = field(default_factory=dict)
-    client: Any = None
+    client: Client | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("kinrun.controller"))
     old: Obj | None = None
-    indexers: Mapping[str, Any] = field(default_factory=dict)
+    indexers: Mapping[str, IndexReader] = field(default_factory=dict)
     reason: str = ""
-    cause: Any = None
+    cause: Cause | None = None
 
 
 # --- reconcile -------------------------------------------------------------------------------
@@ -102,7 +108,7 @@ class ReconcileContext:
 
 @hookspec
 def kinrun_reconcile(controller: str, key: str, obj: Obj | None,
-                     ctx: ReconcileContext) -> float | None:
+                     ctx: ReconcileContext) -> Result | float | None:
     """Bring the world in line with one object (step 9 of the pipeline).
 
     Called by a controller whose config says ``reconcile: {hooks: true}`` (every plugin) or
@@ -114,8 +120,11 @@ def kinrun_reconcile(controller: str, key: str, obj: Obj | None,
     :param obj: the object as the informer's cache holds it now (read-only), or None when it does
         not exist any more (deleted; ``key`` still names it).
     :param ctx: a :class:`ReconcileContext` with the listers, indexers, API client and logger.
-    :return: None when done, or a delay in seconds after which the key is reconciled again
-        (``requeueAfter``). When several plugins answer, the smallest delay wins.
+    :return: a :class:`kinrun.Result` (``Result.after(seconds)``: requeue after that delay, or
+        done; ``Result("done")``; a ``retry``/``permanent`` Result fails the reconcile as
+        raising its error would), or, as before, None when done or a delay in seconds after
+        which the key is reconciled again (``requeueAfter``). When several plugins answer, the
+        smallest delay wins (``kinrun.result.smallest_delay``).
     :raises kinrun.errors.PermanentError: do not retry this key until it changes again.
     :raises kinrun.errors.TemporaryError: retry after ``delay`` seconds.
     Any other exception is retried with backoff, up to the controller's ``maxRetries``.

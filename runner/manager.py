@@ -33,95 +33,180 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
-from kinrun.config.model import Config
 from kinrun.threads import SupervisedThread
-
-if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
-    from kinrun.metrics import Metrics
+from kinrun.clock import REAL_CLOCK
+from kinrun.spine.compiled import CompiledPlan
+from kinrun.spine.runnables import Gate, Group, Runnable
+from kinrun.spine.wired import RecordDeletions, Wired
 
 _log = logging.getLogger("kinrun.manager")
+_main_log = logging.getLogger("kinrun")  # the run's lifecycle lines, as the main job's
 
 
 class Manager:
     """The running side of a bound plan.
 
-    Built by ``Bound.manager()`` from what it wired (``kinrun.bound.Wired``). Attributes:
-    ``config``, ``client``, ``pm`` (the plugin manager), ``metrics`` (or None), ``refs``
-    (informer name -> ResourceRef), ``informers`` (name -> informer), ``controllers`` (name ->
-    Controller), ``reconcilers`` (name -> Reconciler).
-
-    Deprecated form, kept for library users: ``Manager(config, client, plugin_manager, *,
-    metrics=None)`` compiles and binds the config (``plan(config, plugin_manager).bind(client)
-    .manager(metrics=metrics)``): ConfigError, UnknownKindError, ApiError as those raise.
+    Built by ``Bound.manager()`` from what it wired (``kinrun.spine.wired.Wired``).
+    Attributes: ``config``, ``client``, ``pm`` (the plugin manager), ``metrics`` (or None),
+    ``refs`` (informer name -> ResourceRef), ``informers`` (name -> informer), ``controllers``
+    (name -> Controller), ``reconcilers`` (name -> Reconciler).
     """
 
-    def __init__(self, wired: Any, client: Any = None, plugin_manager: Any = None, *,
-                 metrics: Metrics | None = None) -> None:
-        if isinstance(wired, Config):
-            warnings.warn("Manager(config, client, plugin_manager) is deprecated: use "
-                          "kinrun.plan(config, plugins).bind(client).manager()",
-                          DeprecationWarning, stacklevel=2)
-            from kinrun.plan import plan  # the spine: plan, bound and manager are one layer
-
-            wired = plan(wired, plugin_manager).bind(client).manager(metrics=metrics)._wired
+    def __init__(self, wired: Wired) -> None:
         self.metrics = wired.metrics
         self.factory = wired.factory
-        self.clock = getattr(wired, "clock", None)  # the workqueues' clock (None: real time)
+        self.clock = wired.clock  # the workqueues' clock (None: real time)
         self.caches_started = False  # start_caches began: new informers start at once
         self.workers_started = False  # start_workers ran: new controllers start at once
+        self._pipeline_stopped = False  # stop_pipeline ran
         self.adopt(wired)
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
         self._gc_policy = False  # start_caches was asked to apply the GC policy
         self._gc_stop = threading.Event()  # set by stop: ends the collect-frozen thread at once
         self._gc_thread: threading.Thread | None = None  # runs while gc.collectFrozenEvery > 0
+        self._runnables: list[Runnable] = []  # added, in order (spine.runnables)
+        self._gate: Gate | None = None  # the Lease the gated runnables need (None: none)
+        self._started: list[Runnable] = []  # started by start(), in order; stop reverses it
+        self._drain = (10.0, True)  # (seconds, drain?) of the pipeline's stop under way
+        self._drained = True  # the pipeline's last stop drained every queue
 
-    def adopt(self, wired: Any) -> None:
+    def adopt(self, wired: Wired) -> None:
         """Run ``wired`` from now on (hot reload, ``kinrun.reload``, which has already started,
         swapped and stopped what differs): the attributes of the class docstring follow it.
         Called on the reload thread (see the module docstring); each attribute is replaced
         whole, so a reader on another thread sees the old or the new value."""
         self._wired = wired
-        bound = wired.bound
-        self.config, self.client, self.pm = bound.config, bound.client, bound.plan.plugins
-        self.refs = bound.refs
+        self.config, self.client, self.pm = wired.plan.config, wired.client, wired.plan.plugins
+        self.refs = wired.refs
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
-        self.schedules = getattr(wired, "schedules", {})  # controller -> kinrun.schedule.Scheduler
+        self.schedules = wired.schedules  # controller -> kinrun.schedule.Scheduler
+
+    def swap(self, name: str, new: Wired, *, keep_pending: bool, new_limiter: bool) -> None:
+        """Hot reload: the paused controller ``name`` (``Controller.pause``) takes its
+        definition in ``new`` (``Bound.rewire``): new handlers registered first (the cache
+        replayed into the same workqueue), the old ones removed (a deletion under way records
+        into the new Reconciler), with ``keep_pending`` the pending deletions carried over
+        (same primary informer), with ``new_limiter`` the new rate limiter set on the running
+        queue (per-key backoff restarts), then resumed with the successor's reconcile. The
+        caller adopts ``new`` afterwards. Called on the reload thread."""
+        old = self._wired
+        controller, successor = old.controllers[name], new.successors[name]
+        fresh, stale = new.reconcilers[name], old.reconcilers[name]
+        for entry in new.handlers.get(name, []):
+            entry.register()
+        for entry in old.handlers.get(name, []):
+            if isinstance(entry.handler, RecordDeletions):
+                entry.handler.retarget(fresh)
+            entry.unregister()
+        if keep_pending:
+            fresh.take_over(stale)
+        if new_limiter:
+            controller.queue.rate_limiter = new.limiters[name]
+        controller.resume(successor)
+
+    def hand_over_events(self, new: CompiledPlan, names: Iterable[str]) -> None:
+        """The controllers ``names`` of ``new`` record Events through the EventCorrelator of
+        their namesake in force when their ``events`` settings (component, host) are
+        unchanged: an identical Event after a reload patches the earlier one's count, as only
+        a restart starts new Events (client-go keeps one correlator per recorder, for the
+        process's life)."""
+        for name in names:
+            before, after = self.plan.controller(name).recorder, new.controller(name).recorder
+            if before is None or after is None or before is after:
+                continue
+            if (before.component, before.host) == (after.component, after.host):
+                after.correlator = before.correlator
 
     @property
-    def wired(self) -> Any:
-        """What runs now (``kinrun.bound.Wired``)."""
+    def wired(self) -> Wired:
+        """What runs now (``kinrun.spine.wired.Wired``)."""
         return self._wired
 
     @property
-    def plan(self) -> Any:
+    def plan(self) -> CompiledPlan:
         """The Plan in force (``kinrun.plan.Plan``)."""
-        return self._wired.bound.plan
+        return self._wired.plan
 
     def waiting_informers(self) -> dict[str, str]:
         """Informer name -> why it waits (its kind is not served yet: a CRD not installed);
         their controllers wait too (``kinrun.bound.Bound.waiting``)."""
-        return dict(self._wired.bound.waiting)
+        return dict(self._wired.waiting)
 
     def waiting_controllers(self) -> dict[str, list[str]]:
         """Controller name -> the waiting informers it needs."""
-        return self._wired.bound.waiting_controllers()
+        return self._wired.waiting_controllers()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def add(self, runnable: Runnable) -> None:
+        """Run ``runnable`` from the next :meth:`start` on, in its group (before ``start``;
+        ``kinrun.spine.runnables``)."""
+        self._runnables.append(runnable)
+
+    def set_gate(self, gate: Gate) -> None:
+        """The Lease the gated runnables and the workers wait for (and the caches, unless the
+        plan's settings say warm standby); before ``start``."""
+        self._gate = gate
+
+    @property
+    def lost(self) -> bool:
+        """The gate's Lease was held and then lost (False without a gate)."""
+        return self._gate is not None and self._gate.lost
+
     def start(self, stop: threading.Event | None = None, sync_timeout: float | None = None, *,
               gc_policy: bool = False) -> bool:
-        """``start_caches`` then ``start_workers``. Returns False (workers not started) when
-        ``stop`` was set or ``sync_timeout`` seconds passed before every cache synced."""
-        if not self.start_caches(stop, sync_timeout, gc_policy=gc_policy):
-            return False
-        self.start_workers()
+        """Start everything, in order (``kinrun.spine.runnables``): the runnables that need
+        no gate group by group, then the gate (the Lease), then the gated ones group by
+        group; the pipeline's caches (``start_caches``: gated unless warm standby) and
+        workers (``start_workers``: gated) are in the CACHES and WORKERS groups. Returns
+        False, with whatever started stopped again in reverse, when ``stop`` was set first,
+        ``sync_timeout`` seconds passed before every cache synced, or a runnable could not
+        start. Once the workers run it logs ``kinrun running``."""
+        stop = stop or threading.Event()
+        pipeline = [_Caches(self, sync_timeout, gc_policy, self._caches_gated()),
+                    _Workers(self)]
+        everything = sorted([*pipeline, *self._runnables],  # stable: in order of adding
+                            key=lambda r: (r.needs_gate, r.group))
+        self._started = []
+        for runnable in everything:
+            if runnable.needs_gate and self._gate is not None and not self._hold_gate(stop):
+                return self._undo_start()
+            if not runnable.start(stop):
+                return self._undo_start()
+            self._started.append(runnable)
         return True
+
+    def _caches_gated(self) -> bool:
+        return self._gate is not None and not self.plan.settings.warm_standby
+
+    def _hold_gate(self, stop: threading.Event) -> bool:
+        """Acquire the gate, once, before the first gated runnable."""
+        gate = self._gate
+        if gate is None or any(isinstance(r, _Held) for r in self._started):
+            return True
+        if not gate.acquire(stop):
+            return False
+        self._started.append(_Held(gate))
+        return True
+
+    def _undo_start(self) -> bool:
+        self._drain = (0.0, True)
+        self._stop_started()
+        return False
+
+    def _stop_started(self) -> None:
+        while self._started:
+            self._started.pop().stop()
+
+    def running(self) -> None:
+        """Log that everything runs (the WORKERS group started)."""
+        _main_log.info("kinrun running: %d informer(s), %d controller(s); stop with Ctrl-C",
+                       len(self.informers), len(self.controllers))
 
     def start_caches(self, stop: threading.Event | None = None,
                      sync_timeout: float | None = None, *, gc_policy: bool = False) -> bool:
@@ -160,7 +245,7 @@ class Manager:
         for scheduler in self.schedules.values():  # cron schedules fire once workers run
             scheduler.start()
         if self._gc_policy:
-            self._start_collecting_frozen(self.config.gc.collect_frozen_every)
+            self._start_collecting_frozen(self.plan.settings.gc.collect_frozen_every)
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -222,7 +307,19 @@ class Manager:
             self._gc_thread.join()  # at most the collection under way
             self._gc_thread = None
 
-    def stop(self, drain_timeout: float = 10.0, *, drain: bool = True) -> bool:
+    def stop(self, drain_timeout: float = 10.0, *, drain: bool | None = None) -> bool:
+        """Stop what :meth:`start` started, in reverse: the gated runnables (reload), the
+        pipeline (``stop_pipeline``: ``drain`` None drains unless the gate's Lease was lost),
+        the gate (its Lease released), the ungated runnables (probes, metrics). Returns
+        whether every queue drained and every worker ended."""
+        drain = not self.lost if drain is None else drain
+        self._drain = (drain_timeout, drain)
+        self._stop_started()
+        if self.caches_started and not self._pipeline_stopped:  # start_caches called directly
+            self.stop_pipeline(drain_timeout, drain=drain)
+        return self._drained
+
+    def stop_pipeline(self, drain_timeout: float = 10.0, *, drain: bool = True) -> bool:
         """Stop the collect-frozen thread, the informers (no new keys), then drain every
         controller's workqueue for at most ``drain_timeout`` seconds in all, then call the
         shutdown hooks and undo the GC policy. Returns whether every queue drained and every
@@ -232,14 +329,15 @@ class Manager:
         another replica may already reconcile these keys, so no queued key is reconciled any
         more; only the reconciles under way finish (within ``drain_timeout``), as a client-go
         controller whose OnStoppedLeading ends the process. Returns whether they finished."""
+        self._pipeline_stopped = True
         self._stop_collecting_frozen()
         for scheduler in self.schedules.values():
             scheduler.stop()
         self.factory.stop()
-        deadline = time.monotonic() + drain_timeout
+        deadline = REAL_CLOCK.now() + drain_timeout  # real time: the workers' threads are real
         drained = True
         for name, controller in self.controllers.items():
-            left = max(0.1, deadline - time.monotonic())
+            left = max(0.1, deadline - REAL_CLOCK.now())
             ok = controller.stop(left) if drain else controller.retire(left)
             drained = drained and ok
             _log.info("controller %s stopped%s", name, "" if ok else " (not drained)")
@@ -247,4 +345,69 @@ class Manager:
         if self._gc_thresholds is not None:
             gc_tuning.unfreeze(self._gc_thresholds)  # the process may go on without kinrun
             self._gc_thresholds = None
+        self._drained = drained
         return drained
+
+
+class _Held:
+    """The gate while it is held: stopping it releases the Lease."""
+
+    name, group, needs_gate = "gate", Group.CACHES, True
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def start(self, stop: threading.Event) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.gate.release()
+
+
+class _Caches:
+    """The pipeline's caches as a runnable (``Manager.start_caches``); stopping them before
+    the workers ran stops the pipeline without a drain."""
+
+    name, group = "caches", Group.CACHES
+
+    def __init__(self, manager: Manager, sync_timeout: float | None, gc_policy: bool,
+                 gated: bool) -> None:
+        self.manager, self.sync_timeout, self.gc_policy = manager, sync_timeout, gc_policy
+        self.needs_gate = gated
+
+    def start(self, stop: threading.Event) -> bool:
+        if self.manager.start_caches(stop, self.sync_timeout, gc_policy=self.gc_policy):
+            return True
+        self.manager.stop_pipeline(0.0)  # the informers started: stop them, hooks called
+        return False
+
+    def stop(self) -> None:
+        if not self.manager._pipeline_stopped:
+            self.manager.stop_pipeline(0.0)
+
+
+class _Workers:
+    """The pipeline's workers as a runnable (``Manager.start_workers``); stopping them stops
+    the whole pipeline (informers first, then the drain), between the main job's
+    ``stopping`` and ``stopped`` lines."""
+
+    name, group, needs_gate = "workers", Group.WORKERS, True
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+
+    def start(self, stop: threading.Event) -> bool:
+        self.manager.start_workers()
+        self.manager.running()
+        return True
+
+    def stop(self) -> None:
+        seconds, drain = self.manager._drain
+        if not drain:  # another replica may reconcile these keys already: none runs here
+            _main_log.info("stopping: the Lease is lost; queued keys are left to the replica "
+                           "that takes over (reconciles under way finish, at most %gs)",
+                           seconds)
+        else:
+            _main_log.info("stopping: draining workqueues (at most %gs)", seconds)
+        drained = self.manager.stop_pipeline(seconds, drain=drain)
+        _main_log.info("stopped%s", "" if drained else " (some reconciles did not finish)")

@@ -1,6 +1,6 @@
 """The compiled plan: everything about a config that can be checked without a cluster.
 
-The spine of every command (``docs/architecture.md``, "One path for every command")::
+The spine of every command (``../shared/DESIGN.md``, "The spine")::
 
     load(file) -> Config            YAML with marks, schema defaults, the frozen model
     plan(config, plugins) -> Plan   templates, actions, index functions, key mappers,
@@ -24,136 +24,54 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from pluggy import PluginManager
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
 from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
 from kinrun.config import metadata_only
-from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
-                                 WatchSpec)
+from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, WatchSpec
+from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
-from kinrun.admission import AdmissionProgram, compile_admission
+from kinrun.kube import Client
+from kinrun.admission import compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
+from kinrun.plugin_manager import ReconcileHook
 from kinrun.predicates import PREDICATES
 from kinrun.reconcile import Matches
-from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.schedule import CronSchedule, ScheduleError
+from kinrun.selectors import parse_field_selector, parse_label_selector
 from kinrun.sharding.scope import sharded_informers
-from kinrun.templating import (KeyMapper, TemplateEngine, compile_index_func, compile_key_mapper,
-                               lookup_calls)
+from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, InformerPlan,
+                                   WatchPlan, owner_mapping_problem)
+from kinrun.spine.settings import run_settings
+from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper, lookup_calls
 
-IndexFunc = Callable[[dict], list[str]]
-
-
-@dataclass(frozen=True)
-class InformerPlan:
-    """One informer, compiled. ``spec``: as configured; ``indexers``: index name -> function
-    (the config's expressions and the plugins' ``kinrun_index_funcs``); ``matches``: the
-    label/field selector test (None without selectors; field keys read as dotted paths);
-    ``transform``: applied to each object before it is cached (``kinrun.cache.transform``), or
-    None; ``transform_id``: the id naming it in the informer's key ("" for None)."""
-
-    spec: InformerSpec
-    indexers: Mapping[str, IndexFunc]
-    matches: Matches | None
-    transform: Callable[[dict], dict] | None = None
-    transform_id: str = ""
-
-    @property
-    def resync_period(self) -> float:
-        """Seconds between resyncs of the handlers registered through this informer name
-        (0 = none): the spec's ``resyncPeriod``."""
-        return self.spec.resync_period
-
-    @property
-    def name(self) -> str:
-        """The informer's name under ``informers:``."""
-        return self.spec.name
+__all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
+           "owner_mapping_problem", "plan"]
 
 
 @dataclass(frozen=True)
-class WatchPlan:
-    """One watched secondary of a controller: ``spec``; ``mapper``: the compiled key mapper
-    of ``mapTo: {template}``, not yet bound to the listers its lookups read (None for owner
-    and index mappings, which need the primary's resource and cache: they are made at bind)."""
+class Plan(CompiledPlan):
+    """A compiled config (``kinrun.spine.compiled.CompiledPlan``: its fields) and the spine's
+    next step, :meth:`bind`. Build with :func:`plan`."""
 
-    spec: WatchSpec
-    mapper: KeyMapper | None = None
-
-
-@dataclass(frozen=True)
-class ControllerPlan:
-    """One controller, compiled. ``actions`` / ``on_delete``: action programs or None;
-    ``hooks``: the plugins' reconcile caller or None; ``keep_old``; ``resync_period``: the
-    primary handler's, seconds (the controller's, else its primary informer's); ``watches``;
-    ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known;
-    ``finalize``: the program run while an object terminates with ``finalizer`` on it (both
-    None without ``finalizer:``; ``kinrun.reconcile``); ``recorder``: the EventRecorder its
-    programs share (a reload hands its correlator on: ``kinrun.reload``)."""
-
-    spec: ControllerSpec
-    actions: ActionProgram | None
-    on_delete: ActionProgram | None
-    hooks: Any
-    keep_old: bool
-    resync_period: float
-    watches: tuple[WatchPlan, ...]
-    finalize: ActionProgram | None = None
-    finalizer: str | None = None
-    schedule: CronSchedule | None = None
-    recorder: EventRecorder | None = None
-
-    @property
-    def name(self) -> str:
-        """The controller's name."""
-        return self.spec.name
-
-    @property
-    def rate_limiter(self) -> RateLimiterSpec:
-        """The workqueue's rate limiter settings."""
-        return self.spec.rate_limiter
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A config compiled against its plugins: ``config``; ``plugins`` (the pluggy manager);
-    ``engine`` (the config's TemplateEngine); ``informers`` (name -> InformerPlan, file order);
-    ``controllers`` (ControllerPlans, file order); ``sharded``: with ``sharding``, informer
-    name -> ``primary`` / ``owned`` for the informers the ring shards (``kinrun.sharding.
-    scope``; empty otherwise). Build with :func:`plan`."""
-
-    config: Config
-    plugins: Any
-    engine: TemplateEngine
-    informers: Mapping[str, InformerPlan]
-    controllers: tuple[ControllerPlan, ...]
-    sharded: Mapping[str, str] = field(default_factory=dict)
-    admission: AdmissionProgram | None = None  # ``admission:`` compiled (kinrun.admission)
-
-    def controller(self, name: str) -> ControllerPlan:
-        """The controller called ``name``; KeyError if none."""
-        for controller in self.controllers:
-            if controller.name == name:
-                return controller
-        raise KeyError(name)
-
-    def bind(self, client: Any, *, wait_for_kinds: bool = False) -> Any:
+    def bind(self, client: Client, *, wait_for_kinds: bool = False) -> Bound:
         """Resolve every informer's resource through ``client``'s discovery and build the
         informers, controllers and reconcilers (``kinrun.bound.Bound``). Raises
         UnknownKindError (file:line of the informer) or ApiError. ``wait_for_kinds``: a kind
         of a non-built-in group that is not served yet waits instead (``Bound.waiting``)."""
-        from kinrun.bound import Bound  # the same layer; imported here: bound imports plan
-
         return Bound(self, client, wait_for_kinds=wait_for_kinds)
 
-
-def plan(config: Config, plugin_manager: Any = None, *,
-         clock: Callable[[], float] | None = None) -> Plan:
+def plan(config: Config, plugin_manager: PluginManager | None = None, *,
+         clock: Callable[[], float] | None = None, options: RunOptions | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -165,7 +83,8 @@ def plan(config: Config, plugin_manager: Any = None, *,
     compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: wall
     time in seconds for what templates and actions stamp (Event names and timestamps) and for
     the templates' ``now()`` (the engine's ``wall_clock``); default ``time.time`` (``kinrun
-    test`` and ``render`` pass a fixed one)."""
+    test`` and ``render`` pass a fixed one). ``options``: how the main job was asked to run
+    (``Plan.settings``: the effective settings; None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
@@ -173,14 +92,14 @@ def plan(config: Config, plugin_manager: Any = None, *,
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
-    return Plan(config, pm, engine, informers, controllers, sharded_informers(config),
-                compile_admission(config.admission, engine))
+    return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
+                sharded_informers(config), compile_admission(config.admission, engine))
 
 
 # -- informers --------------------------------------------------------------------------------
 
 
-def _informer(spec: InformerSpec, pm: Any, engine: TemplateEngine) -> InformerPlan:
+def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine) -> InformerPlan:
     unserved = unserved_builtin(spec.api_version, spec.kind, spec.resource)
     if unserved is not None:  # apps/v1 Pod: the API server would refuse it at start
         raise spec.location.error(f"informer {spec.name}: {unserved}")
@@ -226,7 +145,7 @@ def _check_metadata_only_reads(spec: ControllerSpec,
     (``kinrun.config.metadata_only``): the actions, vars and ``when`` of a controller whose
     primary is metadata-only, and a ``mapTo: {template}`` over a metadata-only secondary.
     Raises ConfigError at the action, var or watch."""
-    def refuse(location: Any, reads: list[str], what: str, informer: str) -> None:
+    def refuse(location: Location, reads: list[str], what: str, informer: str) -> None:
         if reads:
             raise location.error(
                 f"{what} reads {', '.join(reads)}, but informer {informer!r} is metadataOnly: "
@@ -293,7 +212,8 @@ def _field(obj: Any, path: str) -> str:
 
 
 def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, InformerPlan],
-                pm: Any, engine: TemplateEngine, clock: Callable[[], float]) -> ControllerPlan:
+                pm: PluginManager, engine: TemplateEngine, clock: Callable[[], float]
+                ) -> ControllerPlan:
     rec = spec.reconcile
     for name in spec.predicates:
         if name not in PREDICATES:
@@ -325,7 +245,7 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
     define would fail at every render: a ConfigError at the template's place (the mapTo
     watch, the var, the action). A computed name is checked when it renders."""
     rec = spec.reconcile
-    sources: list[tuple[str, Any]] = [(w.template or "", w.location) for w in spec.watches
+    sources: list[tuple[str, Location]] = [(w.template or "", w.location) for w in spec.watches
                                       if w.map_to == "template"]
     sources += [(v.expression, v.location) for v in rec.vars]
     for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ())):
@@ -368,7 +288,7 @@ def _schedule(spec: ControllerSpec) -> CronSchedule | None:
         raise sched.time_zone_location.error(str(exc)) from None
 
 
-def _check_finalizer(spec: ControllerSpec, hooks: Any) -> None:
+def _check_finalizer(spec: ControllerSpec, hooks: ReconcileHook | None) -> None:
     """Refuse a ``finalizer`` that is not a domain-qualified Kubernetes name, one with nothing
     to run while the object terminates (no ``finalize``, no hooks), and ``finalize`` without
     a ``finalizer`` (it would never run). ConfigError at the key."""
@@ -388,7 +308,7 @@ def _check_finalizer(spec: ControllerSpec, hooks: Any) -> None:
             "hooks, which see the terminating object)")
 
 
-def _program(spec: ControllerSpec, actions: tuple, field: str, pm: Any,
+def _program(spec: ControllerSpec, actions: tuple, field: str, pm: PluginManager,
              engine: TemplateEngine, clock: Callable[[], float], *,
              recorder: EventRecorder) -> ActionProgram | None:
     """One action list of ``spec`` compiled (None when empty). ``recorder``: the controller's
@@ -425,26 +345,3 @@ def _watch(config: Config, spec: ControllerSpec, watch: WatchSpec, primary: Info
     if problem:
         raise watch.location.error(problem)
     return WatchPlan(watch)
-
-
-def owner_mapping_problem(primary: InformerSpec, secondary: InformerSpec,
-                          primary_namespaced: bool | None,
-                          secondary_namespaced: bool | None) -> str | None:
-    """Why ``mapTo: owner`` from ``secondary`` to ``primary`` can only give keys the primary
-    cache never holds, or None. Scopes: True namespaced, False cluster-scoped, None unknown
-    (a CRD before discovery). Kubernetes owner references: a namespaced owner must be in its
-    dependent's namespace; a cluster-scoped dependent cannot have a namespaced owner."""
-    if primary_namespaced is None or secondary_namespaced is None:
-        return None
-    what = f"mapTo: owner maps {secondary.kind or secondary.resource} to owners of kind " \
-           f"{primary.kind or primary.resource}"
-    if primary_namespaced and not secondary_namespaced:
-        return (f"{what}, but a cluster-scoped object cannot have a namespaced owner: "
-                f"no key would ever be in informer {primary.name!r}")
-    if primary_namespaced and primary.namespaces is not None \
-            and secondary.namespaces is not None \
-            and not set(primary.namespaces) & set(secondary.namespaces):
-        return (f"{what}, but an owner lives in its dependent's namespace and informer "
-                f"{secondary.name!r} watches {', '.join(secondary.namespaces)} while "
-                f"{primary.name!r} watches {', '.join(primary.namespaces)}")
-    return None

@@ -40,6 +40,7 @@ import pluggy
 
 from kinrun import hooks
 from kinrun.errors import ConfigError, KinrunError
+from kinrun.result import hook_delay, smallest_delay
 from kinrun.templating import RateLimitedWarner, index_values
 
 ENTRY_POINT_GROUP = "kinrun"
@@ -255,16 +256,10 @@ def describe_plugins(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]
 
 
 def combine_delays(results: Iterable[Any]) -> float | None:
-    """The smallest requeue delay (seconds) among hook results; None when all are None.
-    Raises TypeError/ValueError for a result that is not a number >= 0."""
-    delay: float | None = None
-    for value in results:
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"kinrun_reconcile returned {value!r}; expected None or seconds >= 0")
-        delay = float(value) if delay is None else min(delay, float(value))
-    return delay
+    """The smallest requeue delay (seconds) among hook results (``kinrun.result.hook_delay``:
+    None, seconds >= 0, or a ``kinrun.Result``); None when none asks for one. Raises
+    ValueError for a result that is none of those, a failed Result's error."""
+    return smallest_delay(hook_delay(value) for value in results)
 
 
 ReconcileHook = Callable[..., "float | None"]

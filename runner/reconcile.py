@@ -89,117 +89,22 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
                                       remove_finalizer)
-from kinrun.errors import ApiError, NotFoundError, PermanentError, TemporaryError
+from kinrun.errors import ApiError, NotFoundError, PermanentError
 from kinrun.hooks import ReconcileContext
+from kinrun.result import (ADDED, CAUSES, DELETION, MAPPED, REQUEUED, RESYNC,  # noqa: F401
+                           RETRIED, SCHEDULED, UPDATED, Cause, Outcome, Result, smallest_delay)
 
 Obj = dict[str, Any]
-
-# -- why a key was queued ---------------------------------------------------------------------
-
-ADDED = "added"
-"""The primary object appeared (a watch ADDED, or the initial list)."""
-UPDATED = "updated"
-"""The primary object changed (an update that passed the predicates)."""
-RESYNC = "resync"
-"""A resync replayed the cached object (no change)."""
-DELETION = "deletion"
-"""The primary object was deleted or left the informer's view (see the deletion reasons)."""
-MAPPED = "mapped"
-"""A watched secondary object changed and mapped to this key (``Cause.informer`` says which)."""
-REQUEUED = "requeued"
-"""A requeue asked for by the previous reconcile (``requeueAfter``, TemporaryError(delay))."""
-RETRIED = "retried"
-"""A rate-limited retry after a failed reconcile."""
-SCHEDULED = "scheduled"
-"""The controller's ``schedule`` (cron) fired: every cached primary key is queued
-(``kinrun.schedule``)."""
-
-CAUSES = (ADDED, UPDATED, RESYNC, DELETION, MAPPED, REQUEUED, RETRIED, SCHEDULED)
 
 DELETED, LEFT, UNKNOWN, MOVED = "deleted", "left", "unknown", "moved"
 DELETION_REASONS = (DELETED, LEFT, UNKNOWN)
 """Why ``onDelete`` runs: the server deleted the object, it left the selectors, or a relist no
 longer found it (a tombstone). :data:`MOVED` (handed to another replica) is a departure, not a
 deletion: it runs no ``onDelete``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Cause:
-    """Why a key was queued: ``kind`` one of :data:`CAUSES`; ``informer`` the watched informer
-    for ``mapped`` (else the primary's name, or "" when unknown); ``initial_list``: an
-    ``added`` that came from the primary informer's first list (or the cache replayed to a
-    handler added later), not a real creation (client-go ``OnAdd(obj, isInInitialList)``,
-    1.27+); templates see it as ``initial_list``. The first cause since the key was last
-    taken by a worker is kept (the workqueue coalesces the rest)."""
-
-    kind: str
-    informer: str = ""
-    initial_list: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.kind} from {self.informer}" if self.kind == MAPPED else self.kind
-
-
-# -- the typed result -------------------------------------------------------------------------
-
-Outcome = Literal["done", "requeue", "retry", "permanent"]
-
-
-class Result:
-    """What one reconcile came to, for the controller to act on (as controller-runtime's
-    ``reconcile.Result`` plus its error, made one value).
-
-    ``outcome``: ``done`` (forget the key), ``requeue`` (forget, then add again after ``delay``
-    seconds), ``retry`` (``add_rate_limited``, or add after ``delay`` seconds when given:
-    ``TemporaryError(delay=...)``, not counted as a failure), ``permanent`` (forget and log;
-    the key waits for its next change). ``error``: the exception of a retry or permanent
-    failure; ``cause``: why the key was queued (None when the caller did not record it).
-
-    Immutable by contract (nothing sets an attribute after construction); a slotted class with
-    a plain ``__init__`` rather than a frozen dataclass, because one is made per reconcile and
-    a frozen dataclass costs about 1.3 us more to build (``object.__setattr__`` per field).
-    Compares by value.
-    """
-
-    __slots__ = ("outcome", "delay", "error", "cause")
-
-    def __init__(self, outcome: Outcome, delay: float | None = None,
-                 error: BaseException | None = None, cause: Cause | None = None) -> None:
-        self.outcome, self.delay, self.error, self.cause = outcome, delay, error, cause
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Result):
-            return NotImplemented
-        return (self.outcome, self.delay, self.error, self.cause) == \
-            (other.outcome, other.delay, other.error, other.cause)
-
-    def __hash__(self) -> int:
-        return hash((self.outcome, self.delay, id(self.error), self.cause))
-
-    def __repr__(self) -> str:
-        return (f"Result(outcome={self.outcome!r}, delay={self.delay!r}, "
-                f"error={self.error!r}, cause={self.cause!r})")
-
-    @classmethod
-    def after(cls, delay: float | None, cause: Cause | None = None) -> Result:
-        """``requeue`` after ``delay`` seconds when it is positive, else ``done``."""
-        if delay is not None and delay > 0:
-            return cls("requeue", float(delay), cause=cause)
-        return cls("done", cause=cause)
-
-    @classmethod
-    def failed(cls, error: BaseException, cause: Cause | None = None) -> Result:
-        """The result of a reconcile that raised ``error``: PermanentError -> ``permanent``;
-        TemporaryError -> ``retry`` after its ``delay`` (None: with backoff); else ``retry``."""
-        if isinstance(error, PermanentError):
-            return cls("permanent", error=error, cause=cause)
-        delay = error.delay if isinstance(error, TemporaryError) else None
-        return cls("retry", delay, error=error, cause=cause)
-
 
 
 # -- deletions --------------------------------------------------------------------------------
@@ -241,6 +146,39 @@ RunActions = Callable[..., "float | None"]
 writes of the primary object for read-your-writes)."""
 RunHooks = Callable[[str, str, "Obj | None", ReconcileContext], "float | None"]
 """``hooks(controller, key, obj, ctx) -> delay | None`` (``plugin_manager.reconcile_caller``)."""
+
+
+class Decision:
+    """What one reconcile of ``obj`` runs, decided before anything runs; a reconcile carries it
+    out (:meth:`Reconciler.__call__`), ``kinrun render`` describes it (:meth:`Reconciler.render`),
+    so the two cannot differ.
+
+    ``program``: the actions (a live object), ``onDelete`` (a deletion) or ``finalize`` (an
+    object terminating with the controller's finalizer), None when that list is empty (hooks
+    may still run); ``what``: its field name; ``add``: the finalizer patch sent before it (a
+    live object without the finalizer); ``remove``: the one sent after it when neither it nor
+    the hooks asked for a requeue (a terminating object); ``runs``: False when nothing runs at
+    all (a terminating object without the finalizer: it is not ours to hold).
+
+    Immutable by contract; slotted (one per reconcile of a controller with a finalizer)."""
+
+    __slots__ = ("program", "what", "add", "remove", "runs")
+
+    def __init__(self, program: Any, what: str, *, add: Any = None, remove: Any = None,
+                 runs: bool = True) -> None:
+        self.program, self.what, self.add, self.remove, self.runs = (program, what, add,
+                                                                     remove, runs)
+
+
+class Rendered:
+    """What :meth:`Reconciler.render` found: ``steps``: the described writes, log lines and
+    requeues in the order a reconcile would carry them out (``describe()`` dicts);
+    ``nothing``: why nothing (or only the finalizer patch) would run, else None."""
+
+    __slots__ = ("steps", "nothing")
+
+    def __init__(self, steps: tuple[dict[str, Any], ...], nothing: str | None = None) -> None:
+        self.steps, self.nothing = steps, nothing
 
 
 class Reconciler:
@@ -402,11 +340,11 @@ class Reconciler:
         ctx = self._context(key, old, str(cause) if cause is not None else "", cause)
         try:
             if self.finalizer is not None:
-                if is_terminating(obj):
-                    return self._terminating(key, obj, old, ctx, cause)
-                if not has_finalizer(obj, self.finalizer):
-                    obj = self._write_finalizer(key, add_finalizer(obj, self.finalizer), obj,
-                                                "add")
+                decision = self.decide(obj)
+                if not decision.runs or decision.remove is not None:
+                    return self._terminating(key, obj, old, ctx, cause, decision)
+                if decision.add is not None:
+                    obj = self._write_finalizer(key, decision.add, obj, "add")
             delay = self._run(key, obj, old, ctx)
         except Exception as err:  # noqa: BLE001 - the failure is the result
             return Result.failed(err, cause)
@@ -414,28 +352,69 @@ class Reconciler:
             self._last[key] = obj
         return Result.after(delay, cause)
 
+    # -- deciding and rendering -----------------------------------------------------------------
+
+    def _program(self, obj: Obj | None) -> Any:
+        """The list a reconcile of ``obj`` runs unless it terminates: actions, or onDelete."""
+        return self.actions if obj is not None else self.on_delete
+
+    def decide(self, obj: Obj | None) -> Decision:
+        """What a reconcile of ``obj`` (None: a deletion) runs (see :class:`Decision`)."""
+        if obj is None:
+            return Decision(self._program(obj), "onDelete")
+        if self.finalizer is None:
+            return Decision(self._program(obj), "actions")
+        if is_terminating(obj):
+            if not has_finalizer(obj, self.finalizer):
+                return Decision(None, "finalize", runs=False)
+            return Decision(self.finalize, "finalize",
+                            remove=remove_finalizer(obj, self.finalizer))
+        return Decision(self._program(obj), "actions", add=None if has_finalizer(
+            obj, self.finalizer) else add_finalizer(obj, self.finalizer))
+
+    def render(self, key: str, obj: Obj | None, *, old: Obj | None = None,
+               reason: str = "") -> Rendered:
+        """What a reconcile of ``key`` would send, log and ask, without sending anything
+        (``kinrun render``): :meth:`decide`, then the program rendered against this
+        Reconciler's listers, between the finalizer patches the reconcile sends (the removal
+        left out when the program asks for a requeue). ``obj`` None: a deletion, ``old`` its
+        final state. Hooks are code: they are not called. Raises what rendering raises
+        (RenderError, ActionFailed, VarError)."""
+        decision = self.decide(obj)
+        if not decision.runs:
+            return Rendered((), f"{key} is terminating without finalizer {self.finalizer}: "
+                                "nothing runs")
+        before = (decision.add.describe(),) if decision.add is not None else ()
+        if decision.program is None:
+            return Rendered(before, f"controller {self.name!r} has no {decision.what} to "
+                                    "render")
+        ctx = self._context(key, old, reason or (DELETED if obj is None else ""), None)
+        result = decision.program.render(key=key, obj=obj, old=old, ctx=ctx)
+        after = (decision.remove.describe(),) if decision.remove is not None \
+            and not (result.requeue_after or 0) > 0 else ()
+        return Rendered((*before, *result.describe(), *after))
+
     # -- finalizers ----------------------------------------------------------------------------
 
     def _terminating(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
-                     cause: Cause | None) -> Result:
+                     cause: Cause | None, decision: Decision) -> Result:
         """A terminating object (``deletionTimestamp`` set) of a controller with a finalizer:
         ``finalize`` and the hooks while ours is on it, then ours removed; nothing without it.
         Raises what they raise (the caller makes it the result; the finalizer stays)."""
-        assert self.finalizer is not None
-        if not has_finalizer(obj, self.finalizer):
+        if not decision.runs:
             self.logger.debug("%s: %s is terminating without finalizer %s: no actions run",
                               self.name, key, self.finalizer)
             return Result("done", cause=cause)
         delays = []
-        if self.finalize is not None:
-            delays.append(self.finalize.run(key=key, obj=obj, old=old, ctx=ctx,
-                                            client=self._client))
+        if decision.program is not None:
+            delays.append(decision.program.run(key=key, obj=obj, old=old, ctx=ctx,
+                                               client=self._client))
         if self.hooks is not None:
             delays.append(self.hooks(self.name, key, obj, ctx))
-        asked = [d for d in delays if d is not None and d > 0]
-        if asked:  # not finished: the finalizer stays, finalize runs again after the delay
-            return Result.after(min(asked), cause)
-        self._write_finalizer(key, remove_finalizer(obj, self.finalizer), obj, "remove")
+        asked = smallest_delay(d for d in delays if d is not None and d > 0)
+        if asked is not None:  # not finished: the finalizer stays, finalize runs again later
+            return Result.after(asked, cause)
+        self._write_finalizer(key, decision.remove, obj, "remove")
         return Result("done", cause=cause)
 
     def _write_finalizer(self, key: str, request: Any, obj: Obj, what: str) -> Obj:
@@ -509,15 +488,14 @@ class Reconciler:
 
     def _run(self, key: str, obj: Obj | None, old: Obj | None,
              ctx: ReconcileContext) -> float | None:
-        program = self.actions if obj is not None else self.on_delete
+        program = self._program(obj)
         hooks = self.hooks
         if program is None:  # hooks only (or nothing): no lists per reconcile
             return hooks(self.name, key, obj, ctx) if hooks is not None else None
         delay = program.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client)
         if hooks is not None:
             asked = hooks(self.name, key, obj, ctx)
-            if asked is not None:
-                delay = asked if delay is None else min(delay, asked)
+            delay = smallest_delay((delay, asked))
         return delay
 
 

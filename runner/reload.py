@@ -64,15 +64,24 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
-from kinrun.bound import Bound, RecordDeletions, _Wiring, register, unregister
+from kinrun.bound import Bound, Rewire, Wrap
 from kinrun.clock import REAL_CLOCK, Clock
-from kinrun.config.model import Location
+from kinrun.config.model import Config, Location
+from kinrun.controller import Controller
 from kinrun.errors import KinrunError
+from kinrun.manager import Manager
 from kinrun.plan import InformerPlan, Plan
+from kinrun.reconcile import Reconciler
+from kinrun.schedule import Scheduler
 from kinrun.sharding.scope import sharded_informers
+from kinrun.spine.compiled import CompiledPlan
+from kinrun.spine.wired import HandlerEntry, Informer, Wired
+
+if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
+    from kinrun.metrics import Metrics
 
 _log = logging.getLogger("kinrun.reload")
 
@@ -133,7 +142,7 @@ def _informer_fingerprint(informer: InformerPlan, ref: Any) -> Any:
     return _without(informer.spec, ("name",)), ref
 
 
-def _context(plan: Plan) -> Any:
+def _context(plan: CompiledPlan) -> Any:
     """Everything outside informers and controllers that compiles into a controller (the
     config's folder too when templates may read files from it: a ConfigMap volume's update
     moves it to a new timestamped folder and deletes the old one)."""
@@ -141,7 +150,7 @@ def _context(plan: Plan) -> Any:
     return _without(plan.config, _NOT_COMPILED), plugin_fingerprint(plan), folder
 
 
-def plugin_fingerprint(plan: Plan) -> tuple:
+def plugin_fingerprint(plan: CompiledPlan) -> tuple:
     """The plugins as (name, source, file digest), registration order."""
     pm = plan.plugins
     digests = plugins.plugin_digests(pm)
@@ -210,7 +219,7 @@ class PlanDiff:
 _CAMEL = {"leader_election": "leaderElection"}
 
 
-def diff(old: Plan, new: Plan, *, old_refs: Mapping[str, Any] | None = None,
+def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | None = None,
          new_refs: Mapping[str, Any] | None = None, running: Iterable[str] | None = None,
          waiting: Iterable[str] | Mapping[str, Iterable[str]] = ()) -> PlanDiff:
     """The difference between the running ``old`` and the ``new`` Plan (module docstring).
@@ -267,14 +276,14 @@ def diff(old: Plan, new: Plan, *, old_refs: Mapping[str, Any] | None = None,
                      if c in running or c not in old_controllers})
 
 
-def _controller_fingerprint(controller: Any, plan: Plan, refs: Mapping[str, Any]) -> Any:
+def _controller_fingerprint(controller: Any, plan: CompiledPlan, refs: Mapping[str, Any]) -> Any:
     spec = controller.spec
     names = dict.fromkeys([spec.primary, *(w.informer for w in spec.watches)])
     return comparable(spec), tuple(
         (n, _informer_fingerprint(plan.informers[n], refs.get(n))) for n in names)
 
 
-def _index_fingerprint(informer: InformerPlan, name: str, plan: Plan) -> Any:
+def _index_fingerprint(informer: InformerPlan, name: str, plan: CompiledPlan) -> Any:
     spec = informer.spec.indexers.get(name)
     templates = comparable(plan.config.templates)
     if spec is None or spec.plugin:  # a plugin's function: as its plugin's file
@@ -338,21 +347,15 @@ class ReloadError(KinrunError):
     """A reload that was undone (the old config stays in force): why."""
 
 
-def _shared(informer: Any) -> list[Any]:
-    """The SharedIndexInformers behind a configured informer (one, or one per namespace)."""
-    inner = getattr(informer, "informers", None)
-    return list(inner.values()) if isinstance(inner, dict) else [informer]
-
-
 @dataclass
 class _Running:
     """What runs, being assembled by a switch: owner -> handler entries, controllers,
     reconcilers and cron schedules by controller name."""
 
-    handlers: dict[str, list[list[Any]]]
-    controllers: dict[str, Any]
-    reconcilers: dict[str, Any]
-    schedules: dict[str, Any]
+    handlers: dict[str, list[HandlerEntry]]
+    controllers: dict[str, Controller]
+    reconcilers: dict[str, Reconciler]
+    schedules: dict[str, Scheduler]
 
 
 class Reloader:
@@ -368,8 +371,10 @@ class Reloader:
     ``stop``: the run's stop Event (a reload waiting for informers then gives up, undone).
     """
 
-    def __init__(self, manager: Any, load: Callable[[], Any], compile: Callable[[Any], Plan],
-                 *, wrap_for: Callable[[Bound], Any] = lambda bound: None, metrics: Any = None,
+    def __init__(self, manager: Manager, load: Callable[[], Config],
+                 compile: Callable[[Config], Plan], *,
+                 wrap_for: Callable[[Bound], Wrap | None] = lambda bound: None,
+                 metrics: Metrics | None = None,
                  files: Callable[[], list[str]] = lambda: [], clock: Clock | None = None,
                  sync_timeout: float = 120.0, drain_timeout: float = 10.0,
                  discovery_interval: float = 30.0, stop: threading.Event | None = None) -> None:
@@ -384,8 +389,7 @@ class Reloader:
         self._rediscovery_error: str | None = None  # the last one logged
         self.hash = config_hash(files())
         # ``sharding`` as started (restart only): every Plan applied shards as it says
-        self._sharding = getattr(getattr(getattr(manager, "plan", None), "config", None),
-                                 "sharding", None)
+        self._sharding = manager.plan.config.sharding
         self.last_diff: PlanDiff | None = None
         self.reloads = {"success": 0, "failure": 0}
         if metrics is not None:
@@ -529,42 +533,14 @@ class Reloader:
         """Change the running Manager to ``bound`` (module docstring, "How it applies").
         Returns the PlanDiff applied. Raises ReloadError, ConfigError (an index defined two
         ways on one shared informer) or IndexFuncError, with nothing changed."""
-        manager = self.manager
-        old = manager.wired
-        old_plan, new_plan = old.bound.plan, bound.plan
-        running = set(old.controllers)
-        change = diff(old_plan, new_plan, old_refs=old.bound.refs, new_refs=bound.refs,
-                      running=running, waiting=bound.waiting_controllers())
+        old = self.manager.wired
+        change = diff(old.plan, bound.plan, old_refs=old.refs, new_refs=bound.refs,
+                      running=set(old.controllers), waiting=bound.waiting_controllers())
         for key in change.restart_only:
             _log.warning("config reload: %s changed; it takes effect at the next restart", key)
-        factory = manager.factory
-        keys_before = set(factory.informers())
         undo: list[Callable[[], None]] = []
         try:
-            self._reindex(old, new_plan, undo)
-            swapped = set(change.controllers_swapped)
-            rebuilt = {*change.informers_added, *change.informers_changed, *old.bound.waiting}
-            hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
-            wiring = _Wiring(bound, manager.metrics, manager.clock, self._wrap_for(bound),
-                             factory=factory, only=swapped | set(change.controllers_added),
-                             reuse={n: old.controllers[n] for n in swapped},
-                             event_hooks=hooks, defer=True,
-                             **({"shard": old.shard} if getattr(old, "shard", None) else {}))
-            undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
-            if manager.metrics is not None:
-                undo.extend(lambda n=n: manager.metrics.forget_informer(n)
-                            for n in change.informers_added)
-            new = wiring.build()
-            self._wait_synced(new, change)
-            paused = []
-            undo.append(lambda: [c.resume() for c in paused])
-            for name in change.controllers_swapped:
-                controller = old.controllers[name]
-                if not controller.pause(self.drain_timeout):
-                    raise ReloadError(f"controller {name}: {controller.running_keys()} "
-                                      f"reconcile(s) still running after "
-                                      f"{self.drain_timeout:g}s; not swapped")
-                paused.append(controller)
+            new = self._prepare(old, bound, change, undo)
         except BaseException:
             for step in reversed(undo):
                 try:
@@ -575,25 +551,55 @@ class Reloader:
         self._switch(old, new, change, bound)
         return change
 
-    def _reindex(self, old: Any, new_plan: Plan, undo: list[Callable[[], None]]) -> None:
+    def _prepare(self, old: Wired, bound: Bound, change: PlanDiff,
+                 undo: list[Callable[[], None]]) -> Wired:
+        """Everything up to the barrier, each step's undo appended to ``undo``: indexes
+        re-set, the new and swapped controllers rewired (``Bound.rewire``), new informers
+        synced, the controllers to swap paused. Returns the rewired pipeline."""
+        manager, factory = self.manager, self.manager.factory
+        keys_before = set(factory.informers())
+        self._reindex(old, bound.plan, undo)
+        swapped = set(change.controllers_swapped)
+        rebuilt = {*change.informers_added, *change.informers_changed, *old.waiting}
+        hooks = set(bound.refs) if change.plugins_changed else set(bound.refs) & rebuilt
+        rewire = Rewire(frozenset(swapped | set(change.controllers_added)),
+                        frozenset(swapped), frozenset(hooks))
+        undo.append(lambda: factory.remove(set(factory.informers()) - keys_before))
+        if manager.metrics is not None:
+            undo.extend(lambda n=n: manager.metrics.forget_informer(n)
+                        for n in change.informers_added)
+        new = bound.rewire(old, rewire, wrap=self._wrap_for(bound))
+        self._wait_synced(new, change)
+        paused: list[Controller] = []
+        undo.append(lambda: [c.resume() for c in paused])
+        for name in change.controllers_swapped:
+            controller = old.controllers[name]
+            if not controller.pause(self.drain_timeout):
+                raise ReloadError(f"controller {name}: {controller.running_keys()} "
+                                  f"reconcile(s) still running after "
+                                  f"{self.drain_timeout:g}s; not swapped")
+            paused.append(controller)
+        return new
+
+    def _reindex(self, old: Wired, new_plan: Plan, undo: list[Callable[[], None]]) -> None:
         """Re-set the indexes whose definition changed on the running informers of the same
         name (built from their caches; the undo puts the old functions back)."""
         for name, informer in new_plan.informers.items():
             running = old.informers.get(name)
-            previous = old.bound.plan.informers.get(name)
+            previous = old.plan.informers.get(name)
             if running is None or previous is None:
                 continue
             changed = {n: f for n, f in informer.indexers.items()
                        if n in previous.indexers and previous.indexers[n] is not f}
             if not changed:
                 continue
-            for shared in _shared(running):
+            for shared in running.shared_informers():
                 before = {n: shared.indexer.get_indexers()[n] for n in changed
                           if n in shared.indexer.get_indexers()}
                 shared.update_indexers(changed)
                 undo.append(lambda s=shared, b=before: s.update_indexers(b))
 
-    def _wait_synced(self, new: Any, change: PlanDiff) -> None:
+    def _wait_synced(self, new: Wired, change: PlanDiff) -> None:
         if not self.manager.caches_started:
             return  # started later with the factory
         deadline = self._clock.now() + self.sync_timeout
@@ -605,13 +611,13 @@ class Reloader:
                     raise ReloadError(f"informer {name} not synced within "
                                       f"{self.sync_timeout:g}s")
 
-    def _switch(self, old: Any, new: Any, change: PlanDiff, bound: Bound) -> None:
+    def _switch(self, old: Wired, new: Wired, change: PlanDiff, bound: Bound) -> None:
         """Past the point of no return: swap, add, retire, replace hooks, stop unused."""
         manager = self.manager
-        _carry_over_events(old.bound.plan, bound.plan,
-                           (*change.controllers_swapped, *change.controllers_unchanged))
+        manager.hand_over_events(bound.plan,
+                                 (*change.controllers_swapped, *change.controllers_unchanged))
         state = _Running(dict(old.handlers), dict(old.controllers), dict(old.reconcilers),
-                         dict(getattr(old, "schedules", {})))
+                         dict(old.schedules))
         for name in (*change.controllers_swapped, *change.controllers_removed):
             schedule = state.schedules.pop(name, None)
             if schedule is not None:
@@ -627,47 +633,36 @@ class Reloader:
         self._drop_indexes(new)
         self._stop_unused(old, new)
         if change.plugins_changed:
-            plugins.call_shutdown(old.bound.plan.plugins, _log)
+            plugins.call_shutdown(old.plan.plugins, _log)
             plugins.call_startup(bound.plan.plugins, config=bound.config, client=bound.client)
         for name in (*change.controllers_swapped, *change.controllers_added):
-            schedule = getattr(new, "schedules", {}).get(name)
+            schedule = new.schedules.get(name)
             if schedule is not None:
                 state.schedules[name] = schedule
                 if manager.workers_started:
                     schedule.start()
-        new.controllers, new.reconcilers = state.controllers, state.reconcilers
-        new.handlers, new.schedules = state.handlers, state.schedules
-        manager.adopt(new)
+        manager.adopt(dataclasses.replace(
+            new, controllers=state.controllers, reconcilers=state.reconcilers,
+            handlers=state.handlers, schedules=state.schedules))
         self._report_waiting()
 
-    @staticmethod
-    def _swap(name: str, old: Any, new: Any, bound: Bound, state: _Running,
+    def _swap(self, name: str, old: Wired, new: Wired, bound: Bound, state: _Running,
               change: PlanDiff) -> None:
-        """The paused controller ``name`` takes the new definition: new handlers first (the
-        cache replayed into the same workqueue), old ones removed, pending deletions carried
-        over (when its primary informer is the same), then resumed with the successor's
-        reconcile."""
-        controller, successor = old.controllers[name], new.successors[name]
-        fresh, stale = new.reconcilers[name], old.reconcilers[name]
-        for entry in new.handlers.get(name, []):
-            register(entry)
-        for entry in old.handlers.get(name, []):
-            if isinstance(entry[1], RecordDeletions):
-                entry[1].reconciler = fresh  # a call under way records into the new one
-            unregister(entry)
-        primary = bound.plan.controller(name).spec.primary
-        if primary == old.bound.plan.controller(name).spec.primary \
-                and primary in change.informers_kept:
-            fresh.take_over(stale)  # else those were other objects: nothing to carry over
-        if comparable(old.bound.plan.controller(name).rate_limiter) != comparable(
-                bound.plan.controller(name).rate_limiter):
-            controller.queue.rate_limiter = new.limiters[name]  # per-key backoff restarts
-        controller.resume(successor)
-        state.handlers[name], state.reconcilers[name] = new.handlers.get(name, []), fresh
+        """The paused controller ``name`` takes the new definition (``Manager.swap``): its
+        pending deletions carried over when its primary informer is the same (else those were
+        other objects), the new rate limiter when its settings changed."""
+        before, after = old.plan.controller(name), bound.plan.controller(name)
+        primary = after.spec.primary
+        self.manager.swap(name, new, keep_pending=primary == before.spec.primary
+                          and primary in change.informers_kept,
+                          new_limiter=comparable(before.rate_limiter)
+                          != comparable(after.rate_limiter))
+        state.handlers[name] = new.handlers.get(name, [])
+        state.reconcilers[name] = new.reconcilers[name]
 
-    def _add(self, name: str, new: Any, state: _Running) -> None:
+    def _add(self, name: str, new: Wired, state: _Running) -> None:
         for entry in new.handlers.get(name, []):
-            register(entry)
+            entry.register()
         controller = new.controllers[name]
         state.controllers[name], state.reconcilers[name] = controller, new.reconcilers[name]
         state.handlers[name] = new.handlers.get(name, [])
@@ -675,47 +670,48 @@ class Reloader:
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)
 
-    def _retire(self, name: str, old: Any, state: _Running) -> None:
+    def _retire(self, name: str, old: Wired, state: _Running) -> None:
         if not old.controllers[name].retire(self.drain_timeout):
             _log.warning("controller %s: a reconcile did not finish within %gs of its removal",
                          name, self.drain_timeout)
         for entry in old.handlers.get(name, []):
-            unregister(entry)
+            entry.unregister()
         del state.controllers[name], state.reconcilers[name]
         state.handlers.pop(name, None)
 
     @staticmethod
-    def _replace_event_hooks(new: Any, change: PlanDiff, state: _Running) -> None:
+    def _replace_event_hooks(new: Wired, change: PlanDiff, state: _Running) -> None:
         """Plugins' event hooks: replaced where rebuilt, dropped where their informer went."""
         for owner in [o for o in state.handlers if o.startswith("informer:")]:
             name = owner.split(":", 1)[1]
             if owner in new.handlers or name not in new.informers or change.plugins_changed:
                 for entry in state.handlers.pop(owner):
-                    unregister(entry)
+                    entry.unregister()
         for owner, entries in new.handlers.items():
             if owner.startswith("informer:"):
                 for entry in entries:
-                    register(entry)
+                    entry.register()
                 state.handlers[owner] = entries
 
     @staticmethod
-    def _refresh_unchanged(new: Any, change: PlanDiff, state: _Running) -> None:
+    def _refresh_unchanged(new: Wired, change: PlanDiff, state: _Running) -> None:
         """Unchanged controllers' templates see the informers of the new config (entries
         added before removed ones go, each a single dict operation)."""
         for name in change.controllers_unchanged:
             reconciler = state.reconcilers[name]
-            for attr, view in (("listers", lambda inf: inf.lister),
-                               ("indexers", lambda inf: getattr(inf, "indexer", inf.lister))):
-                table = getattr(reconciler, attr)
+            views: tuple[tuple[dict[str, Any], Callable[[Informer], Any]], ...] = (
+                (reconciler.listers, lambda inf: inf.lister),
+                (reconciler.indexers, lambda inf: inf.index_reader()))
+            for table, view in views:
                 for informer_name, informer in new.informers.items():
                     table[informer_name] = view(informer)
                 for gone in [n for n in table if n not in new.informers]:
                     table.pop(gone, None)
 
-    def _stop_unused(self, old: Any, new: Any) -> None:
+    def _stop_unused(self, old: Wired, new: Wired) -> None:
         """Stop the informers no informer name of the new config uses."""
         manager = self.manager
-        used = {id(s) for inf in new.informers.values() for s in _shared(inf)}
+        used = {id(s) for inf in new.informers.values() for s in inf.shared_informers()}
         manager.factory.remove([k for k, inf in manager.factory.informers().items()
                                 if id(inf) not in used])
         if manager.metrics is not None:
@@ -724,31 +720,18 @@ class Reloader:
                     manager.metrics.forget_informer(name)
 
     @staticmethod
-    def _drop_indexes(new: Any) -> None:
+    def _drop_indexes(new: Wired) -> None:
         wanted: dict[int, set[str]] = {}
         objects: dict[int, Any] = {}
         for name, informer in new.informers.items():
-            for shared in _shared(informer):
+            for shared in informer.shared_informers():
                 objects[id(shared)] = shared
                 wanted.setdefault(id(shared), {"namespace"}).update(
-                    new.bound.plan.informers[name].indexers)
+                    new.plan.informers[name].indexers)
         for ident, shared in objects.items():
             extra = [n for n in shared.indexer.get_indexers() if n not in wanted[ident]]
             if extra:
                 shared.update_indexers({}, extra)
-
-
-def _carry_over_events(old: Plan, new: Plan, names: Iterable[str]) -> None:
-    """The controllers ``names`` of ``new`` record Events through the EventCorrelator of their
-    namesake in ``old`` when their ``events`` settings (component, host) are unchanged: an
-    identical Event after a reload patches the earlier one's count, as only a restart starts
-    new Events (client-go keeps one correlator per recorder, for the process's life)."""
-    for name in names:
-        before, after = old.controller(name).recorder, new.controller(name).recorder
-        if before is None or after is None or before is after:
-            continue
-        if (before.component, before.host) == (after.component, after.host):
-            after.correlator = before.correlator
 
 
 def _builtin(api_version: str) -> bool:

@@ -101,15 +101,3 @@ def remove_finalizer(obj: Obj, name: str) -> ApiRequest:
     return _request(obj, [{"op": "test", "path": "/metadata/finalizers", "value": current},
                           {"op": "replace", "path": "/metadata/finalizers",
                            "value": [f for f in current if f != name]}])
-
-
-def planned_writes(obj: Obj, name: str) -> tuple[ApiRequest | None, ApiRequest | None]:
-    """The finalizer patches a reconcile of ``obj`` sends around its actions, as
-    ``kinrun.reconcile`` decides them (``kinrun render`` shows them): ``(before, after)``.
-    ``before``: :func:`add_finalizer` for a live object without ``name`` (sent before the
-    actions); ``after``: :func:`remove_finalizer` for a terminating object with ``name`` (sent
-    once ``finalize`` succeeded without asking for a requeue; the caller checks that). None
-    where nothing is sent; a terminating object without ``name`` gets neither (nothing runs)."""
-    if is_terminating(obj):
-        return None, remove_finalizer(obj, name) if has_finalizer(obj, name) else None
-    return (None if has_finalizer(obj, name) else add_finalizer(obj, name)), None

@@ -67,6 +67,7 @@ from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
 from kinrun.redact import redact_request
+from kinrun.result import smallest_delay
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
     TemplateRenderError, as_location, lookup_functions,
@@ -382,8 +383,7 @@ class ActionProgram:
             origin = str(action.location)
             asked = execute(RenderResult(tuple(steps), (origin,) * len(steps)), client, logger,
                             answers=answers)
-            if asked is not None:
-                delay = asked if delay is None else min(delay, asked)
+            delay = smallest_delay((delay, asked))
             if client is not None:
                 results[action.label] = answer_of(answers)
             if stopped:
@@ -471,7 +471,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)
         elif isinstance(step, RequeueAfter):
-            delay = step.seconds if delay is None else min(delay, step.seconds)
+            delay = smallest_delay((delay, step.seconds))
     return delay
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from kinrun.kube.request import ApiRequest
+from kinrun.result import smallest_delay
 
 if TYPE_CHECKING:  # pragma: no cover
     from kinrun.hooks import ReconcileContext
@@ -98,8 +99,7 @@ class RenderResult:
     @property
     def requeue_after(self) -> float | None:
         """The smallest requested requeue delay in seconds, or None."""
-        delays = [s.seconds for s in self.steps if isinstance(s, RequeueAfter)]
-        return min(delays) if delays else None
+        return smallest_delay(s.seconds for s in self.steps if isinstance(s, RequeueAfter))
 
     def describe(self) -> list[dict[str, Any]]:
         """Every step as a JSON-ready dict (``kinrun render``); a compound step gives one per

@@ -30,6 +30,7 @@ from kinrun.cache.index import (
 )
 from kinrun.cache.lister import Lister
 from kinrun.cache.listwatch import ListerWatcher, ObjectList, Watch, WatchEvent
+from kinrun.cache.protocols import IndexReader, InformerInterface, ListerInterface
 from kinrun.cache.multi_namespace import MultiNamespaceInformer, MultiNamespaceLister
 from kinrun.cache.reflector import Liveness, Reflector, ReflectorObserver
 from kinrun.cache.shared_informer import (
@@ -61,7 +62,9 @@ __all__ = [
     "IndexConflictError",
     "IndexFunc",
     "IndexFuncError",
+    "IndexReader",
     "Indexer",
+    "InformerInterface",
     "Indexers",
     "InformerKey",
     "InformerStoppedError",
@@ -69,6 +72,7 @@ __all__ = [
     "KeyedIndexer",
     "ListenerRegistration",
     "Lister",
+    "ListerInterface",
     "ListerWatcher",
     "Liveness",
     "MultiNamespaceInformer",

@@ -81,6 +81,14 @@ class MultiNamespaceInformer:
         for informer in self.informers.values():
             informer.stop(timeout)
 
+    def shared_informers(self) -> list[SharedIndexInformer]:
+        """One shared informer per namespace (``InformerInterface``)."""
+        return list(self.informers.values())
+
+    def index_reader(self) -> MultiNamespaceLister:
+        """Its lister, which reads every namespace's indexes (``InformerInterface``)."""
+        return self.lister
+
     def has_synced(self) -> bool:
         """True once every namespace's informer synced."""
         return all(inf.has_synced() for inf in self.informers.values())

@@ -109,6 +109,14 @@ class SharedIndexInformer:
                                    should_resync=self._processor.should_resync, clock=self._clock,
                                    **(reflector_options or {}))
 
+    def shared_informers(self) -> list[SharedIndexInformer]:
+        """Itself (``InformerInterface``: the shared informers behind a configured one)."""
+        return [self]
+
+    def index_reader(self) -> KeyedIndexer:
+        """Its Indexer (``InformerInterface``)."""
+        return self.indexer
+
     # -- handlers ----------------------------------------------------------------------------
 
     def add_event_handler(self, handler: ResourceEventHandler,

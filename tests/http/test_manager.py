@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from kinrun.bound import entry_registrations
 from kinrun.config import load_text
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.hooks import hookimpl
 from kinrun.kube import Client
 from kinrun.leader_election import LeaderElector
 from kinrun.manager import Manager
+from kinrun.plan import plan
 from kinrun.metrics import Metrics
 from kinrun.plugin_manager import new_plugin_manager
 from kinrun.predicates import PREDICATES, filter_updates
@@ -55,7 +55,7 @@ def start_manager(text: str, client: Client, metrics: Metrics | None = None
     recorder = Recorder()
     pm = new_plugin_manager()
     pm.register(recorder, name="recorder")
-    manager = Manager(load_text(text), client, pm, metrics=metrics)
+    manager = plan(load_text(text), pm).bind(client).manager(metrics=metrics)
     assert manager.start(sync_timeout=WAIT)
     return manager, recorder
 
@@ -220,11 +220,9 @@ controllers:
     recorder = Recorder()
     pm = new_plugin_manager()
     pm.register(recorder, name="recorder")
-    from kinrun.plan import plan
-
     manager = plan(load_text(text), pm).bind(client).manager()
-    mapper = [r for entry in manager.wired.handlers["c"] if not entry[3]  # buffered: the
-              for r in entry_registrations(entry)]                        # template mapper's
+    mapper = [r for entry in manager.wired.handlers["c"] if not entry.synchronous  # buffered:
+              for r in entry.registrations()]                          # the template mapper's
     assert mapper
     handled = threading.Event()
     for registration in mapper:  # the listener "has not caught up" until the test says so

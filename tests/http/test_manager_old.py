@@ -18,6 +18,7 @@ from kinrun.config import load_text
 from kinrun.hooks import hookimpl
 from kinrun.kube import Client
 from kinrun.manager import Manager
+from kinrun.plan import plan
 from kinrun.plugin_manager import new_plugin_manager
 from kinrun.testing.apiserver import EmbeddedAPIServer
 
@@ -89,7 +90,7 @@ def start(controller: str, client: Client, plugin: OldRecorder | None = None) ->
     pm = new_plugin_manager()
     if plugin is not None:
         pm.register(plugin, name="old-recorder")
-    manager = Manager(load_text(HEADER + controller), client, pm)
+    manager = plan(load_text(HEADER + controller), pm).bind(client).manager()
     assert manager.start(sync_timeout=WAIT)
     return manager
 

@@ -21,10 +21,10 @@ def test_served_probes_report_waiting_informers_from_the_first_answer() -> None:
     """``kinrun run`` serves the probes before the Manager starts; an informer waiting for
     its kind is reported then, not only once the reload loop runs (a /readyz between
     ``kinrun running`` and the loop's start answered 200)."""
-    import contextlib
+    import threading
 
-    from kinrun import app
     from kinrun.config import load_text
+    from kinrun.runnables import ProbesEndpoint
 
     class Manager:
         factory = type("F", (), {"informers": staticmethod(dict)})()
@@ -39,7 +39,10 @@ def test_served_probes_report_waiting_informers_from_the_first_answer() -> None:
                        "controllers: [{name: a, for: cms, reconcile: {actions: [{log: x}]}}]\n",
                        file="kinrun.yaml")
     probes = Probes(stuck_reconcile_after=60)
-    with contextlib.ExitStack() as stack:
-        app._serve_probes(probes, config, Manager(), stack)
+    endpoint = ProbesEndpoint(probes, config.probes, Manager())
+    assert endpoint.start(threading.Event())
+    try:
         ok, body = probes.readyz()
+    finally:
+        endpoint.stop()
     assert not ok and "[-]informer widgets: waiting: kinrun.yaml:5:3" in body
