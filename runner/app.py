@@ -110,7 +110,7 @@ def _add_runnables(manager: Manager, compiled: Plan, options: RunOptions, probes
     the endpoints, the gate (Lease, ring, or a dry run's none), hot reload."""
     settings = compiled.settings
     if manager.metrics is not None and settings.metrics is not None:
-        manager.add(MetricsEndpoint(manager.metrics, settings.metrics))
+        manager.add(MetricsEndpoint(manager.metrics, settings.metrics, manager.client))
     if probes is not None and settings.probes is not None:
         manager.add(ProbesEndpoint(probes, settings.probes, manager))
     gate = _gate(manager, compiled, probes, shard, stop)

@@ -71,7 +71,7 @@ commands (give one as the first argument; anything else is a config file to run)
   manifests CONFIG -o DIR [--namespace NS] [--name NAME] [--service-account NAME]
             [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]]
             [--crd FILE|DIR] [--image IMAGE] [--replicas N] [--with EXTRA]
-            [--kubernetes-version MAJOR.MINOR]
+            [--insecure-metrics] [--kubernetes-version MAJOR.MINOR]
                           write a kustomize base: ServiceAccount, RBAC, ConfigMap, Deployment
   test TESTFILE... [-k EXPR] [--junit FILE] [--timeout DURATION] [--show-secrets]
                           run test cases of configs on the embedded API server (no cluster);
@@ -221,6 +221,10 @@ def _run_parser() -> argparse.ArgumentParser:
                         default=_UNSET,
                         help="serve /healthz and /readyz on HOST:PORT (:8081 for every address; "
                              "0 disables; overrides the config's probes.address and probes.port)")
+    parser.add_argument("--metrics-secure", action="store_true",
+                        help="serve /metrics over HTTPS to authenticated and authorized "
+                             "clients only (TokenReview, SubjectAccessReview), as the config's "
+                             "metrics.secure; needs metrics:")
     _add_log_flags(parser)
     parser.add_argument("--version", action="version", version=f"kinrun {__version__}")
     return parser
@@ -251,6 +255,17 @@ def _with_probe_address(config: Any, ns: argparse.Namespace) -> Any:
     host, port = ns.health_probe_bind_address
     probes = dataclasses.replace(config.probes or ProbesSpec(), address=host, port=port)
     return dataclasses.replace(config, probes=probes)
+
+
+def _with_metrics_secure(config: Any, ns: argparse.Namespace) -> Any:
+    """``config`` with ``--metrics-secure`` applied; UsageError without ``metrics:``."""
+    if not getattr(ns, "metrics_secure", False):
+        return config
+    if config.metrics is None:
+        raise UsageError("--metrics-secure needs metrics: in the config")
+    import dataclasses
+
+    return dataclasses.replace(config, metrics=dataclasses.replace(config.metrics, secure=True))
 
 
 _UNSET = object()
@@ -352,7 +367,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     config = load(ns.config)
     if ns.namespace:
         config = config.with_namespace(ns.namespace)
-    config = _with_probe_address(config, ns)
+    config = _with_metrics_secure(_with_probe_address(config, ns), ns)
     configure_logging(ns.log_level, ns.log_format)
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
                          namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,
@@ -664,6 +679,9 @@ def _manifests_parser() -> argparse.ArgumentParser:
                              "Prometheus Operator's CRDs), network-policy (the metrics port "
                              "from namespaces labelled metrics=enabled only); repeatable or "
                              "comma-separated")
+    parser.add_argument("--insecure-metrics", action="store_true",
+                        help="serve metrics over plain HTTP to anyone (default with metrics: "
+                             "--metrics-secure, HTTPS to authorized scrapers only)")
     parser.add_argument("--kubernetes-version", metavar="MAJOR.MINOR", default=None,
                         help="the oldest cluster the objects must apply to (default 1.25; "
                              "below 1.21 the PodDisruptionBudget is policy/v1beta1)")
@@ -745,6 +763,7 @@ def _cmd_manifests(ns: argparse.Namespace) -> int:
         written = write_base(config, out_dir, names, image=ns.image,
                              replicas=ns.replicas, resolve=_resolver(ns), crds=_crds(ns),
                              extras=[e for v in ns.extras for e in v.split(",") if e],
+                             secure_metrics=not ns.insecure_metrics,
                              kubernetes_version=_kubernetes_version(ns.kubernetes_version),
                              warn=lambda text: _err(
                                  f"kinrun manifests: note: {text}"))

@@ -40,6 +40,7 @@ after SIGTERM before SIGKILL; kinrun exits within ``shutdown.drainTimeout + EXIT
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -151,7 +152,7 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
                replicas: int | None = None, resolve: Resolve | None = None,
                crds: CrdSet | None = None, extras: Sequence[str] = (),
                kubernetes_version: tuple[int, int] = DEFAULT_KUBERNETES_VERSION,
-               source: str | None = None,
+               source: str | None = None, secure_metrics: bool = True,
                warn: Callable[[str], None] = lambda _text: None) -> list[Path]:
     """Write the kustomize base of ``config`` (already narrowed by ``with_namespace`` when
     the run takes ``--namespace``) into ``out_dir``; returns the files written.
@@ -161,10 +162,16 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     1); ``resolve``: discovery for ``kinrun.rbac``; ``crds``: CRD files besides the config's
     ``crds:`` (``--crd``); ``extras``: any of :data:`EXTRAS`; ``kubernetes_version``: (major,
     minor) of the oldest cluster it must apply to; ``source``: the config's name in each
-    file's header (default ``config.file``); ``warn``: called with what the base
+    file's header (default ``config.file``); ``secure_metrics``: with ``metrics:``, run with
+    ``--metrics-secure`` (HTTPS, delegated authn/authz) and grant what it needs, and write the
+    ``<name>-metrics-reader`` ClusterRole for scrapers to be bound to (default True, as
+    kubebuilder's scaffold since controller-runtime 0.16); ``warn``: called with what the base
     cannot carry over (a kubeconfig in the config, a metrics port 0). Raises ConfigError
     (the plan's, the RBAC's, more than one replica without leaderElection, two plugin files
     with one name, an extra that needs ``metrics:``) and OSError."""
+    if secure_metrics and config.metrics is not None and not config.metrics.secure:
+        config = dataclasses.replace(config, metrics=dataclasses.replace(config.metrics,
+                                                                          secure=True))
     needs = rbac_needs(plan(config), resolve=resolve, crds=crds)
     if replicas is None:
         replicas = 3 if config.sharding is not None else (
@@ -184,6 +191,8 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     port = metrics_port(config, warn)
     if port is not None:
         objects["service.yaml"] = [metrics_service(names, port)]
+        if config.metrics is not None and config.metrics.secure:
+            objects["rbac.yaml"].append(metrics_reader_role(names))
     if replicas > 1:
         objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
     objects.update(_monitoring(config, names, extras, port))
@@ -205,7 +214,8 @@ def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int |
     out: dict[str, list[dict[str, Any]]] = {}
     args = (names.name, names.namespace, names.labels)
     if "monitoring" in wanted:
-        out["servicemonitor.yaml"] = [monitoring.service_monitor(*args)]
+        out["servicemonitor.yaml"] = [monitoring.service_monitor(
+            *args, secure=config.metrics is not None and config.metrics.secure)]
         out["prometheusrule.yaml"] = [monitoring.prometheus_rule(
             *args, f"{names.name}-metrics", leader_election=config.leader_election is not None)]
     if "network-policy" in wanted and port is not None:
@@ -350,6 +360,8 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
     """The Deployment running kinrun (see the module docstring for what it sets)."""
     config_key = Path(config.file).name
     args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "zap"]  # controller-runtime keys
+    if config.metrics is not None and config.metrics.secure:
+        args.append("--metrics-secure")
     if names.run_namespace:
         args += ["--namespace", names.run_namespace]
     probes, probe_args = probe_port(config)
@@ -394,6 +406,14 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
 def _probe(path: str, failures: int) -> dict[str, Any]:
     return {"httpGet": {"path": path, "port": "probes"}, "periodSeconds": 10,
             "timeoutSeconds": 2, "failureThreshold": failures}
+
+
+def metrics_reader_role(names: Names) -> dict[str, Any]:
+    """The ClusterRole ``<name>-metrics-reader`` (GET the non-resource URL ``/metrics``): bind
+    a scraper's ServiceAccount to it (kubebuilder's ``metrics-reader``)."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"{names.name}-metrics-reader", "labels": names.labels},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
 
 
 def metrics_service(names: Names, port: int) -> dict[str, Any]:

@@ -32,6 +32,8 @@ MONITORING_API = "monitoring.coreos.com/v1"
 """The Prometheus Operator's API group and version (ServiceMonitor, PrometheusRule)."""
 SCRAPE_INTERVAL = "30s"
 """How often the ServiceMonitor scrapes (the Prometheus Operator's default)."""
+SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+"""Where a pod's ServiceAccount token is mounted (Prometheus presents its own)."""
 METRICS_NAMESPACE_LABEL = {"metrics": "enabled"}
 """Namespaces whose pods may reach the metrics port under the NetworkPolicy."""
 
@@ -40,15 +42,21 @@ def _meta(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any
     return {"name": name, "namespace": namespace, "labels": dict(labels)}
 
 
-def service_monitor(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+def service_monitor(name: str, namespace: str, labels: Mapping[str, str], *,
+                    secure: bool = False) -> dict[str, Any]:
     """A ServiceMonitor ``name`` scraping the ``metrics`` port of the Service labelled
-    ``labels`` (``kinrun.manifests.metrics_service``) in ``namespace``."""
+    ``labels`` (``kinrun.manifests.metrics_service``) in ``namespace``; ``secure``: over
+    HTTPS with Prometheus' own ServiceAccount token (bind it to ``<name>-metrics-reader``),
+    the self-signed certificate not verified (kubebuilder's default without cert-manager)."""
+    endpoint: dict[str, Any] = {"port": "metrics", "path": "/metrics", "interval": SCRAPE_INTERVAL}
+    if secure:
+        endpoint.update(scheme="https", bearerTokenFile=SA_TOKEN,
+                        tlsConfig={"insecureSkipVerify": True})
     return {"apiVersion": MONITORING_API, "kind": "ServiceMonitor",
             "metadata": _meta(name, namespace, labels),
             "spec": {"selector": {"matchLabels": dict(labels)},
                      "namespaceSelector": {"matchNames": [namespace]},
-                     "endpoints": [{"port": "metrics", "path": "/metrics",
-                                    "interval": SCRAPE_INTERVAL}]}}
+                     "endpoints": [endpoint]}}
 
 
 def prometheus_rule(name: str, namespace: str, labels: Mapping[str, str], service: str, *,

@@ -23,6 +23,8 @@ controller ``finalizer``           ``patch`` on the primary's resource (add and 
 plugin action kind                 its ``RBAC_RULES`` attribute, in the reconciled namespaces
 leader election (not dry-run)      ``get``, ``update`` on the Lease by name and ``create`` on
                                    ``leases`` in the Lease's namespace
+``metrics.secure`` (not dry-run)   ``create`` on ``tokenreviews`` and ``subjectaccessreviews``
+                                   (what ``system:auth-delegator`` grants)
 ``sharding`` (not dry-run)         ``create``, ``delete``, ``get``, ``list``, ``update`` on
                                    ``leases`` in ``sharding.namespace``; ``patch`` on every
                                    sharded informer's resource where it watches (labels),
@@ -222,6 +224,7 @@ class _Collector:
         for controller in self.plan.controllers:
             self._controller(controller, scopes)
         self._leader_election()
+        self._secure_metrics()
         self._sharding(scopes)
         for i, rule in enumerate(self.config.rbac.extra_rules):
             self._extra_rule(i, rule)
@@ -436,6 +439,16 @@ class _Collector:
                    (le.lease_name,))
         # a create is authorized before the object has a name: resourceNames cannot limit it
         self.grant((le.namespace,), "coordination.k8s.io", "leases", ("create",), why)
+
+    def _secure_metrics(self) -> None:
+        """``metrics.secure``: who scrapes is asked of the API server (``kinrun.kube.
+        delegated_auth``), as the ``system:auth-delegator`` ClusterRole grants."""
+        metrics = self.config.metrics
+        if metrics is None or not metrics.secure or self.dry_run:
+            return
+        why = f"{self.config.file}: metrics.secure: authenticate and authorize scrapers"
+        self.grant((CLUSTER,), "authentication.k8s.io", "tokenreviews", ("create",), why)
+        self.grant((CLUSTER,), "authorization.k8s.io", "subjectaccessreviews", ("create",), why)
 
     def _sharding(self, scopes: Mapping[str, tuple[Resource, tuple[str, ...]] | None]) -> None:
         """``sharding``: the replicas' membership Leases and the sharder (kinrun.sharding)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kinrun import signals
 from kinrun.threads import SupervisedThread
@@ -37,16 +37,24 @@ _log = logging.getLogger("kinrun")
 
 
 class MetricsEndpoint:
-    """Serve ``metrics`` on ``spec``'s address and port (ConfigError: port in use)."""
+    """Serve ``metrics`` on ``spec``'s address and port (ConfigError: port in use); with
+    ``spec.secure``, over HTTPS (``spec.cert_dir``'s pair, else a self-signed one) to clients
+    whose bearer token ``client``'s API server authenticates and authorizes for ``GET
+    /metrics`` (``kinrun.kube.delegated_auth``), as controller-runtime's secure metrics."""
 
     name, group, needs_gate = "metrics", Group.SERVERS, False
 
-    def __init__(self, metrics: Metrics, spec: MetricsSpec) -> None:
-        self.metrics, self.spec = metrics, spec
+    def __init__(self, metrics: Metrics, spec: MetricsSpec, client: Any = None) -> None:
+        self.metrics, self.spec, self.client = metrics, spec, client
 
     def start(self, stop: threading.Event) -> bool:
-        port = self.metrics.serve(self.spec.port, self.spec.address)
-        _log.info("metrics on %s/metrics", _url(self.spec.address, port))
+        tls = auth = None
+        if self.spec.secure:
+            tls, auth = _secure(self.spec, self.client)
+        port = self.metrics.serve(self.spec.port, self.spec.address, tls=tls, auth=auth)
+        url = _url(self.spec.address, port).replace("http:", "https:" if tls else "http:")
+        _log.info("metrics on %s/metrics%s", url,
+                  " (authenticated and authorized through the API server)" if auth else "")
         return True
 
     def stop(self) -> None:
@@ -253,3 +261,15 @@ def _url(address: str, port: int) -> str:
     """``http://ADDRESS:PORT``, an IPv6 address in brackets (RFC 3986)."""
     host = f"[{address}]" if ":" in address else address
     return f"http://{host}:{port}"
+
+
+def _secure(spec: MetricsSpec, client: Any) -> tuple[Any, Any]:
+    """The TLS context and the delegated authn/authz of secure metrics."""
+    import socket
+
+    from kinrun.kube.delegated_auth import DelegatedAuth
+    from kinrun.tls import DirectoryCerts, SelfSignedCerts, ServerTLS
+
+    source = (DirectoryCerts(spec.cert_dir) if spec.cert_dir else
+              SelfSignedCerts(sorted({socket.gethostname(), "localhost", "127.0.0.1"})))
+    return ServerTLS(source), DelegatedAuth.for_client(client)

@@ -35,7 +35,8 @@ def test_a_reload_failing_without_a_message_names_the_files(tmp_path: Path, capl
     """An exception with no text is logged with its type and the files being reloaded."""
     path = tmp_path / "c.yaml"
     path.write_text("a: 1\n")
-    manager = SimpleNamespace(plan=None, waiting_informers=dict)
+    manager = SimpleNamespace(plan=SimpleNamespace(config=SimpleNamespace(sharding=None)),
+                              waiting_informers=dict)
 
     def load_config():
         raise MemoryError()
