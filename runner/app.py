@@ -130,6 +130,7 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
                     manager.stop(0.0)
                 return 0
             _standby(probes, manager.metrics, config, False)
+            manager.set_fence(elector.is_leading_now)  # no reconcile past renewDeadline
             stack.callback(elector.release)
         if warm:
             manager.start_workers()

@@ -31,6 +31,14 @@ reconcile again (raising on failure)."""
 
 GetObject = Callable[[str], Obj | None]
 
+Fence = Callable[[], bool]
+"""() -> whether this replica may start a reconcile now (``LeaderElector.is_leading_now``:
+its Lease was renewed within renewDeadline, on the local monotonic clock)."""
+
+FENCED_RETRY = 1.0
+"""Seconds after which a key the fence held back is looked at again (the fence reopens only
+after a successful renewal; usually the Lease is lost and the replica stops first)."""
+
 
 class Controller:
     """Runs ``workers`` threads over ``queue``.
@@ -46,6 +54,11 @@ class Controller:
         until it changes);
       * ``permanent`` (``PermanentError``): ``forget``, logged; the key waits for its next change;
     and ``done(key)`` always, even when ``get_object`` or ``reconcile`` raises.
+
+    ``fence`` (set by the Manager; None: none) is asked before every reconcile starts: when
+    it says no (the replica's Lease was not renewed within renewDeadline), the key is not
+    reconciled but added again after :data:`FENCED_RETRY` seconds (its cause kept), as a
+    client-go leader that stopped leading starts nothing more.
 
     With ``causes=True`` the controller records why each key was queued (``enqueue(key,
     cause)``; the first cause since the key was last taken) and hands it to ``reconcile``; a
@@ -91,6 +104,8 @@ class Controller:
         self._paused = False
         self._retired = False
         self._busy: dict[int, bool] = {}
+        self.fence: Fence | None = None  # see the class docstring
+        self._fenced = False  # the fence said no last time (logged once per closing)
 
     def enqueue(self, key: str, cause: Cause | None = None) -> None:
         """Ask for ``key`` to be reconciled (deduplicated by the queue); ``cause``: why (kept
@@ -160,6 +175,10 @@ class Controller:
         if (self._paused or self._retired) and not self._hold(me):
             self.queue.done(key)  # retired: the key is dropped
             return False
+        if self.fence is not None and not self._fence_open(key):
+            self.queue.done(key)
+            busy[me] = False
+            return True
         reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
         try:
             reconciling[me] = True
@@ -173,6 +192,18 @@ class Controller:
                 with self._gate:
                     self._gate.notify_all()
         return True
+
+    def _fence_open(self, key: Any) -> bool:
+        """Ask the fence; when closed, put ``key`` back (after FENCED_RETRY s) and log once."""
+        if self.fence():  # type: ignore[misc]
+            self._fenced = False
+            return True
+        if not self._fenced:
+            self._fenced = True
+            self.log.error("%s: this replica's Lease was not renewed within renewDeadline: "
+                           "no reconcile starts (keys are held back)", self.name)
+        self.queue.add_after(key, FENCED_RETRY)
+        return False
 
     def _hold(self, me: int) -> bool:
         """A reload is under way: wait while paused; False once retired (not busy then)."""

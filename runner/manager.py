@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
 from kinrun.config.model import Config
+from kinrun.controller import Fence
 from kinrun.threads import SupervisedThread
 
 if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics
@@ -74,6 +75,7 @@ class Manager:
         self.clock = getattr(wired, "clock", None)  # the workqueues' clock (None: real time)
         self.caches_started = False  # start_caches began: new informers start at once
         self.workers_started = False  # start_workers ran: new controllers start at once
+        self.fence: Fence | None = None  # asked before every reconcile (set_fence)
         self.adopt(wired)
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
         self._gc_policy = False  # start_caches was asked to apply the GC policy
@@ -92,6 +94,16 @@ class Manager:
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
         self.schedules = getattr(wired, "schedules", {})  # controller -> kinrun.schedule.Scheduler
+        self.set_fence(self.fence)
+
+    def set_fence(self, fence: Fence | None) -> None:
+        """Ask ``fence`` (() -> bool; None: nothing) before every reconcile of every
+        controller, also of those a reload adds: ``LeaderElector.is_leading_now``, so a leader
+        whose Lease was not renewed within renewDeadline starts no reconcile
+        (``kinrun.controller.Controller``, ``fence``)."""
+        self.fence = fence
+        for controller in self.controllers.values():
+            controller.fence = fence
 
     @property
     def wired(self) -> Any:
