@@ -20,6 +20,7 @@ from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta
                                 resource_version)
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import KinrunError
+from kinrun.fencing import FENCED_RETRY, Fence, fenced
 from kinrun.reconcile import (ADDED, DELETION, MAPPED, REQUEUED, RESYNC, RETRIED, UPDATED, Cause,
                               Result)
 from kinrun.threads import SupervisedThread
@@ -31,13 +32,6 @@ reconcile again (raising on failure)."""
 
 GetObject = Callable[[str], Obj | None]
 
-Fence = Callable[[], bool]
-"""() -> whether this replica may start a reconcile now (``LeaderElector.is_leading_now``:
-its Lease was renewed within renewDeadline, on the local monotonic clock)."""
-
-FENCED_RETRY = 1.0
-"""Seconds after which a key the fence held back is looked at again (the fence reopens only
-after a successful renewal; usually the Lease is lost and the replica stops first)."""
 
 
 class Controller:
@@ -55,10 +49,11 @@ class Controller:
       * ``permanent`` (``PermanentError``): ``forget``, logged; the key waits for its next change;
     and ``done(key)`` always, even when ``get_object`` or ``reconcile`` raises.
 
-    ``fence`` (set by the Manager; None: none) is asked before every reconcile starts: when
-    it says no (the replica's Lease was not renewed within renewDeadline), the key is not
-    reconciled but added again after :data:`FENCED_RETRY` seconds (its cause kept), as a
-    client-go leader that stopped leading starts nothing more.
+    ``fence`` (``kinrun.fencing``; set by the Manager; None: none) is asked before every
+    reconcile starts: when it says no (the replica's Lease was not renewed within
+    renewDeadline), the key is not reconciled but added again after ``FENCED_RETRY`` seconds
+    (its cause kept), as a client-go leader that stopped leading starts nothing more; a
+    reconcile runs with it as its thread's fence, so each write it sends asks it again.
 
     With ``causes=True`` the controller records why each key was queued (``enqueue(key,
     cause)``; the first cause since the key was last taken) and hands it to ``reconcile``; a
@@ -183,7 +178,11 @@ class Controller:
         try:
             reconciling[me] = True
             gc_tuning.epoch += 1
-            self._reconcile_key(key)
+            if self.fence is None:
+                self._reconcile_key(key)
+            else:
+                with fenced(self.fence):  # every write asks it again (kinrun.fencing)
+                    self._reconcile_key(key)
         finally:
             reconciling[me] = False
             self.queue.done(key)

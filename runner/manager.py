@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
 from kinrun.config.model import Config
-from kinrun.controller import Fence
+from kinrun.fencing import Fence
 from kinrun.threads import SupervisedThread
 
 if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for metrics

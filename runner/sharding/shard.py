@@ -6,7 +6,7 @@
   Events").
 * Every reconcile passes the gate (:meth:`Shard.wrap`): none starts while the membership
   fence is down (``MemberLease.valid``; the key is put back after
-  ``kinrun.controller.FENCED_RETRY`` seconds, not dropped); an object the cache shows with the
+  ``kinrun.fencing.FENCED_RETRY`` seconds, not dropped); an object the cache shows with the
   drain label is not reconciled but acknowledged (:class:`Drain`): once every controller of
   its informer took the key and so none runs it, one merge patch (with the cached
   resourceVersion) removes the shard and drain labels; the sharder then assigns it anew. An
@@ -27,8 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kinrun.controller import FENCED_RETRY
 from kinrun.errors import NotFoundError
+from kinrun.fencing import FENCED_RETRY
 from kinrun.reconcile import Matches, Result
 from kinrun.sharding.keys import drain_label, labels_of, shard_label
 

@@ -48,8 +48,9 @@ from kinrun.cache import SharedIndexInformer
 from kinrun.cache.handler import ResourceEventHandlerFuncs
 from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
 from kinrun.clock import REAL_CLOCK, Clock
-from kinrun.controller import Controller, Fence
+from kinrun.controller import Controller
 from kinrun.errors import NotFoundError
+from kinrun.fencing import Fence
 from kinrun.kube import ResourceRef
 from kinrun.kube.client import LEASE
 from kinrun.sharding.keys import (RING_LABEL, controller_key, controller_ref, drain_label,

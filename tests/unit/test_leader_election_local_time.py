@@ -11,7 +11,8 @@ from sharding.fakes import FakeLeases
 
 from kinrun.clock import FakeClock
 from kinrun.config.model import LeaderElectionSpec
-from kinrun.controller import FENCED_RETRY, Controller
+from kinrun.controller import Controller
+from kinrun.fencing import FENCED_RETRY, FencedError, check_write
 from kinrun.leader_election import LeaderElector
 from kinrun.workqueue import DelayingQueue, ItemExponentialFailureRateLimiter, RateLimitingQueue
 
@@ -198,3 +199,38 @@ def test_a_held_back_key_is_reconciled_once_the_lease_is_renewed_again():
         assert worker.reconciled == ["ns/x"]
     finally:
         worker.ctl.retire(5.0)
+
+
+def test_a_reconcile_under_way_when_the_leader_paused_sends_no_write_after_the_pause():
+    """The pause falls inside a reconcile: its next write (after renewDeadline) is not sent;
+    the key is retried after FENCED_RETRY s, not counted as a failure."""
+    client, clock = FakeLeases(), FakeClock(0.0)
+    a = elector(client, "a", clock)
+    sent: list[str] = []
+    failed = threading.Semaphore(0)
+
+    def reconcile(key: str, obj: dict) -> None:
+        check_write("PATCH", "/first")
+        sent.append("first")
+        clock.step(SPEC.renew_deadline + 1.0)  # the process is stopped here
+        try:
+            check_write("PATCH", "/second")  # what the transport asks before each write
+            sent.append("second")
+        except FencedError:
+            failed.release()
+            raise
+
+    queue = RateLimitingQueue(ItemExponentialFailureRateLimiter(1.0, 100.0),
+                              DelayingQueue(clock=clock))
+    ctl = Controller("c", queue, lambda key: {"key": key}, reconcile, clock=clock)
+    ctl.fence = a.is_leading_now
+    assert a.try_acquire_or_renew()
+    ctl.start()
+    try:
+        ctl.enqueue("ns/x")
+        assert failed.acquire(timeout=5)
+        assert ctl.pause(5.0)  # the worker has acted on the result
+        assert sent == ["first"]
+        assert queue.num_requeues("ns/x") == 0  # a fixed-delay retry, not a failure
+    finally:
+        ctl.retire(5.0)
