@@ -292,6 +292,7 @@ def _join_ring(compiled: Plan, manager: Manager, shard: Shard, stack: contextlib
                                 election_lease(spec, election))
     member = MemberLease(manager.client, membership, shard.identity, on_lost=stop.set)
     shard.fence = member.valid
+    manager.set_fence(member.valid)  # every controller's primary is sharded: writes too
     if not member.acquire(stop):
         return None
     stack.callback(member.release)

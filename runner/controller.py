@@ -170,12 +170,10 @@ class Controller:
         if (self._paused or self._retired) and not self._hold(me):
             self.queue.done(key)  # retired: the key is dropped
             return False
-        if self.fence is not None and not self._fence_open(key):
-            self.queue.done(key)
-            busy[me] = False
-            return True
         reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
         try:
+            if self.fence is not None and not self._fence_open(key):
+                return True  # held back: added again later (the finally still runs)
             reconciling[me] = True
             gc_tuning.epoch += 1
             if self.fence is None:

@@ -137,6 +137,15 @@ class Worker:
         self.ctl.fence = self._fence
         self.elector = elector
 
+    def took(self, n: int = 1) -> bool:
+        """Wait until the worker took ``n`` more keys and finished with them (a held-back key
+        is added again before the worker is idle)."""
+        took = all(self.handled.acquire(timeout=5) for _ in range(n))
+        if took and self.ctl.pause(5.0):
+            self.ctl.resume()
+            return True
+        return False
+
     def _fence(self) -> bool:
         open_ = self.elector.is_leading_now()
         if not open_:
@@ -161,19 +170,19 @@ def test_a_leader_paused_past_renew_deadline_starts_no_reconcile_after_the_pause
     worker.ctl.start()
     try:
         worker.ctl.enqueue("ns/before")
-        assert worker.handled.acquire(timeout=5)
+        assert worker.took()
         assert not b.try_acquire_or_renew()  # b sees a's record: valid for 8 s from now
         clock_b.step(SPEC.lease_duration)  # a is frozen meanwhile: no renewal
         assert b.try_acquire_or_renew()
         for key in ("ns/x", "ns/y"):  # queued before the pause, due right after it
             worker.ctl.queue.add_after(key, 12.0)
         clock_a.step(12.0)  # a resumes: worker and renewal thread run again at once
-        assert worker.handled.acquire(timeout=5) and worker.handled.acquire(timeout=5)
+        assert worker.took(2)
         assert lost.wait(5)
         assert worker.reconciled == ["ns/before"]
         assert len(worker.ctl.queue) == 0  # held back: added again after FENCED_RETRY
         clock_a.step(FENCED_RETRY)
-        assert worker.handled.acquire(timeout=5)
+        assert worker.took()
         assert worker.reconciled == ["ns/before"]
     finally:
         worker.ctl.retire(5.0)
@@ -191,11 +200,11 @@ def test_a_held_back_key_is_reconciled_once_the_lease_is_renewed_again():
     try:
         clock.step(SPEC.renew_deadline + 1.0)
         worker.ctl.enqueue("ns/x")
-        assert worker.handled.acquire(timeout=5)
+        assert worker.took()
         assert worker.reconciled == []
         assert a.try_acquire_or_renew()  # nobody took it over: leading again
         clock.step(FENCED_RETRY)
-        assert worker.handled.acquire(timeout=5)
+        assert worker.took()
         assert worker.reconciled == ["ns/x"]
     finally:
         worker.ctl.retire(5.0)
@@ -234,3 +243,26 @@ def test_a_reconcile_under_way_when_the_leader_paused_sends_no_write_after_the_p
         assert queue.num_requeues("ns/x") == 0  # a fixed-delay retry, not a failure
     finally:
         ctl.retire(5.0)
+
+
+def test_the_manager_gives_its_fence_to_every_controller_also_after_a_reload():
+    """Manager.set_fence reaches the running controllers and those a reload adopts."""
+    from types import SimpleNamespace
+
+    from kinrun.manager import Manager
+
+    def wired(**controllers):
+        bound = SimpleNamespace(config=None, client=None, plan=SimpleNamespace(plugins=None),
+                                refs={})
+        return SimpleNamespace(metrics=None, factory=None, bound=bound, informers={},
+                               controllers=controllers, reconcilers={}, schedules={})
+
+    clock = FakeClock(0.0)
+    first, added = (Worker(clock, elector(FakeLeases(), "a", clock)).ctl for _ in range(2))
+    manager = Manager(wired(c=first))
+    assert first.fence is None
+    fence = lambda: True  # noqa: E731
+    manager.set_fence(fence)
+    assert first.fence is fence
+    manager.adopt(wired(c=first, d=added))
+    assert added.fence is fence
