@@ -136,7 +136,7 @@ def _gate(manager: Manager, compiled: Plan, probes: Probes | None, shard: Shard 
 
     elector = LeaderElector(manager.client, settings.election, on_lost=stop.set)
     return LeaderGate(elector, settings.election, warm=settings.warm_standby, probes=probes,
-                      metrics=manager.metrics)
+                      metrics=manager.metrics, manager=manager)
 
 
 def _load_again(options: RunOptions) -> Config:

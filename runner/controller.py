@@ -20,6 +20,7 @@ from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta
                                 resource_version)
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import KinrunError
+from kinrun.fencing import FENCED_RETRY, Fence, fenced
 from kinrun.reconcile import (ADDED, DELETION, MAPPED, REQUEUED, RESYNC, RETRIED, UPDATED, Cause,
                               Result)
 from kinrun.threads import SupervisedThread
@@ -30,6 +31,7 @@ Reconcile = Callable[..., "Result | float | None"]
 reconcile again (raising on failure)."""
 
 GetObject = Callable[[str], Obj | None]
+
 
 
 class Controller:
@@ -46,6 +48,12 @@ class Controller:
         until it changes);
       * ``permanent`` (``PermanentError``): ``forget``, logged; the key waits for its next change;
     and ``done(key)`` always, even when ``get_object`` or ``reconcile`` raises.
+
+    ``fence`` (``kinrun.fencing``; set by the Manager; None: none) is asked before every
+    reconcile starts: when it says no (the replica's Lease was not renewed within
+    renewDeadline), the key is not reconciled but added again after ``FENCED_RETRY`` seconds
+    (its cause kept), as a client-go leader that stopped leading starts nothing more; a
+    reconcile runs with it as its thread's fence, so each write it sends asks it again.
 
     With ``causes=True`` the controller records why each key was queued (``enqueue(key,
     cause)``; the first cause since the key was last taken) and hands it to ``reconcile``; a
@@ -91,6 +99,8 @@ class Controller:
         self._paused = False
         self._retired = False
         self._busy: dict[int, bool] = {}
+        self.fence: Fence | None = None  # see the class docstring
+        self._fenced = False  # the fence said no last time (logged once per closing)
 
     def enqueue(self, key: str, cause: Cause | None = None) -> None:
         """Ask for ``key`` to be reconciled (deduplicated by the queue); ``cause``: why (kept
@@ -162,9 +172,15 @@ class Controller:
             return False
         reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
         try:
+            if self.fence is not None and not self._fence_open(key):
+                return True  # held back: added again later (the finally still runs)
             reconciling[me] = True
             gc_tuning.epoch += 1
-            self._reconcile_key(key)
+            if self.fence is None:
+                self._reconcile_key(key)
+            else:
+                with fenced(self.fence):  # every write asks it again (kinrun.fencing)
+                    self._reconcile_key(key)
         finally:
             reconciling[me] = False
             self.queue.done(key)
@@ -173,6 +189,18 @@ class Controller:
                 with self._gate:
                     self._gate.notify_all()
         return True
+
+    def _fence_open(self, key: Any) -> bool:
+        """Ask the fence; when closed, put ``key`` back (after FENCED_RETRY s) and log once."""
+        if self.fence():  # type: ignore[misc]
+            self._fenced = False
+            return True
+        if not self._fenced:
+            self._fenced = True
+            self.log.error("%s: this replica's Lease was not renewed within renewDeadline: "
+                           "no reconcile starts (keys are held back)", self.name)
+        self.queue.add_after(key, FENCED_RETRY)
+        return False
 
     def _hold(self, me: int) -> bool:
         """A reload is under way: wait while paused; False once retired (not busy then)."""

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import gc_tuning
+from kinrun.fencing import Fence
 from kinrun.threads import SupervisedThread
 from kinrun.clock import REAL_CLOCK
 from kinrun.spine.compiled import CompiledPlan
@@ -63,6 +64,7 @@ class Manager:
         self.caches_started = False  # start_caches began: new informers start at once
         self.workers_started = False  # start_workers ran: new controllers start at once
         self._pipeline_stopped = False  # stop_pipeline ran
+        self.fence: Fence | None = None  # asked before every reconcile (set_fence)
         self.adopt(wired)
         self._gc_thresholds: tuple[int, ...] | None = None  # before start applied the GC policy
         self._gc_policy = False  # start_caches was asked to apply the GC policy
@@ -85,6 +87,17 @@ class Manager:
         self.informers, self.controllers = wired.informers, wired.controllers
         self.reconcilers = wired.reconcilers
         self.schedules = wired.schedules  # controller -> kinrun.schedule.Scheduler
+        self.set_fence(self.fence)
+
+
+    def set_fence(self, fence: Fence | None) -> None:
+        """Ask ``fence`` (() -> bool; None: nothing) before every reconcile of every
+        controller, also of those a reload adds: ``LeaderElector.is_leading_now``, so a leader
+        whose Lease was not renewed within renewDeadline starts no reconcile
+        (``kinrun.controller.Controller``, ``fence``)."""
+        self.fence = fence
+        for controller in self.controllers.values():
+            controller.fence = fence
 
     def swap(self, name: str, new: Wired, *, keep_pending: bool, new_limiter: bool) -> None:
         """Hot reload: the paused controller ``name`` (``Controller.pause``) takes its

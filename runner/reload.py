@@ -666,6 +666,7 @@ class Reloader:
         controller = new.controllers[name]
         state.controllers[name], state.reconcilers[name] = controller, new.reconcilers[name]
         state.handlers[name] = new.handlers.get(name, [])
+        controller.fence = self.manager.fence  # the Lease's fence (Manager.set_fence)
         if self.manager.workers_started:
             controller.start()
             _log.info("controller %s started with %d worker(s)", name, controller.workers)

@@ -90,9 +90,10 @@ class LeaderGate:
     name = "leader election"
 
     def __init__(self, elector: LeaderElector, spec: LeaderElectionSpec, *, warm: bool,
-                 probes: Probes | None, metrics: Metrics | None) -> None:
+                 probes: Probes | None, metrics: Metrics | None,
+                 manager: Manager | None = None) -> None:
         self.elector, self.spec, self.warm = elector, spec, warm
-        self.probes, self.metrics = probes, metrics
+        self.probes, self.metrics, self.manager = probes, metrics, manager
 
     @property
     def lost(self) -> bool:
@@ -107,6 +108,8 @@ class LeaderGate:
         if not self.elector.acquire(stop):
             return False
         self._standby(False)
+        if self.manager is not None:  # no reconcile starts past renewDeadline
+            self.manager.set_fence(self.elector.is_leading_now)
         return True
 
     def release(self) -> None:
@@ -162,6 +165,7 @@ class RingGate:
         self.member = MemberLease(manager.client, self.membership, shard.identity,
                                   on_lost=stop.set)
         shard.fence = self.member.valid
+        manager.set_fence(self.member.valid)  # every controller's primary is sharded: writes too
         self.role: SharderRole | None = None
 
     @property

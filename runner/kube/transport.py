@@ -8,6 +8,8 @@ orjson as plain dicts and lists.
 
 Every request takes a token from the shared ``TokenBucket`` (as client-go's ``rest.Request``
 throttles every verb, watches included), then ``RetryPolicy`` decides about 429/5xx answers.
+A write (any verb but GET) from a thread whose Lease fence is closed is not sent
+(``kinrun.fencing.check_write``: FencedError): a reconcile resumed after a pause writes nothing.
 Connection failures become ``ApiConnectionError``; urllib3 itself retries only failed connects
 (and, for GET, one broken read of a reused keep-alive connection).
 
@@ -30,6 +32,7 @@ import orjson
 import urllib3
 
 from kinrun.errors import ApiError
+from kinrun.fencing import check_write
 from kinrun.kube.http_errors import error_from_exception, error_from_response
 from kinrun.kube.jsondecode import loads
 from kinrun.kube.ratelimit import TokenBucket
@@ -223,6 +226,8 @@ class Transport:
         """One throttled try; returns a 2xx response, raises the mapped ApiError otherwise."""
         if self.rate_limiter is not None:
             self.rate_limiter.accept()
+        if method != "GET":  # after the throttle's wait: a write under a closed fence stays
+            check_write(method, path)
         url = self.url(path, query)
         headers = self.headers(method, path, content_type if body is not None else None, accept)
         timeout = urllib3.Timeout(connect=self.connect_timeout, read=read_timeout)

@@ -5,11 +5,12 @@
   replicas (timebertt/kubernetes-controller-sharding docs/implement-sharding.md, "Filter Watch
   Events").
 * Every reconcile passes the gate (:meth:`Shard.wrap`): none starts while the membership
-  fence is down (``MemberLease.valid``); an object the cache shows with the drain label is
-  not reconciled but acknowledged (:class:`Drain`): once every controller of its informer took
-  the key and so none runs it, one merge patch (with the cached resourceVersion) removes the
-  shard and drain labels; the sharder then assigns it anew. An object whose label names
-  another replica (in transit) is skipped.
+  fence is down (``MemberLease.valid``; the key is put back after
+  ``kinrun.fencing.FENCED_RETRY`` seconds, not dropped); an object the cache shows with the
+  drain label is not reconciled but acknowledged (:class:`Drain`): once every controller of
+  its informer took the key and so none runs it, one merge patch (with the cached
+  resourceVersion) removes the shard and drain labels; the sharder then assigns it anew. An
+  object whose label names another replica (in transit) is skipped.
 * A drain label reaches the workers whatever the controller's predicates say
   (:meth:`Shard.bypass`), as timebertt's drain predicate.
 * A primary object that leaves the informer because it moved is not a deletion
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinrun.errors import NotFoundError
+from kinrun.fencing import FENCED_RETRY
 from kinrun.reconcile import Matches, Result
 from kinrun.sharding.keys import drain_label, labels_of, shard_label
 
@@ -161,7 +163,7 @@ class Shard:
                     self._fenced_logged = True
                     _log.error("ring %s: membership not renewed: no more reconciles start",
                                self.ring)
-                return Result("done", cause=cause)
+                return Result("requeue", FENCED_RETRY, cause=cause)  # held back, not dropped
             if obj is not None and drain is not None:
                 labels = labels_of(obj)
                 if drain_key in labels:

@@ -50,6 +50,7 @@ from kinrun.cache.store import DeletedFinalStateUnknown, deletion_handling_meta_
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.controller import Controller
 from kinrun.errors import NotFoundError
+from kinrun.fencing import Fence
 from kinrun.kube import ResourceRef
 from kinrun.kube.client import LEASE
 from kinrun.sharding.keys import (RING_LABEL, controller_key, controller_ref, drain_label,
@@ -186,7 +187,10 @@ class Sharder:
     ``resources``: the sharded informers; ``sync_period``: seconds between resyncs of every
     key; ``workers``: patching threads; ``lister_watcher_for``: tests' ListerWatchers (default
     metadata-only ones through ``client``); ``clock``: membership timing and the queue.
-    ``moves``: counters by decision (assign, drain, undrain, move, follow) since start."""
+    ``moves``: counters by decision (assign, drain, undrain, move, follow) since start.
+    ``fence`` (set before ``start``; None: none): whether this replica still holds the sharder
+    election (``LeaderElector.is_leading_now``); no membership round and no object's write
+    starts while it says no (a sharder paused past renewDeadline writes nothing on resuming)."""
 
     def __init__(self, client: Any, spec: MembershipSpec, resources: Sequence[ShardedResource],
                  *, sync_period: float = 60.0, workers: int = 4,
@@ -209,6 +213,7 @@ class Sharder:
                                      self._process, workers=workers, max_retries=1 << 30,
                                      clock=self.clock)
         self._owner_of: dict[tuple[str, str], str] = {}  # (group, kind) -> primary name
+        self.fence: Fence | None = None
         for res in resources:
             if res.role == PRIMARY:
                 self._owner_of[(res.ref.group, res.ref.kind)] = res.name
@@ -230,6 +235,7 @@ class Sharder:
             _log.info("sharder %s: %s synced: %d objects (metadata only)", self.spec.ring,
                       res.name, len(res.keys()))
         self.sync_membership()
+        self.controller.fence = self.fence  # asked before every object's write
         self.controller.start()
         self._thread = SupervisedThread(target=self._membership_loop, daemon=True,
                                         name=f"sharder-{self.spec.ring}-membership")
@@ -330,7 +336,10 @@ class Sharder:
         """One membership round: list the Leases, take over those of expired or released
         members that still have objects, hold the Leases of labelled members that have none,
         free held Leases with no objects left; when the live members or any state changed,
-        queue every key. Returns the snapshot the decisions now use."""
+        queue every key. Returns the snapshot the decisions now use (unchanged, nothing
+        listed or written, while the fence is closed)."""
+        if self.fence is not None and not self.fence():
+            return self._snapshot
         snapshot = self._tracker.observe(self.list_leases())
         carried = set().union(*(r.shard_values() for r in self.resources.values()))
         changed = False
@@ -467,6 +476,7 @@ class SharderRole:
             if not elector.acquire(self._stop):
                 return
             sharder = self.sharder = self.make()
+            sharder.fence = elector.is_leading_now
             self.leading = True
             _log.info("sharder of ring %s runs on this replica", sharder.spec.ring)
             try:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from kinrun.clock import FakeClock
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.kube import Client
 from kinrun.leader_election import LeaderElector
@@ -52,14 +53,19 @@ def test_each_new_holder_after_a_release_counts_one_transition(client: Client) -
 
 
 def test_taking_over_an_expired_lease_counts_one_transition(client: Client) -> None:
-    """A holder that stopped renewing: the candidate that takes over adds one."""
+    """A holder that stopped renewing: the candidate that takes over (a lease duration after
+    it first saw the record, on its own clock: renewTime is never compared) adds one."""
     stale = (datetime.now(timezone.utc) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     client.create_lease({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                          "metadata": {"name": LEASE, "namespace": "default"},
                          "spec": {"holderIdentity": "gone", "leaseDurationSeconds": 15,
                                   "acquireTime": stale, "renewTime": stale,
                                   "leaseTransitions": 4}})
-    elector = lead(client, "new")
+    clock = FakeClock()
+    elector = LeaderElector(client, SPEC, identity="new", clock=clock)
+    assert not elector.try_acquire_or_renew()  # first seen now: valid for 15 s from here
+    clock.step(15)
+    assert elector.try_acquire_or_renew()
     assert lease_spec(client)["holderIdentity"] == "new"
     assert lease_spec(client)["leaseTransitions"] == 5
     elector.release()

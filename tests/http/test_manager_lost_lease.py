@@ -71,3 +71,56 @@ def test_lost_lease_reconciles_no_queued_key(client: Client, drain: bool) -> Non
         assert sorted(plugin.keys) == ["lease-lost/x0", "lease-lost/x1", "lease-lost/x2"]
     else:
         assert len(plugin.keys) == 1, plugin.keys
+
+
+class PausedThenWrites:
+    """A hook plugin: the first reconcile waits for ``release`` (the process "paused" inside
+    it), then patches its ConfigMap through ``ctx.client``; what the patch raised is kept."""
+
+    def __init__(self) -> None:
+        self.entered, self.release, self.tried = (threading.Event(), threading.Event(),
+                                                  threading.Event())
+        self.raised: BaseException | None = None
+
+    @hookimpl
+    def kinrun_reconcile(self, controller, key, obj, ctx):
+        if self.tried.is_set():
+            return
+        self.entered.set()
+        assert self.release.wait(WAIT)
+        meta = obj["metadata"]
+        try:
+            ctx.client.patch("v1", "ConfigMap", meta["name"],
+                             {"metadata": {"labels": {"written": "yes"}}},
+                             namespace=meta["namespace"])
+        except BaseException as err:  # noqa: BLE001 - kept for the test, raised on
+            self.raised = err
+            raise
+        finally:
+            self.tried.set()
+
+
+def test_a_reconcile_resumed_after_the_fence_closed_sends_no_write(client: Client) -> None:
+    """The Lease fence closes while a reconcile runs (a pause past renewDeadline): its write
+    through the real client is not sent (FencedError) and the object stays as it was."""
+    from kinrun.fencing import FencedError
+
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fenced"}})
+    client.create(cm("x0", "fenced", lost="yes"))
+    plugin = PausedThenWrites()
+    pm = new_plugin_manager()
+    pm.register(plugin, name="paused-then-writes")
+    manager = plan(load_text(CONFIG.replace("lease-lost", "fenced")), pm).bind(client).manager()
+    leading = [True]
+    manager.set_fence(lambda: leading[0])
+    assert manager.start(sync_timeout=WAIT)
+    try:
+        assert plugin.entered.wait(WAIT)
+        leading[0] = False  # renewDeadline passed while the reconcile was paused
+        plugin.release.set()
+        assert plugin.tried.wait(WAIT)
+        assert isinstance(plugin.raised, FencedError)
+        labels = client.get("v1", "ConfigMap", "x0", "fenced")["metadata"]["labels"]
+        assert "written" not in labels
+    finally:
+        manager.stop(WAIT, drain=False)

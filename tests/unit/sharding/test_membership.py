@@ -165,3 +165,25 @@ def test_tracker_never_counts_the_election_lease_as_a_member():
     assert dict(snap.states) == {"r1": LIVE} and snap.live == ("r1",)
     assert snap.state("web-sharder") == HELD
     assert MemberTracker(FakeClock()).observe([election]).states == {"web-sharder": RELEASED}
+
+
+def test_a_replica_paused_past_renew_deadline_starts_no_reconcile_of_a_sharded_key(member):
+    """A 12 s pause (renewDeadline 10 s) during which the sharder took the Lease over: the
+    gate of a sharded controller starts nothing once the process resumes, whether or not the
+    renewal thread ran first; the key is put back, not dropped."""
+    from kinrun.sharding.shard import Shard
+
+    client, clock, lease, lost = member
+    shard = Shard("web", "r1", fence=lease.valid)
+    shard.register("c", "cms", "v1", "ConfigMap")
+    ran: list[str] = []
+    gated = shard.wrap("c", lambda key, obj, cause=None: ran.append(key))
+    assert lease.acquire(threading.Event())
+    obj = {"metadata": {"name": "x", "namespace": "ns", "labels": {shard.shard_label: "r1"}}}
+    gated("ns/x", obj)
+    assert ran == ["ns/x"]
+    assert take_over(client, client.leases["r1"])  # the sharder, while r1 is frozen
+    clock.step(12.0)  # r1 resumes
+    assert gated("ns/x", obj).outcome == "requeue"
+    assert lost.wait(5)
+    assert ran == ["ns/x"] and not lease.valid()

@@ -59,8 +59,8 @@ def test_no_reconcile_starts_while_the_fence_is_down():
     shard = Shard(RING, "r1", client=Patches(), fence=lambda: open_[0])
     wrapped, calls = gated(shard)
     open_[0] = False
-    assert wrapped["c1"]("ns/x", obj()).outcome == "done"
-    assert wrapped["c1"]("ns/gone", None).outcome == "done"  # nor an onDelete
+    assert wrapped["c1"]("ns/x", obj()).outcome == "requeue"  # held back, not dropped
+    assert wrapped["c1"]("ns/gone", None).outcome == "requeue"  # nor an onDelete
     assert calls == []
 
 

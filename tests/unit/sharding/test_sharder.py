@@ -166,6 +166,25 @@ def test_an_expired_member_is_taken_over_before_its_objects_move_then_freed():
     assert "b" not in client.leases  # nothing names b any more: it may join again
 
 
+def test_a_sharder_whose_election_fence_is_closed_writes_nothing():
+    """A sharder paused past renewDeadline (fence closed): its membership round takes no
+    expired member's Lease over; its workers write no label."""
+    client, clock = FakeLeases(), FakeClock()
+    _held_lease(client, "a", "a")
+    _held_lease(client, "b", "b")
+    sharder, _res = _sharder(client, [_cm("x")], clock)
+    sharder.sync_membership()
+    leading = [False]
+    sharder.fence = lambda: leading[0]
+    clock.step(15.0)  # b expired as observed; a renewed
+    client.leases["a"]["spec"]["renewTime"] = "t1"
+    sharder.sync_membership()
+    assert client.leases["b"]["spec"]["holderIdentity"] == "b"
+    leading[0] = True  # a renewal succeeded: the round runs
+    sharder.sync_membership()
+    assert client.leases["b"]["spec"]["holderIdentity"] == SHARDER_HOLDER
+
+
 def test_objects_labelled_for_a_member_without_a_lease_hold_a_lease_for_it():
     client, clock = FakeLeases(), FakeClock()
     _held_lease(client, "a", "a")
