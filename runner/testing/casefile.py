@@ -117,14 +117,25 @@ class ExpectedResult:
 
 
 @dataclass(frozen=True)
+class ExpectedLog:
+    """One ``logs`` entry: ``pattern`` (a regular expression, ``re.search``); ``step`` (the
+    line must be of that step: 0 the start, i after ``when[i-1]``; None: any); ``absent``
+    (no line may match; such entries take no part in the order)."""
+
+    pattern: str
+    step: int | None = None
+    absent: bool = False
+
+
+@dataclass(frozen=True)
 class Expect:
     """What a case checks; None: not checked. ``requests``: expected request mappings (as
     written, ``key``/``body``/``bodyEquals`` included); ``results``: key -> ExpectedResult;
-    ``logs``: regular expressions, in order."""
+    ``logs``: ExpectedLogs, the present ones in order."""
 
     requests: tuple[Mapping[str, Any], ...] | None = None
     results: Mapping[str, ExpectedResult] | None = None
-    logs: tuple[str, ...] | None = None
+    logs: tuple[ExpectedLog, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -282,9 +293,10 @@ class _Builder:
         requests = tuple(data["requests"]) if "requests" in data else None
         results = {key: _result(value) for key, value in data["results"].items()} \
             if "results" in data else None
-        logs = tuple(data["logs"]) if "logs" in data else None
-        for i, pattern in enumerate(logs or ()):
-            self.regex(pattern, path + ("logs", i))
+        logs = tuple(_log(item) for item in data["logs"]) if "logs" in data else None
+        for i, entry in enumerate(logs or ()):
+            self.regex(entry.pattern, path + ("logs", i) + (() if isinstance(
+                data["logs"][i], str) else ("absent" if entry.absent else "match",)))
         for key, value in (results or {}).items():
             if value.message is not None:
                 self.regex(value.message, path + ("results", key, "message"))
@@ -307,6 +319,13 @@ def _ref(value: str | Obj) -> Ref:
         namespace, _, name = value.rpartition("/")
         return Ref(None, None, name, namespace or None)
     return Ref(value["apiVersion"], value["kind"], value["name"], value.get("namespace"))
+
+
+def _log(value: str | Obj) -> ExpectedLog:
+    if isinstance(value, str):
+        return ExpectedLog(value)
+    absent = "absent" in value
+    return ExpectedLog(value["absent" if absent else "match"], value.get("step"), absent)
 
 
 def _result(value: str | Obj) -> ExpectedResult:

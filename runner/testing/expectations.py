@@ -11,7 +11,9 @@ Rules (the schema's descriptions say the same to users):
   ``bodyEquals`` must equal the body.
 * ``results``: the last Result of each listed key (of the case's controller, or any).
 * ``logs``: each regular expression must ``re.search`` a log line after the line the
-  previous one matched.
+  previous one matched (and of its ``step``, when given); an ``absent`` one must match no
+  line (of its ``step``). Lines are in the order logged: the runner's order is fixed
+  (``kinrun.testing.quiet``).
 
 The diff pairs each expected request with the sent request it matched (or, for one that
 matched none, the closest: same key, verb, kind and name if any) and shows the sent one
@@ -30,7 +32,7 @@ from typing import Any
 import yaml
 
 from kinrun.redact import is_secret, redact_request
-from kinrun.testing.casefile import Expect, ExpectedResult
+from kinrun.testing.casefile import Expect, ExpectedLog, ExpectedResult
 from kinrun.testing.recording import LogLine, Reconciled, Sent
 
 _FIELDS = ("key", "verb", "apiVersion", "kind", "namespace", "name", "subresource",
@@ -286,20 +288,42 @@ def _expected_result_view(exp: ExpectedResult) -> dict[str, Any]:
 
 
 def log_view(line: LogLine) -> str:
-    """``[step] key: LEVEL message`` as shown in a logs failure."""
-    return f"[{line.step}] {line.key or '-'}: {line.level} {line.message}"
+    """``[step] controller key: LEVEL message`` as shown in a logs failure."""
+    return f"[{line.step}] {line.controller or '-'} {line.key or '-'}: {line.level} {line.message}"
 
 
-def check_logs(expected: Sequence[str], logs: Sequence[LogLine]) -> list[Failure]:
-    """The logs failure, or []: names the first regular expression not found in order."""
+def check_logs(expected: Sequence[ExpectedLog | str], logs: Sequence[LogLine]
+               ) -> list[Failure]:
+    """The logs failure, or []: names the first present entry not found in order (after the
+    line the previous one matched, in its step when it names one), or the first absent entry
+    that matched a line."""
     at = 0
-    for i, pattern in enumerate(expected):
-        regex = re.compile(pattern)
-        found = next((j for j in range(at, len(logs)) if regex.search(logs[j].message)), None)
+    for i, entry in enumerate(expected):
+        entry = ExpectedLog(entry) if isinstance(entry, str) else entry
+        regex = re.compile(entry.pattern)
+        if entry.absent:
+            found = next((j for j, line in enumerate(logs)
+                          if _in_step(entry, line) and regex.search(line.message)), None)
+            if found is not None:
+                where = "" if entry.step is None else f" in step {entry.step}"
+                return [Failure("logs", f"logs: logs[{i}] {entry.pattern!r} must match no "
+                                f"line{where}, but matched {log_view(logs[found])}; the lines "
+                                f"were:\n{_shown(logs)}")]
+            continue
+        found = next((j for j in range(at, len(logs))
+                      if _in_step(entry, logs[j]) and regex.search(logs[j].message)), None)
         if found is None:
-            shown = "\n".join("  " + log_view(line) for line in logs) or "  (no log lines)"
             later = "" if at == 0 else f" after line {at} ({log_view(logs[at - 1])})"
-            return [Failure("logs", f"logs: logs[{i}] {pattern!r} matched no line{later}; "
-                            f"the lines were:\n{shown}")]
+            step = "" if entry.step is None else f" in step {entry.step}"
+            return [Failure("logs", f"logs: logs[{i}] {entry.pattern!r} matched no line{step}"
+                            f"{later}; the lines were:\n{_shown(logs)}")]
         at = found + 1
     return []
+
+
+def _in_step(entry: ExpectedLog, line: LogLine) -> bool:
+    return entry.step is None or line.step == entry.step
+
+
+def _shown(logs: Sequence[LogLine]) -> str:
+    return "\n".join("  " + log_view(line) for line in logs) or "  (no log lines)"

@@ -189,19 +189,19 @@ class Recorder:
     # -- reading (after the run) -------------------------------------------------------------
 
     def requests(self) -> list[Sent]:
-        """Every recorded request, by step, controller, key, then as sent."""
+        """Every recorded request, in the order sent (the runner's fixed order)."""
         with self._lock:
-            return sorted(self._sent, key=lambda s: (s.step, s.controller, s.key, s.seq))
+            return list(self._sent)
 
     def results(self) -> list[Reconciled]:
-        """Every reconcile, by step, controller, key, then in order."""
+        """Every reconcile, in the order run."""
         with self._lock:
-            return sorted(self._reconciled, key=lambda r: (r.step, r.controller, r.key, r.seq))
+            return list(self._reconciled)
 
     def logs(self) -> list[LogLine]:
-        """Every captured log line, by step, controller, key, then in order."""
+        """Every captured log line, in the order logged."""
         with self._lock:
-            return sorted(self._logs, key=lambda r: (r.step, r.controller, r.key, r.seq))
+            return list(self._logs)
 
 
 class RecordingClient:

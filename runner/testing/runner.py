@@ -39,6 +39,7 @@ from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object
 from kinrun.testing.expectations import Failure, check, contains
 from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
 from kinrun.testing.recording import EPOCH, LogCapture, Recorder, RecordingClient
+from kinrun.testing.turnstile import Turnstile
 
 SEED = 20231114
 """The embedded server's seed in every case (uids, generateName suffixes)."""
@@ -260,16 +261,19 @@ class _CaseRun:
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
             wall = self.recorder.wall_clock(lambda: EPOCH + self.clock.now())
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins, clock=wall)
-            manager = compiled.bind(RecordingClient(client, self.recorder, wall)).manager(
-                clock=self.clock, wrap=self.recorder.observe)
-            if not manager.start(threading.Event(), self.timeout):
-                return Failure("run", f"the informers did not sync within {self.timeout:g}s")
+            turnstile = Turnstile()
+            manager = compiled.bind(turnstile.client(RecordingClient(
+                client, self.recorder, wall))).manager(clock=self.clock,
+                                                        wrap=self.recorder.observe)
+            turnstile.seal()  # the informers are wired: later LISTs are a reconcile's own
             self.manager, self.server = manager, server
-            self.quiet = Quiet(lambda: server.store.resource_version,
-                               [(k.resource + (f" in {k.namespace}" if k.namespace else ""), i)
-                                for k, i in manager.factory.informers().items()],
-                               [(n, c.queue) for n, c in manager.controllers.items()],
-                               self.clock)
+            self.quiet = Quiet(lambda: server.store.resource_version, turnstile,
+                               manager.factory.informers().values(),
+                               list(manager.controllers.items()), self.clock)
+            if not manager.start_caches(threading.Event(), self.timeout):
+                return Failure("run", f"the informers did not sync within {self.timeout:g}s")
+            for scheduler in manager.schedules.values():  # no workers: the runner reconciles
+                scheduler.start()
             return self._steps()
         except (KinrunError, StatusError) as exc:
             return Failure("run", f"the run failed: {exc}")
