@@ -84,8 +84,9 @@ class Ref:
 @dataclass(frozen=True)
 class Step:
     """One ``when`` step: ``kind`` one of :data:`STEP_KINDS`; ``objects`` (added: what to
-    create; updated: ``to``), ``before`` (updated: ``from``, or ()), ``ref`` (deleted),
-    ``key`` (reconcile), ``seconds`` (after); ``where``: ``file:line:col: when[i]``."""
+    create; updated: ``to``), ``before`` (updated: ``from``, or ()), ``ref`` (deleted, and
+    updated with ``merge``), ``merge`` (updated: the JSON merge patch, or None), ``key``
+    (reconcile), ``seconds`` (after); ``where``: ``file:line:col: when[i]``."""
 
     kind: str
     where: str
@@ -94,9 +95,12 @@ class Step:
     ref: Ref | None = None
     key: str = ""
     seconds: float = 0.0
+    merge: Obj | None = None
 
     def describe(self) -> str:
         """One line for messages: ``added ConfigMap default/x``, ``after 30s``."""
+        if self.merge is not None:
+            return f"updated {self.ref} (merge)"
         if self.kind in ("added", "updated"):
             return f"{self.kind} " + ", ".join(object_label(o) for o in self.objects)
         if self.kind == "deleted":
@@ -258,6 +262,11 @@ class _Builder:
         value, where = data[kind], self.where(path)
         if kind == "added":
             return Step(kind, where, objects=self.objects(value, path + (kind,)))
+        if kind == "updated" and "merge" in value:
+            ref = _ref(value["key"])
+            if "kind" in value:
+                ref = Ref(value["apiVersion"], value["kind"], ref.name, ref.namespace)
+            return Step(kind, where, ref=ref, merge=value["merge"])
         if kind == "updated":
             before = self.objects(value["from"], path + (kind, "from")) if "from" in value else ()
             return Step(kind, where, objects=self.objects(value["to"], path + (kind, "to")),

@@ -18,7 +18,9 @@ Rules (the schema's descriptions say the same to users):
 The diff pairs each expected request with the sent request it matched (or, for one that
 matched none, the closest: same key, verb, kind and name if any) and shows the sent one
 reduced to the fields and body keys the expectation names, so only what differs shows;
-requests no expectation matched are shown whole.
+requests no expectation matched are shown whole, after the pairs, each marked ``# sent but
+not expected`` (:func:`request_diff` builds it pair by pair, so an extra request identical
+to an expected one is shown as the extra, never as a failed match).
 """
 
 from __future__ import annotations
@@ -160,18 +162,59 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
     if not missing and not extra:
         return []
     hide = (lambda e, s: (e, s)) if show_secrets else _redacted_pair
-    shown = [(e, *hide(e, s), s, ok) for e, s, ok in pairs]
-    want = [_expected_view(he) for _, he, _, _, _ in shown]
-    got = [project(he, hs) if ok or not matches(e, s) else sent_view(hs)
-           for e, he, hs, s, ok in shown if s is not None] + [
-        sent_view(hide({}, s)[1]) for s in extra]
+    blocks = []
+    for exp, sent_one, ok in pairs:
+        shown_exp, shown_sent = hide(exp, sent_one)
+        want = _expected_view(shown_exp)
+        if shown_sent is None:
+            blocks.append((want, None, ok))
+        else:
+            got = project(shown_exp, shown_sent) if ok or not matches(exp, sent_one) \
+                else sent_view(shown_sent)
+            blocks.append((want, got, ok))
+    blocks += [(None, sent_view(hide({}, s)[1]), False) for s in extra]
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
     if extra:
         parts.append(f"{len(extra)} request(s) sent but not expected")
-    return [Failure("requests", "requests: " + "; ".join(parts),
-                    unified(want, got, "expected requests", "sent requests"))]
+    return [Failure("requests", "requests: " + "; ".join(parts), request_diff(blocks))]
+
+
+Block = tuple["dict[str, Any] | None", "dict[str, Any] | None", bool]
+"""(expected view or None: an extra request, sent view or None: nothing sent, matched)."""
+
+
+def request_diff(blocks: Sequence[Block]) -> str:
+    """A unified diff (``-`` expected, ``+`` sent) built block by block, so a request is
+    never aligned with another one's lines: a matched pair is context, a pair that did not
+    match shows its differing lines, an expected request with nothing beside it is all
+    ``-``, and a request no expectation matched is all ``+`` under a ``# sent but not
+    expected`` line (also when it equals an expected one: a duplicate)."""
+    body: list[str] = []
+    for want, got, ok in blocks:
+        a = dump([want]).splitlines() if want is not None else []
+        b = dump([got]).splitlines() if got is not None else []
+        if want is None:
+            body += ["+# sent but not expected:"] + ["+" + line for line in b]
+        elif ok:
+            body += [" " + line for line in a]
+        else:
+            body += _line_diff(a, b)
+    old = sum(1 for line in body if line[0] in " -")
+    new = sum(1 for line in body if line[0] in " +")
+    return "\n".join(["--- expected requests", "+++ sent requests",
+                      f"@@ -1,{old} +1,{new} @@", *body])
+
+
+def _line_diff(a: list[str], b: list[str]) -> list[str]:
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += [" " + line for line in a[i1:i2]]
+            continue
+        out += ["-" + line for line in a[i1:i2]] + ["+" + line for line in b[j1:j2]]
+    return out
 
 
 def _redacted_pair(exp: Mapping[str, Any], sent: Sent | None

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinrun.actions.status import merge_patch
 from kinrun.config import ConfigErrors, load
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
@@ -159,7 +160,7 @@ def prepare(path: str | Path) -> Prepared:
             errors.append(_located(case.where, f"controller {case.controller!r}: no such "
                                    f"controller in the config (known: {', '.join(names)})"))
         needs = [s for s in case.steps if s.kind == "reconcile" or
-                 (s.kind == "deleted" and s.ref is not None and s.ref.kind is None)]
+                 (s.kind in ("deleted", "updated") and s.ref is not None and s.ref.kind is None)]
         if needs and case.controller is None and len(names) > 1:
             errors.append(_located(needs[0].where, f"{needs[0].describe()}: the config has "
                                    f"several controllers: give the case a controller"))
@@ -325,6 +326,8 @@ class _CaseRun:
 
     def _update(self, step: Step) -> str | None:
         store = self.server.store
+        if step.merge is not None:
+            return self._merge(step)
         for before in step.before:
             current = _get(store, before)
             if current is None:
@@ -336,6 +339,16 @@ class _CaseRun:
             if _get(store, obj) is None:
                 return f"{object_label(obj)} does not exist (use added:)"
             store.update(obj)
+        return None
+
+    def _merge(self, step: Step) -> str | None:
+        """``updated: {key, merge}``: the merge patch onto the object as the server holds it."""
+        api_version, kind = self._kind(step)
+        ref = step.ref
+        current = self.server.store.get(api_version, kind, ref.name, ref.namespace)
+        if current is None:
+            return f"{kind} {ref} does not exist (use added:)"
+        self.server.store.update(merge_patch(current, step.merge))
         return None
 
     def _controller(self) -> Any:
