@@ -8,9 +8,9 @@ and kopf's test helpers run real workers and so cannot promise this):
 1. *deliver*: every watch event up to the server's current resourceVersion goes to its
    informer, lowest resourceVersion first, one at a time (``kinrun.testing.turnstile``); each
    is stored and its handlers have queued their keys (buffered ``mapTo`` templates included)
-   before the next. Then the workqueue clock settles (:meth:`StepClock.settle`: every
-   delaying-queue and schedule thread a step of the fake clock woke has queued what fell
-   due). Repeated while the server's resourceVersion moves;
+   before the next. Then the workqueue clock is calm (:meth:`StepClock.calm`: every
+   delaying-queue and schedule thread has queued what fell due and waits again, with its
+   latest deadline). Repeated while the server's resourceVersion moves;
 2. *reconcile one key*: the controllers take turns in the config's order (round robin, the
    first controller first in every step), each turn one key from the head of that controller's workqueue (FIFO), reconciled on the
    runner's thread exactly as a worker does (``Controller.process_next_item``: the object from
@@ -28,6 +28,7 @@ loop: the same outcome every run) or, as a safety net, ``timeout`` real seconds.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -49,9 +50,29 @@ class NotQuiet(Exception):
     lagged, a write loop and its keys)."""
 
 
-StepClock = FakeClock
-"""The workqueues' clock in ``kinrun test``: kinrun's one fake clock (``kinrun.clock``), whose
-``settle`` tells when every queue thread a step woke has moved its due keys and waits again."""
+class StepClock(FakeClock):
+    """The workqueues' clock in ``kinrun test``: kinrun's one fake clock (``kinrun.clock``)
+    that also knows every thread that waits on it, so the runner steps it only when
+    :meth:`calm`: a delaying queue woken by its own ``add_after`` (not by a step, so not
+    covered by ``settle``) has re-armed its wait with the new deadline before time moves.
+    Reads FakeClock's ``_cond``, ``_parked`` and ``_woken`` (same invariants). Thread-safe."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        super().__init__(start)
+        self._known: dict[int, threading.Event] = {}  # thread -> its wake-up, once it waited
+
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """FakeClock.wait_until, the thread remembered (see :meth:`calm`)."""
+        with self._cond:
+            self._known[threading.get_ident()] = wakeup
+        return super().wait_until(wakeup, deadline)
+
+    def calm(self) -> bool:
+        """Every thread that ever waited on this clock is parked in ``wait`` with its wake-up
+        unset, and none a step woke is still running (``settled``)."""
+        with self._cond:
+            return (not self._woken and self._parked == len(self._known)
+                    and not any(event.is_set() for event in self._known.values()))
 
 
 def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
@@ -115,11 +136,12 @@ class Quiet:
                 self.turnstile.deliver(rv, deadline)
             except NotDelivered as exc:
                 raise NotQuiet(str(exc)) from None
-            if not self.clock.settle(deadline):
-                raise NotQuiet("the workqueue clock did not settle")
+            if not wait_until(self.clock.calm, deadline):
+                raise NotQuiet("the workqueue clock did not settle (a queue or schedule "
+                               "thread still running)")
             if not wait_until(self.handlers_idle, deadline):
                 raise NotQuiet("event handlers still busy")
-            if self.server_rv() == rv and self.clock.settled():
+            if self.server_rv() == rv and self.clock.calm():
                 return
 
     def _next(self) -> tuple[str, Any] | None:

@@ -12,9 +12,9 @@ sending it. Reads (``get``, listers) are not recorded. :class:`LogCapture` keeps
 the worker thread's last key.
 
 Each record carries the step it happened in (0: start, i: after ``when[i-1]``) and a per-key
-sequence number, so :meth:`Recorder.requests` etc. can give a deterministic order: by step,
-then controller and key, then in the order sent (requests of different keys within one step
-interleave by timing; within one key they are sequential, the workqueue guarantees it).
+sequence number. :meth:`Recorder.requests` etc. give the records in the order they happened:
+the runner reconciles one key at a time in a fixed order (``kinrun.testing.quiet``), so that
+order is the same in every run.
 
 Thread-safety: every method may be called from any thread; one lock guards the lists.
 """

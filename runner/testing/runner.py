@@ -4,12 +4,15 @@ Each case runs on a fresh embedded API server (``kinrun.testing.apiserver``) wit
 seed and a clock (uids, timestamps, resourceVersions, generated names are reproducible),
 through the one path every command takes (``docs/architecture.md``, "One path")::
 
-    plan(config, plugins, clock=wall) .bind(RecordingClient(client)) \\
-        .manager(clock=StepClock(), wrap=recorder.observe) .start(...)
+    plan(config, plugins, clock=wall) .bind(turnstile.client(RecordingClient(client)))
+        .manager(clock=StepClock(), wrap=recorder.observe) .start_caches(...)
 
-then ``given`` is already in the cluster (step 0 is the initial reconciles), each ``when``
-step is applied and the pipeline run until quiet (``kinrun.testing.quiet``), and what was
-recorded (``kinrun.testing.recording``) is compared with ``expect``
+with no worker thread: the runner's thread drives the pipeline in one fixed order
+(``kinrun.testing.quiet``: watch events delivered one at a time in resourceVersion order
+through ``kinrun.testing.turnstile``, then one key reconciled, controllers taking turns),
+so a case gives the same result every run. ``given`` is already in the cluster (step 0 is
+the initial reconciles), each ``when`` step is applied and the pipeline run until quiet, and
+what was recorded (``kinrun.testing.recording``) is compared with ``expect``
 (``kinrun.testing.expectations``). Two runs of one file print the same bytes: the output
 holds no time but the duration of a failed case, unless ``durations=False``.
 
@@ -37,7 +40,8 @@ from kinrun.plan import Plan, plan
 from kinrun.plugin_manager import load_plugins
 from kinrun.redact import redact_text, secret_values
 from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
-from kinrun.testing.expectations import Failure, check, contains
+from kinrun.testing.expectations import (Failure, check, contains, log_view, result_view,
+                                         sent_view)
 from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
 from kinrun.testing.recording import EPOCH, LogCapture, Recorder, RecordingClient
 from kinrun.testing.turnstile import Turnstile
@@ -203,11 +207,13 @@ def run_files(paths: Sequence[str | Path], *, select: Callable[[str], bool] = la
 
 
 def run_case(prepared: Prepared, case: Case, *, timeout: float,
-             show_secrets: bool = False) -> CaseOutcome:
+             show_secrets: bool = False, recorder: Recorder | None = None) -> CaseOutcome:
     """Run one case (module docstring) and compare; never raises for what the case does.
-    ``show_secrets``: the failure diffs show Secret values (default: redacted)."""
+    ``show_secrets``: the failure diffs show Secret values (default: redacted).
+    ``recorder``: record into this one (a fresh Recorder), to read it afterwards
+    (:func:`transcript`)."""
     started = time.monotonic()
-    recorder = Recorder()
+    recorder = recorder if recorder is not None else Recorder()
     capture = LogCapture(recorder).install()
     try:
         failure = _CaseRun(prepared, case, recorder, timeout).run()
@@ -224,6 +230,16 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
         failures = _without_secret_values(case, failures)
     return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
                        tuple(failures))
+
+
+def transcript(recorder: Recorder) -> list[str]:
+    """What a case run recorded, one line per request, Result and log line, in the order of
+    each kind (as a test file would write them): two runs of a case are the same run when
+    their transcripts are equal."""
+    return ([f"request {sent_view(s)}" for s in recorder.requests()]
+            + [f"result {r.controller} {r.key} [{r.step}] {result_view(r.result)}"
+               for r in recorder.results()]
+            + [f"log {log_view(line)}" for line in recorder.logs()])
 
 
 def _without_secret_values(case: Case, failures: list[Failure]) -> list[Failure]:
@@ -317,7 +333,7 @@ class _CaseRun:
             api_version, kind = self._kind(step)
             ref = step.ref
             if store.delete(api_version, kind, ref.name, ref.namespace) is None:
-                return f"{kind} {ref} does not exist"
+                return f"{_label(kind, ref)} does not exist"
         elif step.kind == "reconcile":
             self._controller().enqueue(step.key)
         else:
@@ -347,7 +363,7 @@ class _CaseRun:
         ref = step.ref
         current = self.server.store.get(api_version, kind, ref.name, ref.namespace)
         if current is None:
-            return f"{kind} {ref} does not exist (use added:)"
+            return f"{_label(kind, ref)} does not exist (use added:)"
         self.server.store.update(merge_patch(current, step.merge))
         return None
 
@@ -363,6 +379,11 @@ class _CaseRun:
         primary = self.prepared.config.controller(name).primary
         resolved = self.manager.refs[primary]
         return resolved.api_version, resolved.kind
+
+
+def _label(kind: str, ref: Any) -> str:
+    """``Kind ns/name`` of a step's Ref (whose kind may be left to the primary's)."""
+    return str(ref) if ref.kind else f"{kind} {ref}"
 
 
 def _get(store: Any, obj: dict[str, Any]) -> Any:
