@@ -10,11 +10,12 @@ A test file (``schemas/kinrun-test.schema.json`` is the truth; docs/testing.md):
         given: [{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default}}]
         when:
           - updated: {to: {file: web-v2.yaml}}
+          - updated: {key: default/web, merge: {metadata: {labels: {tier: front}}}}
           - after: 30s
         expect:
           requests: []
           results: {default/web: done}
-          logs: ["Sync/Add/Update for Pod web"]
+          logs: ["Sync/Add/Update for Pod web", {absent: "error", step: 3}]
 
 Loading goes through the config's loader (``kinrun.config.loader.load_yaml``: line/column
 marks, YAML 1.1 surprises refused) and a draft 2020-12 validator of that schema, so every
