@@ -59,20 +59,21 @@ class StepClock(FakeClock):
 
     def __init__(self, start: float = 1000.0) -> None:
         super().__init__(start)
-        self._known: dict[int, threading.Event] = {}  # thread -> its wake-up, once it waited
+        self._known: dict[threading.Thread, threading.Event] = {}  # thread -> its wake-up
 
     def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
         """FakeClock.wait_until, the thread remembered (see :meth:`calm`)."""
         with self._cond:
-            self._known[threading.get_ident()] = wakeup
+            self._known[threading.current_thread()] = wakeup
         return super().wait_until(wakeup, deadline)
 
     def calm(self) -> bool:
-        """Every thread that ever waited on this clock is parked in ``wait`` with its wake-up
-        unset, and none a step woke is still running (``settled``)."""
+        """Every live thread that ever waited on this clock is parked in ``wait`` with its
+        wake-up unset, and none a step woke is still running (``settled``)."""
         with self._cond:
-            return (not self._woken and self._parked == len(self._known)
-                    and not any(event.is_set() for event in self._known.values()))
+            live = [event for thread, event in self._known.items() if thread.is_alive()]
+            return (not self._woken and self._parked == len(live)
+                    and not any(event.is_set() for event in live))
 
 
 def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
