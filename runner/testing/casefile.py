@@ -10,11 +10,12 @@ A test file (``schemas/kinrun-test.schema.json`` is the truth; docs/testing.md):
         given: [{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: default}}]
         when:
           - updated: {to: {file: web-v2.yaml}}
+          - updated: {key: default/web, merge: {metadata: {labels: {tier: front}}}}
           - after: 30s
         expect:
           requests: []
           results: {default/web: done}
-          logs: ["Sync/Add/Update for Pod web"]
+          logs: ["Sync/Add/Update for Pod web", {absent: "error", step: 3}]
 
 Loading goes through the config's loader (``kinrun.config.loader.load_yaml``: line/column
 marks, YAML 1.1 surprises refused) and a draft 2020-12 validator of that schema, so every
@@ -85,8 +86,9 @@ class Ref:
 @dataclass(frozen=True)
 class Step:
     """One ``when`` step: ``kind`` one of :data:`STEP_KINDS`; ``objects`` (added: what to
-    create; updated: ``to``), ``before`` (updated: ``from``, or ()), ``ref`` (deleted),
-    ``key`` (reconcile), ``seconds`` (after); ``where``: ``file:line:col: when[i]``."""
+    create; updated: ``to``), ``before`` (updated: ``from``, or ()), ``ref`` (deleted, and
+    updated with ``merge``), ``merge`` (updated: the JSON merge patch, or None), ``key``
+    (reconcile), ``seconds`` (after); ``where``: ``file:line:col: when[i]``."""
 
     kind: str
     where: str
@@ -95,9 +97,12 @@ class Step:
     ref: Ref | None = None
     key: str = ""
     seconds: float = 0.0
+    merge: Obj | None = None
 
     def describe(self) -> str:
         """One line for messages: ``added ConfigMap default/x``, ``after 30s``."""
+        if self.merge is not None:
+            return f"updated {self.ref} (merge)"
         if self.kind in ("added", "updated"):
             return f"{self.kind} " + ", ".join(object_label(o) for o in self.objects)
         if self.kind == "deleted":
@@ -118,14 +123,25 @@ class ExpectedResult:
 
 
 @dataclass(frozen=True)
+class ExpectedLog:
+    """One ``logs`` entry: ``pattern`` (a regular expression, ``re.search``); ``step`` (the
+    line must be of that step: 0 the start, i after ``when[i-1]``; None: any); ``absent``
+    (no line may match; such entries take no part in the order)."""
+
+    pattern: str
+    step: int | None = None
+    absent: bool = False
+
+
+@dataclass(frozen=True)
 class Expect:
     """What a case checks; None: not checked. ``requests``: expected request mappings (as
     written, ``key``/``body``/``bodyEquals`` included); ``results``: key -> ExpectedResult;
-    ``logs``: regular expressions, in order."""
+    ``logs``: ExpectedLogs, the present ones in order."""
 
     requests: tuple[Mapping[str, Any], ...] | None = None
     results: Mapping[str, ExpectedResult] | None = None
-    logs: tuple[str, ...] | None = None
+    logs: tuple[ExpectedLog, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +264,11 @@ class _Builder:
         value, where = data[kind], self.where(path)
         if kind == "added":
             return Step(kind, where, objects=self.objects(value, path + (kind,)))
+        if kind == "updated" and "merge" in value:
+            ref = _ref(value["key"])
+            if "kind" in value:
+                ref = Ref(value["apiVersion"], value["kind"], ref.name, ref.namespace)
+            return Step(kind, where, ref=ref, merge=value["merge"])
         if kind == "updated":
             before = self.objects(value["from"], path + (kind, "from")) if "from" in value else ()
             return Step(kind, where, objects=self.objects(value["to"], path + (kind, "to")),
@@ -283,9 +304,10 @@ class _Builder:
         requests = tuple(data["requests"]) if "requests" in data else None
         results = {key: _result(value) for key, value in data["results"].items()} \
             if "results" in data else None
-        logs = tuple(data["logs"]) if "logs" in data else None
-        for i, pattern in enumerate(logs or ()):
-            self.regex(pattern, path + ("logs", i))
+        logs = tuple(_log(item) for item in data["logs"]) if "logs" in data else None
+        for i, entry in enumerate(logs or ()):
+            self.regex(entry.pattern, path + ("logs", i) + (() if isinstance(
+                data["logs"][i], str) else ("absent" if entry.absent else "match",)))
         for key, value in (results or {}).items():
             if value.message is not None:
                 self.regex(value.message, path + ("results", key, "message"))
@@ -308,6 +330,13 @@ def _ref(value: str | Obj) -> Ref:
         namespace, _, name = value.rpartition("/")
         return Ref(None, None, name, namespace or None)
     return Ref(value["apiVersion"], value["kind"], value["name"], value.get("namespace"))
+
+
+def _log(value: str | Obj) -> ExpectedLog:
+    if isinstance(value, str):
+        return ExpectedLog(value)
+    absent = "absent" in value
+    return ExpectedLog(value["absent" if absent else "match"], value.get("step"), absent)
 
 
 def _result(value: str | Obj) -> ExpectedResult:

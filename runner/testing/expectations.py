@@ -11,12 +11,16 @@ Rules (the schema's descriptions say the same to users):
   ``bodyEquals`` must equal the body.
 * ``results``: the last Result of each listed key (of the case's controller, or any).
 * ``logs``: each regular expression must ``re.search`` a log line after the line the
-  previous one matched.
+  previous one matched (and of its ``step``, when given); an ``absent`` one must match no
+  line (of its ``step``). Lines are in the order logged: the runner's order is fixed
+  (``kinrun.testing.quiet``).
 
 The diff pairs each expected request with the sent request it matched (or, for one that
 matched none, the closest: same key, verb, kind and name if any) and shows the sent one
 reduced to the fields and body keys the expectation names, so only what differs shows;
-requests no expectation matched are shown whole.
+requests no expectation matched are shown whole, after the pairs, each marked ``# sent but
+not expected`` (:func:`request_diff` builds it pair by pair, so an extra request identical
+to an expected one is shown as the extra, never as a failed match).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 import yaml
 
 from kinrun.redact import is_secret, redact_request
-from kinrun.testing.casefile import Expect, ExpectedResult
+from kinrun.testing.casefile import Expect, ExpectedLog, ExpectedResult
 from kinrun.testing.recording import LogLine, Reconciled, Sent
 
 _FIELDS = ("key", "verb", "apiVersion", "kind", "namespace", "name", "subresource",
@@ -158,18 +162,59 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
     if not missing and not extra:
         return []
     hide = (lambda e, s: (e, s)) if show_secrets else _redacted_pair
-    shown = [(e, *hide(e, s), s, ok) for e, s, ok in pairs]
-    want = [_expected_view(he) for _, he, _, _, _ in shown]
-    got = [project(he, hs) if ok or not matches(e, s) else sent_view(hs)
-           for e, he, hs, s, ok in shown if s is not None] + [
-        sent_view(hide({}, s)[1]) for s in extra]
+    blocks = []
+    for exp, sent_one, ok in pairs:
+        shown_exp, shown_sent = hide(exp, sent_one)
+        want = _expected_view(shown_exp)
+        if shown_sent is None:
+            blocks.append((want, None, ok))
+        else:
+            got = project(shown_exp, shown_sent) if ok or not matches(exp, sent_one) \
+                else sent_view(shown_sent)
+            blocks.append((want, got, ok))
+    blocks += [(None, sent_view(hide({}, s)[1]), False) for s in extra]
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
     if extra:
         parts.append(f"{len(extra)} request(s) sent but not expected")
-    return [Failure("requests", "requests: " + "; ".join(parts),
-                    unified(want, got, "expected requests", "sent requests"))]
+    return [Failure("requests", "requests: " + "; ".join(parts), request_diff(blocks))]
+
+
+Block = tuple["dict[str, Any] | None", "dict[str, Any] | None", bool]
+"""(expected view or None: an extra request, sent view or None: nothing sent, matched)."""
+
+
+def request_diff(blocks: Sequence[Block]) -> str:
+    """A unified diff (``-`` expected, ``+`` sent) built block by block, so a request is
+    never aligned with another one's lines: a matched pair is context, a pair that did not
+    match shows its differing lines, an expected request with nothing beside it is all
+    ``-``, and a request no expectation matched is all ``+`` under a ``# sent but not
+    expected`` line (also when it equals an expected one: a duplicate)."""
+    body: list[str] = []
+    for want, got, ok in blocks:
+        a = dump([want]).splitlines() if want is not None else []
+        b = dump([got]).splitlines() if got is not None else []
+        if want is None:
+            body += ["+# sent but not expected:"] + ["+" + line for line in b]
+        elif ok:
+            body += [" " + line for line in a]
+        else:
+            body += _line_diff(a, b)
+    old = sum(1 for line in body if line[0] in " -")
+    new = sum(1 for line in body if line[0] in " +")
+    return "\n".join(["--- expected requests", "+++ sent requests",
+                      f"@@ -1,{old} +1,{new} @@", *body])
+
+
+def _line_diff(a: list[str], b: list[str]) -> list[str]:
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += [" " + line for line in a[i1:i2]]
+            continue
+        out += ["-" + line for line in a[i1:i2]] + ["+" + line for line in b[j1:j2]]
+    return out
 
 
 def _redacted_pair(exp: Mapping[str, Any], sent: Sent | None
@@ -286,20 +331,42 @@ def _expected_result_view(exp: ExpectedResult) -> dict[str, Any]:
 
 
 def log_view(line: LogLine) -> str:
-    """``[step] key: LEVEL message`` as shown in a logs failure."""
-    return f"[{line.step}] {line.key or '-'}: {line.level} {line.message}"
+    """``[step] controller key: LEVEL message`` as shown in a logs failure."""
+    return f"[{line.step}] {line.controller or '-'} {line.key or '-'}: {line.level} {line.message}"
 
 
-def check_logs(expected: Sequence[str], logs: Sequence[LogLine]) -> list[Failure]:
-    """The logs failure, or []: names the first regular expression not found in order."""
+def check_logs(expected: Sequence[ExpectedLog | str], logs: Sequence[LogLine]
+               ) -> list[Failure]:
+    """The logs failure, or []: names the first present entry not found in order (after the
+    line the previous one matched, in its step when it names one), or the first absent entry
+    that matched a line."""
     at = 0
-    for i, pattern in enumerate(expected):
-        regex = re.compile(pattern)
-        found = next((j for j in range(at, len(logs)) if regex.search(logs[j].message)), None)
+    for i, entry in enumerate(expected):
+        entry = ExpectedLog(entry) if isinstance(entry, str) else entry
+        regex = re.compile(entry.pattern)
+        if entry.absent:
+            found = next((j for j, line in enumerate(logs)
+                          if _in_step(entry, line) and regex.search(line.message)), None)
+            if found is not None:
+                where = "" if entry.step is None else f" in step {entry.step}"
+                return [Failure("logs", f"logs: logs[{i}] {entry.pattern!r} must match no "
+                                f"line{where}, but matched {log_view(logs[found])}; the lines "
+                                f"were:\n{_shown(logs)}")]
+            continue
+        found = next((j for j in range(at, len(logs))
+                      if _in_step(entry, logs[j]) and regex.search(logs[j].message)), None)
         if found is None:
-            shown = "\n".join("  " + log_view(line) for line in logs) or "  (no log lines)"
             later = "" if at == 0 else f" after line {at} ({log_view(logs[at - 1])})"
-            return [Failure("logs", f"logs: logs[{i}] {pattern!r} matched no line{later}; "
-                            f"the lines were:\n{shown}")]
+            step = "" if entry.step is None else f" in step {entry.step}"
+            return [Failure("logs", f"logs: logs[{i}] {entry.pattern!r} matched no line{step}"
+                            f"{later}; the lines were:\n{_shown(logs)}")]
         at = found + 1
     return []
+
+
+def _in_step(entry: ExpectedLog, line: LogLine) -> bool:
+    return entry.step is None or line.step == entry.step
+
+
+def _shown(logs: Sequence[LogLine]) -> str:
+    return "\n".join("  " + log_view(line) for line in logs) or "  (no log lines)"

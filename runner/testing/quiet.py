@@ -1,49 +1,79 @@
-"""A quiet pipeline: how ``kinrun test`` knows a step has had all its effects, without
-sleeping for fixed times.
+"""Running a ``kinrun test`` step until the pipeline is quiet, in one fixed order.
 
-After a step's writes the pipeline is *quiet* when (checked in this order, repeated until the
-server's resourceVersion stops moving, since reconciles write too):
+No worker thread runs under ``kinrun test``: the runner's own thread drives the pipeline
+step by step, so every run of a case reconciles the same keys in the same order and each
+reconcile reads the same cache (as a discrete-event simulation; controller-runtime's envtest
+and kopf's test helpers run real workers and so cannot promise this):
 
-1. every reflector's ``last_sync_resource_version`` has reached the server's current global
-   resourceVersion. The embedded server runs with a small ``bookmark_interval``, so every
-   watch gets BOOKMARKs carrying the global resourceVersion even when nothing it watches
-   changed. A reflector moves its resume point only after the informer has stored the event
-   and called the synchronous enqueue handlers (and buffered the others' notifications), so
-   reaching the version means every key the change maps to is queued or being mapped;
-2. the workqueue clock has settled (:meth:`StepClock.settle`): every delaying-queue thread
-   woken by a step of the fake clock has moved the keys that fell due into its queue and
-   parked again;
-3. every informer's buffered handlers have caught up (``handlers_idle()``: a ``mapTo``
-   template runs on a listener thread of its own, after the reflector moved on) and every
-   controller's workqueue is idle (``idle()``: nothing queued, nothing processing); keys
-   waiting for the fake clock do not count.
+1. *deliver*: every watch event up to the server's current resourceVersion goes to its
+   informer, lowest resourceVersion first, one at a time (``kinrun.testing.turnstile``); each
+   is stored and its handlers have queued their keys (buffered ``mapTo`` templates included)
+   before the next. Then the workqueue clock is calm (:meth:`StepClock.calm`: every
+   delaying-queue and schedule thread has queued what fell due and waits again, with its
+   latest deadline). Repeated while the server's resourceVersion moves;
+2. *reconcile one key*: the controllers take turns in the config's order (round robin, the
+   first controller first in every step), each turn one key from the head of that controller's workqueue (FIFO), reconciled on the
+   runner's thread exactly as a worker does (``Controller.process_next_item``: the object from
+   the lister, the Result handled: forget, requeue, rate-limited retry). ``workers: N`` makes
+   no difference here: one key at a time;
+3. back to 1, until no workqueue has a ready key: the step is *quiet*. Keys waiting for the
+   fake clock (a ``requeueAfter``, a retry's backoff) wait for a later ``after:`` step.
 
-Waiting polls these conditions every millisecond or so (none of them signals), bounded by a
-deadline: :class:`NotQuiet` says which condition did not hold.
+So a reconcile never reads a cache older than the writes before it (its own included): a
+``create`` after a write of the object's own sees the object it created, a finalizer's patch
+and an annotation's are both in the cache for the next reconcile. A step that does not get
+quiet fails its case with :class:`NotQuiet`: after :data:`MAX_RECONCILES` reconciles (a write
+loop: the same outcome every run) or, as a safety net, ``timeout`` real seconds.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kinrun.clock import FakeClock
+from kinrun.testing.turnstile import NotDelivered, Turnstile
 
 POLL = 0.001
-"""Seconds between two looks at a condition."""
+"""Real seconds between two looks at a condition that signals nothing."""
 BOOKMARK_INTERVAL = 0.005
-"""Seconds between the BOOKMARKs the embedded server sends to each watch in a test run."""
+"""Seconds between the BOOKMARKs the embedded server sends to each watch in a test run: how
+soon a watch that saw no event tells the turnstile it is up to date."""
+MAX_RECONCILES = 1000
+"""Reconciles one step may run before it is declared not quiet (a write loop)."""
 
 
 class NotQuiet(Exception):
-    """The pipeline did not become quiet before the deadline; the message says what was
-    still moving (which informer lagged, which queue was busy)."""
+    """The step did not become quiet; the message says what was still moving (a watch that
+    lagged, a write loop and its keys)."""
 
 
-StepClock = FakeClock
-"""The workqueues' clock in ``kinrun test``: kinrun's one fake clock (``kinrun.clock``), whose
-``settle`` tells when every queue thread a step woke has moved its due keys and waits again."""
+class StepClock(FakeClock):
+    """The workqueues' clock in ``kinrun test``: kinrun's one fake clock (``kinrun.clock``)
+    that also knows every thread that waits on it, so the runner steps it only when
+    :meth:`calm`: a delaying queue woken by its own ``add_after`` (not by a step, so not
+    covered by ``settle``) has re-armed its wait with the new deadline before time moves.
+    Reads FakeClock's ``_cond``, ``_parked`` and ``_woken`` (same invariants). Thread-safe."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        super().__init__(start)
+        self._known: dict[threading.Thread, threading.Event] = {}  # thread -> its wake-up
+
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """FakeClock.wait_until, the thread remembered (see :meth:`calm`)."""
+        with self._cond:
+            self._known[threading.current_thread()] = wakeup
+        return super().wait_until(wakeup, deadline)
+
+    def calm(self) -> bool:
+        """Every live thread that ever waited on this clock is parked in ``wait`` with its
+        wake-up unset, and none a step woke is still running (``settled``)."""
+        with self._cond:
+            live = [event for thread, event in self._known.items() if thread.is_alive()]
+            return (not self._woken and self._parked == len(live)
+                    and not any(event.is_set() for event in live))
 
 
 def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
@@ -57,48 +87,70 @@ def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
 
 
 class Quiet:
-    """Waits for a quiet pipeline (module docstring).
+    """Drives the pipeline of one case run (module docstring).
 
-    ``server_rv``: the server's global resourceVersion (int); ``reflectors``: (name, informer)
-    pairs (SharedIndexInformers), each with ``last_sync_resource_version`` and
-    ``handlers_idle()``; ``queues``: (name, queue) pairs, each
-    with ``idle()``; ``clock``: the workqueues' StepClock."""
+    ``server_rv``: the server's global resourceVersion (int); ``turnstile``: the one every
+    informer's lister-watcher goes through; ``informers``: the SharedIndexInformers (each with
+    ``handlers_idle()``); ``controllers``: (name, Controller) in the config's order, never
+    started (no worker threads); ``clock``: the workqueues' StepClock. Used from one thread.
+    """
 
-    def __init__(self, server_rv: Callable[[], int], reflectors: Iterable[tuple[str, Any]],
-                 queues: Iterable[tuple[str, Any]], clock: StepClock) -> None:
-        self.server_rv, self.clock = server_rv, clock
-        self.reflectors, self.queues = list(reflectors), list(queues)
+    def __init__(self, server_rv: Callable[[], int], turnstile: Turnstile,
+                 informers: Iterable[Any], controllers: Sequence[tuple[str, Any]],
+                 clock: StepClock) -> None:
+        self.server_rv, self.turnstile, self.clock = server_rv, turnstile, clock
+        self.informers, self.controllers = list(informers), list(controllers)
+        self._turn = 0  # the controller whose turn is next
+        turnstile.idle = self.handlers_idle
+
+    def handlers_idle(self) -> bool:
+        """Every informer's buffered handlers have caught up."""
+        return all(informer.handlers_idle() for informer in self.informers)
 
     def wait(self, timeout: float) -> None:
-        """Return once quiet; NotQuiet after ``timeout`` seconds of real time."""
+        """Run until quiet (module docstring); NotQuiet after :data:`MAX_RECONCILES`
+        reconciles or ``timeout`` real seconds."""
         deadline = time.monotonic() + timeout
+        ran: list[str] = []
+        self._turn = 0  # every step starts with the first controller
+        while True:
+            self.deliver(deadline)
+            picked = self._next()
+            if picked is None:
+                return
+            if len(ran) >= MAX_RECONCILES:
+                raise NotQuiet(f"{MAX_RECONCILES} reconciles and still not quiet (a write "
+                               f"loop?); the last by {', '.join(ran[-4:])}")
+            name, controller = picked
+            ran.append(name)
+            controller.process_next_item()
+            if time.monotonic() >= deadline:
+                raise NotQuiet(f"still reconciling after {timeout:g}s, the last by "
+                               f"{', '.join(ran[-4:])}")
+
+    def deliver(self, deadline: float) -> None:
+        """Step 1 of the module docstring: every event up to the server's resourceVersion
+        handled, the clock settled; NotQuiet at ``deadline``."""
         while True:
             rv = self.server_rv()
-            lagging = self._lagging(rv)
-            if not wait_until(lambda: not self._lagging(rv), deadline):
-                names = ", ".join(f"{n} at {r!r}" for n, r in self._lagging(rv))
-                raise NotQuiet(f"informers did not reach resourceVersion {rv} within "
-                               f"{timeout:g}s: {names or lagging}")
-            if not self.clock.settle(deadline):
-                raise NotQuiet(f"the workqueue clock did not settle within {timeout:g}s")
-            if not wait_until(lambda: not self._busy(), deadline):
-                raise NotQuiet(f"workqueues still busy after {timeout:g}s: "
-                               f"{', '.join(self._busy())} (a reconcile that does not end?)")
-            if self.server_rv() == rv and self.clock.settled():
+            try:
+                self.turnstile.deliver(rv, deadline)
+            except NotDelivered as exc:
+                raise NotQuiet(str(exc)) from None
+            if not wait_until(self.clock.calm, deadline):
+                raise NotQuiet("the workqueue clock did not settle (a queue or schedule "
+                               "thread still running)")
+            if not wait_until(self.handlers_idle, deadline):
+                raise NotQuiet("event handlers still busy")
+            if self.server_rv() == rv and self.clock.calm():
                 return
 
-    def _lagging(self, rv: int) -> list[tuple[str, str]]:
-        return [(name, inf.last_sync_resource_version) for name, inf in self.reflectors
-                if _rv(inf.last_sync_resource_version) < rv]
-
-    def _busy(self) -> list[str]:
-        handlers = [f"handlers of {name}" for name, inf in self.reflectors
-                    if not inf.handlers_idle()]
-        return handlers + [name for name, queue in self.queues if not queue.idle()]
-
-
-def _rv(text: str) -> int:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return -1
+    def _next(self) -> tuple[str, Any] | None:
+        """The next controller in turn with a ready key, or None (quiet)."""
+        count = len(self.controllers)
+        for i in range(count):
+            name, controller = self.controllers[(self._turn + i) % count]
+            if len(controller.queue) > 0:
+                self._turn = (self._turn + i + 1) % count
+                return name, controller
+        return None

@@ -12,9 +12,9 @@ sending it. Reads (``get``, listers) are not recorded. :class:`LogCapture` keeps
 the worker thread's last key.
 
 Each record carries the step it happened in (0: start, i: after ``when[i-1]``) and a per-key
-sequence number, so :meth:`Recorder.requests` etc. can give a deterministic order: by step,
-then controller and key, then in the order sent (requests of different keys within one step
-interleave by timing; within one key they are sequential, the workqueue guarantees it).
+sequence number. :meth:`Recorder.requests` etc. give the records in the order they happened:
+the runner reconciles one key at a time in a fixed order (``kinrun.testing.quiet``), so that
+order is the same in every run.
 
 Thread-safety: every method may be called from any thread; one lock guards the lists.
 """
@@ -189,19 +189,19 @@ class Recorder:
     # -- reading (after the run) -------------------------------------------------------------
 
     def requests(self) -> list[Sent]:
-        """Every recorded request, by step, controller, key, then as sent."""
+        """Every recorded request, in the order sent (the runner's fixed order)."""
         with self._lock:
-            return sorted(self._sent, key=lambda s: (s.step, s.controller, s.key, s.seq))
+            return list(self._sent)
 
     def results(self) -> list[Reconciled]:
-        """Every reconcile, by step, controller, key, then in order."""
+        """Every reconcile, in the order run."""
         with self._lock:
-            return sorted(self._reconciled, key=lambda r: (r.step, r.controller, r.key, r.seq))
+            return list(self._reconciled)
 
     def logs(self) -> list[LogLine]:
-        """Every captured log line, by step, controller, key, then in order."""
+        """Every captured log line, in the order logged."""
         with self._lock:
-            return sorted(self._logs, key=lambda r: (r.step, r.controller, r.key, r.seq))
+            return list(self._logs)
 
 
 class RecordingClient:

@@ -4,12 +4,15 @@ Each case runs on a fresh embedded API server (``kinrun.testing.apiserver``) wit
 seed and a clock (uids, timestamps, resourceVersions, generated names are reproducible),
 through the one path every command takes (``docs/architecture.md``, "One path")::
 
-    plan(config, plugins, clock=wall) .bind(RecordingClient(client)) \\
-        .manager(clock=StepClock(), wrap=recorder.observe) .start(...)
+    plan(config, plugins, clock=wall) .bind(turnstile.client(RecordingClient(client)))
+        .manager(clock=StepClock(), wrap=recorder.observe) .start_caches(...)
 
-then ``given`` is already in the cluster (step 0 is the initial reconciles), each ``when``
-step is applied and the pipeline run until quiet (``kinrun.testing.quiet``), and what was
-recorded (``kinrun.testing.recording``) is compared with ``expect``
+with no worker thread: the runner's thread drives the pipeline in one fixed order
+(``kinrun.testing.quiet``: watch events delivered one at a time in resourceVersion order
+through ``kinrun.testing.turnstile``, then one key reconciled, controllers taking turns),
+so a case gives the same result every run. ``given`` is already in the cluster (step 0 is
+the initial reconciles), each ``when`` step is applied and the pipeline run until quiet, and
+what was recorded (``kinrun.testing.recording``) is compared with ``expect``
 (``kinrun.testing.expectations``). Two runs of one file print the same bytes: the output
 holds no time but the duration of a failed case, unless ``durations=False``.
 
@@ -30,15 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinrun.actions.status import merge_patch
 from kinrun.config import ConfigErrors, load
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
 from kinrun.plugin_manager import load_plugins
 from kinrun.redact import redact_text, secret_values
 from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
-from kinrun.testing.expectations import Failure, check, contains
+from kinrun.testing.expectations import (Failure, check, contains, log_view, result_view,
+                                         sent_view)
 from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
 from kinrun.testing.recording import EPOCH, LogCapture, Recorder, RecordingClient
+from kinrun.testing.turnstile import Turnstile
 
 SEED = 20231114
 """The embedded server's seed in every case (uids, generateName suffixes)."""
@@ -158,7 +164,7 @@ def prepare(path: str | Path) -> Prepared:
             errors.append(_located(case.where, f"controller {case.controller!r}: no such "
                                    f"controller in the config (known: {', '.join(names)})"))
         needs = [s for s in case.steps if s.kind == "reconcile" or
-                 (s.kind == "deleted" and s.ref is not None and s.ref.kind is None)]
+                 (s.kind in ("deleted", "updated") and s.ref is not None and s.ref.kind is None)]
         if needs and case.controller is None and len(names) > 1:
             errors.append(_located(needs[0].where, f"{needs[0].describe()}: the config has "
                                    f"several controllers: give the case a controller"))
@@ -201,11 +207,13 @@ def run_files(paths: Sequence[str | Path], *, select: Callable[[str], bool] = la
 
 
 def run_case(prepared: Prepared, case: Case, *, timeout: float,
-             show_secrets: bool = False) -> CaseOutcome:
+             show_secrets: bool = False, recorder: Recorder | None = None) -> CaseOutcome:
     """Run one case (module docstring) and compare; never raises for what the case does.
-    ``show_secrets``: the failure diffs show Secret values (default: redacted)."""
+    ``show_secrets``: the failure diffs show Secret values (default: redacted).
+    ``recorder``: record into this one (a fresh Recorder), to read it afterwards
+    (:func:`transcript`)."""
     started = time.monotonic()
-    recorder = Recorder()
+    recorder = recorder if recorder is not None else Recorder()
     capture = LogCapture(recorder).install()
     try:
         failure = _CaseRun(prepared, case, recorder, timeout).run()
@@ -222,6 +230,16 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
         failures = _without_secret_values(case, failures)
     return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
                        tuple(failures))
+
+
+def transcript(recorder: Recorder) -> list[str]:
+    """What a case run recorded, one line per request, Result and log line, in the order of
+    each kind (as a test file would write them): two runs of a case are the same run when
+    their transcripts are equal."""
+    return ([f"request {sent_view(s)}" for s in recorder.requests()]
+            + [f"result {r.controller} {r.key} [{r.step}] {result_view(r.result)}"
+               for r in recorder.results()]
+            + [f"log {log_view(line)}" for line in recorder.logs()])
 
 
 def _without_secret_values(case: Case, failures: list[Failure]) -> list[Failure]:
@@ -260,16 +278,19 @@ class _CaseRun:
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
             wall = self.recorder.wall_clock(lambda: EPOCH + self.clock.now())
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins, clock=wall)
-            manager = compiled.bind(RecordingClient(client, self.recorder, wall)).manager(
-                clock=self.clock, wrap=self.recorder.observe)
-            if not manager.start(threading.Event(), self.timeout):
-                return Failure("run", f"the informers did not sync within {self.timeout:g}s")
+            turnstile = Turnstile()
+            manager = compiled.bind(turnstile.client(RecordingClient(
+                client, self.recorder, wall))).manager(clock=self.clock,
+                                                        wrap=self.recorder.observe)
+            turnstile.seal()  # the informers are wired: later LISTs are a reconcile's own
             self.manager, self.server = manager, server
-            self.quiet = Quiet(lambda: server.store.resource_version,
-                               [(k.resource + (f" in {k.namespace}" if k.namespace else ""), i)
-                                for k, i in manager.factory.informers().items()],
-                               [(n, c.queue) for n, c in manager.controllers.items()],
-                               self.clock)
+            self.quiet = Quiet(lambda: server.store.resource_version, turnstile,
+                               manager.factory.informers().values(),
+                               list(manager.controllers.items()), self.clock)
+            if not manager.start_caches(threading.Event(), self.timeout):
+                return Failure("run", f"the informers did not sync within {self.timeout:g}s")
+            for scheduler in manager.schedules.values():  # no workers: the runner reconciles
+                scheduler.start()
             return self._steps()
         except (KinrunError, StatusError) as exc:
             return Failure("run", f"the run failed: {exc}")
@@ -312,7 +333,7 @@ class _CaseRun:
             api_version, kind = self._kind(step)
             ref = step.ref
             if store.delete(api_version, kind, ref.name, ref.namespace) is None:
-                return f"{kind} {ref} does not exist"
+                return f"{_label(kind, ref)} does not exist"
         elif step.kind == "reconcile":
             self._controller().enqueue(step.key)
         else:
@@ -321,6 +342,8 @@ class _CaseRun:
 
     def _update(self, step: Step) -> str | None:
         store = self.server.store
+        if step.merge is not None:
+            return self._merge(step)
         for before in step.before:
             current = _get(store, before)
             if current is None:
@@ -332,6 +355,16 @@ class _CaseRun:
             if _get(store, obj) is None:
                 return f"{object_label(obj)} does not exist (use added:)"
             store.update(obj)
+        return None
+
+    def _merge(self, step: Step) -> str | None:
+        """``updated: {key, merge}``: the merge patch onto the object as the server holds it."""
+        api_version, kind = self._kind(step)
+        ref = step.ref
+        current = self.server.store.get(api_version, kind, ref.name, ref.namespace)
+        if current is None:
+            return f"{_label(kind, ref)} does not exist (use added:)"
+        self.server.store.update(merge_patch(current, step.merge))
         return None
 
     def _controller(self) -> Any:
@@ -346,6 +379,11 @@ class _CaseRun:
         primary = self.prepared.config.controller(name).primary
         resolved = self.manager.refs[primary]
         return resolved.api_version, resolved.kind
+
+
+def _label(kind: str, ref: Any) -> str:
+    """``Kind ns/name`` of a step's Ref (whose kind may be left to the primary's)."""
+    return str(ref) if ref.kind else f"{kind} {ref}"
 
 
 def _get(store: Any, obj: dict[str, Any]) -> Any:

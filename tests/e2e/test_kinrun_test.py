@@ -1,5 +1,6 @@
 """``kinrun test`` on the shipped test files: they pass, the output is byte-identical run to
-run, and each file catches a one-field change to its example config (it is not trivial)."""
+run, every case records the same requests, Results and log lines in 20 runs, and each file
+catches a one-field change to its example config (it is not trivial)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,31 @@ def test_every_example_config_has_a_test_file() -> None:
     """examples/tests holds <config>.test.yaml for each examples/configs/<config>.yaml."""
     configs = {p.stem for p in (ROOT / "examples" / "configs").glob("*.yaml")}
     assert {p.name.removesuffix(".test.yaml") for p in TESTS} == configs
+
+
+RUNS = 20
+
+
+def test_every_example_case_records_the_same_in_20_runs() -> None:
+    """Every case of every example test file, run 20 times in one process: each run passes
+    and records exactly what the first did (requests, Results, log lines, in order)."""
+    from kinrun.testing.recording import Recorder
+    from kinrun.testing.runner import prepare, run_case, transcript
+
+    differences = []
+    for path in TESTS:
+        prepared = prepare(path)
+        for case in prepared.tests.cases:
+            runs = []
+            for _ in range(RUNS):
+                recorder = Recorder()
+                outcome = run_case(prepared, case, timeout=10, recorder=recorder)
+                runs.append((outcome.passed, transcript(recorder)))
+            differing = sum(1 for run in runs if run != runs[0])
+            if differing or not runs[0][0]:
+                differences.append(f"{path.name} :: {case.name}: {differing} of {RUNS} runs "
+                                   f"differ from the first (first passed: {runs[0][0]})")
+    assert differences == []
 
 
 def test_example_test_files_pass_twice_with_identical_output(tmp_path: Path) -> None:
