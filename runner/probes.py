@@ -364,67 +364,73 @@ class _Server:
                     self._busy -= 1
 
 
-def _handler_for(routes: Mapping[str, Route | QueryRoute]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        """One request whose head ``_Server`` read already (``request``: (socket, head))."""
+class _Handler(BaseHTTPRequestHandler):
+    """One request whose head ``_Server`` read already (``request``: (socket, head)),
+    answered from ``routes`` (set by :func:`_handler_for` on a subclass)."""
 
-        error_content_type = TEXT
-        error_message_format = "%(code)d %(message)s\n"
+    routes: Mapping[str, Route | QueryRoute] = {}
 
-        def setup(self) -> None:
-            self.connection, head = self.request
-            self.rfile = io.BytesIO(head)
-            self.wfile = self.connection.makefile("wb")
+    error_content_type = TEXT
+    error_message_format = "%(code)d %(message)s\n"
 
-        def handle(self) -> None:
-            self.close_connection = True
-            self.raw_requestline = self.rfile.readline(MAX_HEAD_BYTES + 1)
-            if len(self.raw_requestline) > MAX_HEAD_BYTES:
-                self.send_error(414)
-            elif self.parse_request():
-                if self.command in ALLOWED_METHODS:
-                    self._answer(body=self.command == "GET")
-                else:
-                    self._send(405, TEXT, b"405 method not allowed\n", True,
-                               Allow=", ".join(ALLOWED_METHODS))
+    def setup(self) -> None:
+        self.connection, head = self.request
+        self.rfile = io.BytesIO(head)
+        self.wfile = self.connection.makefile("wb")
 
-        def finish(self) -> None:
-            try:
-                self.wfile.flush()
-            finally:
-                self.wfile.close()
-
-        def _answer(self, *, body: bool) -> None:
-            path, _, query = self.path.partition("?")
-            route = routes.get(path)
-            if route is None:
-                status, ctype, data = 404, TEXT, b"404 page not found\n"
+    def handle(self) -> None:
+        self.close_connection = True
+        self.raw_requestline = self.rfile.readline(MAX_HEAD_BYTES + 1)
+        if len(self.raw_requestline) > MAX_HEAD_BYTES:
+            self.send_error(414)
+        elif self.parse_request():
+            if self.command in ALLOWED_METHODS:
+                self._answer(body=self.command == "GET")
             else:
-                try:
-                    if isinstance(route, QueryRoute):
-                        status, ctype, data = route.func(
-                            self.headers, parse_qs(query, keep_blank_values=True))
-                    else:
-                        status, ctype, data = route(self.headers)
-                except Exception as exc:  # noqa: BLE001 - a broken check answers 500
-                    _log.exception("%s failed", self.path)
-                    status, ctype, data = 500, TEXT, f"internal error: {exc}\n".encode()
-            self._send(status, ctype, data, body)
+                self._send(405, TEXT, b"405 method not allowed\n", True,
+                           Allow=", ".join(ALLOWED_METHODS))
 
-        def _send(self, status: int, ctype: str, data: bytes, body: bool,
-                  **headers: str) -> None:
-            self.send_response(status)
-            for name, value in (("Content-Type", ctype), ("Content-Length", str(len(data))),
-                                *headers.items()):
-                self.send_header(name, value)
-            self.end_headers()
-            if body:
-                self.wfile.write(data)
+    def finish(self) -> None:
+        try:
+            self.wfile.flush()
+        finally:
+            self.wfile.close()
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            _log.debug("%s %s", self.address_string(), format % args)
+    def _answer(self, *, body: bool) -> None:
+        path, _, query = self.path.partition("?")
+        route = self.routes.get(path)
+        if route is None:
+            status, ctype, data = 404, TEXT, b"404 page not found\n"
+        else:
+            try:
+                if isinstance(route, QueryRoute):
+                    status, ctype, data = route.func(
+                        self.headers, parse_qs(query, keep_blank_values=True))
+                else:
+                    status, ctype, data = route(self.headers)
+            except Exception as exc:  # noqa: BLE001 - a broken check answers 500
+                _log.exception("%s failed", self.path)
+                status, ctype, data = 500, TEXT, f"internal error: {exc}\n".encode()
+        self._send(status, ctype, data, body)
 
-    return Handler
+    def _send(self, status: int, ctype: str, data: bytes, body: bool,
+              **headers: str) -> None:
+        self.send_response(status)
+        for name, value in (("Content-Type", ctype), ("Content-Length", str(len(data))),
+                            *headers.items()):
+            self.send_header(name, value)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        _log.debug("%s %s", self.address_string(), format % args)
+
+
+def _handler_for(routes: Mapping[str, Route | QueryRoute]) -> type[BaseHTTPRequestHandler]:
+    """A handler class answering from ``routes`` (the dict itself: routes added later
+    count)."""
+    return type("Handler", (_Handler,), {"routes": routes})
 
 
 class Probes:

@@ -252,9 +252,8 @@ def test_the_manager_gives_its_fence_to_every_controller_also_after_a_reload():
     from kinrun.manager import Manager
 
     def wired(**controllers):
-        bound = SimpleNamespace(config=None, client=None, plan=SimpleNamespace(plugins=None),
-                                refs={})
-        return SimpleNamespace(metrics=None, factory=None, bound=bound, informers={},
+        return SimpleNamespace(metrics=None, factory=None, clock=None, client=None, refs={},
+                               plan=SimpleNamespace(config=None, plugins=None), informers={},
                                controllers=controllers, reconcilers={}, schedules={})
 
     clock = FakeClock(0.0)
