@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kinrun import __version__
-from kinrun.errors import ClusterConfigError, ConfigError, KinrunError
+from kinrun.errors import ApiConnectionError, ClusterConfigError, ConfigError, KinrunError
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -378,6 +378,15 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
     try:
         return int(run(config, options))
+    except ApiConnectionError as exc:
+        if options.embedded:
+            raise
+        from kinrun.kube.kubeconfig import describe_access
+
+        cluster = options.effective_cluster(config)
+        where = describe_access(kubeconfig=cluster.kubeconfig, context=cluster.context)
+        raise ApiConnectionError(f"{exc} ({where}); no cluster? add --embedded to run on the "
+                                 "embedded API server") from None
     except (KinrunError, KeyboardInterrupt):
         raise
     except Exception:  # noqa: BLE001 - the last line of defence: report, exit 1

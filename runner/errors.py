@@ -101,8 +101,17 @@ class UnauthorizedError(ApiError):
 
 
 class ForbiddenError(ApiError):
-    """403 Forbidden."""
+    """403 Forbidden. ``str()`` ends with :data:`RBAC_HINT`: the server's message already
+    names the user, verb, resource and namespace; ``kinrun rbac`` prints the rules that grant
+    what a config sends."""
     status_code = 403
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} ({RBAC_HINT})"
+
+
+RBAC_HINT = "`kinrun rbac CONFIG` prints the RBAC this config needs"
+"""What a 403 adds to its message."""
 
 
 class NotFoundError(ApiError):

@@ -138,18 +138,40 @@ def error_from_status(status_obj: Mapping[str, Any]) -> ApiError:
 
 
 def error_from_exception(exc: BaseException, *, method: str, url: str,
-                         read_timeout: float | None = None) -> ApiConnectionError:
+                         read_timeout: float | None = None,
+                         connect_timeout: float | None = None) -> ApiConnectionError:
     """The ApiConnectionError for a request that got no HTTP answer (urllib3 or socket error).
 
-    A read timeout says how long it waited (``read_timeout`` seconds) so a stalled watch is
-    recognisable in logs.
+    A timeout says which one and how long it was (``connect_timeout``, ``read_timeout``:
+    seconds, the values the request was sent with), so a stalled watch or an unreachable
+    server is recognisable in logs; a refused connection says so plainly.
     """
     reason: BaseException = exc
     if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
         reason = exc.reason
-    if isinstance(reason, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
+    if _refused(reason):
+        text = f"{method} {url}: Connection refused (nothing listens there)"
+    elif _connect_timeout(reason):
+        waited = f" after {connect_timeout:g}s" if connect_timeout else ""
+        text = f"{method} {url}: connect timed out{waited} (the server did not answer)"
+    elif isinstance(reason, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
         waited = f" after {read_timeout:g}s" if read_timeout else ""
         text = f"{method} {url}: read timed out{waited} (no bytes from the server)"
     else:
         text = f"{method} {url}: {type(reason).__name__}: {reason}"
     return ApiConnectionError(" ".join(text.split()))
+
+
+def _refused(reason: BaseException) -> bool:
+    return isinstance(reason, ConnectionRefusedError) or (
+        isinstance(reason, urllib3.exceptions.NewConnectionError)
+        and (isinstance(reason.__context__, ConnectionRefusedError)
+             or "refused" in str(reason).lower()))
+
+
+def _connect_timeout(reason: BaseException) -> bool:
+    """urllib3 2 raises NewConnectionError (a ConnectTimeoutError subclass) for every failed
+    connect: only a real timeout counts (its own class, or a socket timeout behind it)."""
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return isinstance(reason.__context__, TimeoutError) or "timed out" in str(reason)
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)

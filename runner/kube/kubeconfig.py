@@ -121,6 +121,30 @@ def load_in_cluster(environ: Mapping[str, str] = os.environ) -> k8s_client.Confi
     return config
 
 
+def describe_access(*, kubeconfig: str | None = None, context: str | None = None,
+                    environ: Mapping[str, str] = os.environ,
+                    home_kubeconfig: str = DEFAULT_KUBECONFIG) -> str:
+    """Where :func:`load_configuration` takes access from, in words, for error messages:
+    ``kubeconfig PATH (from SOURCE), context NAME``, or ``in-cluster service account``. Never
+    raises (an unreadable kubeconfig gives its path without a context)."""
+    if kubeconfig:
+        paths, source = kubeconfig, "--kubeconfig or cluster.kubeconfig"
+    elif environ.get("KUBECONFIG"):
+        paths, source = environ["KUBECONFIG"], "$KUBECONFIG"
+    elif context is None and _in_cluster_missing(environ) is None:
+        return "in-cluster service account"
+    else:
+        paths, source = home_kubeconfig, home_kubeconfig
+    if context is None:
+        try:
+            context = kube_config.list_kube_config_contexts(
+                os.path.expanduser(_existing(paths)[0]))[1]["name"]
+        except Exception:  # noqa: BLE001 - a description only
+            context = None
+    where = f"kubeconfig {paths}" + ("" if source == paths else f" (from {source})")
+    return where + (f", context {context}" if context else "")
+
+
 def load_configuration(*, kubeconfig: str | None = None, context: str | None = None,
                        environ: Mapping[str, str] = os.environ,
                        home_kubeconfig: str = DEFAULT_KUBECONFIG) -> k8s_client.Configuration:

@@ -239,8 +239,8 @@ class Transport:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if self.request_observer is not None:
                 self.request_observer(NO_ANSWER, method, self.host_label)
-            raise error_from_exception(exc, method=method, url=url,
-                                       read_timeout=read_timeout) from exc
+            raise error_from_exception(exc, method=method, url=url, read_timeout=read_timeout,
+                                       connect_timeout=self.connect_timeout) from exc
         if self.request_observer is not None:
             self.request_observer(str(resp.status), method, self.host_label)
         if 200 <= resp.status < 300:
