@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kinrun import plugin_manager as plugins
 from kinrun.cache import (
@@ -422,9 +422,30 @@ def reconciler(plan: ControllerPlan, *, listers: Mapping[str, ListerInterface],
         client=client, confirm_gone=confirm_gone, moved=moved)
 
 
-def offline_reconciler(plan: CompiledPlan, controller: str) -> Reconciler:
-    """The Reconciler of ``controller`` over empty caches (each informer's indexes defined,
-    no object in them) with no client: what ``kinrun render`` runs, having no cluster."""
-    listers = {name: Lister(KeyedIndexer(indexers=dict(informer.indexers)))
-               for name, informer in plan.informers.items()}
+def offline_reconciler(plan: CompiledPlan, controller: str,
+                       objects: Iterable[dict[str, Any]] = ()) -> Reconciler:
+    """The Reconciler of ``controller`` over caches holding ``objects`` (each put in every
+    informer that would deliver it: apiVersion, kind, namespaces, selectors; transformed as
+    it would be) with no client: what ``kinrun render`` runs, having no cluster."""
+    indexers = {name: KeyedIndexer(indexers=dict(informer.indexers))
+                for name, informer in plan.informers.items()}
+    for obj in objects:
+        for name, informer in plan.informers.items():
+            if _delivers(informer, obj):
+                indexers[name].add(informer.transform(obj) if informer.transform else obj)
+    listers = {name: Lister(indexer) for name, indexer in indexers.items()}
     return reconciler(plan.controller(controller), listers=listers)
+
+
+def _delivers(informer: InformerPlan, obj: dict[str, Any]) -> bool:
+    """Whether ``informer`` would list ``obj``: its apiVersion and kind (or a built-in
+    resource's kind), a watched namespace, its selectors."""
+    from kinrun.kube.builtin_kinds import builtin_kind
+
+    spec, meta = informer.spec, obj.get("metadata") or {}
+    kind = spec.kind or builtin_kind(spec.api_version, spec.resource or "")
+    if obj.get("apiVersion") != spec.api_version or (kind is not None and obj.get("kind") != kind):
+        return False
+    if spec.namespaces is not None and meta.get("namespace") not in spec.namespaces:
+        return False
+    return informer.matches is None or bool(informer.matches(obj))

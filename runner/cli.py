@@ -61,8 +61,8 @@ commands (give one as the first argument; anything else is a config file to run)
   validate CONFIG...      check config files; prints "FILE: ok" or every error (file:line:col)
   schema                  print the JSON Schema of the config file
   plugins CONFIG          list the plugins found and the hooks each implements
-  render CONFIG --object FILE [--old FILE] [--controller NAME] [--deleted [--reason R]]
-         [-o yaml|json] [--show-secrets]
+  render CONFIG --object FILE [--old FILE] [--lookup FILE]... [--controller NAME]
+         [--deleted [--reason R]] [-o yaml|json] [--show-secrets]
                           print the API requests a controller's actions would send for an object
   rbac CONFIG [--namespace NS] [--name NAME] [--service-account NAME]
        [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--crd FILE|DIR]
@@ -309,6 +309,10 @@ def _render_parser() -> argparse.ArgumentParser:
     parser.add_argument("--object", metavar="FILE", required=True,
                         help="the object (YAML or JSON, one document)")
     parser.add_argument("--old", metavar="FILE", help="its previous version, if the reconcile uses `old`")
+    parser.add_argument("--lookup", metavar="FILE", action="append", default=[],
+                        help="objects (YAML or JSON, one or more documents) the caches hold for "
+                             "get/list/by_index: each goes to every informer that would deliver "
+                             "it (repeatable; default: empty caches)")
     parser.add_argument("--controller", metavar="NAME",
                         help="the controller (needed when the config has several)")
     parser.add_argument("--deleted", action="store_true",
@@ -522,7 +526,9 @@ def _cmd_render(ns: argparse.Namespace) -> int:
         reason = ns.reason or "deleted"
     else:
         reason = "updated" if old is not None else "added"
-    steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted, reason)
+    cached = [o for path in ns.lookup for o in _read_objects(path, "--lookup")]
+    steps = _render(config, controller, key, None if ns.deleted else obj, old, ns.deleted, reason,
+                    cached)
     if not ns.show_secrets:
         from kinrun.redact import redact_steps, redact_strings, secret_values
 
@@ -593,6 +599,17 @@ def _read_object(path: str, flag: str) -> dict[str, Any]:
     return data
 
 
+def _read_objects(path: str, flag: str) -> list[dict[str, Any]]:
+    """The objects of a YAML/JSON file (several documents, ``kind: List`` opened), as
+    ``--seed`` reads them (``kinrun.app.load_seed_file``)."""
+    from kinrun.app import load_seed_file
+
+    try:
+        return load_seed_file(Path(path))
+    except ConfigError as exc:
+        raise UsageError(f"{flag} {exc}") from None
+
+
 def object_key(obj: dict[str, Any]) -> str:
     """The workqueue key of an object: ``namespace/name``, or ``name`` when it has no namespace
     (as client-go MetaNamespaceKeyFunc)."""
@@ -601,19 +618,20 @@ def object_key(obj: dict[str, Any]) -> str:
 
 
 def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
-            old: dict[str, Any] | None, deleted: bool,
-            reason: str = "") -> list[dict[str, Any]]:
+            old: dict[str, Any] | None, deleted: bool, reason: str = "",
+            cached: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The described steps of one reconcile of ``key``, as the run decides and renders them
     (``kinrun.reconcile.Reconciler.render``: actions, onDelete or finalize, between the
-    finalizer patches a run sends). Lookups in templates (``get``/``list``/``by_index``) see
-    empty caches: render has no cluster."""
+    finalizer patches a run sends; the hook call a hook controller would make). Lookups in
+    templates (``get``/``list``/``by_index``) see the ``cached`` objects (``--lookup``)."""
     from kinrun.bound import offline_reconciler
     from kinrun.plan import plan
     from kinrun.testing.recording import EPOCH
 
     # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
     # run to run (and as a test case's first reconcile stamps them)
-    reconciler = offline_reconciler(plan(config, clock=lambda: EPOCH), controller.name)
+    reconciler = offline_reconciler(plan(config, clock=lambda: EPOCH), controller.name,
+                                    cached or ())
     rendered = reconciler.render(key, None if deleted else obj, old=old,
                                  reason=reason or ("deleted" if deleted else ""))
     if rendered.nothing is not None:

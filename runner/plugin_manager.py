@@ -294,6 +294,7 @@ def reconcile_caller(pm: pluggy.PluginManager,
     def call(controller: str, key: str, obj: dict | None, ctx: hooks.ReconcileContext
              ) -> float | None:
         return combine_delays(caller(controller=controller, key=key, obj=obj, ctx=ctx))
+    call.plugins = tuple(impl.plugin_name for impl in caller.get_hookimpls())  # type: ignore[attr-defined]
     return call
 
 

@@ -378,21 +378,35 @@ class Reconciler:
         (``kinrun render``): :meth:`decide`, then the program rendered against this
         Reconciler's listers, between the finalizer patches the reconcile sends (the removal
         left out when the program asks for a requeue). ``obj`` None: a deletion, ``old`` its
-        final state. Hooks are code: they are not called. Raises what rendering raises
+        final state. Hooks are code: they are not called; the call a run would make is a step
+        (``{hook: kinrun_reconcile, plugins, controller, key, reason, obj, old}``). Raises what rendering raises
         (RenderError, ActionFailed, VarError)."""
         decision = self.decide(obj)
         if not decision.runs:
             return Rendered((), f"{key} is terminating without finalizer {self.finalizer}: "
                                 "nothing runs")
         before = (decision.add.describe(),) if decision.add is not None else ()
+        reason = reason or (DELETED if obj is None else "")
+        hook = (self._hook_call(key, obj, old, reason),) if self.hooks is not None else ()
         if decision.program is None:
+            if hook:
+                return Rendered((*before, *hook))
             return Rendered(before, f"controller {self.name!r} has no {decision.what} to "
                                     "render")
-        ctx = self._context(key, old, reason or (DELETED if obj is None else ""), None)
+        ctx = self._context(key, old, reason, None)
         result = decision.program.render(key=key, obj=obj, old=old, ctx=ctx)
         after = (decision.remove.describe(),) if decision.remove is not None \
             and not (result.requeue_after or 0) > 0 else ()
-        return Rendered((*before, *result.describe(), *after))
+        return Rendered((*before, *result.describe(), *hook, *after))
+
+    def _hook_call(self, key: str, obj: Obj | None, old: Obj | None,
+                   reason: str) -> dict[str, Any]:
+        """The ``kinrun_reconcile`` call a run would make after the actions, described (the
+        objects by reference: a hook gets them whole)."""
+        return {"hook": "kinrun_reconcile",
+                "plugins": list(getattr(self.hooks, "plugins", ())),
+                "controller": self.name, "key": key, "reason": reason,
+                "obj": _reference(obj), "old": _reference(old)}
 
     # -- finalizers ----------------------------------------------------------------------------
 
@@ -497,6 +511,16 @@ class Reconciler:
             asked = hooks(self.name, key, obj, ctx)
             delay = smallest_delay((delay, asked))
         return delay
+
+
+def _reference(obj: Obj | None) -> dict[str, Any] | None:
+    """apiVersion, kind, namespace, name and resourceVersion of ``obj`` (None for None)."""
+    if obj is None:
+        return None
+    meta = obj.get("metadata") or {}
+    return {k: v for k, v in (("apiVersion", obj.get("apiVersion")), ("kind", obj.get("kind")),
+                              ("namespace", meta.get("namespace")), ("name", meta.get("name")),
+                              ("resourceVersion", meta.get("resourceVersion"))) if v}
 
 
 def _identity(obj: Obj) -> tuple[Any, ...]:
