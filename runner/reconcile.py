@@ -95,6 +95,7 @@ from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminati
                                       remove_finalizer)
 from kinrun.errors import ApiError, NotFoundError, PermanentError, TemporaryError
 from kinrun.hooks import ReconcileContext
+from kinrun.kube.http_errors import never_succeeds
 
 Obj = dict[str, Any]
 
@@ -193,9 +194,11 @@ class Result:
 
     @classmethod
     def failed(cls, error: BaseException, cause: Cause | None = None) -> Result:
-        """The result of a reconcile that raised ``error``: PermanentError -> ``permanent``;
-        TemporaryError -> ``retry`` after its ``delay`` (None: with backoff); else ``retry``."""
-        if isinstance(error, PermanentError):
+        """The result of a reconcile that raised ``error``: PermanentError, or an API answer
+        that no retry can change (``http_errors.never_succeeds``: 400, 422 naming a field) ->
+        ``permanent``; TemporaryError -> ``retry`` after its ``delay`` (None: with backoff);
+        else ``retry``."""
+        if isinstance(error, PermanentError) or never_succeeds(error):
             return cls("permanent", error=error, cause=cause)
         delay = error.delay if isinstance(error, TemporaryError) else None
         return cls("retry", delay, error=error, cause=cause)

@@ -32,14 +32,20 @@ from .faults import Faults
 from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
 from .store import Entry, Store
+from .validation import check_decodable
 from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
-VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-kinrun.embedded",
+EMULATED_VERSION = (1, 20, 2)
+"""The kube-apiserver release the embedded server emulates (schemas and behaviour alike), said
+once: ``/version`` and ``docs/embedded-server.md`` derive from it; the envtest tier runs the same
+release, so differential tests compare like with like."""
+VERSION_INFO = {"major": str(EMULATED_VERSION[0]), "minor": str(EMULATED_VERSION[1]),
+                "gitVersion": "v%d.%d.%d-kinrun.embedded" % EMULATED_VERSION,
                 "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",
+                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.15.5", "compiler": "gc",
                 "platform": "linux/amd64"}
 PROPAGATION = ("Foreground", "Background", "Orphan")
 RETURNS_OBJECT_ON_DELETE = {("", "pods"), ("", "namespaces"),
@@ -295,6 +301,7 @@ class Api:
 
     @staticmethod
     def _check_type(t: Target, body: Obj) -> None:
+        check_decodable(t.rtype, t.version, body)
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if kind and kind != t.rtype.kind:
             raise st.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
@@ -464,6 +471,7 @@ class Api:
 
         def mutate(current: Obj) -> Obj:
             patched = patches.apply_patch(content_type, current, patch_body)
+            check_decodable(t.rtype, t.version, patched)
             patched = self._record(req, t, current, patched)
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
