@@ -9,7 +9,8 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
-     "redact"),                                            # Secret values kept out of output
+     "redact", "openapi"),                                 # Secret values kept out of output;
+                                                           # the kinds' schemas
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks"),                                     # the official client; the hookspecs
     ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its

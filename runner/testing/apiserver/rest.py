@@ -31,6 +31,7 @@ from . import status as st
 from .faults import Faults
 from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
+from .schemas import SchemaCheck
 from .store import Entry, Store
 from .validation import check_decodable
 from .strategy import prepare_for_update, reset_status
@@ -152,6 +153,7 @@ class Api:
         self.faults = faults
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
+        self.schemas = SchemaCheck(store)
 
     def handle(self, req: Request) -> Answer | WatchAnswer:
         """Answer one request; never raises for request problems (they become Status)."""
@@ -438,6 +440,7 @@ class Api:
         body = self._decode_body(req)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=False)
+        self.schemas.admit(t.rtype, t.version, body)
         body = self._record(req, t, None, body)
         reset_status(t.rtype, body)
         created = self.store.create_object(t.rtype, body, namespace=t.namespace,
@@ -448,6 +451,7 @@ class Api:
         body = self._decode_body(req)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=True)
+        self.schemas.admit(t.rtype, t.version, body)
 
         def mutate(current: Obj) -> Obj:
             # as 1.20: ownership is computed before the strategy resets status (or spec)
@@ -472,6 +476,7 @@ class Api:
         def mutate(current: Obj) -> Obj:
             patched = patches.apply_patch(content_type, current, patch_body)
             check_decodable(t.rtype, t.version, patched)
+            self.schemas.admit(t.rtype, t.version, patched)
             patched = self._record(req, t, current, patched)
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
@@ -485,6 +490,7 @@ class Api:
             raise st.bad_request("apply patch body must be an object")
         self._check_type(t, applied)
         self._check_identity(t, applied, need_name=True)
+        self.schemas.check_apply(t.rtype, t.version, applied)
         force = _truthy(req.query.get("force"))
         api_version = t.rtype.api_version(t.version)
 
@@ -492,6 +498,7 @@ class Api:
             merged = server_side_apply.apply(current, applied, manager=manager, force=force,
                                              api_version=api_version, now=self.store.now(),
                                              subresource=t.subresource)
+            self.schemas.admit(t.rtype, t.version, merged)
             return prepare_for_update(t.rtype, merged, current, t.subresource)
 
         def create() -> Obj:
@@ -499,6 +506,7 @@ class Api:
                 raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
                                           api_version=api_version, now=self.store.now())
+            self.schemas.admit(t.rtype, t.version, obj)
             reset_status(t.rtype, obj)
             return obj
 
