@@ -139,6 +139,12 @@ def _error_headers(error: st.StatusError) -> dict[str, str]:
     return headers
 
 
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header allows JSON (empty: anything)."""
+    types = [part.split(";")[0].strip() for part in accept.split(",") if part.strip()]
+    return not types or any(t in ("application/json", "*/*", "application/*") for t in types)
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -187,6 +193,8 @@ class Api:
 
     def _route(self, req: Request) -> Answer | WatchAnswer:
         path = req.path.rstrip("/") or "/"
+        if path == "/openapi/v2" and not _accepts_json(req.headers.get("Accept", "")):
+            raise _not_found_path()   # no protobuf form (a 406 makes kubectl's validation fail)
         fixed = self._fixed(path)
         if fixed is not None:
             if req.method not in ("GET", "HEAD"):
@@ -212,10 +220,15 @@ class Api:
             return json_answer(200, reg.api_group_list())
         parts = path.strip("/").split("/")
         doc: Any = None
-        if parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
-            doc = (openapi.root_document(reg) if len(parts) == 2 else
-                   openapi.gv_document(reg, "", parts[3]) if parts[2] == "api" and len(parts) == 4 else
-                   openapi.gv_document(reg, parts[3], parts[4]) if len(parts) == 5 else None)
+        schema_of = self.schemas.schema
+        if parts == ["openapi", "v2"]:
+            doc = openapi.v2_document(reg, schema_of)
+        elif parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            doc = (openapi.root_document(reg, schema_of) if len(parts) == 2 else
+                   openapi.gv_document(reg, "", parts[3], schema_of)
+                   if parts[2] == "api" and len(parts) == 4 else
+                   openapi.gv_document(reg, parts[3], parts[4], schema_of)
+                   if len(parts) == 5 else None)
         elif parts[0] == "api" and len(parts) == 2:
             doc = reg.resource_list("", parts[1])
         elif parts[0] == "apis" and len(parts) == 2:
