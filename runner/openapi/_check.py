@@ -212,9 +212,13 @@ def crd_errors(schema: Schema, obj: Any, *, skip_root: tuple[str, ...] = ("metad
     def visit(node: Schema, value: Any, path: str) -> bool:
         if path in skip_root:
             return False
-        problems = _value_problems(node, value, path)
-        found.extend(problems)
-        return not problems
+        if not type_matches(node, value, null_ok=False):
+            found.append(Problem(path, "FieldValueInvalid",
+                                 f'Invalid value: "{_json_type(value)}": {path} in body must be '
+                                 f'of type {node.type}: "{_json_type(value)}"'))
+            return False                   # as go-openapi: a value of the wrong type stops there
+        found.extend(_value_problems(node, value, path))
+        return True
     _walk(schema, obj, "", visit, indexed=False)
     return found
 
@@ -230,11 +234,8 @@ def _quote(value: Any) -> str:
 
 
 def _value_problems(node: Schema, value: Any, path: str) -> list[Problem]:
-    """The problems of one value against one node (its children are checked by the walk)."""
-    if not type_matches(node, value, null_ok=False):
-        return [Problem(path, "FieldValueInvalid",
-                        f'Invalid value: "{_json_type(value)}": {path} in body must be of type '
-                        f'{node.type}: "{_json_type(value)}"')]
+    """The problems of a value of the right type against one node (its children are checked
+    by the walk)."""
     found = _scalar_problems(node, value, path)
     if isinstance(value, dict):
         found += [Problem(_join(path, r), "FieldValueRequired", "Required value")
@@ -252,18 +253,24 @@ def _scalar_problems(node: Schema, value: Any, path: str) -> list[Problem]:
         found.append(Problem(path, "FieldValueNotSupported",
                              f"Unsupported value: {_quote(value)}: supported values: {allowed}"))
     if isinstance(value, str):
-        pattern = spec.get("pattern")
-        if pattern is not None and not re.search(pattern, value):
-            found.append(Problem(path, "FieldValueInvalid", f"Invalid value: {_quote(value)}: "
-                                 f"{path} in body should match '{pattern}'"))
-        if spec.get("maxLength") is not None and len(value) > spec["maxLength"]:
-            found.append(Problem(path, "FieldValueInvalid", f"Invalid value: {_quote(value)}: "
-                                 f"{path} in body should be at most {spec['maxLength']} chars long"))
-        if spec.get("minLength") is not None and len(value) < spec["minLength"]:
-            found.append(Problem(path, "FieldValueInvalid", f"Invalid value: {_quote(value)}: "
-                                 f"{path} in body should be at least {spec['minLength']} chars long"))
+        found += _string_problems(spec, value, path)[:1]   # go-openapi: the first one only
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         found += _bound_problems(spec, value, path)
+    return found
+
+
+def _string_problems(spec: dict[str, Any], value: str, path: str) -> list[Problem]:
+    """maxLength, minLength, pattern problems, in go-openapi's stringValidator order."""
+    found, head = [], f"Invalid value: {_quote(value)}: {path} in body should"
+    if spec.get("maxLength") is not None and len(value) > spec["maxLength"]:
+        found.append(Problem(path, "FieldValueInvalid",
+                             f"{head} be at most {spec['maxLength']} chars long"))
+    if spec.get("minLength") is not None and len(value) < spec["minLength"]:
+        found.append(Problem(path, "FieldValueInvalid",
+                             f"{head} be at least {spec['minLength']} chars long"))
+    pattern = spec.get("pattern")
+    if pattern is not None and not re.search(pattern, value):
+        found.append(Problem(path, "FieldValueInvalid", f"{head} match '{pattern}'"))
     return found
 
 
