@@ -32,6 +32,10 @@ BUILTIN_DEFAULTS: dict[str, dict[str, Any]] = {
     "io.k8s.api.core.v1.EndpointPort": {"protocol": "TCP"},
     "io.k8s.api.core.v1.Container": {"terminationMessagePath": "/dev/termination-log",
                                      "terminationMessagePolicy": "File"},
+    "io.k8s.api.apps.v1.DeploymentSpec": {"replicas": 1},
+    "io.k8s.api.apps.v1.ReplicaSetSpec": {"replicas": 1},
+    "io.k8s.api.apps.v1.StatefulSetSpec": {"replicas": 1},
+    "io.k8s.api.core.v1.ReplicationControllerSpec": {"replicas": 1},
 }
 """Fields the Go defaulting of kube-apiserver 1.20 fills (``pkg/apis/core/v1/defaults.go``),
 by definition name; only the ones kinrun's users meet (list-map keys first). Not in the

@@ -136,3 +136,26 @@ def test_custom_resources_are_validated_pruned_and_defaulted(both: Pair) -> None
     real = check(both, scenario)
     assert real["kept"] == {"spec": {"mode": "a", "free": {"x": 1}, "replicas": 1}, "top": False}
     assert ("spec.items.n", "FieldValueInvalid") in real["bad"]["causes"]
+
+
+def test_deployment_scale_subresource(both: Pair) -> None:
+    """GET and merge-PATCH of deployments/scale; a negative replicas is 422 on spec.replicas;
+    the Deployment's replicas (defaulted to 1) follow."""
+    def scenario(t: Target) -> Any:
+        path = f"/apis/apps/v1/namespaces/{t.ns}/deployments"
+        post(t, path, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                "template": {"metadata": {"labels": {"app": "web"}},
+                                             "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        first = t.kube.get(f"{path}/web/scale").body
+        patched = t.kube.request("PATCH", f"{path}/web/scale", {"spec": {"replicas": 3}},
+                                 content_type="application/merge-patch+json").body
+        bad = t.kube.request("PATCH", f"{path}/web/scale", {"spec": {"replicas": -1}},
+                             content_type="application/merge-patch+json")
+        deploy = t.kube.get(f"{path}/web").body
+        return {"first": (first["kind"], first["apiVersion"], first["spec"], first["status"]),
+                "patched": patched["spec"], "bad": outcome(bad),
+                "deploy": (deploy["spec"]["replicas"], deploy["metadata"]["generation"])}
+
+    real = check(both, scenario)
+    assert real["deploy"] == (3, 2)

@@ -14,6 +14,7 @@ from many connection threads at once.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from . import status as st
 from .faults import Faults
 from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
+from .scale import scale_of, with_replicas
 from .schemas import SchemaCheck
 from .store import Entry, Store
 from .validation import check_decodable
@@ -265,7 +267,8 @@ class Api:
             return None
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and (sub != "status" or not rtype.has_status):
+        if sub and not ((sub == "status" and rtype.has_status) or
+                        (sub == "scale" and rtype.scale is not None)):
             return None
         if name and rtype.namespaced and namespace is None:
             return None
@@ -354,6 +357,9 @@ class Api:
     # -- verbs ----------------------------------------------------------------------------
 
     def _get(self, req: Request, t: Target) -> Answer:
+        if t.subresource == "scale":
+            return json_answer(200, scale_of(t.rtype, self.store.get_entry(
+                t.rtype, t.namespace, t.name).decode()))
         form = self._metadata_form(req, t, is_list=False)
         entry = self.store.get_entry(t.rtype, t.namespace, t.name)
         return Answer(200, partial.partial_raw(entry.raw) if form else self._raw(t, entry))
@@ -462,6 +468,8 @@ class Api:
 
     def _update(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
+        if t.subresource == "scale":
+            return self._write_scale(req, t, lambda _scale: body)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=True)
         self.schemas.admit(t.rtype, t.version, body)
@@ -483,6 +491,10 @@ class Api:
         if "force" in req.query and not is_apply:
             raise st.bad_request("force may only be specified with apply patch")
         patch_body = patches.decode_patch(content_type, req.body)
+        if t.subresource == "scale" and not is_apply:
+            merge = patches.MERGE if content_type == patches.STRATEGIC else content_type
+            return self._write_scale(req, t, lambda scale: patches.apply_patch(
+                merge, scale, patch_body))
         if is_apply:
             return self._apply(req, t, patch_body)
 
@@ -496,6 +508,17 @@ class Api:
         obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
                                               dry_run=_dry_run(req))
         return json_answer(200, self._out(t, obj))
+
+    def _write_scale(self, req: Request, t: Target, new_scale: Any) -> Answer:
+        """PUT/PATCH of ``/scale``: ``new_scale(current Scale) -> Scale`` gives the desired
+        replicas; answers the Scale after the write."""
+        def mutate(current: Obj) -> Obj:
+            scale = new_scale(scale_of(t.rtype, current))
+            return with_replicas(t.rtype, copy.deepcopy(current), scale)
+
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
+                                              dry_run=_dry_run(req))
+        return json_answer(200, scale_of(t.rtype, obj))
 
     def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
         manager = self._manager(req, required=True)
