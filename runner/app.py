@@ -366,10 +366,10 @@ def _cluster_access(config: Config, options: RunOptions, stack: contextlib.ExitS
     if not options.embedded:
         cluster = options.effective_cluster(config)
         return cluster.kubeconfig, cluster.context
-    from kinrun.testing.apiserver import EmbeddedAPIServer
+    from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
 
     seeds = {path: load_seed_file(path) for path in dict.fromkeys(options.seeds)}
-    server = EmbeddedAPIServer()
+    server = EmbeddedAPIServer(controllers=controllers_default())
     server.start()
     stack.callback(server.stop)
     loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds.items())

@@ -246,10 +246,11 @@ class _CaseRun:
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
-        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError
+        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError, controllers_default
 
         server = EmbeddedAPIServer(seed=SEED, clock=lambda: EPOCH + self.clock.now(),
-                                   bookmark_interval=BOOKMARK_INTERVAL)
+                                   bookmark_interval=BOOKMARK_INTERVAL,
+                                   controllers=controllers_default())
         server.start()
         client = manager = None
         try:

@@ -159,3 +159,21 @@ def test_deployment_scale_subresource(both: Pair) -> None:
 
     real = check(both, scenario)
     assert real["deploy"] == (3, 2)
+
+
+def test_delete_propagation_finalizers_without_a_garbage_collector(both: Pair) -> None:
+    """Foreground and Orphan deletes add their finalizer and keep the object (no
+    controller-manager runs in envtest, nor with controllers off); Background deletes it."""
+    def scenario(t: Target) -> Any:
+        cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+        out = {}
+        for policy in ("Background", "Foreground", "Orphan"):
+            post(t, cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": policy.lower()}})
+            t.kube.request("DELETE", f"{cms}/{policy.lower()}", {"propagationPolicy": policy})
+            got = t.kube.get(f"{cms}/{policy.lower()}")
+            out[policy] = (got.status, (got.body.get("metadata") or {}).get("finalizers")
+                           if got.status == 200 else None)
+        return out
+
+    real = check(both, scenario)
+    assert real["Foreground"] == (200, ["foregroundDeletion"])

@@ -12,7 +12,7 @@ nothing in kinrun's runtime path imports it unless ``--embedded`` is used.
 
 from .faults import Faults
 from .registry import Registry, ResourceType
-from .server import EmbeddedAPIServer
+from .server import EmbeddedAPIServer, controllers_default
 from .status import StatusError
 from .store import Entry, ListResult, Store
 
@@ -25,4 +25,5 @@ __all__ = [
     "ResourceType",
     "StatusError",
     "Store",
+    "controllers_default",
 ]

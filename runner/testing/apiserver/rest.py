@@ -554,7 +554,7 @@ class Api:
         options: Obj = {}
         if req.body.strip():
             options = self._decode_body(req)
-        for key in ("propagationPolicy", "gracePeriodSeconds"):
+        for key in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
             if key in req.query:
                 options[key] = req.query[key]
         policy = options.get("propagationPolicy")
@@ -572,9 +572,13 @@ class Api:
             grace = None if grace is None else int(grace)
         except (TypeError, ValueError):
             raise st.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if _truthy(str(options["orphanDependents"])) else "Background"
         obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
                                              resource_version=pre.get("resourceVersion"),
-                                             grace_period=grace, dry_run=_dry_run(req))
+                                             grace_period=grace, propagation=policy,
+                                             dry_run=_dry_run(req))
         if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
             return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
                                                obj["metadata"].get("uid", "")))

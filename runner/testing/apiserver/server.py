@@ -73,6 +73,7 @@ from typing import Any
 
 from . import managed_fields
 from .faults import Faults
+from .gc import Controllers
 from .handlers import APIHTTPServer
 from .kubeconfig import write_kubeconfig
 from .registry import Registry
@@ -80,6 +81,14 @@ from .rest import Api
 from .store import Store
 
 Obj = dict[str, Any]
+CONTROLLERS_ENV = "KINRUN_EMBEDDED_CONTROLLERS"
+
+
+def controllers_default() -> bool:
+    """Whether ``kinrun --embedded`` and ``kinrun test`` run the embedded controllers (garbage
+    collector, namespace controller): yes, unless ``$KINRUN_EMBEDDED_CONTROLLERS`` is ``off``
+    (or ``0``/``false``)."""
+    return os.environ.get(CONTROLLERS_ENV, "on").strip().lower() not in ("off", "0", "false")
 
 
 class EmbeddedAPIServer:
@@ -96,13 +105,20 @@ class EmbeddedAPIServer:
     server writes (creationTimestamp, deletionTimestamp, managedFields times, CRD conditions).
     With both, the same writes give identical objects. Defaults: random, ``time.time``.
     Not covered: the timing of watch BOOKMARKs (``bookmark_interval``, real time), and what
-    clients put in objects themselves (an Event's timestamps and name come from the client)."""
+    clients put in objects themselves (an Event's timestamps and name come from the client).
+
+    ``controllers``: run the garbage collector and namespace controller (``gc``) after every
+    write; off by default here (as envtest, which the differential tests compare with);
+    ``kinrun --embedded`` and ``kinrun test`` turn them on (``controllers_default``)."""
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bookmark_interval: float = 60.0,
                  history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None,
-                 seed: int | None = None, clock: Callable[[], float] | None = None) -> None:
+                 seed: int | None = None, clock: Callable[[], float] | None = None,
+                 controllers: bool = False) -> None:
         self.store = Store(Registry(), history_size=history_size, clock=clock or time.time,
                            seed=seed)
+        if controllers:
+            self.store.controllers.append(Controllers(self.store).on_write_locked)
         self.faults = Faults(self.store)
         self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval)
         self._host, self._port = host, port

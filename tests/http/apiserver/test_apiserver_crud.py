@@ -336,13 +336,21 @@ def test_delete_preconditions_are_honoured(embedded_api_client):
     assert ok.status == 200
 
 
-@pytest.mark.parametrize("policy", ["Background", "Foreground", "Orphan"])
-def test_delete_accepts_propagation_policies(embedded_api_client, policy):
-    """Every propagationPolicy is accepted (via the kubernetes client's V1DeleteOptions)."""
+@pytest.mark.parametrize(("policy", "finalizer"), [
+    ("Background", None), ("Foreground", "foregroundDeletion"), ("Orphan", "orphan")])
+def test_delete_accepts_propagation_policies(embedded_api_client, policy, finalizer):
+    """Every propagationPolicy is accepted (via the kubernetes client's V1DeleteOptions);
+    Foreground and Orphan add their finalizer, which, with no garbage collector running (as
+    envtest), keeps the object."""
     v1 = kubernetes.client.CoreV1Api(embedded_api_client)
     v1.create_namespaced_config_map("default", configmap("a"))
     v1.delete_namespaced_config_map("a", "default", propagation_policy=policy)
-    assert call(embedded_api_client, "GET", f"{CM}/a").status == 404
+    got = call(embedded_api_client, "GET", f"{CM}/a")
+    if finalizer is None:
+        assert got.status == 404
+    else:
+        assert got.body["metadata"]["finalizers"] == [finalizer]
+        assert got.body["metadata"]["deletionTimestamp"]
 
 
 def test_delete_rejects_unknown_propagation_policy(embedded_api_client):
