@@ -388,7 +388,7 @@ def _load_seeds(server: Any, path: Path, objects: list[dict], stop: threading.Ev
         if stop.is_set():
             return index
         try:
-            server.load([obj])
+            server.load([obj], admit=True)
         except Exception as exc:  # noqa: BLE001 - the server's StatusError, whatever its code
             raise ConfigError(f"cannot load {obj.get('kind')} {obj['metadata'].get('name')!r}: "
                               f"{exc}", file=str(path), path=f"document[{index}]") from None

@@ -527,6 +527,7 @@ class Api:
         self._check_type(t, applied)
         self._check_identity(t, applied, need_name=True)
         self.schemas.check_apply(t.rtype, t.version, applied)
+        applied = self.schemas.defaulted(t.rtype, t.version, applied)
         force = _truthy(req.query.get("force"))
         api_version = t.rtype.api_version(t.version)
 

@@ -17,6 +17,7 @@ what they like. Concurrency: ``SchemaCheck`` caches CRD schemas in a dict writte
 from __future__ import annotations
 
 import base64
+import copy
 from typing import Any
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, builtin_schemas,
@@ -95,6 +96,20 @@ class SchemaCheck:
             problems = required_errors(schema, obj)
         if problems:
             raise _invalid(rtype, obj, problems)
+
+    def defaulted(self, rtype: ResourceType, version: str, applied: Obj) -> Obj:
+        """A copy of a server-side apply's body with the defaults a write would add (so that
+        re-applying the same body changes nothing: kinrun's apply treats lists as atomic, and
+        a live list holds the defaulted values). Invalid bodies are left to ``admit``."""
+        schema = self.schema(rtype, version)
+        obj = copy.deepcopy(applied)
+        if schema is None:
+            return obj
+        if not rtype.custom and rtype.group == "" and rtype.kind == "Secret":
+            merge_string_data(obj)
+        if rtype.custom or not decode_errors(schema, obj):
+            apply_defaults(schema, obj, None if rtype.custom else BUILTIN_DEFAULTS)
+        return obj
 
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:
         """422 when a server-side apply's list entries lack their list-map keys (see module

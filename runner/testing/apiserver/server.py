@@ -63,6 +63,7 @@ thread-safe.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import threading
@@ -79,6 +80,7 @@ from .kubeconfig import write_kubeconfig
 from .registry import Registry
 from .rest import Api
 from .store import Store
+from .validation import check_decodable
 
 Obj = dict[str, Any]
 CONTROLLERS_ENV = "KINRUN_EMBEDDED_CONTROLLERS"
@@ -192,7 +194,19 @@ class EmbeddedAPIServer:
         """Write a kubeconfig for this server to ``path`` (context ``embedded``)."""
         return write_kubeconfig(path, self.url, namespace=namespace)
 
-    def load(self, objs: Iterable[Obj], *, field_manager: str | None = None) -> list[Obj]:
+    def admit(self, obj: Obj) -> Obj:
+        """A copy of ``obj`` as a write through the API would store it: decode-checked,
+        pruned, defaulted and validated against its kind's schema (``schemas``). Raises
+        StatusError (400, 404 for an unknown kind, 422)."""
+        rtype = self.store.resolve(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        version = str(obj["apiVersion"]).rpartition("/")[2]
+        out = copy.deepcopy(obj)
+        check_decodable(rtype, version, out)
+        self._api.schemas.admit(rtype, version, out)
+        return out
+
+    def load(self, objs: Iterable[Obj], *, field_manager: str | None = None,
+             admit: bool = False) -> list[Obj]:
         """Seed objects: create each (``apiVersion``/``kind`` select the type; status kept),
         or replace it when it exists. Missing namespaces are created first. Returns the
         stored objects. Errors as ``Store.create`` (StatusError).
@@ -200,9 +214,12 @@ class EmbeddedAPIServer:
         ``field_manager``: record every field as owned by this Update manager, as a create by
         it through the API would (e.g. ``"kubectl-create"``); None: no managedFields, so the
         first server-side apply finds the fields owned by ``before-first-apply`` (as
-        kube-apiserver 1.20 does for objects without managedFields)."""
+        kube-apiserver 1.20 does for objects without managedFields). ``admit``: each object
+        goes through ``admit`` first (the defaults and checks of a write through the API)."""
         out = []
         for obj in objs:
+            if admit:
+                obj = self.admit(obj)
             if field_manager is not None:
                 obj = managed_fields.update(None, obj, manager=field_manager,
                                             api_version=str(obj.get("apiVersion") or ""),
