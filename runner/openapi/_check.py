@@ -32,6 +32,7 @@ BUILTIN_DEFAULTS: dict[str, dict[str, Any]] = {
     "io.k8s.api.core.v1.EndpointPort": {"protocol": "TCP"},
     "io.k8s.api.core.v1.Container": {"terminationMessagePath": "/dev/termination-log",
                                      "terminationMessagePolicy": "File"},
+    "io.k8s.api.core.v1.ServiceSpec": {"type": "ClusterIP", "sessionAffinity": "None"},
     "io.k8s.api.apps.v1.DeploymentSpec": {"replicas": 1},
     "io.k8s.api.apps.v1.ReplicaSetSpec": {"replicas": 1},
     "io.k8s.api.apps.v1.StatefulSetSpec": {"replicas": 1},

@@ -171,6 +171,10 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("batch", "Job", "jobs", status=True, generation=True, categories=["all"]),
     _builtin("coordination.k8s.io", "Lease", "leases"),
     _builtin("events.k8s.io", "Event", "events", short=["ev"], fields=EVENTS_V1_FIELDS),
+    _builtin("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+             False, verbs=("create",)),
+    _builtin("authorization.k8s.io", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+             False, verbs=("create",)),
     _builtin("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
              False, short=["crd", "crds"], status=True, generation=True, categories=["api-extensions"]),
 )

@@ -26,7 +26,7 @@ import yaml
 
 from . import apply as server_side_apply
 from . import managed_fields, openapi
-from . import partial
+from . import partial, protobuf, tables
 from . import patch as patches
 from . import status as st
 from .faults import Faults
@@ -34,7 +34,7 @@ from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
 from .scale import scale_of, with_replicas
 from .schemas import SchemaCheck
-from .store import Entry, Store
+from .store import CRDS, Entry, Store
 from .validation import check_decodable
 from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
@@ -50,6 +50,24 @@ VERSION_INFO = {"major": str(EMULATED_VERSION[0]), "minor": str(EMULATED_VERSION
                 "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
                 "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.15.5", "compiler": "gc",
                 "platform": "linux/amd64"}
+REVIEWS_GROUP = "authorization.k8s.io"
+NO_AUTHORIZATION = "the embedded API server has no authorization: everything is allowed"
+EVERYTHING = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+              "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+              "incomplete": False}
+
+
+def review(body: Obj) -> Obj:
+    """The answer to a SelfSubjectAccessReview (allowed) or SelfSubjectRulesReview (every
+    rule): the embedded server authorizes everything. Not stored, as kube-apiserver."""
+    answer = {**body, "metadata": {"creationTimestamp": None, **(body.get("metadata") or {})}}
+    if body.get("kind") == "SelfSubjectRulesReview":
+        answer["status"] = EVERYTHING
+    else:
+        answer["status"] = {"allowed": True, "reason": NO_AUTHORIZATION}
+    return answer
+
+
 PROPAGATION = ("Foreground", "Background", "Orphan")
 RETURNS_OBJECT_ON_DELETE = {("", "pods"), ("", "namespaces"),
                             ("apiextensions.k8s.io", "customresourcedefinitions")}
@@ -302,6 +320,8 @@ class Api:
     @staticmethod
     def _decode_body(req: Request) -> Obj:
         content_type = req.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type == protobuf.MEDIA_TYPE:
+            return protobuf.decode_body(req.body)
         if content_type and content_type not in _BODY_TYPES:
             # Protobuf or CBOR (kubectl create's typed clients send protobuf): not decoded here;
             # 415 as kube-apiserver answers a media type it does not accept.
@@ -356,7 +376,28 @@ class Api:
 
     # -- verbs ----------------------------------------------------------------------------
 
+    def _table_columns(self, t: Target) -> list[Any] | None:
+        """The Table columns of ``t``'s kind (``tables``); None: NAME and AGE."""
+        if not t.rtype.custom:
+            return tables.COLUMNS.get((t.rtype.group, t.rtype.kind))
+        crd_type = self.store.registry.get(CRDS)
+        crd = self.store.get_entry(crd_type, None,  # type: ignore[arg-type]
+                                   f"{t.rtype.plural}.{t.rtype.group}").decode()
+        versions = [v for v in (crd.get("spec") or {}).get("versions") or []
+                    if v.get("name") == t.version]
+        return tables.crd_columns(versions[0].get("additionalPrinterColumns") or []
+                                  if versions else [])
+
+    def _table(self, req: Request, t: Target, objs: list[Obj], meta: Obj) -> Answer:
+        include = req.query.get("includeObject") or "Metadata"
+        return json_answer(200, tables.table(self._table_columns(t), objs, self.store.epoch(),
+                                             meta, include))
+
     def _get(self, req: Request, t: Target) -> Answer:
+        if tables.wants_table(req.headers.get("Accept", "")) and not t.subresource:
+            entry = self.store.get_entry(t.rtype, t.namespace, t.name)
+            return self._table(req, t, [self._out(t, entry.decode())],
+                               {"resourceVersion": str(entry.rv)})
         if t.subresource == "scale":
             return json_answer(200, scale_of(t.rtype, self.store.get_entry(
                 t.rtype, t.namespace, t.name).decode()))
@@ -396,6 +437,8 @@ class Api:
             meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
+        if tables.wants_table(req.headers.get("Accept", "")):
+            return self._table(req, t, [self._out(t, e.decode()) for e in result.entries], meta)
         if form:
             items = b",".join(partial.partial_raw(e.raw) for e in result.entries)
             return Answer(200, partial.list_head(meta) + b',"items":[' + items + b"]}")
@@ -458,6 +501,8 @@ class Api:
     def _create(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
         self._check_type(t, body)
+        if t.rtype.group == REVIEWS_GROUP:
+            return json_answer(201, self._out(t, review(body)))
         self._check_identity(t, body, need_name=False)
         self.schemas.admit(t.rtype, t.version, body)
         body = self._record(req, t, None, body)

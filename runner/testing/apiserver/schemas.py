@@ -47,7 +47,8 @@ def merge_string_data(obj: Obj) -> None:
         data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
         obj["data"] = {**data, **{k: base64.b64encode(str(v).encode()).decode()
                                   for k, v in string_data.items()}}
-    obj.setdefault("type", "Opaque")
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
 
 
 class SchemaCheck:

@@ -179,6 +179,10 @@ class Store:
         with self.lock:
             return self._rv
 
+    def epoch(self) -> float:
+        """The store clock's current wall-clock epoch seconds."""
+        return self._clock()
+
     def now(self, offset: float = 0) -> str:
         """The current time (plus ``offset`` seconds) as RFC 3339 (seconds, UTC), as
         metav1.Time serialises."""
