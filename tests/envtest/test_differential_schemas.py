@@ -177,3 +177,36 @@ def test_delete_propagation_finalizers_without_a_garbage_collector(both: Pair) -
 
     real = check(both, scenario)
     assert real["Foreground"] == (200, ["foregroundDeletion"])
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def test_tables_and_access_reviews(both: Pair) -> None:
+    """Server-side Tables of ConfigMaps, Secrets and Pods have the same columns and cells (ages
+    aside); a SelfSubjectAccessReview of an admin is allowed."""
+    def scenario(t: Target) -> Any:
+        base = f"/api/v1/namespaces/{t.ns}"
+        post(t, f"{base}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "c"}, "data": {"a": "b"}})
+        post(t, f"{base}/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                    "metadata": {"name": "s"}, "stringData": {"p": "x"}})
+        post(t, f"{base}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        out = {}
+        for plural in ("configmaps", "secrets", "pods"):
+            table = t.kube.request("GET", f"{base}/{plural}", accept=TABLE).body
+            names = [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0]
+            rows = [[cell for cell, c in zip(r["cells"], table["columnDefinitions"])
+                     if c["name"] != "Age" and c["priority"] == 0] for r in table["rows"]
+                    if r["cells"][0] != "default-token" and not str(r["cells"][0]).startswith("default-token")]
+            out[plural] = (table["kind"], names, rows)
+        review = post(t, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "delete", "resource": "pods"}}})
+        out["review"] = (review.status, review.body["status"]["allowed"])
+        return out
+
+    real = check(both, scenario)
+    assert real["pods"] == ("Table", ["Name", "Ready", "Status", "Restarts", "Age"],
+                            [["p", "0/1", "Pending", 0]])
