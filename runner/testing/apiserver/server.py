@@ -10,22 +10,26 @@
 The unmodified ``kubernetes`` Python client and kubectl work against it over plain HTTP (any
 bearer token, or none, is accepted).
 
-How it differs from a real kube-apiserver (see also the module docstrings of ``patch``,
-``store``, ``watch``):
+It emulates kube-apiserver 1.20.2 (``rest.EMULATED_VERSION``); docs/embedded-server.md is
+the user's account. How it differs from a real kube-apiserver (see also the module docstrings
+of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf``):
 
-- No authentication, authorization, admission, audit, TLS, API priority and fairness. No
-  OpenAPI schemas: ``/openapi/v3`` only lists PATCH operations so kubectl leaves validation
-  to the server (which ignores ``fieldValidation``), ``/openapi/v2`` answers 404. No
-  aggregated discovery (clients fall back to the legacy documents). JSON only (no protobuf,
-  no Table output: kubectl prints NAME and AGE). No subresources but ``status`` (no ``log``,
-  ``exec``, ``scale``, ``eviction``, ``binding``, namespace ``finalize``).
+- No authentication, authorization (SelfSubjectAccessReviews allow everything), admission,
+  audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON only) and ``/openapi/v3``
+  serve ``kinrun.openapi``'s schemas plus CRDs' (``openapi``). No aggregated discovery
+  (clients fall back to the legacy documents). JSON answers; protobuf request bodies only
+  for Namespace, ConfigMap, Secret and the access reviews (``protobuf``). Tables for GET and
+  LIST, not watches (``tables``). Subresources: ``status`` and ``scale`` (no ``log``,
+  ``exec``, ``eviction``, ``binding``, namespace ``finalize``).
 - Writes: ``dryRun=All`` works for create/update/patch/delete (not deletecollection); a
   ``metadata.resourceVersion`` sent on create is ignored (the real server refuses it); no
   create-on-update for any kind; deletes answer the object for pods, namespaces, CRDs and
   custom resources and a Success Status otherwise; graceful deletion is not modelled.
-- Validation is shallow: names, label keys and values, CRD names/scope/storage version.
-  Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
-  pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
+- Validation: names, label keys and values, CRD names/scope/storage version, and the
+  schemas (``schemas``): built-in kinds' JSON types (400), required fields (422), a few Go
+  defaults, pruning; CRDs' structural schemas (prune, default, validate). Not the rest of
+  the per-kind Go validation. No conversion between a CRD's versions (only ``apiVersion``
+  is rewritten).
 - Strategic merge patch knows no schemas: well-known merge lists (containers, env, volumes,
   ports, conditions, ...) merge by key, other lists are replaced (see ``patch``).
   Field ownership follows 1.20's fieldmanager (see ``managed_fields``, ``apply``): creates,
@@ -35,14 +39,14 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   stops applying are removed, ``before-first-apply`` and kubectl's last-applied upgrade work;
   but lists are atomic leaves (no ``k:{...}`` items), and fieldsV1 has no ``"."`` markers.
   ``fieldManager`` is required for apply (422 otherwise), ``force`` only with apply (400).
-- No controllers, as in envtest: no garbage collector (ownerReferences and propagationPolicy
-  are accepted but dependents are never deleted; Foreground/Orphan add no finalizer), no
-  namespace controller (a deleted Namespace stays Terminating with its content; new content
-  is refused with 403), no kubelet (a scheduled Pod deleted with a grace period stays
+- Controllers: with ``controllers=True`` a garbage collector and a namespace controller
+  (``gc``); without (the default, as envtest) dependents are never deleted (Foreground/Orphan
+  add their finalizer, which then stays) and a deleted Namespace stays Terminating with its
+  content (new content is refused with 403). No kubelet (a scheduled Pod deleted with a grace period stays
   terminating until deleted with ``gracePeriodSeconds=0``; unscheduled pods go at once;
   nothing sets pod status), no scheduler. Deleting a CRD deletes its custom resources (that
   cleanup runs inside the real API server too). Defaulting is limited to a few Pod spec
-  fields, Namespace phase/finalizer and CRD status.
+  fields, the ``schemas`` defaults, Namespace phase/finalizer and CRD status.
 - One process, one store: resourceVersions are a dense global counter; the watch history is
   kept per resource with at least ``history_size`` events (the real watch cache sizes itself);
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that

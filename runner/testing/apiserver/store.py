@@ -8,7 +8,7 @@ fields, bump ``generation`` when anything but metadata/status changes, and are n
 resourceVersion, no event) when nothing changes; a delete of an object with finalizers only sets
 ``deletionTimestamp`` (the object goes when an update removes the last finalizer); a scheduled
 Pod is deleted gracefully and, with no kubelet, stays until deleted with grace 0. A deleted
-Namespace turns Terminating and stays (no namespace controller, as in envtest); a deleted
+Namespace turns Terminating and stays unless ``gc`` runs (as in envtest otherwise); a deleted
 CustomResourceDefinition deletes its custom resources first, then goes (the apiextensions
 cleanup finalizer runs inside the real API server too).
 
@@ -448,7 +448,7 @@ class Store:
         As the generic registry: a scheduled Pod (``spec.nodeName``) is deleted gracefully
         (``grace_period`` seconds, default its terminationGracePeriodSeconds) and, with no
         kubelet, stays terminating until deleted again with grace 0; a Namespace only turns
-        Terminating (no namespace controller runs); a CRD deletes its custom resources and
+        Terminating (the namespace controller of ``gc``, when it runs, empties it); a CRD deletes its custom resources and
         goes once they are gone (as apiextensions' cleanup finalizer)."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
