@@ -448,8 +448,9 @@ class Store:
         As the generic registry: a scheduled Pod (``spec.nodeName``) is deleted gracefully
         (``grace_period`` seconds, default its terminationGracePeriodSeconds) and, with no
         kubelet, stays terminating until deleted again with grace 0; a Namespace only turns
-        Terminating (the namespace controller of ``gc``, when it runs, empties it); a CRD deletes its custom resources and
-        goes once they are gone (as apiextensions' cleanup finalizer)."""
+        Terminating (the namespace controller of ``gc``, when it runs, empties it); a CRD
+        deletes its custom resources and goes once they are gone (as apiextensions' cleanup
+        finalizer)."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
             old = self._bucket_locked(rtype).get(object_key(ns, name))
