@@ -183,8 +183,9 @@ def _prune_value(sub: Schema | None, parent: dict[str, Any], key: str, preserve:
 
 
 def _prune_node(schema: Schema, value: Any) -> None:
-    if isinstance(value, dict) and (schema.type == "object" or schema.properties):
-        if schema.properties or schema.additional is not None or not schema.preserves_unknown:
+    declared = schema.node.get("properties")
+    if isinstance(value, dict) and (schema.type == "object" or declared):
+        if declared or schema.additional is not None or not schema.preserves_unknown:
             prune(schema, value)
     elif isinstance(value, list) and schema.items is not None:
         for item in value:
@@ -200,9 +201,9 @@ def apply_defaults(schema: Schema, obj: Any, table: dict[str, dict[str, Any]] | 
             return True
         for name, default in ((table or {}).get(node.name) or {}).items():
             value.setdefault(name, copy.deepcopy(default))
-        for name, prop in node.properties.items():
-            if name not in value and prop.default is not None:
-                value[name] = copy.deepcopy(prop.default)
+        for name, prop in (node.node.get("properties") or {}).items():
+            if name not in value and prop.get("default") is not None:
+                value[name] = copy.deepcopy(prop["default"])
         return True
     _walk(schema, obj, "", visit)
 

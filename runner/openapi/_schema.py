@@ -41,11 +41,13 @@ class Schema:
     "boolean", or "" when any JSON value is allowed), ``properties`` (name -> Schema),
     ``items``, ``additional`` (additionalProperties), ``required``, ``default`` (None when
     none), ``list_type`` ("atomic", "set", "map" or ""), ``list_map_keys``, ``name`` (the
-    definition's name, "" inside a CRD schema), ``node`` (the raw dict; do not modify)."""
+    definition's name, "" inside a CRD schema), ``node`` (the raw dict; do not modify).
+    Children are built once and kept (``_kids``), so walking an object reuses the tree."""
 
-    __slots__ = ("_defs", "node", "name")
+    __slots__ = ("_defs", "node", "name", "_kids")
 
     def __init__(self, definitions: Mapping[str, Node], node: Node, name: str = "") -> None:
+        self._kids: dict[str, Schema | None] = {}
         while isinstance(node.get("$ref"), str):                       # a v2 property that is only a reference
             name = str(node["$ref"]).removeprefix(_REF)
             node = definitions.get(name, {})
@@ -68,15 +70,22 @@ class Schema:
 
     def child(self, name: str) -> Schema | None:
         """The schema of property ``name``, or None when the object does not declare it."""
-        return self._wrap((self.node.get("properties") or {}).get(name))
+        key = "p:" + name
+        if key not in self._kids:
+            self._kids[key] = self._wrap((self.node.get("properties") or {}).get(name))
+        return self._kids[key]
 
     @property
     def items(self) -> Schema | None:
-        return self._wrap(self.node.get("items"))
+        if "items" not in self._kids:
+            self._kids["items"] = self._wrap(self.node.get("items"))
+        return self._kids["items"]
 
     @property
     def additional(self) -> Schema | None:
-        return self._wrap(self.node.get("additionalProperties"))
+        if "additional" not in self._kids:
+            self._kids["additional"] = self._wrap(self.node.get("additionalProperties"))
+        return self._kids["additional"]
 
     @property
     def required(self) -> tuple[str, ...]:

@@ -468,9 +468,15 @@ def test_create_from_yaml_body_is_accepted(embedded_api_client):
     assert call(embedded_api_client, "GET", f"{CM}/from-yaml").body["data"] == {"k": "v"}
 
 
-def test_create_with_protobuf_body_answers_415(embedded_api_client):
-    """A protobuf body (kubectl create's typed clients) is refused with 415, not misread."""
-    reply = call(embedded_api_client, "POST", CM, body="k8s\x00\x0a",
+def test_create_with_protobuf_body_of_an_undecoded_kind_answers_415(embedded_api_client):
+    """A protobuf body of a kind the server does not decode (a Pod) is refused with 415, not
+    misread; a truncated one is 400 (Namespace/ConfigMap/Secret bodies: test_apiserver_wire)."""
+    type_meta = b"\x0a\x02v1\x12\x03Pod"
+    body = b"k8s\x00" + b"\x0a" + bytes([len(type_meta)]) + type_meta
+    reply = call(embedded_api_client, "POST", "/api/v1/namespaces/default/pods", body=body,
                  content_type="application/vnd.kubernetes.protobuf")
     assert reply.status == 415
     assert reply.body["reason"] == "UnsupportedMediaType"
+    reply = call(embedded_api_client, "POST", CM, body=b"k8s\x00\x0a",
+                 content_type="application/vnd.kubernetes.protobuf")
+    assert reply.status == 400
