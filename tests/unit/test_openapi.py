@@ -43,7 +43,8 @@ def test_builtin_checks():
     assert [p.field for p in list_map_key_errors(service, svc)] == ["spec.ports[0].protocol"]
     prune(service, svc)
     apply_defaults(service, svc, BUILTIN_DEFAULTS)
-    assert svc == {"spec": {"ports": [{"port": 80, "protocol": "TCP"}]}}
+    assert svc == {"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "type": "ClusterIP",
+                            "sessionAffinity": "None"}}
 
 
 def test_crd_schema_of_a_version():
