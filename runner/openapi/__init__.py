@@ -10,7 +10,8 @@ from the same document and validates writes with the functions below.
     schemas = builtin_schemas()
     deploy = schemas.for_gvk("apps", "v1", "Deployment")           # Schema | None
     deploy.field_exists("spec.template.spec.containers[].image")   # True
-    deploy.at("spec.template.spec.containers[].ports").list_map_keys  # ("containerPort", "protocol")
+    ports = deploy.at("spec.template.spec.containers[].ports")
+    ports.list_map_keys                                            # ("containerPort", "protocol")
     svc_port = schemas.for_gvk("", "v1", "Service").at("spec.ports[]")
     BUILTIN_DEFAULTS[svc_port.name]                                 # {"protocol": "TCP"}
     list_map_key_errors(schema, obj)   # entries an apply cannot merge (Problem list)

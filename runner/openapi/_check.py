@@ -192,7 +192,8 @@ def _prune_node(schema: Schema, value: Any) -> None:
             _prune_node(schema.items, item)
 
 
-def apply_defaults(schema: Schema, obj: Any, table: dict[str, dict[str, Any]] | None = None) -> None:
+def apply_defaults(schema: Schema, obj: Any,
+                   table: dict[str, dict[str, Any]] | None = None) -> None:
     """Fill, in place, absent fields of every object in ``obj`` with the schema's ``default``
     (CRD structural defaulting) or, for built-ins, ``table[definition name]``
     (``BUILTIN_DEFAULTS``). Defaults are deep copies; null values are not replaced."""
@@ -208,7 +209,8 @@ def apply_defaults(schema: Schema, obj: Any, table: dict[str, dict[str, Any]] | 
     _walk(schema, obj, "", visit)
 
 
-def crd_errors(schema: Schema, obj: Any, *, skip_root: tuple[str, ...] = ("metadata",)) -> list[Problem]:
+def crd_errors(schema: Schema, obj: Any, *,
+               skip_root: tuple[str, ...] = ("metadata",)) -> list[Problem]:
     """Every violation of a CRD's structural schema in ``obj``, with kube-apiserver 1.20's
     causes (``spec.replicas: Invalid value: "x": spec.replicas in body must be of type
     integer: "string"``). Top-level ``skip_root`` fields are not checked (metadata is
@@ -281,16 +283,16 @@ def _string_problems(spec: dict[str, Any], value: str, path: str) -> list[Proble
 
 
 def _bound_problems(spec: dict[str, Any], value: float, path: str) -> list[Problem]:
-    found = []
+    found, head = [], f"Invalid value: {_quote(value)}: {path} in body should be"
     low, high = spec.get("minimum"), spec.get("maximum")
     if low is not None and (value < low or (spec.get("exclusiveMinimum") and value == low)):
         op = "greater than" if spec.get("exclusiveMinimum") else "greater than or equal to"
         found.append(Problem(path, "FieldValueInvalid",
-                             f"Invalid value: {_quote(value)}: {path} in body should be {op} {low}"))
+                             f"{head} {op} {low}"))
     if high is not None and (value > high or (spec.get("exclusiveMaximum") and value == high)):
         op = "less than" if spec.get("exclusiveMaximum") else "less than or equal to"
         found.append(Problem(path, "FieldValueInvalid",
-                             f"Invalid value: {_quote(value)}: {path} in body should be {op} {high}"))
+                             f"{head} {op} {high}"))
     return found
 
 

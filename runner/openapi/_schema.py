@@ -48,7 +48,7 @@ class Schema:
 
     def __init__(self, definitions: Mapping[str, Node], node: Node, name: str = "") -> None:
         self._kids: dict[str, Schema | None] = {}
-        while isinstance(node.get("$ref"), str):                       # a v2 property that is only a reference
+        while isinstance(node.get("$ref"), str):   # a v2 property that is only a reference
             name = str(node["$ref"]).removeprefix(_REF)
             node = definitions.get(name, {})
         self._defs, self.node, self.name = definitions, node, name

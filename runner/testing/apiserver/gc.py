@@ -161,7 +161,8 @@ class Controllers:
     def _content(self, namespace: str) -> list[tuple[ResourceType, Any]]:
         """Every object stored in ``namespace``."""
         return [(rtype, e) for rtype in self.store.registry.types() if rtype.namespaced
-                for e in list(self.store.entries_locked(rtype).values()) if e.namespace == namespace]
+                for e in list(self.store.entries_locked(rtype).values())
+                if e.namespace == namespace]
 
     # -- writes --------------------------------------------------------------------------------
 

@@ -166,5 +166,6 @@ def gv_document(registry: Registry, group: str, version: str,
             roots.append(schema.name)
     schemas = _to_v3(_reachable(definitions, roots))
     paths = {_item_path(t, version): _patch_operation(t, version) for t in types}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"},
-            "paths": paths, "components": {"schemas": schemas}}
+    info = {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"}
+    return {"openapi": "3.0.0", "info": info, "paths": paths,
+            "components": {"schemas": schemas}}
