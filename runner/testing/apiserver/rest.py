@@ -496,6 +496,11 @@ class Api:
                 raise
             # as the cacher: the watch is accepted (200), then one ERROR event ends it
             return WatchAnswer(None, first_lines=[error_line(exc)], end_after_first=True)
+        if tables.wants_table(req.headers.get("Accept", "")):
+            columns, include = self._table_columns(t), q.get("includeObject") or "Metadata"
+            watcher.table = lambda obj: tables.table(
+                columns, [obj], self.store.epoch(),
+                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include)
         return WatchAnswer(watcher, timeout=timeout)
 
     def _create(self, req: Request, t: Target) -> Answer:

@@ -8,7 +8,7 @@ custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (sim
 ``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none;
 other kinds NAME and AGE. Ages are written as ``duration.HumanDuration`` writes them. Each row
 carries its object as PartialObjectMetadata (``includeObject=Metadata``, the default), whole
-(``Object``) or not at all (``None``). Watches are not converted (events carry whole objects).
+(``Object``) or not at all (``None``). On a watch each event's object is a one-row Table.
 """
 
 from __future__ import annotations

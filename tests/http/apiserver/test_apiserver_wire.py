@@ -60,3 +60,18 @@ def test_table_of_configmaps(embedded_api_client):
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
     assert table["rows"][0]["cells"][:2] == ["c", 1]
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+def test_watch_events_carry_one_row_tables(embedded_api_client):
+    """A watch asking for Tables (kubectl get -w) gets each object as a one-row Table."""
+    import orjson
+    path = "/api/v1/namespaces/default/configmaps"
+    call(embedded_api_client, "POST", path, body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}})
+    m, url, hdrs, _, _ = embedded_api_client.param_serialize(
+        "GET", path, query_params=[("watch", "true"), ("timeoutSeconds", "1")],
+        header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    lines = embedded_api_client.call_api(m, url, hdrs).read().splitlines()
+    event = orjson.loads(lines[0])
+    assert event["type"] == "ADDED" and event["object"]["kind"] == "Table"
+    assert event["object"]["rows"][0]["cells"][:2] == ["c", 1]
