@@ -12,9 +12,10 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
      "redact", "threads", "safe_yaml", "result",           # Secret values kept out of output;
-     "fencing"),                                           # supervised threads; bounded YAML;
+     "fencing", "openapi"),                                # supervised threads; bounded YAML;
                                                            # a reconcile's typed Result; the
-                                                           # Lease's fence of a thread
+                                                           # Lease's fence of a thread; the
+                                                           # kinds' schemas
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates

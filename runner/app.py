@@ -235,10 +235,10 @@ def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
     and load the seeds (cut short, object by object, once ``stop`` is set)."""
     if not settings.embedded:
         return settings.cluster.kubeconfig, settings.cluster.context
-    from kinrun.testing.apiserver import EmbeddedAPIServer
+    from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
 
     seeds = {path: load_seed_file(path) for path in dict.fromkeys(settings.seeds)}
-    server = EmbeddedAPIServer()
+    server = EmbeddedAPIServer(controllers=controllers_default())
     server.start()
     stack.callback(server.stop)
     loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds.items())
@@ -257,7 +257,7 @@ def _load_seeds(server: Any, path: Path, objects: list[dict], stop: threading.Ev
         if stop.is_set():
             return index
         try:
-            server.load([obj])
+            server.load([obj], admit=True)
         except Exception as exc:  # noqa: BLE001 - the server's StatusError, whatever its code
             raise ConfigError(f"cannot load {obj.get('kind')} {obj['metadata'].get('name')!r}: "
                               f"{exc}", file=str(path), path=f"document[{index}]") from None

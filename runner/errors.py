@@ -267,3 +267,27 @@ class TemporaryError(ReconcileError):
     def __init__(self, message: str = "", *, delay: float | None = None) -> None:
         super().__init__(message)
         self.delay = delay
+
+
+def never_succeeds(error: BaseException) -> bool:
+    """Whether ``error`` is an API answer that no retry of the same request can change, so the
+    reconcile that sent it is a permanent failure for its key (retried only when the object or
+    the config changes):
+
+    - 422 Invalid whose causes name a ``field`` (the object fails validation: the same object
+      fails again). A 422 without field causes is not: a failed JSON-patch ``test`` or a path
+      the live object lacks (kube-apiserver's ``NewGenericServerResponse`` form, cause
+      ``UnexpectedServerResponse``) depends on the live object, so a retry with a fresh object
+      can succeed;
+    - 400 BadRequest (an undecodable body, a name or namespace that contradicts the URL).
+
+    403 and 404 are not: RBAC can be granted and a missing namespace or kind created while the
+    object stays the same. Semantics: kube-apiserver 1.20's answers; the split as kopf's
+    permanent/temporary errors."""
+    status = getattr(error, "status", None)
+    if status == 400 and getattr(error, "reason", "") == "BadRequest":
+        return True
+    if status != 422:
+        return False
+    causes = ((getattr(error, "body", None) or {}).get("details") or {}).get("causes") or []
+    return any(isinstance(c, dict) and c.get("field") for c in causes)

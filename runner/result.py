@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from kinrun.errors import PermanentError, TemporaryError
+from kinrun.errors import PermanentError, TemporaryError, never_succeeds
 
 # -- why a key was queued ---------------------------------------------------------------------
 
@@ -103,9 +103,11 @@ class Result:
 
     @classmethod
     def failed(cls, error: BaseException, cause: Cause | None = None) -> Result:
-        """The result of a reconcile that raised ``error``: PermanentError -> ``permanent``;
-        TemporaryError -> ``retry`` after its ``delay`` (None: with backoff); else ``retry``."""
-        if isinstance(error, PermanentError):
+        """The result of a reconcile that raised ``error``: PermanentError, or an API answer
+        that no retry can change (``kinrun.errors.never_succeeds``: 400, 422 naming a field)
+        -> ``permanent``; TemporaryError -> ``retry`` after its ``delay`` (None: with
+        backoff); else ``retry``."""
+        if isinstance(error, PermanentError) or never_succeeds(error):
             return cls("permanent", error=error, cause=cause)
         delay = error.delay if isinstance(error, TemporaryError) else None
         return cls("retry", delay, error=error, cause=cause)

@@ -34,8 +34,11 @@ import orjson
 import urllib3.exceptions
 
 from kinrun.errors import (ApiConnectionError, ApiError, ApplyConflictError,
-                           api_error_from_status)
+                           api_error_from_status, never_succeeds)
 from kinrun.redact import redact_echoed_text, redact_echoes
+
+# never_succeeds is re-exported: it lives in kinrun.errors, where kinrun.result can use it
+_REEXPORTED = (never_succeeds,)
 
 _TEXT_LIMIT = 300  # characters of a non-Status body kept in the message
 

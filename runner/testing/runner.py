@@ -264,15 +264,16 @@ class _CaseRun:
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
-        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError
+        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError, controllers_default
 
         server = EmbeddedAPIServer(seed=SEED, clock=lambda: EPOCH + self.clock.now(),
-                                   bookmark_interval=BOOKMARK_INTERVAL)
+                                   bookmark_interval=BOOKMARK_INTERVAL,
+                                   controllers=controllers_default())
         server.start()
         client = manager = None
         try:
             try:
-                server.load(self.case.given)
+                server.load(self.case.given, admit=True)
             except StatusError as exc:
                 return Failure("run", f"given: the server refused an object: {exc}")
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
@@ -326,7 +327,7 @@ class _CaseRun:
             for obj in step.objects:
                 if _get(store, obj) is not None:
                     return f"{object_label(obj)} already exists (use updated:)"
-                self.server.load([obj])
+                self.server.load([obj], admit=True)
         elif step.kind == "updated":
             return self._update(step)
         elif step.kind == "deleted":
@@ -347,14 +348,14 @@ class _CaseRun:
         for before in step.before:
             current = _get(store, before)
             if current is None:
-                self.server.load([before])
+                self.server.load([before], admit=True)
                 self.quiet.wait(self.timeout)
             elif not contains(before, current):
                 return f"updated.from does not match {object_label(before)} in the cluster"
         for obj in step.objects:
             if _get(store, obj) is None:
                 return f"{object_label(obj)} does not exist (use added:)"
-            store.update(obj)
+            store.update(self.server.admit(obj))
         return None
 
     def _merge(self, step: Step) -> str | None:

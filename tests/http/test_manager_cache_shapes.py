@@ -137,7 +137,9 @@ controllers:
     try:
         obj = rec.until("c", "default/p1")
         assert "volumes" not in obj["spec"] and "status" not in obj
-        assert obj["spec"]["containers"] == [{"name": "c", "image": "nginx"}]
+        assert [{k: c[k] for k in ("name", "image")} for c in obj["spec"]["containers"]] == [
+            {"name": "c", "image": "nginx"}]
+        assert "env" not in obj["spec"]["containers"][0]
         assert obj["metadata"]["annotations"] == {"note": "kept"}
         assert "managedFields" not in obj["metadata"]
     finally:

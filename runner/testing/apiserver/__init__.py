@@ -4,7 +4,9 @@ One concept per module: ``registry`` (served kinds, discovery), ``store`` (objec
 resourceVersion), ``history`` (bounded event log per resource), ``watch`` (streams),
 ``selectors``, ``patch``, ``strategy`` (status subresource rules), ``validation``,
 ``managed_fields``, ``status`` (metav1.Status errors), ``faults``, ``rest`` (routing, verbs),
-``openapi`` (the minimal documents kubectl needs), ``handlers`` (HTTP), ``kubeconfig``,
+``schemas`` (schema admission of writes), ``scale``, ``tables``, ``protobuf`` (request
+bodies), ``gc`` (garbage collector, namespace controller), ``openapi`` (the OpenAPI
+documents), ``handlers`` (HTTP), ``kubeconfig``,
 ``server`` (``EmbeddedAPIServer``; its docstring lists how this server differs from a real
 kube-apiserver), ``__main__`` (``python -m kinrun.testing.apiserver``). Test-only code:
 nothing in kinrun's runtime path imports it unless ``--embedded`` is used.
@@ -12,7 +14,7 @@ nothing in kinrun's runtime path imports it unless ``--embedded`` is used.
 
 from .faults import Faults
 from .registry import Registry, ResourceType
-from .server import EmbeddedAPIServer
+from .server import EmbeddedAPIServer, controllers_default
 from .status import StatusError
 from .store import Entry, ListResult, Store
 
@@ -25,4 +27,5 @@ __all__ = [
     "ResourceType",
     "StatusError",
     "Store",
+    "controllers_default",
 ]

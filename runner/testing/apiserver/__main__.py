@@ -2,7 +2,9 @@
 
 Options: ``--port`` (default 0: a free port), ``--host``, ``--kubeconfig PATH`` (where to write
 the kubeconfig; default a temp file), ``--bookmark-interval`` seconds, ``--history-size``
-events, ``--load FILE.yaml`` (seed objects, repeatable). Prints the URL and the kubeconfig
+events, ``--load FILE.yaml`` (seed objects, repeatable), ``--controllers on|off`` (the garbage
+collector and namespace controller; default on unless ``$KINRUN_EMBEDDED_CONTROLLERS`` is
+``off``, as ``kinrun --embedded``). Prints the URL and the kubeconfig
 path, then serves until interrupted (Ctrl-C / SIGTERM).
 """
 
@@ -17,7 +19,7 @@ import yaml
 
 from kinrun import safe_yaml
 
-from .server import EmbeddedAPIServer
+from .server import EmbeddedAPIServer, controllers_default
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bookmark-interval", type=float, default=60.0)
     parser.add_argument("--history-size", type=int, default=10000)
     parser.add_argument("--load", action="append", default=[], metavar="FILE")
+    parser.add_argument("--controllers", choices=("on", "off"),
+                        default="on" if controllers_default() else "off")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with EmbeddedAPIServer(args.port, host=args.host, bookmark_interval=args.bookmark_interval,
-                           history_size=args.history_size, kubeconfig=args.kubeconfig) as srv:
+                           history_size=args.history_size, kubeconfig=args.kubeconfig,
+                           controllers=args.controllers == "on") as srv:
         for path in args.load:
             with open(path, encoding="utf-8") as fh:
                 srv.load([doc for doc in safe_yaml.load_all(fh) if doc])

@@ -30,6 +30,8 @@ EVENT_FIELDS = ("involvedObject.kind", "involvedObject.namespace", "involvedObje
                 "reportingComponent", "source", "type")
 EVENTS_V1_FIELDS = ("regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
                     "regarding.apiVersion", "reason", "reportingController", "type")
+BUILTIN_SCALE = ("spec.replicas", "status.replicas", "spec.selector")
+"""Where the built-in scalable kinds keep replicas and selector (autoscaling/v1 Scale)."""
 BUILTIN_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                        "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 CUSTOM_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
@@ -46,7 +48,8 @@ class ResourceType:
     status changes), ``tracks_generation`` (``metadata.generation`` starts at 1 and is bumped on
     changes outside metadata and status), ``selectable_fields`` (field-selector keys accepted
     besides the metadata ones), ``patch_types`` (accepted PATCH content types), ``custom``
-    (defined by a CRD).
+    (defined by a CRD), ``scale`` (a ``/scale`` subresource: the dotted paths of spec
+    replicas, status replicas and the label selector, "" when absent; None: no subresource).
     """
 
     group: str
@@ -64,6 +67,7 @@ class ResourceType:
     patch_types: tuple[str, ...] = BUILTIN_PATCH_TYPES
     custom: bool = False
     list_kind: str = ""
+    scale: tuple[str, str, str] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -102,8 +106,13 @@ class ResourceType:
         versions.sort(key=lambda v: not v.get("storage", False))
         fields: list[str] = []
         has_status = False
+        scale = None
         for v in versions:
             has_status = has_status or "status" in ((v.get("subresources") or {}))
+            declared = (v.get("subresources") or {}).get("scale")
+            if isinstance(declared, dict) and scale is None:
+                scale = tuple(str(declared.get(k) or "").lstrip(".") for k in (
+                    "specReplicasPath", "statusReplicasPath", "labelSelectorPath"))
             for sf in v.get("selectableFields") or []:
                 path = str(sf.get("jsonPath", "")).lstrip(".")
                 if path and path not in fields:
@@ -115,7 +124,8 @@ class ResourceType:
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()), has_status=has_status,
             tracks_generation=True, selectable_fields=tuple(fields),
-            patch_types=CUSTOM_PATCH_TYPES, custom=True, list_kind=names.get("listKind", ""))
+            patch_types=CUSTOM_PATCH_TYPES, custom=True, list_kind=names.get("listKind", ""),
+            scale=scale)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,11 +136,13 @@ def _field_keys(extra: tuple[str, ...]) -> frozenset[str]:
 def _builtin(group: str, kind: str, plural: str, namespaced: bool = True, *,
              short: Iterable[str] = (), status: bool = False, generation: bool = False,
              fields: Iterable[str] = (), categories: Iterable[str] = (),
-             verbs: tuple[str, ...] = ALL_VERBS, version: str = "v1") -> ResourceType:
+             verbs: tuple[str, ...] = ALL_VERBS, version: str = "v1",
+             scale: bool = False) -> ResourceType:
     return ResourceType(group=group, versions=(version,), kind=kind, plural=plural,
                         singular=kind.lower(), namespaced=namespaced, short_names=tuple(short),
                         verbs=verbs, categories=tuple(categories), has_status=status,
-                        tracks_generation=generation, selectable_fields=tuple(fields))
+                        tracks_generation=generation, selectable_fields=tuple(fields),
+                        scale=BUILTIN_SCALE if scale else None)
 
 
 BUILTINS: tuple[ResourceType, ...] = (
@@ -146,17 +158,23 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("", "Node", "nodes", False, short=["no"], status=True, fields=["spec.unschedulable"]),
     _builtin("", "Endpoints", "endpoints", short=["ep"]),
     _builtin("", "PersistentVolumeClaim", "persistentvolumeclaims", short=["pvc"], status=True),
+    _builtin("", "ReplicationController", "replicationcontrollers", short=["rc"], status=True,
+             generation=True, categories=["all"], scale=True),
     _builtin("apps", "Deployment", "deployments", short=["deploy"], status=True, generation=True,
-             categories=["all"]),
+             categories=["all"], scale=True),
     _builtin("apps", "ReplicaSet", "replicasets", short=["rs"], status=True, generation=True,
-             categories=["all"]),
+             categories=["all"], scale=True),
     _builtin("apps", "StatefulSet", "statefulsets", short=["sts"], status=True, generation=True,
-             categories=["all"]),
+             categories=["all"], scale=True),
     _builtin("apps", "DaemonSet", "daemonsets", short=["ds"], status=True, generation=True,
              categories=["all"]),
     _builtin("batch", "Job", "jobs", status=True, generation=True, categories=["all"]),
     _builtin("coordination.k8s.io", "Lease", "leases"),
     _builtin("events.k8s.io", "Event", "events", short=["ev"], fields=EVENTS_V1_FIELDS),
+    _builtin("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+             False, verbs=("create",)),
+    _builtin("authorization.k8s.io", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+             False, verbs=("create",)),
     _builtin("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
              False, short=["crd", "crds"], status=True, generation=True, categories=["api-extensions"]),
 )
@@ -265,6 +283,11 @@ class Registry:
             if t.has_status:
                 resources.append({"name": f"{t.plural}/status", "singularName": "",
                                   "namespaced": t.namespaced, "kind": t.kind,
+                                  "verbs": ["get", "patch", "update"]})
+            if t.scale is not None:
+                resources.append({"name": f"{t.plural}/scale", "singularName": "",
+                                  "namespaced": t.namespaced, "group": "autoscaling",
+                                  "version": "v1", "kind": "Scale",
                                   "verbs": ["get", "patch", "update"]})
         if not resources:
             return None

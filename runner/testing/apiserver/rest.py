@@ -14,6 +14,7 @@ from many connection threads at once.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Mapping
@@ -27,22 +28,48 @@ from kinrun import safe_yaml
 
 from . import apply as server_side_apply
 from . import managed_fields, openapi
-from . import partial
+from . import partial, protobuf, tables
 from . import patch as patches
 from . import status as st
 from .faults import Faults
 from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
-from .store import Entry, Store
+from .scale import scale_of, with_replicas
+from .schemas import SchemaCheck
+from .store import CRDS, Entry, Store
+from .validation import check_decodable
 from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
-VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-kinrun.embedded",
+EMULATED_VERSION = (1, 20, 2)
+"""The kube-apiserver release the embedded server emulates (schemas and behaviour alike), said
+once: ``/version`` and ``docs/embedded-server.md`` derive from it; the envtest tier runs the same
+release, so differential tests compare like with like."""
+VERSION_INFO = {"major": str(EMULATED_VERSION[0]), "minor": str(EMULATED_VERSION[1]),
+                "gitVersion": "v%d.%d.%d-kinrun.embedded" % EMULATED_VERSION,
                 "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",
+                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.15.5", "compiler": "gc",
                 "platform": "linux/amd64"}
+REVIEWS_GROUP = "authorization.k8s.io"
+NO_AUTHORIZATION = "the embedded API server has no authorization: everything is allowed"
+EVERYTHING = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+              "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+              "incomplete": False}
+
+
+def review(body: Obj) -> Obj:
+    """The answer to a SelfSubjectAccessReview (allowed) or SelfSubjectRulesReview (every
+    rule): the embedded server authorizes everything. Not stored, as kube-apiserver."""
+    answer = {**body, "metadata": {"creationTimestamp": None, **(body.get("metadata") or {})}}
+    if body.get("kind") == "SelfSubjectRulesReview":
+        answer["status"] = EVERYTHING
+    else:
+        answer["status"] = {"allowed": True, "reason": NO_AUTHORIZATION}
+    return answer
+
+
 PROPAGATION = ("Foreground", "Background", "Orphan")
 RETURNS_OBJECT_ON_DELETE = {("", "pods"), ("", "namespaces"),
                             ("apiextensions.k8s.io", "customresourcedefinitions")}
@@ -134,6 +161,12 @@ def _error_headers(error: st.StatusError) -> dict[str, str]:
     return headers
 
 
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header allows JSON (empty: anything)."""
+    types = [part.split(";")[0].strip() for part in accept.split(",") if part.strip()]
+    return not types or any(t in ("application/json", "*/*", "application/*") for t in types)
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -148,6 +181,7 @@ class Api:
         self.faults = faults
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
+        self.schemas = SchemaCheck(store)
 
     def handle(self, req: Request) -> Answer | WatchAnswer:
         """Answer one request; never raises for request problems (they become Status)."""
@@ -181,6 +215,8 @@ class Api:
 
     def _route(self, req: Request) -> Answer | WatchAnswer:
         path = req.path.rstrip("/") or "/"
+        if path == "/openapi/v2" and not _accepts_json(req.headers.get("Accept", "")):
+            raise _not_found_path()   # no protobuf form (a 406 makes kubectl's validation fail)
         fixed = self._fixed(path)
         if fixed is not None:
             if req.method not in ("GET", "HEAD"):
@@ -206,10 +242,15 @@ class Api:
             return json_answer(200, reg.api_group_list())
         parts = path.strip("/").split("/")
         doc: Any = None
-        if parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
-            doc = (openapi.root_document(reg) if len(parts) == 2 else
-                   openapi.gv_document(reg, "", parts[3]) if parts[2] == "api" and len(parts) == 4 else
-                   openapi.gv_document(reg, parts[3], parts[4]) if len(parts) == 5 else None)
+        schema_of = self.schemas.schema
+        if parts == ["openapi", "v2"]:
+            doc = openapi.v2_document(reg, schema_of)
+        elif parts[0] == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            doc = (openapi.root_document(reg, schema_of) if len(parts) == 2 else
+                   openapi.gv_document(reg, "", parts[3], schema_of)
+                   if parts[2] == "api" and len(parts) == 4 else
+                   openapi.gv_document(reg, parts[3], parts[4], schema_of)
+                   if len(parts) == 5 else None)
         elif parts[0] == "api" and len(parts) == 2:
             doc = reg.resource_list("", parts[1])
         elif parts[0] == "apis" and len(parts) == 2:
@@ -246,7 +287,8 @@ class Api:
             return None
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and (sub != "status" or not rtype.has_status):
+        if sub and not ((sub == "status" and rtype.has_status) or
+                        (sub == "scale" and rtype.scale is not None)):
             return None
         if name and rtype.namespaced and namespace is None:
             return None
@@ -280,6 +322,8 @@ class Api:
     @staticmethod
     def _decode_body(req: Request) -> Obj:
         content_type = req.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type == protobuf.MEDIA_TYPE:
+            return protobuf.decode_body(req.body)
         if content_type and content_type not in _BODY_TYPES:
             # Protobuf or CBOR (kubectl create's typed clients send protobuf): not decoded here;
             # 415 as kube-apiserver answers a media type it does not accept.
@@ -297,6 +341,7 @@ class Api:
 
     @staticmethod
     def _check_type(t: Target, body: Obj) -> None:
+        check_decodable(t.rtype, t.version, body)
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if kind and kind != t.rtype.kind:
             raise st.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
@@ -333,7 +378,31 @@ class Api:
 
     # -- verbs ----------------------------------------------------------------------------
 
+    def _table_columns(self, t: Target) -> list[Any] | None:
+        """The Table columns of ``t``'s kind (``tables``); None: NAME and AGE."""
+        if not t.rtype.custom:
+            return tables.COLUMNS.get((t.rtype.group, t.rtype.kind))
+        crd_type = self.store.registry.get(CRDS)
+        crd = self.store.get_entry(crd_type, None,  # type: ignore[arg-type]
+                                   f"{t.rtype.plural}.{t.rtype.group}").decode()
+        versions = [v for v in (crd.get("spec") or {}).get("versions") or []
+                    if v.get("name") == t.version]
+        return tables.crd_columns(versions[0].get("additionalPrinterColumns") or []
+                                  if versions else [])
+
+    def _table(self, req: Request, t: Target, objs: list[Obj], meta: Obj) -> Answer:
+        include = req.query.get("includeObject") or "Metadata"
+        return json_answer(200, tables.table(self._table_columns(t), objs, self.store.epoch(),
+                                             meta, include))
+
     def _get(self, req: Request, t: Target) -> Answer:
+        if tables.wants_table(req.headers.get("Accept", "")) and not t.subresource:
+            entry = self.store.get_entry(t.rtype, t.namespace, t.name)
+            return self._table(req, t, [self._out(t, entry.decode())],
+                               {"resourceVersion": str(entry.rv)})
+        if t.subresource == "scale":
+            return json_answer(200, scale_of(t.rtype, self.store.get_entry(
+                t.rtype, t.namespace, t.name).decode()))
         form = self._metadata_form(req, t, is_list=False)
         entry = self.store.get_entry(t.rtype, t.namespace, t.name)
         return Answer(200, partial.partial_raw(entry.raw) if form else self._raw(t, entry))
@@ -370,6 +439,8 @@ class Api:
             meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
+        if tables.wants_table(req.headers.get("Accept", "")):
+            return self._table(req, t, [self._out(t, e.decode()) for e in result.entries], meta)
         if form:
             items = b",".join(partial.partial_raw(e.raw) for e in result.entries)
             return Answer(200, partial.list_head(meta) + b',"items":[' + items + b"]}")
@@ -427,12 +498,20 @@ class Api:
                 raise
             # as the cacher: the watch is accepted (200), then one ERROR event ends it
             return WatchAnswer(None, first_lines=[error_line(exc)], end_after_first=True)
+        if tables.wants_table(req.headers.get("Accept", "")):
+            columns, include = self._table_columns(t), q.get("includeObject") or "Metadata"
+            watcher.table = lambda obj: tables.table(
+                columns, [obj], self.store.epoch(),
+                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include)
         return WatchAnswer(watcher, timeout=timeout)
 
     def _create(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
         self._check_type(t, body)
+        if t.rtype.group == REVIEWS_GROUP:
+            return json_answer(201, self._out(t, review(body)))
         self._check_identity(t, body, need_name=False)
+        self.schemas.admit(t.rtype, t.version, body)
         body = self._record(req, t, None, body)
         reset_status(t.rtype, body)
         created = self.store.create_object(t.rtype, body, namespace=t.namespace,
@@ -441,8 +520,11 @@ class Api:
 
     def _update(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
+        if t.subresource == "scale":
+            return self._write_scale(req, t, lambda _scale: body)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=True)
+        self.schemas.admit(t.rtype, t.version, body)
 
         def mutate(current: Obj) -> Obj:
             # as 1.20: ownership is computed before the strategy resets status (or spec)
@@ -461,11 +543,17 @@ class Api:
         if "force" in req.query and not is_apply:
             raise st.bad_request("force may only be specified with apply patch")
         patch_body = patches.decode_patch(content_type, req.body)
+        if t.subresource == "scale" and not is_apply:
+            merge = patches.MERGE if content_type == patches.STRATEGIC else content_type
+            return self._write_scale(req, t, lambda scale: patches.apply_patch(
+                merge, scale, patch_body))
         if is_apply:
             return self._apply(req, t, patch_body)
 
         def mutate(current: Obj) -> Obj:
             patched = patches.apply_patch(content_type, current, patch_body)
+            check_decodable(t.rtype, t.version, patched)
+            self.schemas.admit(t.rtype, t.version, patched)
             patched = self._record(req, t, current, patched)
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
@@ -473,12 +561,25 @@ class Api:
                                               dry_run=_dry_run(req))
         return json_answer(200, self._out(t, obj))
 
+    def _write_scale(self, req: Request, t: Target, new_scale: Any) -> Answer:
+        """PUT/PATCH of ``/scale``: ``new_scale(current Scale) -> Scale`` gives the desired
+        replicas; answers the Scale after the write."""
+        def mutate(current: Obj) -> Obj:
+            scale = new_scale(scale_of(t.rtype, current))
+            return with_replicas(t.rtype, copy.deepcopy(current), scale)
+
+        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
+                                              dry_run=_dry_run(req))
+        return json_answer(200, scale_of(t.rtype, obj))
+
     def _apply(self, req: Request, t: Target, applied: Any) -> Answer:
         manager = self._manager(req, required=True)
         if not isinstance(applied, dict):
             raise st.bad_request("apply patch body must be an object")
         self._check_type(t, applied)
         self._check_identity(t, applied, need_name=True)
+        self.schemas.check_apply(t.rtype, t.version, applied)
+        applied = self.schemas.defaulted(t.rtype, t.version, applied)
         force = _truthy(req.query.get("force"))
         api_version = t.rtype.api_version(t.version)
 
@@ -486,6 +587,7 @@ class Api:
             merged = server_side_apply.apply(current, applied, manager=manager, force=force,
                                              api_version=api_version, now=self.store.now(),
                                              subresource=t.subresource)
+            self.schemas.admit(t.rtype, t.version, merged)
             return prepare_for_update(t.rtype, merged, current, t.subresource)
 
         def create() -> Obj:
@@ -493,6 +595,7 @@ class Api:
                 raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
                                           api_version=api_version, now=self.store.now())
+            self.schemas.admit(t.rtype, t.version, obj)
             reset_status(t.rtype, obj)
             return obj
 
@@ -504,7 +607,7 @@ class Api:
         options: Obj = {}
         if req.body.strip():
             options = self._decode_body(req)
-        for key in ("propagationPolicy", "gracePeriodSeconds"):
+        for key in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
             if key in req.query:
                 options[key] = req.query[key]
         policy = options.get("propagationPolicy")
@@ -522,9 +625,13 @@ class Api:
             grace = None if grace is None else int(grace)
         except (TypeError, ValueError):
             raise st.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if _truthy(str(options["orphanDependents"])) else "Background"
         obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
                                              resource_version=pre.get("resourceVersion"),
-                                             grace_period=grace, dry_run=_dry_run(req))
+                                             grace_period=grace, propagation=policy,
+                                             dry_run=_dry_run(req))
         if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
             return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
                                                obj["metadata"].get("uid", "")))

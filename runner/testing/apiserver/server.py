@@ -10,22 +10,26 @@
 The unmodified ``kubernetes`` Python client and kubectl work against it over plain HTTP (any
 bearer token, or none, is accepted).
 
-How it differs from a real kube-apiserver (see also the module docstrings of ``patch``,
-``store``, ``watch``):
+It emulates kube-apiserver 1.20.2 (``rest.EMULATED_VERSION``); docs/embedded-server.md is
+the user's account. How it differs from a real kube-apiserver (see also the module docstrings
+of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf``):
 
-- No authentication, authorization, admission, audit, TLS, API priority and fairness. No
-  OpenAPI schemas: ``/openapi/v3`` only lists PATCH operations so kubectl leaves validation
-  to the server (which ignores ``fieldValidation``), ``/openapi/v2`` answers 404. No
-  aggregated discovery (clients fall back to the legacy documents). JSON only (no protobuf,
-  no Table output: kubectl prints NAME and AGE). No subresources but ``status`` (no ``log``,
-  ``exec``, ``scale``, ``eviction``, ``binding``, namespace ``finalize``).
+- No authentication, authorization (SelfSubjectAccessReviews allow everything), admission,
+  audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON only) and ``/openapi/v3``
+  serve ``kinrun.openapi``'s schemas plus CRDs' (``openapi``). No aggregated discovery
+  (clients fall back to the legacy documents). JSON answers; protobuf request bodies only
+  for Namespace, ConfigMap, Secret and the access reviews (``protobuf``). Tables for GET,
+  LIST and WATCH (``tables``). Subresources: ``status`` and ``scale`` (no ``log``,
+  ``exec``, ``eviction``, ``binding``, namespace ``finalize``).
 - Writes: ``dryRun=All`` works for create/update/patch/delete (not deletecollection); a
   ``metadata.resourceVersion`` sent on create is ignored (the real server refuses it); no
   create-on-update for any kind; deletes answer the object for pods, namespaces, CRDs and
   custom resources and a Success Status otherwise; graceful deletion is not modelled.
-- Validation is shallow: names, label keys and values, CRD names/scope/storage version.
-  Object schemas (built-in or a CRD's openAPIV3Schema) are not checked, no defaulting or
-  pruning, no conversion between a CRD's versions (only ``apiVersion`` is rewritten).
+- Validation: names, label keys and values, CRD names/scope/storage version, and the
+  schemas (``schemas``): built-in kinds' JSON types (400), required fields (422), a few Go
+  defaults, pruning; CRDs' structural schemas (prune, default, validate). Not the rest of
+  the per-kind Go validation. No conversion between a CRD's versions (only ``apiVersion``
+  is rewritten).
 - Strategic merge patch knows no schemas: well-known merge lists (containers, env, volumes,
   ports, conditions, ...) merge by key, other lists are replaced (see ``patch``).
   Field ownership follows 1.20's fieldmanager (see ``managed_fields``, ``apply``): creates,
@@ -35,14 +39,14 @@ How it differs from a real kube-apiserver (see also the module docstrings of ``p
   stops applying are removed, ``before-first-apply`` and kubectl's last-applied upgrade work;
   but lists are atomic leaves (no ``k:{...}`` items), and fieldsV1 has no ``"."`` markers.
   ``fieldManager`` is required for apply (422 otherwise), ``force`` only with apply (400).
-- No controllers, as in envtest: no garbage collector (ownerReferences and propagationPolicy
-  are accepted but dependents are never deleted; Foreground/Orphan add no finalizer), no
-  namespace controller (a deleted Namespace stays Terminating with its content; new content
-  is refused with 403), no kubelet (a scheduled Pod deleted with a grace period stays
+- Controllers: with ``controllers=True`` a garbage collector and a namespace controller
+  (``gc``); without (the default, as envtest) dependents are never deleted (Foreground/Orphan
+  add their finalizer, which then stays) and a deleted Namespace stays Terminating with its
+  content (new content is refused with 403). No kubelet (a scheduled Pod deleted with a grace period stays
   terminating until deleted with ``gracePeriodSeconds=0``; unscheduled pods go at once;
   nothing sets pod status), no scheduler. Deleting a CRD deletes its custom resources (that
   cleanup runs inside the real API server too). Defaulting is limited to a few Pod spec
-  fields, Namespace phase/finalizer and CRD status.
+  fields, the ``schemas`` defaults, Namespace phase/finalizer and CRD status.
 - One process, one store: resourceVersions are a dense global counter; the watch history is
   kept per resource with at least ``history_size`` events (the real watch cache sizes itself);
   an exact LIST (``resourceVersionMatch=Exact``, or a continue token) is rebuilt from that
@@ -63,6 +67,7 @@ thread-safe.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import threading
@@ -75,13 +80,23 @@ from kinrun.threads import SupervisedThread
 
 from . import managed_fields
 from .faults import Faults
+from .gc import Controllers
 from .handlers import APIHTTPServer
 from .kubeconfig import write_kubeconfig
 from .registry import Registry
 from .rest import Api
 from .store import Store
+from .validation import check_decodable
 
 Obj = dict[str, Any]
+CONTROLLERS_ENV = "KINRUN_EMBEDDED_CONTROLLERS"
+
+
+def controllers_default() -> bool:
+    """Whether ``kinrun --embedded`` and ``kinrun test`` run the embedded controllers (garbage
+    collector, namespace controller): yes, unless ``$KINRUN_EMBEDDED_CONTROLLERS`` is ``off``
+    (or ``0``/``false``)."""
+    return os.environ.get(CONTROLLERS_ENV, "on").strip().lower() not in ("off", "0", "false")
 
 
 class EmbeddedAPIServer:
@@ -98,13 +113,20 @@ class EmbeddedAPIServer:
     server writes (creationTimestamp, deletionTimestamp, managedFields times, CRD conditions).
     With both, the same writes give identical objects. Defaults: random, ``time.time``.
     Not covered: the timing of watch BOOKMARKs (``bookmark_interval``, real time), and what
-    clients put in objects themselves (an Event's timestamps and name come from the client)."""
+    clients put in objects themselves (an Event's timestamps and name come from the client).
+
+    ``controllers``: run the garbage collector and namespace controller (``gc``) after every
+    write; off by default here (as envtest, which the differential tests compare with);
+    ``kinrun --embedded`` and ``kinrun test`` turn them on (``controllers_default``)."""
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bookmark_interval: float = 60.0,
                  history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None,
-                 seed: int | None = None, clock: Callable[[], float] | None = None) -> None:
+                 seed: int | None = None, clock: Callable[[], float] | None = None,
+                 controllers: bool = False) -> None:
         self.store = Store(Registry(), history_size=history_size, clock=clock or time.time,
                            seed=seed)
+        if controllers:
+            self.store.controllers.append(Controllers(self.store).on_write_locked)
         self.faults = Faults(self.store)
         self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval)
         self._host, self._port = host, port
@@ -178,7 +200,19 @@ class EmbeddedAPIServer:
         """Write a kubeconfig for this server to ``path`` (context ``embedded``)."""
         return write_kubeconfig(path, self.url, namespace=namespace)
 
-    def load(self, objs: Iterable[Obj], *, field_manager: str | None = None) -> list[Obj]:
+    def admit(self, obj: Obj) -> Obj:
+        """A copy of ``obj`` as a write through the API would store it: decode-checked,
+        pruned, defaulted and validated against its kind's schema (``schemas``). Raises
+        StatusError (400, 404 for an unknown kind, 422)."""
+        rtype = self.store.resolve(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        version = str(obj["apiVersion"]).rpartition("/")[2]
+        out = copy.deepcopy(obj)
+        check_decodable(rtype, version, out)
+        self._api.schemas.admit(rtype, version, out)
+        return out
+
+    def load(self, objs: Iterable[Obj], *, field_manager: str | None = None,
+             admit: bool = False) -> list[Obj]:
         """Seed objects: create each (``apiVersion``/``kind`` select the type; status kept),
         or replace it when it exists. Missing namespaces are created first. Returns the
         stored objects. Errors as ``Store.create`` (StatusError).
@@ -186,9 +220,12 @@ class EmbeddedAPIServer:
         ``field_manager``: record every field as owned by this Update manager, as a create by
         it through the API would (e.g. ``"kubectl-create"``); None: no managedFields, so the
         first server-side apply finds the fields owned by ``before-first-apply`` (as
-        kube-apiserver 1.20 does for objects without managedFields)."""
+        kube-apiserver 1.20 does for objects without managedFields). ``admit``: each object
+        goes through ``admit`` first (the defaults and checks of a write through the API)."""
         out = []
         for obj in objs:
+            if admit:
+                obj = self.admit(obj)
             if field_manager is not None:
                 obj = managed_fields.update(None, obj, manager=field_manager,
                                             api_version=str(obj.get("apiVersion") or ""),

@@ -94,6 +94,8 @@ def too_old(requested: int, oldest: int) -> StatusError:
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
     """422 Invalid; ``causes`` are (field, cause reason, message) as field.ErrorList entries."""
     text = ", ".join(f"{field}: {msg}" for field, _, msg in causes)
+    if len(causes) > 1:                 # as field.ErrorList.ToAggregate
+        text = f"[{text}]"
     qualified = f"{kind}.{group}" if group else kind
     details = {"name": name, "kind": kind,
                "causes": [{"reason": r, "message": m, "field": f}

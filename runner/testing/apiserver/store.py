@@ -8,7 +8,7 @@ fields, bump ``generation`` when anything but metadata/status changes, and are n
 resourceVersion, no event) when nothing changes; a delete of an object with finalizers only sets
 ``deletionTimestamp`` (the object goes when an update removes the last finalizer); a scheduled
 Pod is deleted gracefully and, with no kubelet, stays until deleted with grace 0. A deleted
-Namespace turns Terminating and stays (no namespace controller, as in envtest); a deleted
+Namespace turns Terminating and stays unless ``gc`` runs (as in envtest otherwise); a deleted
 CustomResourceDefinition deletes its custom resources first, then goes (the apiextensions
 cleanup finalizer runs inside the real API server too).
 
@@ -26,6 +26,7 @@ held. Returned dicts are the caller's own.
 from __future__ import annotations
 
 import base64
+import functools
 import random
 import threading
 import time
@@ -50,6 +51,18 @@ NAMESPACES: ResourceKey = ("", "namespaces")
 CRDS: ResourceKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
+def _then_controllers(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``method`` under the store's lock, then the controllers on the events it wrote."""
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self.run_controllers_locked()
+    return wrapper
+
+
 def object_key(namespace: str | None, name: str) -> str:
     """The storage key ``namespace/name`` (cluster-scoped: ``name``), as client-go's
     MetaNamespaceKeyFunc; keys sort like etcd's."""
@@ -59,12 +72,12 @@ def object_key(namespace: str | None, name: str) -> str:
 class Entry:
     """One stored object version: ``raw`` (its JSON bytes, apiVersion = storage version),
     ``key``, ``namespace`` ("" when cluster-scoped), ``name``, ``rv``, ``uid``, ``labels``,
-    ``finalizers``, ``deleting`` (deletionTimestamp set); ``field(name)`` gives field-selector
-    values.
+    ``finalizers``, ``deleting`` (deletionTimestamp set), ``owners`` (ownerReferences' uids);
+    ``field(name)`` gives field-selector values.
     Immutable once built."""
 
     __slots__ = ("raw", "key", "namespace", "name", "rv", "uid", "labels", "_field_keys",
-                 "_fields", "finalizers", "deleting")
+                 "_fields", "finalizers", "deleting", "owners")
 
     def __init__(self, rtype: ResourceType, obj: Obj, rv: int) -> None:
         meta = obj["metadata"]
@@ -78,6 +91,8 @@ class Entry:
         self._fields: dict[str, str] | None = None       # decoded on first use
         self.finalizers = tuple(meta.get("finalizers") or ())
         self.deleting = bool(meta.get("deletionTimestamp"))
+        self.owners = tuple(str(r.get("uid")) for r in meta.get("ownerReferences") or ()
+                            if isinstance(r, dict) and r.get("uid"))
         try:
             self.raw = orjson.dumps(obj)
         except TypeError as exc:
@@ -146,6 +161,11 @@ class Store:
         self._uid_prefix = str(first)[:23]             # 8-4-4-4 hex groups
         self._uid_counter = 0
         self.closed = False
+        self.controllers: list[Callable[[ResourceType, str, Entry, Entry | None], None]] = []
+        # hooks told of every stored event (gc.Controllers); events written while they run
+        # wait in _pending and are told after, in order (never recursively)
+        self._pending: list[tuple[ResourceType, str, Entry, Entry | None]] = []
+        self._notifying = False
         ns_type = self.registry.get(NAMESPACES)
         assert ns_type is not None
         for name in INITIAL_NAMESPACES:
@@ -158,6 +178,10 @@ class Store:
         """The last resourceVersion handed out (the global counter)."""
         with self.lock:
             return self._rv
+
+    def epoch(self) -> float:
+        """The store clock's current wall-clock epoch seconds."""
+        return self._clock()
 
     def now(self, offset: float = 0) -> str:
         """The current time (plus ``offset`` seconds) as RFC 3339 (seconds, UTC), as
@@ -233,6 +257,22 @@ class Store:
         else:
             bucket[entry.key] = entry
         self.log_locked(rtype).append_locked(Event(event_type, entry.rv, entry, old))
+        if self.controllers:
+            self._pending.append((rtype, event_type, entry, old))
+
+    def run_controllers_locked(self) -> None:
+        """Tell the ``controllers`` hooks of the events written so far, in order, including
+        those their own writes cause; called at the end of every public write."""
+        if self._notifying or not self._pending:
+            return
+        self._notifying = True
+        try:
+            while self._pending:
+                event = self._pending.pop(0)
+                for hook in self.controllers:
+                    hook(*event)
+        finally:
+            self._notifying = False
 
     def _stamp_locked(self, rtype: ResourceType, obj: Obj) -> Entry:
         """Give ``obj`` (owned, metadata owned) the next resourceVersion and encode it."""
@@ -242,6 +282,7 @@ class Store:
 
     # -- create ---------------------------------------------------------------------------
 
+    @_then_controllers
     def create_object(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None,
                       dry_run: bool = False) -> Obj:
         """Store a new object of ``rtype``; returns it as stored.
@@ -318,6 +359,7 @@ class Store:
 
     # -- update ---------------------------------------------------------------------------
 
+    @_then_controllers
     def guaranteed_update(self, rtype: ResourceType, namespace: str | None, name: str,
                           mutate: Callable[[Obj], Obj], *, check_resource_version: bool = True,
                           create: Callable[[], Obj] | None = None,
@@ -366,7 +408,8 @@ class Store:
         if dry_run or orjson.dumps(new) == old.raw:
             return new
         entry = self._stamp_locked(rtype, new)
-        if entry.deleting and not entry.finalizers and not meta.get("deletionGracePeriodSeconds"):
+        if entry.deleting and not entry.finalizers and not meta.get("deletionGracePeriodSeconds") \
+                and not (rtype.key == NAMESPACES and (new.get("spec") or {}).get("finalizers")):
             self._write_locked(rtype, "DELETED", entry, old)
             self._after_delete_locked(rtype, entry)
         else:
@@ -388,19 +431,26 @@ class Store:
 
     # -- delete ---------------------------------------------------------------------------
 
+    @_then_controllers
     def delete_object(self, rtype: ResourceType, namespace: str | None, name: str, *,
                       uid: str | None = None, resource_version: str | None = None,
-                      grace_period: int | None = None,
+                      grace_period: int | None = None, propagation: str | None = None,
                       dry_run: bool = False) -> tuple[Obj, bool]:
         """Delete one object, honouring preconditions (409 on a uid/resourceVersion mismatch)
         and finalizers (then only ``deletionTimestamp`` is set). Returns ``(last state,
         gone)``; ``gone`` is False while the object stays. 404 when absent.
 
+        ``propagation`` (``Orphan``, ``Foreground``, ``Background`` or None): as the generic
+        registry's deletionFinalizersForGarbageCollection, Orphan adds the ``orphan`` finalizer
+        and Foreground ``foregroundDeletion`` (each removing the other), Background removes
+        both; the garbage collector (``gc``, when running) acts on them.
+
         As the generic registry: a scheduled Pod (``spec.nodeName``) is deleted gracefully
         (``grace_period`` seconds, default its terminationGracePeriodSeconds) and, with no
         kubelet, stays terminating until deleted again with grace 0; a Namespace only turns
-        Terminating (no namespace controller runs); a CRD deletes its custom resources and
-        goes once they are gone (as apiextensions' cleanup finalizer)."""
+        Terminating (the namespace controller of ``gc``, when it runs, empties it); a CRD
+        deletes its custom resources and goes once they are gone (as apiextensions' cleanup
+        finalizer)."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
             old = self._bucket_locked(rtype).get(object_key(ns, name))
@@ -411,9 +461,16 @@ class Store:
             if dry_run:
                 return obj, not old.finalizers
             grace = self._grace_period(rtype, obj, grace_period)
-            if rtype.key == CRDS and not old.finalizers:
+            finalizers = _gc_finalizers(old.finalizers, propagation)
+            if finalizers != old.finalizers and not old.deleting:
+                obj["metadata"]["finalizers"] = list(finalizers)
+                if not finalizers:
+                    del obj["metadata"]["finalizers"]
+            else:
+                finalizers = old.finalizers
+            if rtype.key == CRDS and not finalizers:
                 return self._delete_crd_locked(rtype, old, obj)
-            if rtype.key == NAMESPACES or old.finalizers or grace > 0:
+            if rtype.key == NAMESPACES or finalizers or grace > 0:
                 return self._mark_deleting_locked(rtype, old, obj, grace), False
             return self._remove_locked(rtype, old, obj), True
 
@@ -710,6 +767,16 @@ class Store:
             self.create(obj)
             count += 1
         return count
+
+
+def _gc_finalizers(finalizers: tuple[str, ...], propagation: str | None) -> tuple[str, ...]:
+    """``finalizers`` with the garbage collector's ones set for a delete with ``propagation``
+    (None: unchanged)."""
+    if propagation is None:
+        return finalizers
+    kept = tuple(f for f in finalizers if f not in ("orphan", "foregroundDeletion"))
+    added = {"Orphan": ("orphan",), "Foreground": ("foregroundDeletion",)}.get(propagation, ())
+    return kept + added
 
 
 def parse_rv(text: str) -> int:

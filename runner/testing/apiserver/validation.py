@@ -13,7 +13,7 @@ from typing import Any
 
 from .registry import ResourceType
 from kinrun.selectors import label_key_error, label_value_error
-from .status import StatusError, invalid
+from .status import StatusError, bad_request, invalid
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -96,3 +96,42 @@ def crd_errors(crd: dict[str, Any]) -> list[tuple[str, str, str]]:
         causes.append(("spec.versions", "FieldValueInvalid",
                        "Invalid value: must have exactly one version marked as storage version"))
     return causes
+
+
+def undecodable(rtype: ResourceType, version: str, detail: str) -> StatusError:
+    """400 BadRequest for a body that cannot be decoded into the kind's type, as kube-apiserver's
+    decoder answers (``ConfigMap in version "v1" cannot be handled as a ConfigMap: ...``; the
+    detail after the colon is ours, the real one is json-iterator's text)."""
+    return bad_request(f'{rtype.kind} in version "{version}" cannot be handled as a '
+                       f'{rtype.kind}: {detail}')
+
+
+def check_decodable(rtype: ResourceType, version: str, obj: dict[str, Any]) -> None:
+    """Raise 400 (``undecodable``) when ``obj``'s metadata has the wrong JSON types: metadata
+    not an object, or labels/annotations/finalizers not a map/list of strings. Every kind has
+    them; kind-specific types are checked against the schema (``kinrun.openapi``)."""
+    meta = obj.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise undecodable(rtype, version, f"metadata: expected an object, got {_json_type(meta)}")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, dict) and
+                                      all(isinstance(v, str) for v in value.values())):
+            raise undecodable(rtype, version, f"metadata.{key}: expected a map of strings")
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and not (isinstance(finalizers, list) and
+                                       all(isinstance(v, str) for v in finalizers)):
+        raise undecodable(rtype, version, "metadata.finalizers: expected a list of strings")
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name of a decoded value (``string``, ``number``, ``object``, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "?")

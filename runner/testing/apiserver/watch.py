@@ -24,6 +24,7 @@ from any thread. It reads shared state under the store's lock.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -75,6 +76,9 @@ class Watcher:
         self._next_bookmark = time.monotonic() + self._interval
         self._epoch = store.watch_epoch
         self._stopped = False
+        self.table: Callable[[dict], dict] | None = None
+        # set right after open (before streaming): each event's object becomes a one-row
+        # Table (``tables``; the watch of ``kubectl get -w``); BOOKMARK and ERROR stay as are
 
     @classmethod
     def open(cls, store: Store, rtype: ResourceType, *, version: str, resource_version: str,
@@ -190,6 +194,8 @@ class Watcher:
         return out
 
     def _convert_lines(self, pieces: list[bytes]) -> list[bytes]:
+        if self.table is not None:
+            return [self._table_line(line) for line in b"".join(pieces).splitlines()]
         if self._metadata_only:
             return [partial.event_line(line) for line in b"".join(pieces).splitlines()]
         if not self._convert:
@@ -202,6 +208,14 @@ class Watcher:
                 event["object"]["apiVersion"] = api_version
             out.append(orjson.dumps(event) + b"\n")
         return out
+
+    def _table_line(self, line: bytes) -> bytes:
+        event = orjson.loads(line)
+        if isinstance(event.get("object"), dict) and event.get("type") not in ("ERROR",
+                                                                               "BOOKMARK"):
+            event["object"]["apiVersion"] = self._rtype.api_version(self._version)
+            event["object"] = self.table(event["object"])  # type: ignore[misc]
+        return orjson.dumps(event) + b"\n"
 
     def _bookmark_line(self, rv: int, initial_end: bool) -> bytes:
         meta: dict = {"resourceVersion": str(rv)}

@@ -336,13 +336,21 @@ def test_delete_preconditions_are_honoured(embedded_api_client):
     assert ok.status == 200
 
 
-@pytest.mark.parametrize("policy", ["Background", "Foreground", "Orphan"])
-def test_delete_accepts_propagation_policies(embedded_api_client, policy):
-    """Every propagationPolicy is accepted (via the kubernetes client's V1DeleteOptions)."""
+@pytest.mark.parametrize(("policy", "finalizer"), [
+    ("Background", None), ("Foreground", "foregroundDeletion"), ("Orphan", "orphan")])
+def test_delete_accepts_propagation_policies(embedded_api_client, policy, finalizer):
+    """Every propagationPolicy is accepted (via the kubernetes client's V1DeleteOptions);
+    Foreground and Orphan add their finalizer, which, with no garbage collector running (as
+    envtest), keeps the object."""
     v1 = kubernetes.client.CoreV1Api(embedded_api_client)
     v1.create_namespaced_config_map("default", configmap("a"))
     v1.delete_namespaced_config_map("a", "default", propagation_policy=policy)
-    assert call(embedded_api_client, "GET", f"{CM}/a").status == 404
+    got = call(embedded_api_client, "GET", f"{CM}/a")
+    if finalizer is None:
+        assert got.status == 404
+    else:
+        assert got.body["metadata"]["finalizers"] == [finalizer]
+        assert got.body["metadata"]["deletionTimestamp"]
 
 
 def test_delete_rejects_unknown_propagation_policy(embedded_api_client):
@@ -460,9 +468,15 @@ def test_create_from_yaml_body_is_accepted(embedded_api_client):
     assert call(embedded_api_client, "GET", f"{CM}/from-yaml").body["data"] == {"k": "v"}
 
 
-def test_create_with_protobuf_body_answers_415(embedded_api_client):
-    """A protobuf body (kubectl create's typed clients) is refused with 415, not misread."""
-    reply = call(embedded_api_client, "POST", CM, body="k8s\x00\x0a",
+def test_create_with_protobuf_body_of_an_undecoded_kind_answers_415(embedded_api_client):
+    """A protobuf body of a kind the server does not decode (a Pod) is refused with 415, not
+    misread; a truncated one is 400 (Namespace/ConfigMap/Secret bodies: test_apiserver_wire)."""
+    type_meta = b"\x0a\x02v1\x12\x03Pod"
+    body = b"k8s\x00" + b"\x0a" + bytes([len(type_meta)]) + type_meta
+    reply = call(embedded_api_client, "POST", "/api/v1/namespaces/default/pods", body=body,
                  content_type="application/vnd.kubernetes.protobuf")
     assert reply.status == 415
     assert reply.body["reason"] == "UnsupportedMediaType"
+    reply = call(embedded_api_client, "POST", CM, body=b"k8s\x00\x0a",
+                 content_type="application/vnd.kubernetes.protobuf")
+    assert reply.status == 400

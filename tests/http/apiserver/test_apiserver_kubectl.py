@@ -91,4 +91,7 @@ def test_kubectl_apply_image_change_keeps_other_container_fields(embedded_server
     r = kubectl(embedded_server, "apply", "-f", "-", stdin=manifest.replace("image: nginx", "image: nginx:2"))
     assert r.returncode == 0, r.stderr
     containers = embedded_server.store.get("v1", "Pod", "web")["spec"]["containers"]
-    assert containers == [{"name": "c", "image": "nginx:2", "ports": [{"containerPort": 80}]}]
+    assert containers == [{"name": "c", "image": "nginx:2",   # with 1.20's Container defaults
+                           "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                           "terminationMessagePath": "/dev/termination-log",
+                           "terminationMessagePolicy": "File"}]

@@ -156,7 +156,7 @@ def test_execute_runs_each_verb(kube_client: Client) -> None:
     assert current is not None and current["data"] == {"a": "2", "b": "3"}
     ex(ApiRequest("update", "v1", "ConfigMap", "c1", NS, body={**current, "data": {}}))
     assert ex(ApiRequest("delete", "v1", "ConfigMap", "c1", NS,
-                         params={"propagationPolicy": "Foreground"})) is not None
+                         params={"propagationPolicy": "Background"})) is not None
     assert ex(ApiRequest("delete", "v1", "ConfigMap", "c1", NS)) is None
 
 

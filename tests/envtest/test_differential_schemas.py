@@ -1,0 +1,212 @@
+"""Differential tests of schema validation, defaulting and pruning (kinrun.openapi): the same
+request to kube-apiserver 1.20 and the embedded server gives the same code, reason and causes'
+fields and reasons. Intended differences (docs/embedded-server.md): the text after ``cannot be
+handled as a <Kind>:`` of a 400 (json-iterator's on the real server), and the server-side
+apply of a list entry without its list-map key (real: 500, embedded: 422 naming the field).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conftest import Pair, Target
+from .test_differential import APPLY, _wait_served, check
+
+
+def outcome(resp: Any) -> dict[str, Any]:
+    """Code, reason, the 400 message's head and the causes as sorted (field, reason) pairs
+    (the real server's cause order follows its validator's map walk)."""
+    body = resp.body if isinstance(resp.body, dict) else {}
+    out: dict[str, Any] = {"code": resp.status, "reason": body.get("reason")}
+    if resp.status == 400:
+        out["message"] = str(body.get("message", "")).split(": ")[0]
+    causes = (body.get("details") or {}).get("causes") or []
+    if causes and resp.status == 422:
+        out["causes"] = sorted((c.get("field"), c.get("reason")) for c in causes)
+    return out
+
+
+def post(t: Target, path: str, body: dict[str, Any]) -> Any:
+    return t.kube.request("POST", path, body)
+
+
+def test_builtin_values_of_the_wrong_type_are_400(both: Pair) -> None:
+    """ConfigMap data: {a: 9}, Pod containers: "notalist", metadata: "x": 400 BadRequest."""
+    def scenario(t: Target) -> Any:
+        cms, pods = f"/api/v1/namespaces/{t.ns}/configmaps", f"/api/v1/namespaces/{t.ns}/pods"
+        return [outcome(post(t, cms, {"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "a"}, "data": {"a": 9}})),
+                outcome(post(t, pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                       "spec": {"containers": "notalist"}})),
+                outcome(post(t, cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}))]
+
+    real = check(both, scenario)
+    assert real[0] == {"code": 400, "reason": "BadRequest",
+                       "message": 'ConfigMap in version "v1" cannot be handled as a ConfigMap'}
+
+
+def test_builtin_required_fields_are_422_with_go_field_paths(both: Pair) -> None:
+    """A Pod without containers, a container without name: 422 naming spec.containers[0].name."""
+    def scenario(t: Target) -> Any:
+        pods = f"/api/v1/namespaces/{t.ns}/pods"
+        return [outcome(post(t, pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                       "spec": {}})),
+                outcome(post(t, pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                       "spec": {"containers": [{"image": "i"}]}}))]
+
+    real = check(both, scenario)
+    assert real[1]["causes"] == [("spec.containers[0].name", "FieldValueRequired")]
+
+
+def test_secret_string_data_merged_and_unknown_fields_dropped(both: Pair) -> None:
+    """stringData is merged into data (base64) with type Opaque; a Service's unknown field is
+    dropped and its port gets protocol TCP."""
+    def scenario(t: Target) -> Any:
+        secret = post(t, f"/api/v1/namespaces/{t.ns}/secrets", {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "stringData": {"p": "x"}, "data": {"q": "eQ=="}}).body
+        svc = post(t, f"/api/v1/namespaces/{t.ns}/services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"ports": [{"port": 80}], "bogus": 1}}).body
+        return {"data": secret.get("data"), "type": secret.get("type"),
+                "stringData": secret.get("stringData"), "bogus": "bogus" in svc["spec"],
+                "protocol": svc["spec"]["ports"][0].get("protocol")}
+
+    real = check(both, scenario)
+    assert real["data"] == {"p": "eA==", "q": "eQ=="} and real["protocol"] == "TCP"
+
+
+def test_apply_of_a_service_port_without_protocol(both: Pair) -> None:
+    """Intended difference: kube-apiserver 1.20 answers 500 (a typed-patch failure that no
+    retry changes); the embedded server answers 422 naming spec.ports[0].protocol."""
+    def scenario(t: Target) -> Any:
+        body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                "spec": {"ports": [{"port": 80}]}}
+        return outcome(t.kube.request("PATCH", f"/api/v1/namespaces/{t.ns}/services/s", body,
+                                      query={"fieldManager": "m"}, content_type=APPLY))
+
+    real, embedded = both.run(scenario)
+    assert real["code"] == 500
+    assert embedded == {"code": 422, "reason": "Invalid",
+                        "causes": [("spec.ports[0].protocol", "FieldValueRequired")]}
+
+
+def _schema_crd(group: str) -> dict[str, Any]:
+    spec_props = {
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 5, "default": 1},
+        "mode": {"type": "string", "enum": ["a", "b"]},
+        "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5},
+        "items": {"type": "array", "maxItems": 2,
+                  "items": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["mode"], "properties": spec_props}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"gizmos.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo",
+                               "listKind": "GizmoList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def test_custom_resources_are_validated_pruned_and_defaulted(both: Pair) -> None:
+    """A CRD's structural schema: type, enum, pattern, maxLength, maxItems, minimum and
+    required violations are 422 with the validator's field names (``spec.items.n``, no
+    index); unknown fields are pruned except under preserve-unknown-fields; defaults fill
+    absent and null fields."""
+    def scenario(t: Target) -> Any:
+        group = f"s{t.ns[-6:]}.kinrun.dev"
+        post(t, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _schema_crd(group))
+        path = f"/apis/{group}/v1/namespaces/{t.ns}/gizmos"
+        _wait_served(t, path)
+
+        def gizmo(name: str, spec: dict[str, Any], **extra: Any) -> Any:
+            return post(t, path, {"apiVersion": f"{group}/v1", "kind": "Gizmo",
+                                  "metadata": {"name": name}, "spec": spec, **extra})
+        bad = gizmo("a", {"mode": "c", "name": "ABCDEFG", "items": [{"n": "s"}, {}, {}]})
+        low = gizmo("b", {"mode": "a", "replicas": 0})
+        missing = gizmo("c", {})
+        kept = gizmo("d", {"mode": "a", "unknown": 1, "free": {"x": 1}}, top=1).body
+        nulled = gizmo("e", {"mode": "a", "replicas": None}).body
+        return {"bad": outcome(bad), "low": outcome(low), "missing": outcome(missing),
+                "kept": {"spec": kept["spec"], "top": "top" in kept},
+                "nulled": nulled["spec"]}
+
+    real = check(both, scenario)
+    assert real["kept"] == {"spec": {"mode": "a", "free": {"x": 1}, "replicas": 1}, "top": False}
+    assert ("spec.items.n", "FieldValueInvalid") in real["bad"]["causes"]
+
+
+def test_deployment_scale_subresource(both: Pair) -> None:
+    """GET and merge-PATCH of deployments/scale; a negative replicas is 422 on spec.replicas;
+    the Deployment's replicas (defaulted to 1) follow."""
+    def scenario(t: Target) -> Any:
+        path = f"/apis/apps/v1/namespaces/{t.ns}/deployments"
+        post(t, path, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                "template": {"metadata": {"labels": {"app": "web"}},
+                                             "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        first = t.kube.get(f"{path}/web/scale").body
+        patched = t.kube.request("PATCH", f"{path}/web/scale", {"spec": {"replicas": 3}},
+                                 content_type="application/merge-patch+json").body
+        bad = t.kube.request("PATCH", f"{path}/web/scale", {"spec": {"replicas": -1}},
+                             content_type="application/merge-patch+json")
+        deploy = t.kube.get(f"{path}/web").body
+        return {"first": (first["kind"], first["apiVersion"], first["spec"], first["status"]),
+                "patched": patched["spec"], "bad": outcome(bad),
+                "deploy": (deploy["spec"]["replicas"], deploy["metadata"]["generation"])}
+
+    real = check(both, scenario)
+    assert real["deploy"] == (3, 2)
+
+
+def test_delete_propagation_finalizers_without_a_garbage_collector(both: Pair) -> None:
+    """Foreground and Orphan deletes add their finalizer and keep the object (no
+    controller-manager runs in envtest, nor with controllers off); Background deletes it."""
+    def scenario(t: Target) -> Any:
+        cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+        out = {}
+        for policy in ("Background", "Foreground", "Orphan"):
+            post(t, cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": policy.lower()}})
+            t.kube.request("DELETE", f"{cms}/{policy.lower()}", {"propagationPolicy": policy})
+            got = t.kube.get(f"{cms}/{policy.lower()}")
+            out[policy] = (got.status, (got.body.get("metadata") or {}).get("finalizers")
+                           if got.status == 200 else None)
+        return out
+
+    real = check(both, scenario)
+    assert real["Foreground"] == (200, ["foregroundDeletion"])
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def test_tables_and_access_reviews(both: Pair) -> None:
+    """Server-side Tables of ConfigMaps, Secrets and Pods have the same columns and cells (ages
+    aside); a SelfSubjectAccessReview of an admin is allowed."""
+    def scenario(t: Target) -> Any:
+        base = f"/api/v1/namespaces/{t.ns}"
+        post(t, f"{base}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "c"}, "data": {"a": "b"}})
+        post(t, f"{base}/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                    "metadata": {"name": "s"}, "stringData": {"p": "x"}})
+        post(t, f"{base}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        out = {}
+        for plural in ("configmaps", "secrets", "pods"):
+            table = t.kube.request("GET", f"{base}/{plural}", accept=TABLE).body
+            names = [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0]
+            rows = [[cell for cell, c in zip(r["cells"], table["columnDefinitions"])
+                     if c["name"] != "Age" and c["priority"] == 0] for r in table["rows"]
+                    if r["cells"][0] != "default-token" and not str(r["cells"][0]).startswith("default-token")]
+            out[plural] = (table["kind"], names, rows)
+        review = post(t, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "delete", "resource": "pods"}}})
+        out["review"] = (review.status, review.body["status"]["allowed"])
+        return out
+
+    real = check(both, scenario)
+    assert real["pods"] == ("Table", ["Name", "Ready", "Status", "Restarts", "Age"],
+                            [["p", "0/1", "Pending", 0]])

@@ -1,0 +1,56 @@
+"""kinrun.openapi: the shipped 1.20 schemas and the documented lookups later issues rely on."""
+
+from __future__ import annotations
+
+from kinrun.openapi import (BUILTIN_DEFAULTS, KUBERNETES_VERSION, apply_defaults,
+                            builtin_schemas, crd_schema, decode_errors, list_map_key_errors,
+                            prune, required_errors)
+
+
+def test_schema_for_gvk_and_field_paths():
+    """for_gvk finds a kind's schema; at/field_exists walk properties, list items and maps."""
+    deploy = builtin_schemas().for_gvk("apps", "v1", "Deployment")
+    assert deploy is not None and deploy.name == "io.k8s.api.apps.v1.Deployment"
+    assert deploy.field_exists("spec.template.spec.containers[].image")
+    assert deploy.field_exists("spec.template.spec.containers[0].image")
+    assert deploy.field_exists("metadata.labels.app")           # any key of a map
+    assert not deploy.field_exists("spec.template.spec.containers[].imagee")
+    assert deploy.at("spec.replicas").type == "integer"
+    assert builtin_schemas().for_gvk("apps", "v1", "Nope") is None
+    assert KUBERNETES_VERSION == "1.20.2"
+
+
+def test_list_map_keys_and_their_defaults():
+    """Service ports are a list-map keyed by port and protocol; protocol defaults to TCP."""
+    ports = builtin_schemas().for_gvk("", "v1", "Service").at("spec.ports")
+    assert ports.list_type == "map" and ports.list_map_keys == ("port", "protocol")
+    assert BUILTIN_DEFAULTS[ports.items.name] == {"protocol": "TCP"}
+
+
+def test_builtin_checks():
+    """Wrong JSON types are decode errors; required fields are named with Go's indexed paths;
+    entries lacking a list-map key are found; defaults and pruning change the object."""
+    schemas = builtin_schemas()
+    pod = schemas.for_gvk("", "v1", "Pod")
+    assert decode_errors(pod, {"spec": {"containers": "x"}}) == [
+        "spec.containers: expected array, got string"]
+    assert decode_errors(pod, {"spec": {"containers": [{"name": "c", "resources": {
+        "limits": {"cpu": 1}}, "ports": [{"containerPort": 80}]}]}}) == []   # Quantity: number
+    assert [p.field for p in required_errors(pod, {"spec": {"containers": [{}]}})] == [
+        "spec.containers[0].name"]
+    svc = {"spec": {"ports": [{"port": 80}], "bogus": 1}}
+    service = schemas.for_gvk("", "v1", "Service")
+    assert [p.field for p in list_map_key_errors(service, svc)] == ["spec.ports[0].protocol"]
+    prune(service, svc)
+    apply_defaults(service, svc, BUILTIN_DEFAULTS)
+    assert svc == {"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "type": "ClusterIP",
+                            "sessionAffinity": "None"}}
+
+
+def test_crd_schema_of_a_version():
+    """crd_schema reads a CRD version's openAPIV3Schema (None without one)."""
+    version = {"name": "v1", "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}
+    schema = crd_schema(version)
+    assert schema.at("spec.size").type == "integer" and not schema.field_exists("spec.nope")
+    assert crd_schema({"name": "v1"}) is None

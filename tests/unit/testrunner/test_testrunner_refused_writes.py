@@ -1,0 +1,53 @@
+"""kinrun test on the embedded server: a write the server refuses for good is a permanent
+failure naming the field, not retried."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kinrun.testing.runner import prepare, run_case
+
+HEAD = "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerTest\nconfig: c.yaml\n"
+CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap, labelSelector: app}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - apply:
+            manifest: |
+              apiVersion: v1
+              kind: Service
+              metadata: {name: "{{ obj.metadata.name }}", namespace: default}
+              spec:
+                ports: [{port: 80{{ ', protocol: TCP' if obj.data.proto == 'yes' else '' }}}]
+            ownerReference: true
+"""
+CM = "{apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default, labels: {app: x}}, data: {proto: '%s'}}"
+
+
+def run(tmp_path: Path, cases: str):
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    path = tmp_path / "t.test.yaml"
+    path.write_text(HEAD + "cases:\n" + cases)
+    prepared = prepare(path)
+    return [run_case(prepared, case, timeout=10) for case in prepared.tests.cases]
+
+
+def test_an_apply_refused_with_422_is_permanent_and_sent_once(tmp_path: Path) -> None:
+    """A Service port without protocol: 422 naming spec.ports[0].protocol, one apply, result
+    permanent (not retried after the clock moves)."""
+    [outcome] = run(tmp_path, f"""\
+  - name: refused
+    given: [{CM % "no"}]
+    when: [{{after: 10m}}]
+    expect:
+      requests:
+        - {{key: default/a, verb: apply, kind: Service}}
+      results: {{default/a: {{outcome: permanent, message: "spec.ports\\\\[0\\\\].protocol"}}}}
+""")
+    assert outcome.passed, [f.text() for f in outcome.failures]
+
