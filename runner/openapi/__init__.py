@@ -3,7 +3,7 @@ type-checking.
 
 The built-in kinds' schemas are kube-apiserver 1.20.2's own OpenAPI v2 ``definitions``, shipped
 as package data (``kube-openapi-v2.json.gz``, produced by ``scripts/openapi-snapshot`` from
-the envtest kube-apiserver; see docs/embedded-server.md). Custom kinds' schemas come from their
+the envtest kube-apiserver; see docs/embedded.md). Custom kinds' schemas come from their
 CRD's ``openAPIV3Schema`` (``crd_schema``). The embedded API server serves ``/openapi/v2``
 from the same document and validates writes with the functions below.
 

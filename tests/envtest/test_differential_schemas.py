@@ -1,6 +1,6 @@
 """Differential tests of schema validation, defaulting and pruning (kinrun.openapi): the same
 request to kube-apiserver 1.20 and the embedded server gives the same code, reason and causes'
-fields and reasons. Intended differences (docs/embedded-server.md): the text after ``cannot be
+fields and reasons. Intended differences (docs/embedded.md): the text after ``cannot be
 handled as a <Kind>:`` of a 400 (json-iterator's on the real server), and the server-side
 apply of a list entry without its list-map key (real: 500, embedded: 422 naming the field).
 """

@@ -45,7 +45,7 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 EMULATED_VERSION = (1, 20, 2)
 """The kube-apiserver release the embedded server emulates (schemas and behaviour alike), said
-once: ``/version`` and ``docs/embedded-server.md`` derive from it; the envtest tier runs the same
+once: ``/version`` and ``docs/embedded.md`` derive from it; the envtest tier runs the same
 release, so differential tests compare like with like."""
 VERSION_INFO = {"major": str(EMULATED_VERSION[0]), "minor": str(EMULATED_VERSION[1]),
                 "gitVersion": "v%d.%d.%d-kinrun.embedded" % EMULATED_VERSION,

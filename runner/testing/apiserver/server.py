@@ -10,7 +10,7 @@
 The unmodified ``kubernetes`` Python client and kubectl work against it over plain HTTP (any
 bearer token, or none, is accepted).
 
-It emulates kube-apiserver 1.20.2 (``rest.EMULATED_VERSION``); docs/embedded-server.md is
+It emulates kube-apiserver 1.20.2 (``rest.EMULATED_VERSION``); docs/embedded.md is
 the user's account. How it differs from a real kube-apiserver (see also the module docstrings
 of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf``):
 

@@ -1,4 +1,4 @@
-"""Validation and defaulting as kube-apiserver 1.20 does them (see docs/embedded-server.md)."""
+"""Validation and defaulting as kube-apiserver 1.20 does them (see docs/embedded.md)."""
 
 from __future__ import annotations
 
