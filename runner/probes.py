@@ -150,6 +150,7 @@ class Probes:
         self._standby: str | None = None  # "ns/name" of the Lease waited for, or None
         self._waiting: Callable[[], Mapping[str, str]] = dict  # informer -> why it waits
         self._checks: list[Callable[[], list[str]]] = []  # more /healthz checks (add_health_check)
+        self._ready_checks: list[Callable[[], list[str]]] = []  # add_readiness_check
         self._endpoint = Endpoint({"/healthz": self._healthz_route,
                                    "/readyz": self._readyz_route}, "probes")
 
@@ -170,6 +171,12 @@ class Probes:
         """Fail ``/healthz`` while ``check()`` returns failure lines (each shown as ``[-]LINE``;
         [] when healthy), such as ``kinrun.threads.health_check()``: a thread that died."""
         self._checks.append(check)
+
+    def add_readiness_check(self, check: Callable[[], list[str]]) -> None:
+        """Fail ``/readyz`` while ``check()`` returns failure lines (as ``add_health_check``),
+        a standby replica included: what it serves without the Lease (admission webhooks,
+        ``kinrun.admission.server``) must be up before the Service sends it requests."""
+        self._ready_checks.append(check)
 
     def standby(self, lease: str | None) -> None:
         """Waiting for the Lease ``lease`` ("ns/name"): ready, and says so; None: leading (or
@@ -210,6 +217,9 @@ class Probes:
     def readyz(self) -> tuple[bool, str]:
         """(ready, body): ``ok``; ``ok (standby: ...)``; or the informers not synced yet."""
         lease = self._standby
+        failed = [f"[-]{line}" for check in list(self._ready_checks) for line in check()]
+        if failed:
+            return False, "readyz check failed\n" + "\n".join(failed) + "\n"
         if lease is not None:
             return True, f"ok (standby: waiting for the Lease {lease})\n"
         if self._informers is None:
