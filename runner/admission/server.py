@@ -47,6 +47,7 @@ import orjson
 
 from kinrun.admission.certs import SYNC_INTERVAL, CABundleSync, service_hosts, shared_ca
 from kinrun.admission.program import REVIEW_API, AdmissionProgram
+from kinrun.config.naming import default_name
 from kinrun.errors import KinrunError
 from kinrun.threads import SupervisedThread
 from kinrun.tls import DirectoryCerts, SelfSignedCerts, ServerTLS
@@ -335,16 +336,14 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
     return server
 
 
-def service_name(config: Any, given: str | None = None) -> str:
-    """The webhook Service's name: ``given``, ``$KINRUN_WEBHOOK_SERVICE``,
-    ``admission.serviceName``, else ``<default manifests name>-webhook``."""
-    if given or os.environ.get(SERVICE_ENV):
-        return given or os.environ[SERVICE_ENV]
-    if config.admission is not None and config.admission.service_name:
-        return str(config.admission.service_name)
-    from kinrun.manifests import default_name  # at call time: manifests imports the app
+def service_name(config: Any, default: str | None = None) -> str:
+    """The webhook Service's name: ``$KINRUN_WEBHOOK_SERVICE`` (``kinrun manifests`` sets
+    it), else ``default``, else ``admission.serviceName``, else ``kinrun manifests``'
+    default (``kinrun.admission.manifests.webhook_service_name``)."""
+    from kinrun.admission.manifests import webhook_service_name
 
-    return f"{default_name(Path(config.file))}-webhook"
+    return os.environ.get(SERVICE_ENV) or default or \
+        webhook_service_name(config, default_name(Path(config.file)))
 
 
 def _pod_namespace() -> str:
