@@ -100,13 +100,14 @@ def run(config: Config, options: RunOptions, *, stop: threading.Event | None = N
             _log.info("metrics on http://%s:%d/metrics", config.metrics.address, metrics_port)
         if probes is not None:
             _serve_probes(probes, config, manager, stack)
+        _serve_webhooks(compiled, manager, probes, options, stack)  # every replica, standby too
         member = None
         if shard is not None:  # join the ring; leaderElection elects the sharder role only
             member = _join_ring(compiled, manager, shard, stack, stop)
             if member is None:
                 return 0
-        warm = (shard is None and config.leader_election is not None
-                and config.leader_election.warm_standby and not options.dry_run)
+        warm = (shard is None and config.leader_election is not None and not options.dry_run
+                and (config.leader_election.warm_standby or compiled.admission is not None))
         if warm and not manager.start_caches(stop, gc_policy=True):  # list+watch, no worker
             manager.stop(0.0)
             return 0 if stop.is_set() else 1
@@ -449,3 +450,22 @@ def _arm_exit_deadline() -> None:
     watcher = signals.current()
     if watcher is not None:
         watcher.arm_deadline()
+
+
+def _serve_webhooks(compiled: Plan, manager: Manager, probes: Probes | None,
+                    options: RunOptions, stack: contextlib.ExitStack) -> None:
+    """Serve ``admission:``'s webhooks (``kinrun.admission.server``) until ``stack`` unwinds;
+    not in a dry run (the CA Secret and caBundle would be real writes)."""
+    if compiled.admission is None:
+        return
+    if options.dry_run:
+        _log.warning("dry-run: admission webhooks are not served")
+        return
+    from kinrun.admission.server import LiveListers, WebhookOptions, build_webhook_server
+
+    informers = lambda: manager.informers  # noqa: E731 - follows reloads
+    server = build_webhook_server(compiled, manager.client, LiveListers(informers),
+                                  manager.metrics, probes, WebhookOptions(synced=lambda: all(
+                                      i.has_synced() for i in informers().values())))
+    server.start()  # type: ignore[union-attr]
+    stack.callback(server.stop)  # type: ignore[union-attr]

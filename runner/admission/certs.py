@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kinrun.config.model import WebhookSpec
-from kinrun.errors import ApiError, ConflictError, NotFoundError
+from kinrun.errors import ApiError, ConflictError, KinrunError, NotFoundError
+from kinrun.kube.discovery import UnknownKindError
 
 _log = logging.getLogger("kinrun.admission")
 
@@ -125,10 +126,10 @@ class CABundleSync:
     def _sync_one(self, kind: str, names: set[str]) -> bool:
         try:
             current = self.client.get(ADMISSION_API, kind, self.name)
-        except NotFoundError:
+        except (NotFoundError, UnknownKindError):  # none made (yet), or a server without them
             _log.debug("admission: no %s %s to put the caBundle in", kind, self.name)
             return False
-        except ApiError as exc:
+        except KinrunError as exc:
             _log.warning("admission: cannot read %s %s: %s", kind, self.name, exc)
             return False
         ops = self.patch_ops(current, names)

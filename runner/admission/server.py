@@ -37,7 +37,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -87,15 +87,17 @@ class WebhookServer:
     ``port`` (0: a free one; :attr:`port` is the bound one after :meth:`start`), ``address``,
     ``workers``, ``timeout`` (seconds per socket operation); ``ca_sync``: a
     ``kinrun.admission.certs.CABundleSync`` run at start and every ``sync_interval`` seconds
-    while serving (None: the caBundle is someone else's, cert-manager's or a test's).
+    while serving (None: the caBundle is someone else's, cert-manager's or a test's);
+    ``synced``: whether the caches the lookups read have synced (:meth:`ready` waits for it).
     """
 
     def __init__(self, program: AdmissionProgram, tls: ServerTLS, *,
                  listers: Mapping[str, Any] | None = None, metrics: Any = None,
                  port: int = 0, address: str = "127.0.0.1", workers: int = WORKERS,
                  timeout: float = IO_TIMEOUT, ca_sync: CABundleSync | None = None,
-                 sync_interval: float = SYNC_INTERVAL) -> None:
-        self.program, self.tls = program, tls
+                 sync_interval: float = SYNC_INTERVAL,
+                 synced: Callable[[], bool] | None = None) -> None:
+        self.program, self.tls, self._synced = program, tls, synced
         self.ca_sync, self.sync_interval = ca_sync, sync_interval
         self.listers = listers if listers is not None else {}
         self.address, self.port, self.workers, self.timeout = address, port, workers, timeout
@@ -136,13 +138,17 @@ class WebhookServer:
 
     def ready(self) -> list[str]:
         """Readiness lines (``kinrun.probes``' check form): [] when listening with a
-        certificate, else why not."""
+        certificate and the caches synced, else why not. A standby replica without caches
+        (leader election without warm standby) is not ready: its lookups would read
+        nothing, so the Service sends it no request."""
         if self._listener is None or self._stopping.is_set():
             return ["webhook server: not listening"]
         try:
             self.tls.source.current()
         except KinrunError as exc:
             return [f"webhook server: no certificate: {exc}"]
+        if self._synced is not None and not self._synced():
+            return ["webhook server: the caches its rules read have not synced"]
         return []
 
     def _sync_ca(self) -> None:
@@ -283,6 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
 SERVICE_ENV = "KINRUN_WEBHOOK_SERVICE"
 """The environment variable ``kinrun manifests`` sets in the Deployment to the webhook
 Service's name (so a ``--name`` given to manifests reaches the run)."""
+_ANY_ADDRESS = ("0.0.0.0", "::", "")
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 """Where a pod finds its namespace (controller-runtime's ``getInClusterNamespace``)."""
 
@@ -293,7 +300,9 @@ class WebhookOptions:
     Service's; None: the pod's, else ``default``), ``service`` (None: ``$KINRUN_WEBHOOK_SERVICE``,
     else ``admission.serviceName``, else ``<kinrun manifests' default name>-webhook``),
     ``hosts`` added to the serving certificate (tests: ``127.0.0.1``), ``port``/``address``
-    (None: the config's), ``workers``."""
+    (None: the config's; an address that is one IP, not ``0.0.0.0``/``::``, is added to the
+    certificate: a test's ``https://127.0.0.1:PORT``), ``workers``, ``synced``: whether the
+    caches the rules read have synced (readiness waits for it; None: no wait)."""
 
     namespace: str | None = None
     service: str | None = None
@@ -301,6 +310,7 @@ class WebhookOptions:
     port: int | None = None
     address: str | None = None
     workers: int = WORKERS
+    synced: Callable[[], bool] | None = None
 
 
 def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], metrics: Any,
@@ -321,7 +331,9 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
     if spec.cert_dir is not None:
         source: Any = DirectoryCerts(spec.cert_dir)
     else:
-        hosts = [*service_hosts(service, namespace), *options.hosts]
+        address = options.address or spec.address
+        hosts = [*service_hosts(service, namespace), *options.hosts,
+                 *([address] if address not in _ANY_ADDRESS else [])]
         ca = shared_ca(client, namespace, spec.cert_secret or f"{service}-certs") \
             if client is not None else None
         source = SelfSignedCerts(hosts, ca=ca)
@@ -330,7 +342,7 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
     server = WebhookServer(plan.admission, ServerTLS(source), listers=listers, metrics=metrics,
                            port=spec.port if options.port is None else options.port,
                            address=options.address or spec.address, workers=options.workers,
-                           ca_sync=sync)
+                           ca_sync=sync, synced=options.synced)
     if probes is not None:
         probes.add_readiness_check(server.ready)
     return server
@@ -347,7 +359,28 @@ def service_name(config: Any, default: str | None = None) -> str:
 
 
 def _pod_namespace() -> str:
+    """``$POD_NAMESPACE`` (the downward API's, as kubebuilder's scaffolds set it), else the
+    ServiceAccount's namespace file, else ``default``."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
     try:
         return Path(NAMESPACE_FILE).read_text(encoding="utf-8").strip() or "default"
     except OSError:
         return "default"
+
+
+class LiveListers(Mapping[str, Any]):
+    """informer name -> Lister, read from ``informers()`` (name -> informer with ``lister``)
+    at every lookup: a reload's new informers are seen without rebuilding the server."""
+
+    def __init__(self, informers: Callable[[], Mapping[str, Any]]) -> None:
+        self._informers = informers
+
+    def __getitem__(self, name: str) -> Any:
+        return self._informers()[name].lister
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._informers()))
+
+    def __len__(self) -> int:
+        return len(self._informers())
