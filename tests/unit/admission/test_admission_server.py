@@ -270,3 +270,13 @@ def test_concurrent_requests_all_answered(server: WebhookServer,
     for t in threads:
         t.join(30)
     assert sorted(results) == sorted((200, f"u-{i}") for i in range(12))
+
+
+def test_long_service_names_get_a_certificate(tmp_path: Any) -> None:
+    """SERVICE.NAMESPACE.svc.cluster.local longer than a CN's 64 characters still gets a
+    serving certificate (the names are SANs; the CN is cut)."""
+    compiled = plan(load_text(CONFIG, file=str(tmp_path / "quota.yaml")))
+    srv = build_webhook_server(compiled, None, LISTERS, None, None,
+                               WebhookOptions(namespace="n" * 63, port=0))
+    assert srv is not None
+    assert srv.tls.source.hosts[0] == f"kinrun-quota-webhook.{'n' * 63}.svc"  # type: ignore[attr-defined]
