@@ -10,13 +10,16 @@ server (``pkg/webhook/server.go``, ``admission/http.go``).
     :data:`MAX_BODY` bytes)              400, as controller-runtime answers
 
 Bounded, so that a flood of connections cannot take more than a fixed share of the process:
-:data:`WORKERS` threads each accept a connection, do its TLS handshake and answer its one
-request (the answer says ``Connection: close``); every socket operation of a connection has
-``timeout`` seconds (:data:`IO_TIMEOUT`). Connections beyond the workers wait in the
-listening socket's backlog. Departure from controller-runtime (Go's ``net/http``: a goroutine
-per connection, keep-alive): one request per connection keeps a worker from being held by an
-idle keep-alive connection; the price is a TLS handshake per request (measured in
-docs/admission.md).
+one selector thread accepts connections and watches the idle ones; a connection with bytes
+to read goes to one of :data:`WORKERS` threads, which does its TLS handshake (when new) and
+answers one request, then hands it back (HTTP/1.1 keep-alive, as Go's ``net/http`` serves
+controller-runtime's webhooks: the API server reuses its connections, so most requests skip
+the handshake). A client that connects and sends nothing holds no worker; each socket
+operation of a worker has ``timeout`` seconds (:data:`IO_TIMEOUT`); a new connection silent
+for as long, or an idle one for :data:`KEEPALIVE_IDLE` seconds, is closed; at most
+:data:`MAX_CONNECTIONS` are open (the rest wait in the listening socket's backlog). Departure
+from Go's server: no HTTP/2 and no pipelining (a request sent before the previous answer
+waits for the connection's next turn, as Go's client never does).
 
 Certificates come from a ``kinrun.tls.ServerTLS``: each handshake takes the newest pair, so a
 renewal or a cert-manager rotation drops no request. Metrics (controller-runtime's
@@ -33,6 +36,8 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
+import selectors
 import socket
 import ssl
 import threading
@@ -63,7 +68,12 @@ MAX_BODY = 7 * 1024 * 1024
 """Bytes of the largest AdmissionReview read (controller-runtime's ``maxRequestSize``; the API
 server's own request limit is 3 MiB of object, which the review carries twice at most)."""
 ACCEPT_POLL = 0.5
-"""Real seconds a worker waits in ``accept`` before looking whether it should stop."""
+"""Real seconds the selector thread waits before looking at idle connections and stop."""
+KEEPALIVE_IDLE = 30.0
+"""Seconds an idle keep-alive connection is kept open (no worker holds it meanwhile)."""
+MAX_CONNECTIONS = 256
+"""Connections open at once (idle, queued, or being answered); beyond, new ones wait in the
+listening socket's backlog."""
 LISTEN_BACKLOG = 128
 JSON = "application/json"
 
@@ -105,18 +115,21 @@ class WebhookServer:
         self._listener: socket.socket | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._pool: _Pool | None = None
 
     def start(self) -> int:
-        """Bind and start the workers; returns the bound port. Raises WebhookServeError."""
+        """Bind and start the threads; returns the bound port. Raises WebhookServeError."""
         try:
             listener = socket.create_server((self.address, self.port), backlog=LISTEN_BACKLOG)
         except OSError as exc:
             raise WebhookServeError(self.port, self.address, exc) from exc
-        listener.settimeout(ACCEPT_POLL)
+        listener.setblocking(False)
         self._listener, self.port = listener, int(listener.getsockname()[1])
         self._stopping.clear()
-        self._threads = [SupervisedThread(target=self._work, name=f"kinrun-webhook-{i}")
-                         for i in range(self.workers)]
+        self._pool = _Pool(self, listener)
+        self._threads = [SupervisedThread(target=self._pool.select, name="kinrun-webhook-select")]
+        self._threads += [SupervisedThread(target=self._work, name=f"kinrun-webhook-{i}")
+                          for i in range(self.workers)]
         if self.ca_sync is not None:
             self._threads.append(SupervisedThread(target=self._sync_ca, name="kinrun-cabundle"))
         for thread in self._threads:
@@ -127,8 +140,10 @@ class WebhookServer:
 
     def stop(self, timeout: float = IO_TIMEOUT) -> None:
         """Stop accepting, let requests under way finish (at most ``timeout`` seconds),
-        close the socket. Idempotent."""
+        close every connection and the socket. Idempotent."""
         self._stopping.set()
+        if self._pool is not None:
+            self._pool.shut_down(self.workers)
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -157,27 +172,25 @@ class WebhookServer:
             self._stopping.wait(self.sync_interval)
 
     def _work(self) -> None:
-        listener = self._listener
-        while listener is not None and not self._stopping.is_set():
-            try:
-                raw, peer = listener.accept()
-            except (TimeoutError, socket.timeout, BlockingIOError):
-                continue
-            except OSError:
-                if self._stopping.is_set():
-                    return
-                raise
-            self._serve_connection(raw, peer)
+        pool = self._pool
+        while pool is not None:
+            conn = pool.ready.get()
+            if conn is None:  # shut down
+                return
+            keep = self._serve(conn)
+            pool.done(conn, keep and not self._stopping.is_set())
 
-    def _serve_connection(self, raw: socket.socket, peer: Any) -> None:
-        raw.settimeout(self.timeout)
+    def _serve(self, conn: _Conn) -> bool:
+        """One request on ``conn`` (its TLS handshake first, when new); True: keep it open."""
         try:
-            with self.tls.context.wrap_socket(raw, server_side=True) as conn:
-                _Handler(conn, peer, self)
+            if conn.tls is None:
+                conn.sock.settimeout(self.timeout)
+                conn.tls = self.tls.context.wrap_socket(conn.sock, server_side=True)
+                conn.rfile, conn.wfile = conn.tls.makefile("rb"), conn.tls.makefile("wb")
+            return not _Handler(conn, self).close_connection
         except (OSError, ssl.SSLError) as exc:  # a client that left, a failed handshake
-            _log.debug("webhook connection from %s: %s: %s", peer, type(exc).__name__, exc)
-        finally:
-            raw.close()
+            _log.debug("webhook connection from %s: %s: %s", conn.peer, type(exc).__name__, exc)
+            return False
 
     # -- one request -----------------------------------------------------------------------------
 
@@ -235,26 +248,35 @@ class WebhookMetrics:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """``http.server``'s request parsing for one request on an open TLS connection."""
+    """``http.server``'s request parsing for one request on an open TLS connection (its
+    buffered reader and writer are the connection's: they outlive the request)."""
 
     protocol_version = "HTTP/1.1"
     server: WebhookServer  # type: ignore[assignment]
 
-    def __init__(self, conn: Any, peer: Any, server: WebhookServer) -> None:
-        super().__init__(conn, peer, server)  # type: ignore[arg-type]
+    def __init__(self, conn: _Conn, server: WebhookServer) -> None:
+        self._conn = conn
+        super().__init__(conn.tls, conn.peer, server)  # type: ignore[arg-type]
 
     def setup(self) -> None:
-        super().setup()
-        self.close_connection = True  # one request per connection (module docstring)
+        self.connection = self.request
+        self.rfile, self.wfile = self._conn.rfile, self._conn.wfile  # type: ignore[assignment]
 
     def handle(self) -> None:
+        self.close_connection = True
         self.handle_one_request()
+
+    def finish(self) -> None:
+        if not self.wfile.closed:
+            self.wfile.flush()
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         length = self.headers.get("Content-Length", "")
         if not length.isdigit():
+            self.close_connection = True
             return self._send(411 if not length else 400, b"a Content-Length is required\n")
         if int(length) > MAX_BODY:
+            self.close_connection = True  # the body is not read: the connection is spent
             return self._send(400, f"request entity is larger than {MAX_BODY} bytes\n".encode())
         body = self.rfile.read(int(length))
         status, data = self.server.answer(self.path.split("?", 1)[0],
@@ -263,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         known = self.server.program.webhook(self.path.split("?", 1)[0]) is not None
+        self.close_connection = True  # a body it may have sent is not read
         self._send(405 if known else 404, b"405 method not allowed\n" if known
                    else b"404 page not found\n")
 
@@ -274,13 +297,160 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Allow", "POST")
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         _log.debug("webhook %s %s", self.address_string(), format % args)
+
+
+class _Conn:
+    """One client connection: the socket, its TLS wrapper once the handshake is done
+    (None before), the buffered reader/writer over it, and since when it is idle."""
+
+    __slots__ = ("sock", "peer", "tls", "rfile", "wfile", "idle_since")
+
+    def __init__(self, sock: socket.socket, peer: Any, now: float) -> None:
+        self.sock, self.peer, self.idle_since = sock, peer, now
+        self.tls: ssl.SSLSocket | None = None
+        self.rfile: Any = None
+        self.wfile: Any = None
+
+    def close(self) -> None:
+        for part in (self.rfile, self.wfile, self.tls, self.sock):
+            try:
+                if part is not None:
+                    part.close()
+            except OSError:
+                pass
+
+
+class _Pool:
+    """The connections of a WebhookServer: one selector thread (:meth:`select`) accepts new
+    connections and watches idle ones; a connection with something to read goes to
+    ``ready`` (a worker takes it, answers one request, hands it back with :meth:`done`).
+
+    Invariants: a connection is in exactly one place: the selector (idle, or new before its
+    first bytes), ``ready``, or a worker. At most :data:`MAX_CONNECTIONS` are open: beyond,
+    the listener is not watched and new connections wait in its backlog. One idle longer than
+    :data:`KEEPALIVE_IDLE` seconds is closed. Thread-safety: ``done`` and ``shut_down`` from
+    any thread (they hand over through ``_handed`` under ``_lock`` and wake the selector).
+    """
+
+    def __init__(self, server: WebhookServer, listener: socket.socket) -> None:
+        self.server, self.listener = server, listener
+        self.ready: queue.SimpleQueue[_Conn | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._handed: list[_Conn] = []  # back from workers, to watch again (under _lock)
+        self._open = 0  # connections open (under _lock)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+
+    def done(self, conn: _Conn, keep: bool) -> None:
+        """A worker is through with ``conn``: watch it again (``keep``) or close it."""
+        if keep and conn.tls is not None and conn.tls.pending():
+            self.ready.put(conn)  # already holds the next request's bytes
+            return
+        with self._lock:
+            if keep:
+                conn.idle_since = time.monotonic()
+                self._handed.append(conn)
+            else:
+                self._open -= 1
+        if not keep:
+            conn.close()
+        self._wake()
+
+    def shut_down(self, workers: int) -> None:
+        """End the selector (it closes what it watches) and ``workers`` workers."""
+        self._wake()
+        for _ in range(workers):
+            self.ready.put(None)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # the buffer is full: a wake-up is pending anyway
+            pass
+
+    def select(self) -> None:
+        """The selector thread's loop (see the class docstring)."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        accepting = False
+        try:
+            while not self.server._stopping.is_set():
+                accepting = self._watch_listener(sel, accepting)
+                for key, _ in sel.select(ACCEPT_POLL):
+                    if key.data == "listener":
+                        self._accept(sel)
+                    elif key.data == "wake":
+                        self._take_handed(sel)
+                    else:
+                        sel.unregister(key.fileobj)
+                        self.ready.put(key.data)
+                self._close_idle(sel)
+        finally:
+            self._close_all(sel)
+
+    def _watch_listener(self, sel: selectors.BaseSelector, accepting: bool) -> bool:
+        with self._lock:
+            room = self._open < MAX_CONNECTIONS
+        if room and not accepting:
+            sel.register(self.listener, selectors.EVENT_READ, "listener")
+        elif accepting and not room:
+            sel.unregister(self.listener)
+        return room
+
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        while True:
+            with self._lock:
+                if self._open >= MAX_CONNECTIONS:
+                    return
+            try:
+                sock, peer = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            with self._lock:
+                self._open += 1
+            sock.setblocking(False)
+            conn = _Conn(sock, peer, time.monotonic())
+            sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _take_handed(self, sel: selectors.BaseSelector) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        with self._lock:
+            handed, self._handed = self._handed, []
+        for conn in handed:
+            sel.register(conn.tls or conn.sock, selectors.EVENT_READ, conn)
+
+    def _close_idle(self, sel: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for key in list(sel.get_map().values()):
+            conn = key.data
+            if isinstance(conn, _Conn) and now - conn.idle_since > (
+                    KEEPALIVE_IDLE if conn.tls is not None else self.server.timeout):
+                sel.unregister(key.fileobj)
+                self.done(conn, False)
+
+    def _close_all(self, sel: selectors.BaseSelector) -> None:
+        for key in list(sel.get_map().values()):
+            if isinstance(key.data, _Conn):
+                key.data.close()
+        sel.close()
+        with self._lock:
+            handed, self._handed = self._handed, []
+        for conn in handed:
+            conn.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
 
 # -- building it for the main job --------------------------------------------------------------

@@ -280,3 +280,21 @@ def test_long_service_names_get_a_certificate(tmp_path: Any) -> None:
                                WebhookOptions(namespace="n" * 63, port=0))
     assert srv is not None
     assert srv.tls.source.hosts[0] == f"kinrun-quota-webhook.{'n' * 63}.svc"  # type: ignore[attr-defined]
+
+
+def test_keep_alive_connection_answers_several_requests(server: WebhookServer,
+                                                        certs: SelfSignedCerts) -> None:
+    """An HTTP/1.1 client's connection stays open: three reviews, one TLS session."""
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port,
+                                       context=client_context(certs.ca_pem), timeout=5)
+    sockets = set()
+    for i in range(3):
+        conn.request("POST", "/validate/big.quota.example.com",
+                     json.dumps(review(CM, uid=f"k-{i}")).encode(),
+                     {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert json.loads(response.read())["response"]["uid"] == f"k-{i}"
+        assert response.getheader("Connection") != "close"
+        sockets.add(id(conn.sock))
+    conn.close()
+    assert len(sockets) == 1
