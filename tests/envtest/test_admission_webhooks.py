@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -113,15 +114,16 @@ def registered(raw: RawKube, objects: list[tuple[str, dict[str, Any]]]) -> Itera
 
 @contextlib.contextmanager
 def kinrun(server: EnvtestServer, tmp: Path, ns: str, port: int, service: str,
-           certificates: str = "") -> Iterator[subprocess.Popen[bytes]]:
-    """``kinrun CONFIG`` against the server, ready (``/readyz`` 200) on entry, stopped after."""
+           certificates: str = "", kubeconfig: str | None = None
+           ) -> Iterator[subprocess.Popen[bytes]]:
+    """``kinrun CONFIG`` against the server (as the admin, or ``kubeconfig``'s user), ready
+    (``/readyz`` 200) on entry, stopped after."""
     probes = free_port()
-    config = tmp / "admission.yaml"
-    config.write_text(CONFIG.format(ns=ns, probes=probes, port=port, service=service,
-                                    certificates=certificates, deny=DENY, mutate=MUTATE))
+    config = write_config(tmp, ns, port, service, certificates, probes)
     log = (tmp / "kinrun.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "kinrun.cli", str(config), "--kubeconfig",
-                             server.kubeconfig_path], stdout=log, stderr=subprocess.STDOUT,
+                             kubeconfig or server.kubeconfig_path],
+                            stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "POD_NAMESPACE": ns})
     try:
         until(lambda: _ready(probes), f"kinrun ready (log: {tmp / 'kinrun.log'})")
@@ -130,6 +132,14 @@ def kinrun(server: EnvtestServer, tmp: Path, ns: str, port: int, service: str,
         proc.terminate()
         proc.wait(30)
         log.close()
+
+
+def write_config(tmp: Path, ns: str, port: int, service: str, certificates: str = "",
+                 probes: int = 0) -> Path:
+    config = tmp / "admission.yaml"
+    config.write_text(CONFIG.format(ns=ns, probes=probes, port=port, service=service,
+                                    certificates=certificates, deny=DENY, mutate=MUTATE))
+    return config
 
 
 def _ready(port: int) -> bool:
@@ -260,3 +270,36 @@ def test_rotation_under_load_loses_no_request_and_failure_policy_holds_when_stop
                                patch, content_type="application/json-patch+json")
             assert done.status == 200, done.body
         until(lambda: create(raw, ns, "ignored").status == 201, "failurePolicy Ignore")
+
+
+# -- the RBAC of `kinrun rbac` is enough --------------------------------------------------------
+
+
+def test_generated_rbac_is_enough_for_self_signed_certificates(
+        envtest_server: EnvtestServer, raw: RawKube, tmp_path: Path) -> None:
+    """kinrun as a ServiceAccount granted only what ``kinrun rbac`` computes creates the CA
+    Secret, writes the caBundle and serves; its log has no 403."""
+    from envtest.test_rbac_examples import FORBIDDEN, Identity
+    from kinrun.config import load
+    from kinrun.plan import plan
+    from kinrun.rbac import rbac_needs, rbac_objects
+
+    ident = Identity(envtest_server, raw, tmp_path, "admission")
+    ns, port = ident.namespace, free_port()
+    service = f"{ns}-webhook"
+    raw.request("PATCH", f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {"kinrun-e2e": ns}}},
+                content_type="application/merge-patch+json")
+    needs = rbac_needs(plan(load(write_config(tmp_path, ns, port, service))),
+                       webhook=(ns, service))
+    ident.grant(rbac_objects(needs, name=ident.name, service_account=ident.name,
+                             service_account_namespace=ns))
+    try:
+        with registered(raw, configurations(ns, service, port, None)), \
+                kinrun(envtest_server, tmp_path, ns, port, service,
+                       kubeconfig=str(ident.kubeconfig)):
+            until(lambda: create(raw, ns, "nope", {"forbidden": "1"}).status == 403,
+                  "the webhook to deny")
+        log = (tmp_path / "kinrun.log").read_text()
+        assert not re.search(FORBIDDEN, log), log
+    finally:
+        ident.close()
