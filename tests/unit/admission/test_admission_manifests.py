@@ -185,3 +185,15 @@ def test_example_enforces_the_quota_and_warns_on_shared_deployments() -> None:
                        {"quotas": Lister({}), "foos": foos})["response"]
     assert free["allowed"] is True
     assert free["warnings"] == ["Deployment web is named by another Foo too"]
+
+
+def test_reload_reports_an_admission_change_as_needing_a_restart() -> None:
+    """A reload whose only change is a rule swaps no controller and says admission needs a
+    restart (the webhook server serves the rules it started with)."""
+    from kinrun.reload import diff
+
+    old = plan(config())
+    new = plan(load_text((CONFIG % "").replace("deny: refused", "deny: nope"), file="quota.yaml"))
+    changes = diff(old, new)
+    assert changes.restart_only == ("admission",)
+    assert changes.controllers_swapped == () and changes.controllers_unchanged == ("c",)
