@@ -7,7 +7,9 @@ server (``pkg/webhook/server.go``, ``admission/http.go``).
     other paths                         404; other methods on a webhook path: 405
     a body that is not an AdmissionReview v1 with a request (not JSON, another kind or
     version, no ``request.uid``, a Content-Type other than application/json, over
-    :data:`MAX_BODY` bytes)              400, as controller-runtime answers
+    :data:`MAX_BODY` bytes)              HTTP 400 (controller-runtime wraps these errors in an
+                                        AdmissionReview answer; without a request uid there
+                                        is no review to answer, so kinrun does not)
 
 Bounded, so that a flood of connections cannot take more than a fixed share of the process:
 one selector thread accepts connections and watches the idle ones; a connection with bytes
@@ -29,7 +31,8 @@ renewal or a cert-manager rotation drops no request. Metrics (controller-runtime
 buckets), ``controller_runtime_webhook_requests_in_flight{webhook}``.
 
 Thread-safety: ``start``/``stop`` from one thread; ``ready`` and ``program`` (an attribute a
-reload may replace whole) from any; requests run on the worker threads.
+caller may replace whole) from any; requests run on the worker threads; the connections'
+hand-over between the selector thread and the workers is :class:`_Pool`'s.
 """
 
 from __future__ import annotations

@@ -298,3 +298,20 @@ def test_keep_alive_connection_answers_several_requests(server: WebhookServer,
         sockets.add(id(conn.sock))
     conn.close()
     assert len(sockets) == 1
+
+
+def test_a_body_over_the_limit_is_refused_unread(server: WebhookServer,
+                                                 certs: SelfSignedCerts) -> None:
+    """A Content-Length over MAX_BODY is answered 400 without reading it, and the connection
+    is closed (its unread body would be taken for the next request)."""
+    from kinrun.admission.server import MAX_BODY
+
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port,
+                                       context=client_context(certs.ca_pem), timeout=5)
+    conn.putrequest("POST", "/validate/big.quota.example.com")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(MAX_BODY + 1))
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 400 and response.getheader("Connection") == "close"
+    conn.close()
