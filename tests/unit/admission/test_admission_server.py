@@ -315,3 +315,38 @@ def test_a_body_over_the_limit_is_refused_unread(server: WebhookServer,
     response = conn.getresponse()
     assert response.status == 400 and response.getheader("Connection") == "close"
     conn.close()
+
+
+def test_self_signed_renewal_under_load_loses_no_request(server: WebhookServer,
+                                                          certs: SelfSignedCerts,
+                                                          wall: Clock) -> None:
+    """Clients posting on new connections while the pair is renewed: every request is
+    answered 200, and connections after the renewal get the new certificate."""
+    before = peer_cert(server, certs.ca_pem)
+    statuses: list[int] = []
+    stop, lock = threading.Event(), threading.Lock()
+    marks = {20: threading.Event(), 60: threading.Event()}  # answers seen so far
+
+    def loop() -> None:
+        while not stop.is_set():
+            status = post(server, "/validate/big.quota.example.com", review(CM),
+                          certs.ca_pem)[0]
+            with lock:
+                statuses.append(status)
+                for count, reached in marks.items():
+                    if len(statuses) >= count:
+                        reached.set()
+    clients = [threading.Thread(target=loop) for _ in range(4)]
+    for c in clients:
+        c.start()
+    try:
+        assert marks[20].wait(30)
+        wall.t = time.time()  # renewal due
+        assert server.tls.refresh()
+        assert marks[60].wait(30)
+    finally:
+        stop.set()
+        for c in clients:
+            c.join(30)
+    assert set(statuses) == {200}
+    assert peer_cert(server, certs.ca_pem) != before
