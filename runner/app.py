@@ -51,6 +51,7 @@ from kinrun.logging_setup import reconcile_log_fields
 from kinrun.manager import Manager
 from kinrun.plan import Plan, plan
 from kinrun.runnables import (DryRunGate, LeaderGate, MetricsEndpoint, ProbesEndpoint,
+                              WebhookServer,
                               ReloadLoop, RingGate)
 from kinrun.spine.runnables import Gate
 from kinrun.spine.settings import RunSettings
@@ -113,6 +114,10 @@ def _add_runnables(manager: Manager, compiled: Plan, options: RunOptions, probes
         manager.add(MetricsEndpoint(manager.metrics, settings.metrics, manager.client))
     if probes is not None and settings.probes is not None:
         manager.add(ProbesEndpoint(probes, settings.probes, manager))
+    if settings.serves_webhooks:
+        manager.add(WebhookServer(compiled, manager, probes))
+    elif settings.webhooks:
+        _log.warning("dry-run: admission webhooks are not served")
     gate = _gate(manager, compiled, probes, shard, stop)
     if gate is not None:
         manager.set_gate(gate)

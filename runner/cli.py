@@ -755,7 +755,7 @@ def _cmd_rbac(ns: argparse.Namespace) -> int:
 
     config, names = _identity(ns)
     needs = rbac_needs(plan(config), dry_run=ns.dry_run, resolve=_resolver(ns),
-                       crds=_crds(ns))
+                       crds=_crds(ns), webhook=names.webhook(config))
     for note in needs.notes:
         _err(f"kinrun rbac: note: {note}")
     if ns.explain:

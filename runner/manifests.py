@@ -20,6 +20,8 @@
                               annotation on the pod template (pods roll when the config or a
                               plugin changes)
     DIR/service.yaml          with ``metrics:`` only: a ClusterIP Service for /metrics
+    DIR/webhook.yaml          with ``admission:``: the webhook Service and the Validating/
+                              MutatingWebhookConfigurations (``kinrun.admission.manifests``)
     DIR/pdb.yaml              with more than one replica: a PodDisruptionBudget keeping all
                               but one available (``policy/v1``; ``policy/v1beta1`` for
                               ``kubernetes_version`` below 1.21, which has no v1)
@@ -43,7 +45,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,10 @@ from kinrun import __version__
 from kinrun import safe_yaml
 from kinrun.app import EXIT_SLACK
 from kinrun.config.model import Config
+from kinrun.config.naming import default_name
 from kinrun.errors import ConfigError
 from kinrun import monitoring
+from kinrun.admission import manifests as admission_manifests
 from kinrun.plan import plan
 from kinrun.crds import CrdSet
 from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
@@ -106,16 +109,14 @@ class Names:
         return {"name": self.name, "service_account": self.service_account,
                 "service_account_namespace": self.namespace}
 
+    def webhook(self, config: Config) -> tuple[str, str]:
+        """(namespace, webhook Service name) of ``config``'s ``admission:`` deployed so."""
+        return self.namespace, admission_manifests.webhook_service_name(config, self.name)
+
     @property
     def labels(self) -> dict[str, str]:
         """The labels every object gets; the Deployment selects its pods by them."""
         return {"app.kubernetes.io/name": "kinrun", "app.kubernetes.io/instance": self.name}
-
-
-def default_name(path: Path) -> str:
-    """``kinrun-<stem>`` of a config path as a DNS-1123 label (at most 63 characters)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "controller"
-    return f"kinrun-{slug}"[:63].rstrip("-")
 
 
 # -- YAML ------------------------------------------------------------------------------------
@@ -172,7 +173,8 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
     if secure_metrics and config.metrics is not None and not config.metrics.secure:
         config = dataclasses.replace(config, metrics=dataclasses.replace(config.metrics,
                                                                           secure=True))
-    needs = rbac_needs(plan(config), resolve=resolve, crds=crds)
+    needs = rbac_needs(plan(config), resolve=resolve, crds=crds,
+                       webhook=names.webhook(config))
     if replicas is None:
         replicas = 3 if config.sharding is not None else (
             2 if config.leader_election is not None else 1)
@@ -193,6 +195,9 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
         objects["service.yaml"] = [metrics_service(names, port)]
         if config.metrics is not None and config.metrics.secure:
             objects["rbac.yaml"].append(metrics_reader_role(names))
+    if config.admission is not None:  # the webhook Service and configurations
+        objects["webhook.yaml"] = admission_manifests.webhook_objects(
+            config.admission, _webhook_service(config, names), names.namespace, names.labels)
     if replicas > 1:
         objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
     objects.update(_monitoring(config, names, extras, port))
@@ -220,7 +225,8 @@ def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int |
             *args, f"{names.name}-metrics", leader_election=config.leader_election is not None)]
     if "network-policy" in wanted and port is not None:
         out["networkpolicy.yaml"] = [monitoring.network_policy(
-            f"{names.name}-metrics", names.namespace, names.labels, names.labels, port)]
+            f"{names.name}-metrics", names.namespace, names.labels, names.labels, port,
+            open_ports=[config.admission.port] if config.admission is not None else [])]
     return out
 
 
@@ -370,6 +376,8 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
     port = metrics_port(config, lambda _t: None)
     if port is not None:
         ports.append({"name": "metrics", "containerPort": port, "protocol": "TCP"})
+    webhook = admission_manifests.container_additions(config, _webhook_service(config, names))
+    ports += webhook["ports"]
     digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))
                             .encode()).hexdigest()[:16]
     container = {
@@ -377,13 +385,13 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}] + (
             # sharding: the replica's name in the ring is its Pod's (kinrun.sharding)
             [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
-            if config.sharding is not None else []),
+            if config.sharding is not None else []) + webhook["env"],
         "livenessProbe": _probe("/healthz", 3), "readinessProbe": _probe("/readyz", 1),
         "resources": RESOURCES,
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-                         {"name": "tmp", "mountPath": "/tmp"}],
+                         {"name": "tmp", "mountPath": "/tmp"}] + webhook["volumeMounts"],
     }
     pod = {
         "serviceAccountName": names.service_account,
@@ -392,7 +400,7 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
         "volumes": [{"name": "config", "configMap": {"name": f"{names.name}-config"}},
-                    {"name": "tmp", "emptyDir": {}}],
+                    {"name": "tmp", "emptyDir": {}}] + webhook["volumes"],
     }
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(names),
@@ -401,6 +409,10 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                                            "annotations": {"kinrun.dev/config-hash": digest}},
                               "spec": pod}},
     }
+
+
+def _webhook_service(config: Config, names: Names) -> str:
+    return admission_manifests.webhook_service_name(config, names.name)
 
 
 def _probe(path: str, failures: int) -> dict[str, Any]:

@@ -25,7 +25,7 @@ Pure: each function returns plain dicts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -107,13 +107,18 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str,
 
 
 def network_policy(name: str, namespace: str, labels: Mapping[str, str],
-                   pod_labels: Mapping[str, str], metrics_port: int) -> dict[str, Any]:
+                   pod_labels: Mapping[str, str], metrics_port: int,
+                   open_ports: Sequence[int] = ()) -> dict[str, Any]:
     """A NetworkPolicy ``name`` admitting TCP ``metrics_port`` of the pods labelled
-    ``pod_labels`` from namespaces labelled :data:`METRICS_NAMESPACE_LABEL` only."""
+    ``pod_labels`` from namespaces labelled :data:`METRICS_NAMESPACE_LABEL` only, and TCP
+    ``open_ports`` from anywhere (the admission webhook port: the API server is no pod a
+    selector can name)."""
+    ingress: list[dict[str, Any]] = [{"from": [{"namespaceSelector": {
+        "matchLabels": dict(METRICS_NAMESPACE_LABEL)}}],
+        "ports": [{"port": metrics_port, "protocol": "TCP"}]}]
+    if open_ports:
+        ingress.append({"ports": [{"port": p, "protocol": "TCP"} for p in open_ports]})
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": _meta(name, namespace, labels),
             "spec": {"podSelector": {"matchLabels": dict(pod_labels)},
-                     "policyTypes": ["Ingress"],
-                     "ingress": [{"from": [{"namespaceSelector": {
-                         "matchLabels": dict(METRICS_NAMESPACE_LABEL)}}],
-                         "ports": [{"port": metrics_port, "protocol": "TCP"}]}]}}
+                     "policyTypes": ["Ingress"], "ingress": ingress}}

@@ -486,6 +486,12 @@ class Probes:
         self._ready_checks[name] = check
         self._route_checks()
 
+    def add_readiness_check(self, check: Callable[[], list[str]], name: str = "webhooks") -> None:
+        """:meth:`add_ready_check` under ``name``: what a replica serves without the Lease
+        (admission webhooks, ``kinrun.admission.server``) must be up before the Service sends
+        it requests, so added checks count on a standby replica too."""
+        self.add_ready_check(check, name)
+
     def standby(self, lease: str | None) -> None:
         """Waiting for the Lease ``lease`` ("ns/name"): ready, and says so; None: leading (or
         no leader election), ready once synced."""
@@ -527,7 +533,11 @@ class Probes:
         """(ready, body): ``ok``; ``ok (standby: ...)``; or the checks that fail (informers
         not synced yet, kinds not served); ``verbose`` and ``only`` as :meth:`healthz`."""
         lease = self._standby
-        if lease is not None:
+        if lease is not None:  # the added checks (webhooks) count on a standby too
+            ok, body = _report("readyz", dict(self._ready_checks), verbose, only) \
+                if only is None or only in self._ready_checks else (True, "")
+            if not ok:
+                return ok, body
             return True, f"ok (standby: waiting for the Lease {lease})\n"
         if self._informers is None and only in (None, "informers"):
             return False, "readyz check failed\n[-]informers: not started\n"

@@ -29,6 +29,9 @@ leader election (not dry-run)      ``get``, ``update`` on the Lease by name and 
                                    ``leases`` in ``sharding.namespace``; ``patch`` on every
                                    sharded informer's resource where it watches (labels),
                                    ``get`` on the sharded primaries (a move or a deletion)
+``admission`` self-signed           ``get``, ``update`` on the CA Secret by name and ``create``
+(not dry-run)                      on ``secrets`` in kinrun's namespace; ``get``, ``patch`` on
+                                   the webhook configurations by name (their caBundle)
 ``rbac.extraRules``                as written (what hook plugins call)
 =================================  ==========================================================
 
@@ -60,12 +63,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from kinrun import safe_yaml
 from kinrun.config.model import Config, InformerSpec, Location, RbacRuleSpec, thaw
+from kinrun.config.naming import default_name
 from kinrun.crds import CrdSet
 from kinrun.errors import ConfigError
 from kinrun.kube.builtin_kinds import builtin_kind, builtin_resource, builtin_scope
@@ -148,7 +153,8 @@ class RbacNeeds:
 
 
 def rbac_needs(plan: Plan, *, dry_run: bool = False, resolve: Resolve | None = None,
-               crds: CrdSet | None = None) -> RbacNeeds:
+               crds: CrdSet | None = None, webhook: tuple[str, str] | None = None
+               ) -> RbacNeeds:
     """The permissions ``plan`` needs (see the module docstring for the sources).
 
     ``dry_run``: for ``kinrun CONFIG --dry-run`` (adds the reads, drops the Lease);
@@ -156,10 +162,11 @@ def rbac_needs(plan: Plan, *, dry_run: bool = False, resolve: Resolve | None = N
     discovery for kinds neither the built-in table nor a CRD file knows (None: none). Raises
     a located ConfigError for an informer or action whose resource or scope cannot be told
     and that no ``rbac.extraRules`` rule covers, or for a ``crds:`` file that cannot be
-    read."""
+    read. ``webhook``: (kinrun's namespace, the webhook Service's name) for ``admission:``
+    (None: ``kinrun manifests``' defaults: ``default``, ``kinrun-<stem>-webhook``)."""
     files = config_crds(plan.config)
     known = CrdSet([*files, *(crds or ())])
-    return _Collector(plan, dry_run, chain(crd_resolver(known), resolve)).collect()
+    return _Collector(plan, dry_run, chain(crd_resolver(known), resolve), webhook).collect()
 
 
 def config_crds(config: Config) -> CrdSet:
@@ -212,6 +219,7 @@ class _Collector:
     plan: Plan
     dry_run: bool
     resolve: Resolve | None
+    webhook: tuple[str, str] | None = None
     permissions: dict[Permission, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -226,6 +234,7 @@ class _Collector:
         self._leader_election()
         self._secure_metrics()
         self._sharding(scopes)
+        self._admission()
         for i, rule in enumerate(self.config.rbac.extra_rules):
             self._extra_rule(i, rule)
         return RbacNeeds({p: tuple(w) for p, w in sorted(self.permissions.items())},
@@ -471,6 +480,28 @@ class _Collector:
             if role == "primary":
                 self.grant(where, res.group, res.plural, ("get",),
                            f"{why}: informer {name}: GET tells a move from a deletion")
+
+    def _admission(self) -> None:
+        """Self-signed webhook certificates: the CA Secret and the caBundle
+        (``kinrun.admission.certs``); mounted ones need nothing."""
+        spec = self.config.admission
+        if spec is None or spec.cert_dir is not None or self.dry_run:
+            return
+        from kinrun.admission.certs import CONFIGURATION_KINDS
+
+        from kinrun.admission.manifests import webhook_service_name
+
+        namespace, service = self.webhook or (  # kinrun manifests' defaults
+            "default", webhook_service_name(self.config, default_name(Path(self.config.file))))
+        secret = spec.cert_secret or f"{service}-certs"
+        why = f"{self.config.file}: admission: CA Secret {namespace}/{secret}"
+        self.grant((namespace,), "", "secrets", ("get", "update"), why, (secret,))
+        self.grant((namespace,), "", "secrets", ("create",), why)  # no name before create
+        for type_, kind in CONFIGURATION_KINDS.items():
+            if any(w.type == type_ for w in spec.webhooks):
+                self.grant((CLUSTER,), "admissionregistration.k8s.io", f"{kind.lower()}s",
+                           ("get", "patch"), f"{self.config.file}: admission: caBundle of "
+                           f"{kind} {service}", (service,))
 
     def _extra_rule(self, i: int, rule: RbacRuleSpec) -> None:
         scopes = rule.namespaces if rule.namespaces is not None else (CLUSTER,)

@@ -31,7 +31,8 @@ gains is covered without this module knowing it:
   controller, so two versions of a plugin are never both active. Entry-point plugins and
   modules are never re-imported (Python caches them): a new version needs a restart.
 * top-level keys that only a start reads (``cluster``, ``metrics``, ``probes``,
-  ``leaderElection``, ``sharding``, ``gc``, ``shutdown``, ``reload``) are reported as needing
+  ``leaderElection``, ``sharding``, ``gc``, ``shutdown``, ``reload``, ``admission``: the
+  webhook server serves the rules it started with) are reported as needing
   a restart and not applied; ``rbac`` is read by ``kinrun rbac`` only.
 
 How it applies (:meth:`Reloader.apply`), all or nothing up to the barrier: carry over
@@ -86,7 +87,7 @@ if TYPE_CHECKING:  # prometheus_client is imported only when a config asks for m
 _log = logging.getLogger("kinrun.reload")
 
 RESTART_ONLY = ("cluster", "metrics", "probes", "leader_election", "sharding", "gc",
-                "shutdown", "reload")
+                "shutdown", "reload", "admission")
 """Config fields a running kinrun reads only at start: a change is logged, applied at the next
 restart."""
 

@@ -61,6 +61,33 @@ class MetricsEndpoint:
         self.metrics.close()
 
 
+class WebhookServer:
+    """The admission webhook server (``kinrun.admission.server``) of ``admission:``, on every
+    replica, standby included: its rules read the Manager's caches (following reloads) and
+    its readiness is a ``/readyz`` check."""
+
+    name, group, needs_gate = "webhooks", Group.SERVERS, False
+
+    def __init__(self, compiled: Plan, manager: Manager, probes: Probes | None) -> None:
+        self.compiled, self.manager, self.probes = compiled, manager, probes
+        self.server: Any = None
+
+    def start(self, stop: threading.Event) -> bool:
+        from kinrun.admission.server import LiveListers, WebhookOptions, build_webhook_server
+
+        manager = self.manager
+        informers = lambda: manager.informers  # noqa: E731 - follows reloads
+        self.server = build_webhook_server(
+            self.compiled, manager.client, LiveListers(informers), manager.metrics, self.probes,
+            WebhookOptions(synced=lambda: all(i.has_synced() for i in informers().values())))
+        self.server.start()
+        return True
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
 class ProbesEndpoint:
     """Serve ``/healthz`` and ``/readyz`` for the Manager's informers, the waiting ones too
     (from the first answer: not only once hot reload runs); ProbeServeError when the port

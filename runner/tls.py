@@ -240,7 +240,8 @@ def _new_leaf(ca: tuple[bytes, bytes], hosts: Sequence[str], now: float,
     key = ec.generate_private_key(ec.SECP256R1())
     names = [x509.IPAddress(ipaddress.ip_address(h)) if _is_ip(h) else x509.DNSName(h)
              for h in hosts]
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0][:64])])  # X.509's
+    # upper bound; clients check the SANs, so a long name (SVC.NS.svc.cluster.local) is cut
     builder = (_builder(subject, ca_cert.subject, key.public_key(), now, validity)
                .add_extension(x509.SubjectAlternativeName(names), critical=False)
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

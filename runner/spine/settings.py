@@ -35,7 +35,9 @@ class RunSettings:
     after a stop (None: a hand-made Config without ``shutdown`` and no flag);
     ``watched_files``: the config file as given, then its plugin files (relative to the
     config file's folder as given, not resolved: a ConfigMap volume swaps what the symlinks
-    point to, ``kinrun.config_watch``); ``log_fields``: JSON and zap logs carry the reconcile fields.
+    point to, ``kinrun.config_watch``); ``log_fields``: JSON and zap logs carry the reconcile fields;
+    ``webhooks``: ``admission:`` is configured (its server runs on every replica, standby
+    included, and is never run by a dry run: its certificate Secret writes would be real).
     """
 
     cluster: ClusterSpec
@@ -53,6 +55,12 @@ class RunSettings:
     dry_run: bool = False
     shard_id: str | None = None
     log_fields: bool = False
+    webhooks: bool = False
+
+    @property
+    def serves_webhooks(self) -> bool:
+        """The admission webhook server runs (``admission:``, not a dry run)."""
+        return self.webhooks and not self.dry_run
 
     @property
     def shards(self) -> bool:
@@ -69,8 +77,11 @@ class RunSettings:
 
     @property
     def warm_standby(self) -> bool:
-        """The caches sync while the replica waits for the Lease (``warmStandby``)."""
-        return self.elects and bool(self.election and self.election.warm_standby)
+        """The caches sync while the replica waits for the Lease (``warmStandby``, or webhooks
+        served: their rules' lookups read the caches on every replica, as controller-runtime's
+        webhooks run on standby replicas too)."""
+        return self.elects and bool(self.election and self.election.warm_standby
+                                    or self.serves_webhooks)
 
 
 def run_settings(config: Config, options: RunOptions | None = None) -> RunSettings:
@@ -87,7 +98,7 @@ def run_settings(config: Config, options: RunOptions | None = None) -> RunSettin
         + POOL_SPARE,
         metrics=config.metrics, probes=config.probes, election=config.leader_election,
         sharding=config.sharding, gc=config.gc, reload=config.reload, drain_timeout=drain,
-        watched_files=watched_files(source, config),
+        watched_files=watched_files(source, config), webhooks=config.admission is not None,
         **({} if options is None else dict(
             embedded=options.embedded, seeds=tuple(options.seeds), dry_run=options.dry_run,
             shard_id=options.shard_id, log_fields=options.log_format in ("json", "zap"))))
