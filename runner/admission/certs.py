@@ -155,3 +155,15 @@ class CABundleSync:
                         {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle",
                          "value": self._bundle}]
         return ops
+
+
+SERVICE_ENV = "KINRUN_WEBHOOK_SERVICE"
+"""The environment variable naming the webhook Service in a pod (``kinrun manifests`` sets it)."""
+
+
+def webhook_service_name(config: Any, manifests_name: str) -> str:
+    """``admission.serviceName``, else ``<manifests_name>-webhook`` (the default, written
+    once: the run and ``kinrun rbac`` call this too)."""
+    spec = config.admission
+    return spec.service_name if spec is not None and spec.service_name else \
+        f"{manifests_name}-webhook"

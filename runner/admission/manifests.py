@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kinrun.admission.certs import ADMISSION_API, CONFIGURATION_KINDS
+from kinrun.admission.certs import (ADMISSION_API, CONFIGURATION_KINDS, SERVICE_ENV,
+                                    webhook_service_name)
 from kinrun.config.model import AdmissionSpec, Config, WebhookSpec, thaw
 
 SERVICE_PORT = 443
@@ -30,14 +31,6 @@ PORT_NAME = "webhook"
 CERTIFICATES_VOLUME = "webhook-certs"
 INJECT_CA = "cert-manager.io/inject-ca-from"
 """cert-manager's cainjector annotation: NAMESPACE/CERTIFICATE whose CA goes in caBundle."""
-
-
-def webhook_service_name(config: Config, manifests_name: str) -> str:
-    """``admission.serviceName``, else ``<manifests_name>-webhook`` (the default, written
-    once: the run and ``kinrun rbac`` call this too)."""
-    spec = config.admission
-    return spec.service_name if spec is not None and spec.service_name else \
-        f"{manifests_name}-webhook"
 
 
 def webhook_objects(spec: AdmissionSpec, service: str, namespace: str,
@@ -83,10 +76,9 @@ def _webhook(spec: WebhookSpec, service: str, namespace: str) -> dict[str, Any]:
 
 def container_additions(config: Config, service: str) -> dict[str, list[dict[str, Any]]]:
     """What the kinrun container and pod get for ``admission:`` (empty lists without it):
-    ``ports`` (the webhook port), ``env`` (the Service's name, ``kinrun.admission.server
+    ``ports`` (the webhook port), ``env`` (the Service's name, ``kinrun.admission.certs
     .SERVICE_ENV``), and with ``certificates.directory`` the ``volumes``/``volumeMounts`` of
     the Secret ``<service>-tls`` (cert-manager's Certificate writes it) at that folder."""
-    from kinrun.admission.server import SERVICE_ENV
 
     out: dict[str, list[dict[str, Any]]] = {"ports": [], "env": [], "volumes": [],
                                             "volumeMounts": []}

@@ -53,7 +53,8 @@ from typing import Any
 
 import orjson
 
-from kinrun.admission.certs import SYNC_INTERVAL, CABundleSync, service_hosts, shared_ca
+from kinrun.admission.certs import (SERVICE_ENV, SYNC_INTERVAL, CABundleSync, service_hosts,
+                                    shared_ca, webhook_service_name)
 from kinrun.admission.program import REVIEW_API, AdmissionProgram
 from kinrun.config.naming import default_name
 from kinrun.errors import KinrunError
@@ -458,10 +459,6 @@ class _Pool:
 
 # -- building it for the main job --------------------------------------------------------------
 
-
-SERVICE_ENV = "KINRUN_WEBHOOK_SERVICE"
-"""The environment variable ``kinrun manifests`` sets in the Deployment to the webhook
-Service's name (so a ``--name`` given to manifests reaches the run)."""
 _ANY_ADDRESS = ("0.0.0.0", "::", "")
 NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 """Where a pod finds its namespace (controller-runtime's ``getInClusterNamespace``)."""
@@ -524,9 +521,7 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
 def service_name(config: Any, default: str | None = None) -> str:
     """The webhook Service's name: ``$KINRUN_WEBHOOK_SERVICE`` (``kinrun manifests`` sets
     it), else ``default``, else ``admission.serviceName``, else ``kinrun manifests``'
-    default (``kinrun.admission.manifests.webhook_service_name``)."""
-    from kinrun.admission.manifests import webhook_service_name
-
+    default (``kinrun.admission.certs.webhook_service_name``)."""
     return os.environ.get(SERVICE_ENV) or default or \
         webhook_service_name(config, default_name(Path(config.file)))
 

@@ -467,21 +467,10 @@ class Api:
         fields = parse_field_selector(q.get("fieldSelector"))
         fields.check(t.rtype.field_keys, t.rtype.plural)
         namespace = t.namespace
-        timeout = None
-        if q.get("timeoutSeconds"):
-            try:
-                timeout = max(0.0, float(q["timeoutSeconds"])) or None   # 0: no timeout
-            except ValueError:
-                raise st.bad_request("invalid timeoutSeconds") from None
-        if self.faults.take("watch"):
-            raise st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
-        if self.faults.take("stall"):
-            epoch = self.store.watch_epoch  # taken before a test can see ``stalled``
-            self.faults.stalled.set()
-            return WatchAnswer(None, timeout=None, stall=True, stall_epoch=epoch)
-        if self.faults.take("watch_event"):
-            error = st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
-            return WatchAnswer(None, first_lines=[error_line(error)], end_after_first=True)
+        timeout = _watch_timeout(q)
+        faulted = self._faulted_watch(q)
+        if faulted is not None:
+            return faulted
         if t.name:
             fields = parse_field_selector(f"metadata.name={t.name}" + (
                 "," + q["fieldSelector"] if q.get("fieldSelector") else ""))
@@ -504,6 +493,19 @@ class Api:
                 columns, [obj], self.store.epoch(),
                 {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include)
         return WatchAnswer(watcher, timeout=timeout)
+
+    def _faulted_watch(self, q: Mapping[str, str]) -> WatchAnswer | None:
+        """The answer of a watch fault taken now (``faults``), or None."""
+        if self.faults.take("watch"):
+            raise st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
+        if self.faults.take("stall"):
+            epoch = self.store.watch_epoch  # taken before a test can see ``stalled``
+            self.faults.stalled.set()
+            return WatchAnswer(None, timeout=None, stall=True, stall_epoch=epoch)
+        if self.faults.take("watch_event"):
+            error = st.too_old(int(q.get("resourceVersion") or 0), self.store.resource_version)
+            return WatchAnswer(None, first_lines=[error_line(error)], end_after_first=True)
+        return None
 
     def _create(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
@@ -655,3 +657,13 @@ class Api:
                                  "apiVersion": t.rtype.api_version(t.version),
                                  "metadata": {"resourceVersion": str(self.store.resource_version)},
                                  "items": items})
+
+
+def _watch_timeout(q: Mapping[str, str]) -> float | None:
+    """A watch's ``timeoutSeconds`` (None: none; 0 means none too); 400 when not a number."""
+    if not q.get("timeoutSeconds"):
+        return None
+    try:
+        return max(0.0, float(q["timeoutSeconds"])) or None
+    except ValueError:
+        raise st.bad_request("invalid timeoutSeconds") from None

