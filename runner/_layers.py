@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
                                                            # needs; reload
     ("testing",),                                          # embedded API server, fault proxy
     ("signals", "runnables", "app", "manifests", "reference",  # the main job, its runnables;
+     "plugin_reference",                                   # the generated plugin API page;
      "monitoring", "scaffold"),                            # its deployment; its alerts;
                                                            # `kinrun init`;
                                                            # the generated template reference

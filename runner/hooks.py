@@ -74,8 +74,10 @@ class ReconcileContext:
       ``key``: the key being reconciled, ``namespace/name`` or ``name`` (cluster-scoped).
       ``listers``: informer name -> read-only lister (``get(key)``, ``list()``,
         ``by_index(index, value)``), for every informer of the config.
-      ``client``: the :class:`kinrun.kube.Client` used to write, or None in dry-run / render-only
-        mode (then nothing may be sent).
+      ``client``: the :class:`kinrun.kube.Client` used to write. Under ``kinrun CONFIG
+        --dry-run`` it is a Client with ``dry_run`` set: reads are real, writes are sent with
+        ``dryRun=All`` (validated, persisted nowhere) and logged as what they would change.
+        None only where nothing may be sent at all (a Reconciler built without a client).
       ``logger``: the controller's logger (``kinrun.controller.<name>``).
       ``old``: for a deletion (``obj`` None), the object's last known state; otherwise, when the
         controller keeps old versions (config ``reconcile.keepOld``; by default only when one of
@@ -201,7 +203,8 @@ def kinrun_startup(config: Any, client: Any) -> None:
     """kinrun is starting: informers are built but not yet started.
 
     :param config: the loaded :class:`kinrun.config.Config` (frozen).
-    :param client: the :class:`kinrun.kube.Client`, or None in dry-run mode.
+    :param client: the :class:`kinrun.kube.Client` (under ``--dry-run``: one whose writes are
+        sent with ``dryRun=All`` and persisted nowhere).
     :return: ignored. An exception aborts start-up (reported like a config error).
     """
 
