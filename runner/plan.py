@@ -36,7 +36,8 @@ from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
 from kinrun.config import metadata_only
-from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, WatchSpec
+from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location, WatchSpec,
+                                 thaw)
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
@@ -92,6 +93,7 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
                         for spec in config.controllers)
+    _check_apply_keys(config)
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
                 sharded_informers(config), compile_admission(config.admission, engine))
 
@@ -238,6 +240,34 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         rec.keeps_old, resync, watches,
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
         spec.finalizer, schedule=_schedule(spec), recorder=events)
+
+
+def _check_apply_keys(config: Config) -> None:
+    """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
+    the kind's schema says (``kinrun.actions.manifest_keys``): a server-side apply that can
+    never succeed. ConfigError at the action's manifest."""
+    from kinrun.actions.manifest_keys import apply_key_problems
+    from kinrun.crds import CrdSet
+
+    try:
+        crds = list(CrdSet.load(config.crds, config.base_dir))
+    except ConfigError:
+        crds = []  # an unreadable crds: entry is validate's own error (kinrun.rbac.config_crds)
+    for spec in config.controllers:
+        rec = spec.reconcile
+        for action in (*rec.actions, *rec.on_delete, *rec.finalize):
+            if action.kind not in ("apply", "applySet"):
+                continue
+            key = "manifest" if action.kind == "apply" else "manifests"
+            text = thaw(action.raw[action.kind]).get(key)
+            if not isinstance(text, str):
+                continue
+            problems = apply_key_problems(text, crds)
+            if problems:
+                loc = action.field_locations.get(key, action.location)
+                raise loc.error(f"{action.kind}: {problems[0]}: a server-side apply of this entry "
+                                "can never succeed (kube-apiserver merges list entries by these "
+                                "keys); write the key out")
 
 
 def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:
