@@ -18,19 +18,20 @@ POD = ("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: defau
        "spec: {{containers: [{{name: a, image: b}}]}}\n")
 
 
-def _embedded_server_dirs() -> set[Path]:
-    return set(Path("/tmp").glob("kinrun-apiserver-*"))
+def _embedded_server_dirs(tmp: Path) -> set[Path]:
+    return set(tmp.glob("kinrun-apiserver-*"))
 
 
 def test_sigterm_while_seeding_stops_before_the_run(tmp_path: Path) -> None:
     """SIGTERM once the embedded server exists and seeding is under way: exit 0 quickly."""
     seeds = tmp_path / "many.yaml"
     seeds.write_text("".join(POD.format(i=i) for i in range(20000)))
-    before = _embedded_server_dirs()
+    private = tmp_path / "tmp"  # this process's own: other runs' servers do not count
+    private.mkdir()
     proc = KinrunProcess(["examples/configs/pod-logger.yaml", "--embedded", "--seed", str(seeds),
-                          "--drain-timeout", "2s"])
+                          "--drain-timeout", "2s"], env={"TMPDIR": str(private)})
     deadline = time.monotonic() + WAIT
-    while not _embedded_server_dirs() - before:  # the server starts after the seeds are parsed
+    while not _embedded_server_dirs(private):  # the server starts after the seeds are parsed
         assert time.monotonic() < deadline and proc.proc.poll() is None, proc.log()
         time.sleep(0.05)
     started = time.monotonic()
