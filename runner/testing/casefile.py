@@ -142,12 +142,14 @@ class Expect:
     requests: tuple[Mapping[str, Any], ...] | None = None
     results: Mapping[str, ExpectedResult] | None = None
     logs: tuple[ExpectedLog, ...] | None = None
+    admission: Any = None  # kinrun.testing.admission.ExpectedAdmission | None
 
 
 @dataclass(frozen=True)
 class Case:
     """One case: ``name``, ``controller`` (None: every controller), ``given`` objects,
-    ``steps``, ``expect``; ``where``: ``file:line:col: cases[i]`` (for errors)."""
+    ``steps``, ``expect``; ``where``: ``file:line:col: cases[i]`` (for errors); ``admission``:
+    the AdmissionReview request to send after the steps (``kinrun.testing.admission``)."""
 
     name: str
     controller: str | None
@@ -155,6 +157,7 @@ class Case:
     steps: tuple[Step, ...]
     expect: Expect
     where: str
+    admission: Any = None  # kinrun.testing.admission.AdmissionCase | None (``admission:``)
 
 
 @dataclass(frozen=True)
@@ -256,8 +259,12 @@ class _Builder:
         given = tuple(o for i, item in enumerate(data.get("given") or [])
                       for o in self.objects(item, path + ("given", i)))
         steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
+        from kinrun.testing.admission import case_from
+
+        admission = case_from(data["admission"]) if "admission" in data else None
         return Case(data["name"], data.get("controller"), given, steps,
-                    self.expect(data["expect"], path + ("expect",)), self.where(path))
+                    self.expect(data["expect"], path + ("expect",)), self.where(path),
+                    admission)
 
     def step(self, data: Obj, path: PathKey) -> Step:
         kind = next(k for k in STEP_KINDS if k in data)
@@ -311,7 +318,14 @@ class _Builder:
         for key, value in (results or {}).items():
             if value.message is not None:
                 self.regex(value.message, path + ("results", key, "message"))
-        return Expect(requests, results, logs)
+        admission = None
+        if "admission" in data:
+            from kinrun.testing.admission import expected_from
+
+            admission = expected_from(data["admission"])
+            if admission.message is not None:
+                self.regex(admission.message, path + ("admission", "message"))
+        return Expect(requests, results, logs, admission)
 
     def regex(self, pattern: str, path: PathKey) -> None:
         try:

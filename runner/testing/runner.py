@@ -215,11 +215,18 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
     started = time.monotonic()
     recorder = recorder if recorder is not None else Recorder()
     capture = LogCapture(recorder).install()
+    case_run = _CaseRun(prepared, case, recorder, timeout)
     try:
-        failure = _CaseRun(prepared, case, recorder, timeout).run()
+        failure = case_run.run()
     finally:
         capture.uninstall()
     failures = [failure] if failure is not None else []
+    if failure is None and case.expect.admission is not None:
+        from kinrun.testing.admission import check_admission
+
+        got = case_run.admission_answer
+        failures += check_admission(case.expect.admission, got) if got is not None else [
+            Failure("admission", "expect.admission: the case sends no admission: request")]
     wanted = case.controller
     failures += check(case.expect,
                       [s for s in recorder.requests() if wanted in (None, s.controller)],
@@ -261,6 +268,7 @@ class _CaseRun:
                  timeout: float) -> None:
         self.prepared, self.case, self.recorder, self.timeout = prepared, case, recorder, timeout
         self.clock = StepClock(0.0)
+        self.admission_answer: Any = None  # the answer to case.admission, once sent
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
@@ -292,7 +300,7 @@ class _CaseRun:
                 return Failure("run", f"the informers did not sync within {self.timeout:g}s")
             for scheduler in manager.schedules.values():  # no workers: the runner reconciles
                 scheduler.start()
-            return self._steps()
+            return self._steps() or self._admission(compiled, client)
         except (KinrunError, StatusError) as exc:
             return Failure("run", f"the run failed: {exc}")
         finally:
@@ -319,6 +327,27 @@ class _CaseRun:
             return Failure("run", f"{where}: not quiet: {exc}")
         except StatusError as exc:
             return Failure("run", f"{where}: the server refused it: {exc}")
+        return None
+
+    def _admission(self, compiled: Plan, client: Any) -> Failure | None:
+        """The case's AdmissionReview answered by the config's webhooks, kept in
+        ``self.admission_answer`` (``kinrun.testing.admission``)."""
+        from kinrun.testing.admission import answer
+
+        case = self.case.admission
+        if case is None:
+            return None
+        if compiled.admission is None:
+            return Failure("run", "admission: the config has no admission webhooks")
+        obj = case.object
+        try:
+            ref = client.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+            listers = {name: inf.lister for name, inf in self.manager.informers.items()}
+            self.admission_answer = answer(
+                compiled.admission, case,
+                {"group": ref.group, "version": ref.version, "resource": ref.resource}, listers)
+        except (LookupError, KinrunError) as exc:
+            return Failure("run", f"admission: {exc}")
         return None
 
     def _apply(self, step: Step) -> str | None:
