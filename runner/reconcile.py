@@ -68,13 +68,25 @@ waits for whoever removes it): select with labels that do not come and go.
   moved and back), no longer matching them ``left``. A tombstone of a sharded informer is
   confirmed by that GET as well.
 
-Read-your-writes: when a reconcile's actions (or its finalizer patch) write the primary object
-itself and get the new object back, and the next reconcile of that key finds the cache still at
-the version the write was based on (it was queued by another event before the write's own
-watch event arrived), it reconciles the server's answer instead: what it wrote, so a status
-action compares with it (no second write) and a resourceVersion precondition holds (no 409).
-Once the cache shows any other version, the cache is used. Hooks see the cached object and the
-client itself.
+Read-your-writes (every write of the reconciled object, within a reconcile and after it):
+
+* within a reconcile, each write of the reconciled object (the finalizer add or remove, a
+  ``patch`` or ``apply`` of it, ``status``, an ``applySet``'s metadata patches of its parent)
+  is based on the answer to the previous one: a resourceVersion precondition that names the
+  version the reconcile read, or the answer to one of its own earlier writes, is sent with the
+  resourceVersion of the latest answer instead (:class:`_OwnWrites`). So ``status`` and
+  ``applySet`` in one reconcile never conflict (409) with each other, in either order, while a
+  write by anyone else in between still does. ``obj`` after the finalizer add is the server's
+  answer; an action rendered after earlier ones were sent (one that reads ``results``) sees
+  ``obj`` as the server answered the last write of it.
+* after a reconcile, no later reconcile of that key runs on a cached version older than the
+  answer to its last write (KEP-5647's staleness mitigation, as client-go 1.36 controllers
+  check the cache's resourceVersion before acting: https://www.kubernetes.dev/resources/keps/5647/).
+  :meth:`Reconciler.stale` tells the controller; it skips the key and adds it again after a
+  short delay (the watch event of the write usually queues it first), counted by
+  ``kinrun_reconcile_stale_skips_total``. resourceVersions are compared as integers (as
+  kube-apiserver's are etcd revisions); when either does not parse, nothing is skipped.
+  Hooks see the cached object and the client itself (their writes are not tracked).
 
 Thread-safety: a Reconciler is called by its controller's workers, never for the same key on two
 threads at once (the workqueue guarantees it). ``record_deletion`` runs on informer threads;
@@ -88,7 +100,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
@@ -219,11 +231,11 @@ class Reconciler:
         self._lock = threading.Lock()
         self._pending: dict[str, list[Deletion]] = {}  # guarded by _lock; key -> oldest first
         self._last: dict[str, Obj] = {}  # key -> version last reconciled (keep_old); per key
-        # read-your-writes: key -> (the cached resourceVersion a reconcile read, the server's
-        # answer to its last write of that primary object); used instead of the cached object
-        # while the cache still shows that version. Per key (one worker at a time owns a key).
-        self._fresh: dict[str, tuple[str, Obj]] = {}
-        self._local = threading.local()  # .target, .answer: the primary written on this thread
+        # read-your-writes: key -> (uid, resourceVersion of the server's answer to the last
+        # write of that primary object); a cache older than it is stale (:meth:`stale`).
+        # Written by the worker that owns the key; read by the controller before a reconcile.
+        self._written: dict[str, tuple[str | None, str]] = {}
+        self._local = threading.local()  # .target, .answer, .versions: see _OwnWrites
         self._client = _OwnWrites(client, self._local, self.logger) \
             if client is not None else None
         self._ctx_base = {"controller": name, "listers": self.listers, "client": client,
@@ -271,7 +283,7 @@ class Reconciler:
         with self._lock:
             self._pending.pop(key, None)
         self._last.pop(key, None)
-        self._fresh.pop(key, None)
+        self._written.pop(key, None)
 
     def take_over(self, old: Reconciler) -> None:
         """Hot reload (``kinrun.reload``): carry over what ``old`` (the same controller's
@@ -306,34 +318,32 @@ class Reconciler:
         return self._reconcile_live(key, obj, cause)
 
     def _reconcile_live(self, key: str, obj: Obj, cause: Cause | None) -> Result:
-        cached_rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if self._fresh:
-            obj = self._freshest(key, obj, cached_rv)
         if self._client is None:
             return self._reconcile_object(key, obj, cause)
         local = self._local
-        local.target, local.answer = _identity(obj), None
+        read = (obj.get("metadata") or {}).get("resourceVersion")
+        local.target, local.answer, local.versions = _identity(obj), None, {read} - {None}
         try:
             return self._reconcile_object(key, obj, cause)
         finally:
-            if local.answer is not None and cached_rv:
-                self._fresh[key] = (cached_rv, local.answer)
-            local.target = local.answer = None
+            answer = local.answer
+            if answer is not None:
+                self._written[key] = (_uid(answer), answer["metadata"]["resourceVersion"])
+            local.target = local.answer = local.versions = None
 
-    def _freshest(self, key: str, obj: Obj, cached_rv: str | None) -> Obj:
-        """``obj``, or the server's answer to this controller's last write of it while the
-        cache still shows the version that write was based on (read-your-writes: a reconcile
-        queued by another event before the write's own watch event arrived sees what it
-        wrote, so it neither writes the same again nor fails a resourceVersion precondition
-        with 409). Same uid only; once the cache shows any other version it is used."""
-        fresh = self._fresh.get(key)
-        if fresh is None:
-            return obj
-        read_rv, answer = fresh
-        if read_rv == cached_rv and _uid(answer) == _uid(obj):
-            return answer
-        del self._fresh[key]
-        return obj
+    def stale(self, key: str, obj: Obj | None) -> bool:
+        """Whether ``obj`` (the cached object of ``key``) is older than the server's answer to
+        this controller's last write of it (same uid; both resourceVersions integers): its
+        reconcile would act on a view that misses its own write (module docstring,
+        "Read-your-writes"). Thread-safe (one dict read)."""
+        written = self._written.get(key) if self._written and obj is not None else None
+        if written is None:
+            return False
+        meta = obj.get("metadata") or {}  # type: ignore[union-attr]
+        if written[0] is not None and meta.get("uid") != written[0]:
+            return False
+        cached, last = _as_int(meta.get("resourceVersion")), _as_int(written[1])
+        return cached is not None and last is not None and cached < last
 
     def _reconcile_object(self, key: str, obj: Obj, cause: Cause | None) -> Result:
         old = self._last.get(key) if self.keep_old else None
@@ -441,7 +451,7 @@ class Reconciler:
         """Run ``onDelete`` for each deletion in order; None when all are done. A failure or a
         requeue puts that deletion and the later ones back and is the result."""
         self._last.pop(key, None)
-        self._fresh.pop(key, None)
+        self._written.pop(key, None)
         for i, deletion in enumerate(deletions):
             try:
                 deletion = self._confirmed(key, deletion)
@@ -501,13 +511,43 @@ class Reconciler:
 
 def _identity(obj: Obj) -> tuple[Any, ...]:
     meta = obj.get("metadata") or {}
-    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name")
+    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace") or None, meta.get("name")
+
+
+def _as_int(version: Any) -> int | None:
+    """A resourceVersion as an integer (kube-apiserver's are etcd revisions), else None."""
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        return None
+
+
+def _rebased(req: Any, versions: set[str], latest: str) -> Any:
+    """``req`` with a resourceVersion precondition that names one of ``versions`` (the
+    version the reconcile read, or an earlier answer of its own) set to ``latest`` (the answer
+    to its last write): in ``metadata.resourceVersion`` of a merge/apply body, or in a JSON
+    patch's ``test /metadata/resourceVersion``. ``req`` itself when it has none of them."""
+    body = req.body
+    if isinstance(body, dict):
+        meta = body.get("metadata")
+        if isinstance(meta, dict) and meta.get("resourceVersion") in versions - {latest}:
+            return replace(req, body={**body, "metadata": {**meta, "resourceVersion": latest}})
+    elif isinstance(body, list):
+        test = {"op": "test", "path": "/metadata/resourceVersion"}
+        ops = [{**op, "value": latest} if isinstance(op, dict) and op.get("op") == "test" and
+               op.get("path") == test["path"] and op.get("value") in versions - {latest}
+               else op for op in body]
+        if ops != body:
+            return replace(req, body=ops)
+    return req
 
 
 class _OwnWrites:
-    """The controller's client as its actions (and finalizer writes) use it: each answer to a
-    write of the primary object being reconciled on this thread (``local.target``, its
-    identity) is kept in ``local.answer`` for read-your-writes (:meth:`Reconciler._freshest`).
+    """The controller's client as its actions (and finalizer writes) use it, for
+    read-your-writes (module docstring). Per thread, while a reconcile runs: ``local.target``
+    (the reconciled object's identity), ``local.versions`` (the resourceVersion it read and
+    those of the answers to its writes of it), ``local.answer`` (the last such answer). A write
+    of the target is sent based on the last answer (:func:`_rebased`), and its answer kept.
     Everything else is the client's; hooks get the client itself (``ctx.client``).
     A status patch whose answer lacks a field it set is logged once per field (a warning: the
     server pruned it, not in the CRD's schema, so every reconcile will send it again).
@@ -522,16 +562,28 @@ class _OwnWrites:
         self._warned: set[tuple[str, str]] = set()
 
     def execute(self, req: Any, **kwargs: Any) -> Any:
+        local = self._local
+        ours = getattr(local, "target", None) is not None and local.target == (
+            req.api_version, req.kind, req.namespace or None, req.name)
+        if ours and local.answer is not None and req.verb != "delete":
+            req = _rebased(req, local.versions, local.answer["metadata"]["resourceVersion"])
         answer = self._inner.execute(req, **kwargs)
         if req.subresource == "status" and req.verb == "patch" and isinstance(answer, dict) \
                 and isinstance(req.body, dict):
             self._check_kept(req, (req.body.get("status") or {}), answer.get("status") or {})
-        if isinstance(answer, dict) and req.verb != "delete" and \
-                getattr(self._local, "target", None) == _identity(answer) and \
+        if ours and isinstance(answer, dict) and req.verb != "delete" and \
                 (answer.get("metadata") or {}).get("resourceVersion") and \
                 not getattr(self._inner, "dry_run", False):
-            self._local.answer = answer
+            local.answer = answer
+            local.versions.add(answer["metadata"]["resourceVersion"])
         return answer
+
+    def written(self, obj: Obj | None) -> Obj | None:
+        """The server's answer to the last write of the object being reconciled on this
+        thread, else ``obj`` (what an action rendered after that write sees as ``obj``)."""
+        answer = getattr(self._local, "answer", None)
+        return answer if answer is not None and obj is not None and \
+            _identity(answer) == _identity(obj) else obj
 
     def _check_kept(self, req: Any, sent: Any, kept: Any, path: str = "status") -> None:
         if not isinstance(sent, dict) or not isinstance(kept, dict):

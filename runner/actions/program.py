@@ -38,6 +38,7 @@ concurrently (for different keys).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -374,6 +375,7 @@ class ActionProgram:
         for action, steps in planned:
             stopped = False
             if steps is None:
+                scope = _after_writes(scope, client)
                 with self._budgets():
                     try:
                         steps = action.render(scope, self.controller)
@@ -410,6 +412,19 @@ class ActionProgram:
             functions = lookup_functions(listers)
             self._lookups = (listers, functions)
         return functions
+
+
+def _after_writes(scope: Scope, client: Any) -> Scope:
+    """``scope`` with ``obj`` the server's answer to the last write of the reconciled object
+    sent so far in this reconcile (``written`` of the reconciler's client,
+    ``kinrun.reconcile``), for an action rendered after earlier ones were sent; ``scope``
+    itself when nothing wrote it (or the client does not track writes)."""
+    written = getattr(client, "written", None)
+    obj = written(scope.obj) if callable(written) else scope.obj
+    if obj is scope.obj or not isinstance(obj, dict):
+        return scope
+    scope.variables["obj"] = obj
+    return dataclasses.replace(scope, obj=obj)
 
 
 def _logger(controller: str) -> logging.Logger:
