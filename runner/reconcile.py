@@ -36,6 +36,15 @@ soak, and later hot reload and sharding):
   that fails is retried with its deletion (final state and reason) kept; one that asks for a
   requeue keeps it too (it runs again after the delay).
 
+Reasons (``ctx.reason``, ``reason`` in templates; ``kinrun.result`` defines the causes): a
+live reconcile carries why its key was queued, the first cause since a worker last took the
+key: ``added`` (created, or listed at start: ``initial_list``), ``updated`` (a change that
+passed the predicates), ``resync``, ``mapped`` (a watched object), ``requeued``, ``retried``,
+``scheduled``. A key queued by a deletion whose object is in the cache again when the
+reconcile runs says what the object is now: ``added`` when it was created again (another uid;
+``onDelete`` of the old one ran first), ``updated`` when the same object left the view and came
+back. ``onDelete`` carries the deletion's own reason: ``deleted``, ``left`` or ``unknown``.
+
 Finalizers (a controller with ``finalizer: NAME``; Kubernetes finalizers, as controller-runtime
 users write them with ``controllerutil.AddFinalizer``/``RemoveFinalizer``, and as kopf does):
 
@@ -103,6 +112,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kinrun.actions.program import error_scope
 from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
                                       remove_finalizer)
 from kinrun.errors import ApiError, NotFoundError, PermanentError
@@ -144,6 +154,13 @@ failures (the reconcile is then retried)."""
 Matches = Callable[[Obj], bool | None]
 """Whether an object matches the informer's selectors: True, False, or None when it cannot be
 told locally (e.g. a field the object does not carry)."""
+
+
+_RECREATED, _CAME_BACK = Cause(ADDED), Cause(UPDATED)
+"""The cause of a live reconcile whose key was queued by a deletion: the object was created
+again (another uid: ``added``, after ``onDelete`` of the old one), or the same object left the
+informer's view and came back before the reconcile ran (``updated``). ``deletion`` itself is
+never the reason of a live reconcile (module docstring, "Reasons")."""
 
 
 def _uid(obj: Obj | None) -> str | None:
@@ -203,7 +220,8 @@ class Reconciler:
     sent); ``confirm_gone``: asks the server whether a departed object is gone (see the module
     docstring; None: every DELETED event is a deletion); ``logger``; ``finalizer``: the
     finalizer this controller owns (None: none) and ``finalize``: the program run while an
-    object carrying it terminates (see "Finalizers" in the module docstring).
+    object carrying it terminates (see "Finalizers" in the module docstring); ``on_error``:
+    the program run when a reconcile of a live object fails (see "Errors").
 
     ``__call__(key, obj, cause=None) -> Result``; never raises for a failing action or hook (the
     failure is the result). ``record_deletion(obj_or_tombstone, matches)`` is called by the
@@ -217,10 +235,11 @@ class Reconciler:
                  confirm_gone: ConfirmGone | None = None,
                  logger: logging.Logger | None = None, finalize: Any = None,
                  finalizer: str | None = None,
-                 moved: Callable[[Obj], bool] | None = None) -> None:
+                 moved: Callable[[Obj], bool] | None = None, on_error: Any = None) -> None:
         self.name = name
         self.actions, self.on_delete, self.hooks = actions, on_delete, hooks
         self.finalize, self.finalizer = finalize, finalizer
+        self.on_error = on_error
         self.keep_old = keep_old
         self.listers = dict(listers or {})
         self.indexers = dict(indexers or {})
@@ -303,10 +322,12 @@ class Reconciler:
 
     def __call__(self, key: str, obj: Obj | None, cause: Cause | None = None) -> Result:
         deletions = self._take(key)
+        returned = False
         if deletions:
             uid = _uid(obj)
             if obj is not None:  # a departure and return of the same object coalesce
-                deletions = [d for d in deletions if d.uid is None or d.uid != uid]
+                kept = [d for d in deletions if d.uid is None or d.uid != uid]
+                returned, deletions = len(kept) < len(deletions), kept
             result = self._run_deletions(key, deletions, cause)
             if result is not None:
                 return result
@@ -315,6 +336,8 @@ class Reconciler:
                 self.logger.debug("%s: %s is not in the primary cache and no deletion was "
                                   "recorded for it; dropped", self.name, key)
             return Result("done", cause=cause)
+        if cause is not None and cause.kind == DELETION:  # a live object: say what it is now
+            cause = _CAME_BACK if returned else _RECREATED
         return self._reconcile_live(key, obj, cause)
 
     def _reconcile_live(self, key: str, obj: Obj, cause: Cause | None) -> Result:
@@ -357,6 +380,8 @@ class Reconciler:
                     obj = self._write_finalizer(key, decision.add, obj, "add")
             delay = self._run(key, obj, old, ctx)
         except Exception as err:  # noqa: BLE001 - the failure is the result
+            if self.on_error is not None:
+                self._on_error(key, obj, old, ctx, err)
             return Result.failed(err, cause)
         if self.keep_old:
             self._last[key] = obj
@@ -404,6 +429,20 @@ class Reconciler:
             and not (result.requeue_after or 0) > 0 else ()
         return Rendered((*before, *result.describe(), *after))
 
+    def _on_error(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
+                  err: Exception) -> None:
+        """Run ``onError`` for a failed reconcile of ``obj`` (as the server answered its last
+        write, when it wrote it), ``error`` in scope (``error_scope``). Its own failure is
+        logged; it never replaces ``err``, which stays the reconcile's result."""
+        if self._client is not None:
+            obj = self._client.written(obj) or obj
+        try:
+            self.on_error.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client,
+                              extra={"error": error_scope(err)})
+        except Exception as failure:  # noqa: BLE001 - the reconcile's own error stays
+            self.logger.error("%s: onError of %s failed: %s (the reconcile failed with: %s)",
+                              self.name, key, failure, err)
+
     # -- finalizers ----------------------------------------------------------------------------
 
     def _terminating(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
@@ -437,6 +476,7 @@ class Reconciler:
         try:
             answer = self._client.execute(request)
         except ApiError as err:
+            err.action = "finalizer"  # type: ignore[attr-defined]
             if err.args:
                 err.args = (f"controller {self.name!r}: {what} finalizer {self.finalizer} on "
                             f"{key}: {err.args[0]}", *err.args[1:])

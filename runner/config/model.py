@@ -299,7 +299,8 @@ class ReconcileSpec:
     ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``). ``vars``: the
     ``vars:`` mapping in file order (evaluated in that order per reconcile, before the actions
     of either list; empty when not given). ``finalize``: run in order while the object
-    terminates and still carries the controller's ``finalizer`` (``kinrun.reconcile``)."""
+    terminates and still carries the controller's ``finalizer`` (``kinrun.reconcile``).
+    ``on_error``: run in order when a reconcile of a live object fails, ``error`` in scope."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
@@ -308,6 +309,7 @@ class ReconcileSpec:
     keep_old: bool | None = None
     vars: tuple[VarSpec, ...] = ()
     finalize: tuple[ActionSpec, ...] = ()
+    on_error: tuple[ActionSpec, ...] = ()
 
     @property
     def keeps_old(self) -> bool:
