@@ -479,7 +479,10 @@ def _reports(steps: Sequence[Any], origins: Sequence[str]) -> RenderResult:
 
 
 def error_scope(err: BaseException) -> dict[str, Any]:
-    """What ``onError`` templates see as ``error``: ``message`` (``str(err)``), ``reason``
+    """What ``onError`` templates see as ``error``: ``message`` (the error's own message: an
+    ApiError's Status message from the server, a ``fail``'s rendered message, a template
+    error's detail; else ``str(err)``), ``where`` (``str(err)``: the whole line as logged, with
+    the config's file:line and the request), ``reason``
     (an ApiError's Status reason such as ``AlreadyExists``, else its HTTP class name;
     ``ActionFailed`` for a ``fail``; else the error's type name), ``code`` (an ApiError's HTTP
     status, else None), ``action`` (the failing action's label, ``finalizer`` for the
@@ -490,7 +493,9 @@ def error_scope(err: BaseException) -> dict[str, Any]:
         reason, code = "ActionFailed", None
     else:
         reason, code = type(err).__name__, None
-    return {"message": str(err), "reason": reason, "code": code,
+    own = err.message if isinstance(err, ApiError) else getattr(err, "detail", None)
+    return {"message": own if isinstance(own, str) and own else str(err), "where": str(err),
+            "reason": reason, "code": code,
             "action": getattr(err, "action", None) or getattr(err, "label", None)}
 
 
