@@ -1,11 +1,13 @@
 """Read-your-writes on the embedded API server, real worker threads (issue 28): a controller
 with a finalizer whose actions mark each object "handled once" (an annotation patch guarded by
-``when:``), then write an applySet and a status in the same reconcile. Over 200 objects and 2
-workers: the "once" branch runs exactly once per object, and kinrun's own writes never
-conflict (409) with each other."""
+``when:``), then write an applySet and a status in the same reconcile. Over 200 objects and 3
+workers: the "once" branch runs exactly once per object, kinrun's own writes never conflict
+(409) with each other, and after the objects are deleted ``finalize`` runs once per object
+(never on a version from before its own finalizer removal: no 422)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ APPLYSET = ("applySet: {manifests: \"{apiVersion: v1, kind: ConfigMap, metadata:
 
 
 class Conflicts:
-    """The real Client, recording every 409 it answers (thread-safe)."""
+    """The real Client, recording every 409 and 422 it answers (thread-safe)."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -66,7 +68,7 @@ class Conflicts:
         try:
             return self._client.execute(req, **kwargs)
         except ApiError as err:
-            if getattr(err, "status", None) == 409:
+            if getattr(err, "status", None) in (409, 422):
                 with self._lock:
                     self.conflicts.append(f"{req.summary()}: {err}")
             raise
@@ -93,8 +95,10 @@ def _wait(condition: Any, what: str) -> None:
 @pytest.mark.parametrize("order", [(STATUS, APPLYSET), (APPLYSET, STATUS), (LOG, LOG)],
                          ids=["status-then-applySet", "applySet-then-status", "finalizer-patch"])
 def test_once_runs_once_and_own_writes_never_conflict(embedded_server: EmbeddedAPIServer,
-                                                       order: tuple[str, str]) -> None:
-    """200 Foos, 3 workers: one "once" ConfigMap per Foo, and 0 conflicts among our writes."""
+                                                       order: tuple[str, str],
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """200 Foos, 3 workers: one "once" ConfigMap per Foo, 0 conflicts among our writes; then
+    deleted: one finalize per Foo, and none of them refused."""
     embedded_server.load([yaml.safe_load(CRD.read_text())])
     client = Client.from_config(kubeconfig=embedded_server.kubeconfig_path, qps=0)
     counting = Conflicts(client)
@@ -114,6 +118,15 @@ def test_once_runs_once_and_own_writes_never_conflict(embedded_server: EmbeddedA
                  if "once" in (cm["metadata"].get("labels") or {})]
         doubled = sorted({n for n in onces if onces.count(n) > 1})
         assert (len(onces), doubled) == (RUNS, [])
+        assert counting.conflicts == []
+        with caplog.at_level(logging.INFO, logger="kinrun.controller.once"):
+            for name in names:
+                client.delete("samplecontroller.k8s.io/v1alpha1", "Foo", name, "default")
+            _wait(lambda: not embedded_server.store.list("samplecontroller.k8s.io/v1alpha1",
+                                                         "Foo", "default"), "every Foo gone")
+            _wait(lambda: len(manager.controllers["once"].queue) == 0, "an empty queue")
+        byes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("bye ")]
+        assert (len(byes), len(set(byes))) == (RUNS, RUNS)
         assert counting.conflicts == []
     finally:
         manager.stop(5.0)
