@@ -84,8 +84,9 @@ Read-your-writes (every write of the reconciled object, within a reconcile and a
   is based on the answer to the previous one: a resourceVersion precondition that names the
   version the reconcile read, or the answer to one of its own earlier writes, is sent with the
   resourceVersion of the latest answer instead (:class:`_OwnWrites`). So ``status`` and
-  ``applySet`` in one reconcile never conflict (409) with each other, in either order, while a
-  write by anyone else in between still does. ``obj`` after the finalizer add is the server's
+  ``applySet`` in one reconcile never conflict (409) with each other, in either order; a
+  precondition on any other version is sent as written (a write by someone else after the
+  reconcile's last write of the object still conflicts). ``obj`` after the finalizer add is the server's
   answer; an action rendered after earlier ones were sent (one that reads ``results``) sees
   ``obj`` as the server answered the last write of it.
 * after a reconcile, no later reconcile of that key runs on a cached version older than the
