@@ -359,15 +359,19 @@ class Reconciler:
         """Whether ``obj`` (the cached object of ``key``) is older than the server's answer to
         this controller's last write of it (same uid; both resourceVersions integers): its
         reconcile would act on a view that misses its own write (module docstring,
-        "Read-your-writes"). Thread-safe (one dict read)."""
+        "Read-your-writes"). Once the cache has caught up (or the check cannot be made) the
+        record is dropped, so only keys with a write in flight keep one. Called by the worker
+        that owns ``key`` (the workqueue's guarantee), as the record is written."""
         written = self._written.get(key) if self._written and obj is not None else None
         if written is None:
             return False
         meta = obj.get("metadata") or {}  # type: ignore[union-attr]
-        if written[0] is not None and meta.get("uid") != written[0]:
-            return False
         cached, last = _as_int(meta.get("resourceVersion")), _as_int(written[1])
-        return cached is not None and last is not None and cached < last
+        if (written[0] is None or meta.get("uid") == written[0]) and cached is not None \
+                and last is not None and cached < last:
+            return True
+        self._written.pop(key, None)
+        return False
 
     def _reconcile_object(self, key: str, obj: Obj, cause: Cause | None) -> Result:
         old = self._last.get(key) if self.keep_old else None

@@ -205,22 +205,34 @@ class StatusClient:
         return obj
 
 
+def _written_at_6() -> Reconciler:
+    """A Reconciler whose status write of ``cm()`` (rv 5) was answered at rv 6."""
+    rec = Reconciler("c", actions=compile_actions([{"status": {"fields": {"phase": "Ready"}}}],
+                                                  controller="c"), client=StatusClient())
+    assert not rec.stale(KEY, cm())
+    assert rec(KEY, cm()).outcome == "done"
+    return rec
+
+
 def test_a_cache_older_than_our_last_write_is_stale():
     """Read-your-writes across reconciles (KEP-5647): after a write answered at rv 6, the
-    cached rv 5 is stale; rv 6 or later, another uid, or a version that is no integer is not."""
-    client = StatusClient()
-    rec = Reconciler("c", actions=compile_actions([{"status": {"fields": {"phase": "Ready"}}}],
-                                                  controller="c"), client=client)
-    stale = cm()
-    assert not rec.stale(KEY, stale)
-    assert rec(KEY, stale).outcome == "done"
-    assert rec.stale(KEY, stale)
-    for rv, uid in (("6", "u1"), ("9", "u1"), ("2", "u2"), ("x", "u1")):
-        other = cm()
-        other["metadata"].update(resourceVersion=rv, uid=uid)
-        assert not rec.stale(KEY, other), (rv, uid)
+    cached rv 5 is stale (asked again: still stale); forget() drops the record."""
+    rec = _written_at_6()
+    assert rec.stale(KEY, cm()) and rec.stale(KEY, cm())
     rec.forget(KEY)
-    assert not rec.stale(KEY, stale)
+    assert not rec.stale(KEY, cm())
+
+
+@pytest.mark.parametrize("rv, uid", [("6", "u1"), ("9", "u1"), ("2", "u2"), ("x", "u1")],
+                         ids=["caught-up", "newer", "another-uid", "not-an-integer"])
+def test_a_cache_that_caught_up_is_not_stale_and_the_record_goes(rv, uid):
+    """rv 6 or later, another uid, or a version that is no integer: not stale, and the record
+    is dropped (so an older version seen later is not held back either)."""
+    rec = _written_at_6()
+    other = cm()
+    other["metadata"].update(resourceVersion=rv, uid=uid)
+    assert not rec.stale(KEY, other)
+    assert not rec.stale(KEY, cm())
 
 
 class Server:
