@@ -315,14 +315,14 @@ class ReconcileSpec:
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
         ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
-        (``actions``; ``onDelete`` needs no kept version: a deletion brings its final state)
+        (``actions`` and ``onError``; ``onDelete`` needs no kept version: a deletion brings its final state)
         or in its ``vars`` (which those actions see).
         The word test is conservative: a template that names ``old`` in any way keeps it."""
         if self.keep_old is not None:
             return self.keep_old
         if self.actions and any(_mentions_old(var.expression) for var in self.vars):
             return True
-        return any(_mentions_old(action.raw) for action in self.actions)
+        return any(_mentions_old(action.raw) for action in (*self.actions, *self.on_error))
 
     @property
     def hook_selection(self) -> bool | tuple[str, ...]:
