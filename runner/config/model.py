@@ -315,8 +315,8 @@ class ReconcileSpec:
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
         ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
-        (``actions`` and ``onError``; ``onDelete`` needs no kept version: a deletion brings its final state)
-        or in its ``vars`` (which those actions see).
+        (``actions`` and ``onError``; ``onDelete`` needs no kept version: a deletion brings
+        its final state) or in its ``vars`` (which those actions see).
         The word test is conservative: a template that names ``old`` in any way keeps it."""
         if self.keep_old is not None:
             return self.keep_old
