@@ -45,6 +45,13 @@ reconcile runs says what the object is now: ``added`` when it was created again 
 ``onDelete`` of the old one ran first), ``updated`` when the same object left the view and came
 back. ``onDelete`` carries the deletion's own reason: ``deleted``, ``left`` or ``unknown``.
 
+Errors (``reconcile.onError``): when a reconcile of a live object fails (its actions or
+``finalize``, the finalizer patch, a hook), the ``onError`` program runs before the result goes
+back to the controller (which retries with backoff, or gives up on a permanent failure), with
+``error`` in scope (``kinrun.actions.program.error_scope``) and ``obj`` as the server answered
+the failed reconcile's last write of it. Its own failure is logged and never replaces the
+reconcile's error. ``onDelete`` failures do not run it (there is no object to report on).
+
 Finalizers (a controller with ``finalizer: NAME``; Kubernetes finalizers, as controller-runtime
 users write them with ``controllerutil.AddFinalizer``/``RemoveFinalizer``, and as kopf does):
 
