@@ -150,3 +150,28 @@ def test_a_create_by_generate_name_logs_the_name_the_server_gave(caplog):
         assert rec(KEY, cm()).outcome == "done"
     lines = [r.getMessage() for r in caplog.records]
     assert "create Job ns/run-x7k2p" in lines and not any("<generated>" in m for m in lines)
+
+
+def test_on_error_names_a_fail_and_a_finalizer_patch(caplog):
+    """``fail`` -> reason ActionFailed, action its name, message its rendered message; a
+    refused finalizer add -> action ``finalizer``, code 409."""
+    rec = reconciler(Server(), [{"name": "check", "fail": {"message": "bad {{ key }}"}}],
+                     [{"log": "{{ error.reason }} {{ error.action }} {{ error.code }}: "
+                              "{{ error.message }}"}])
+    with caplog.at_level(logging.INFO):
+        rec(KEY, cm())
+
+    class Refusing(Server):
+        def execute(self, req: Any) -> Any:
+            if req.patch_type == "json":
+                raise ConflictError("the object has been modified", status=409,
+                                    reason="Conflict")
+            return super().execute(req)
+    fin = Reconciler("c", actions=compile_actions([{"log": "x"}], controller="c"),
+                     client=Refusing(), finalizer="example.com/f",
+                     on_error=compile_actions([{"log": "{{ error.action }} {{ error.code }}"}],
+                                              controller="c"))
+    with caplog.at_level(logging.INFO):
+        assert fin(KEY, cm()).outcome == "retry"
+    messages = [r.getMessage() for r in caplog.records]
+    assert "ActionFailed check None: bad ns/cm" in messages and "finalizer 409" in messages
