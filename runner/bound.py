@@ -319,7 +319,10 @@ class _Wiring:
         reconcile, matches = self._observed(plan, reconciler)
         controller = Controller(spec.name, queue, self.informers[spec.primary].lister.get,
                                 reconcile, workers=spec.workers, max_retries=spec.max_retries,
-                                clock=self.clock, causes=True, on_drop=reconciler.forget)
+                                clock=self.clock, causes=True, on_drop=reconciler.forget,
+                                stale=reconciler.stale,
+                                on_stale=self.metrics.stale_skip_counter(spec.name)
+                                if self.metrics is not None else None)
         enqueue = controller.enqueue
         running = self.reuse.get(spec.name)
         if running is not None:
@@ -418,6 +421,7 @@ def reconciler(plan: ControllerPlan, *, listers: Mapping[str, ListerInterface],
     return Reconciler(
         plan.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
         keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
+        on_error=plan.on_error,
         listers=listers, indexers=indexers if indexers is not None else listers,
         client=client, confirm_gone=confirm_gone, moved=moved)
 

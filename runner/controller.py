@@ -32,6 +32,14 @@ reconcile again (raising on failure)."""
 
 GetObject = Callable[[str], Obj | None]
 
+IsStale = Callable[[Any, "Obj | None"], bool]
+"""(key, cached object or None) -> whether the cache is older than the controller's own last
+write of that object (``kinrun.reconcile.Reconciler.stale``)."""
+
+STALE_RETRY = 0.1
+"""Seconds after which a key skipped on a stale cache is added again (the watch event of the
+write usually queues it first; this one catches an event that predicates filter out)."""
+
 
 
 class Controller:
@@ -48,6 +56,12 @@ class Controller:
         until it changes);
       * ``permanent`` (``PermanentError``): ``forget``, logged; the key waits for its next change;
     and ``done(key)`` always, even when ``get_object`` or ``reconcile`` raises.
+
+    ``stale`` (None: no check) is asked before every reconcile with the cached object: when
+    the cache is older than the controller's own last write of it (KEP-5647's staleness
+    mitigation, ``kinrun.reconcile`` "Read-your-writes"), the key is not reconciled now but
+    added again after ``STALE_RETRY`` seconds, its cause kept, logged at debug and counted
+    (``on_stale()``: ``kinrun_reconcile_stale_skips_total``).
 
     ``fence`` (``kinrun.fencing``; set by the Manager; None: none) is asked before every
     reconcile starts: when it says no (the replica's Lease was not renewed within
@@ -82,7 +96,9 @@ class Controller:
     def __init__(self, name: str, queue: RateLimitingInterface, get_object: GetObject,
                  reconcile: Reconcile, *, workers: int = 1, max_retries: int = 15,
                  clock: Clock | None = None, logger: logging.Logger | None = None,
-                 causes: bool = False, on_drop: Callable[[Any], None] | None = None) -> None:
+                 causes: bool = False, on_drop: Callable[[Any], None] | None = None,
+                 stale: IsStale | None = None,
+                 on_stale: Callable[[], None] | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.name, self.queue = name, queue
@@ -95,6 +111,7 @@ class Controller:
         self._causes = causes
         self._why: dict[Any, Cause] = {}  # key -> first cause since the key was last taken
         self._on_drop = on_drop
+        self._stale, self._on_stale = stale, on_stale
         self._gate = threading.Condition(threading.Lock())  # see "Hot reload" above
         self._paused = False
         self._retired = False
@@ -249,6 +266,7 @@ class Controller:
             if successor is not None:
                 self._get_object, self._reconcile = successor._get_object, successor._reconcile
                 self.max_retries, self._on_drop = successor.max_retries, successor._on_drop
+                self._stale, self._on_stale = successor._stale, successor._on_stale
                 self._causes, self.log = successor._causes, successor.log
                 more = successor.workers - self.workers
                 self.workers = successor.workers
@@ -285,15 +303,28 @@ class Controller:
 
     def _reconcile_key(self, key: Any) -> None:
         try:
+            obj = self._get_object(key)
+            if self._stale is not None and self._stale(key, obj):
+                self._skip_stale(key)
+                return
             if self._causes:
-                outcome = self._reconcile(key, self._get_object(key), self._cause_of(key))
+                outcome = self._reconcile(key, obj, self._cause_of(key))
             else:
-                outcome = self._reconcile(key, self._get_object(key))
+                outcome = self._reconcile(key, obj)
         except Exception as err:  # noqa: BLE001 - reconcile errors are retried, never fatal
             outcome = Result.failed(err)
         if not isinstance(outcome, Result):
             outcome = Result.after(outcome)
         self._act(key, outcome)
+
+    def _skip_stale(self, key: Any) -> None:
+        """The cache is older than our own last write of ``key``: no reconcile now; added
+        again after STALE_RETRY s (its recorded cause stays), logged at debug, counted."""
+        self.log.debug("%s: %s: the cache is older than this controller's last write of it; "
+                       "reconciled once it catches up", self.name, key)
+        if self._on_stale is not None:
+            self._on_stale()
+        self.queue.add_after(key, STALE_RETRY)
 
     def _act(self, key: Any, result: Result) -> None:
         kind = result.outcome

@@ -126,6 +126,10 @@ class Metrics:
         self.active_workers = Gauge(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller", ["controller"], registry=r)
+        self.reconcile_stale_skips = Counter(
+            "kinrun_reconcile_stale_skips_total",
+            "Reconciles not started because the cached object was older than the controller's "
+            "own last write of it (KEP-5647 staleness mitigation)", ["controller"], registry=r)
         self._workqueue_metrics(r)
         self.rest_client_requests = Counter(
             "rest_client_requests_total",
@@ -268,6 +272,11 @@ class Metrics:
         if controller not in self._active_known:
             self._active_known.add(controller)
             self.active_workers.labels(controller).set(0)
+
+    def stale_skip_counter(self, controller: str) -> Callable[[], None]:
+        """Counts one ``kinrun_reconcile_stale_skips_total`` of ``controller`` per call (a
+        reconcile skipped on a stale cache, ``kinrun.controller.Controller``)."""
+        return self.reconcile_stale_skips.labels(controller).inc
 
     def timed(self, controller: str, reconcile: Callable[..., Any]) -> Callable[..., Any]:
         """``reconcile`` wrapped to record each call as controller-runtime's reconcileHandler

@@ -155,7 +155,7 @@ def _check_metadata_only_reads(spec: ControllerSpec,
     primary = spec.primary
     if informers[primary].spec.metadata_only:
         rec = spec.reconcile
-        for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ())):
+        for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ()), *rec.on_error):
             reads = sorted({r for text in metadata_only.strings_in(action.spec)
                             for r in metadata_only.non_metadata_reads(text)}
                            | set(metadata_only.non_metadata_reads(action.when or "",
@@ -239,7 +239,9 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
         rec.keeps_old, resync, watches,
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
-        spec.finalizer, schedule=_schedule(spec), recorder=events)
+        spec.finalizer, schedule=_schedule(spec), recorder=events,
+        on_error=_program(spec, _on_error_actions(spec), "onError", pm, engine, clock,
+                          recorder=events))
 
 
 def _check_apply_keys(config: Config) -> None:
@@ -278,7 +280,7 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
     sources: list[tuple[str, Location]] = [(w.template or "", w.location) for w in spec.watches
                                       if w.map_to == "template"]
     sources += [(v.expression, v.location) for v in rec.vars]
-    for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ())):
+    for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ()), *rec.on_error):
         sources += [(text, action.location) for text in _strings(action.raw)]
     for source, location in sources:
         for function, informer, _line in lookup_calls(source):
@@ -336,6 +338,25 @@ def _check_finalizer(spec: ControllerSpec, hooks: ReconcileHook | None) -> None:
         raise spec.finalizer_location.error(
             "nothing would run while an object terminates: give reconcile.finalize (or "
             "hooks, which see the terminating object)")
+
+
+ON_ERROR_KINDS = ("log", "event", "status", "patch")
+"""The action kinds ``onError`` may use: it reports a failure (a line, an Event, a condition,
+an annotation); it does not make or remove objects, nor steer the retry."""
+
+
+def _on_error_actions(spec: ControllerSpec) -> tuple:
+    """``reconcile.onError``, each action's kind one of :data:`ON_ERROR_KINDS` (ConfigError at
+    the action otherwise)."""
+    for action in spec.reconcile.on_error:
+        raw = action.raw if isinstance(action.raw, Mapping) else {}
+        kind = raw.get("plugin") or next((k for k in raw if k not in ("when", "name")), None)
+        if kind not in ON_ERROR_KINDS:
+            raise action.location.error(
+                f"onError: {kind!r} cannot run here (onError may use "
+                f"{', '.join(ON_ERROR_KINDS)}: it reports the failure; the retry is the "
+                "controller's)")
+    return spec.reconcile.on_error
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: PluginManager,

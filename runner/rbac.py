@@ -283,7 +283,8 @@ class _Collector:
                        f"{controller.finalizer}: add and remove it")
         for specs, program in ((rec.actions, controller.actions),
                                (rec.on_delete, controller.on_delete),
-                               (rec.finalize, controller.finalize)):
+                               (rec.finalize, controller.finalize),
+                               (rec.on_error, controller.on_error)):
             if program is None:
                 continue
             for spec, compiled in zip(specs, program.actions):

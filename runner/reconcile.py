@@ -36,6 +36,22 @@ soak, and later hot reload and sharding):
   that fails is retried with its deletion (final state and reason) kept; one that asks for a
   requeue keeps it too (it runs again after the delay).
 
+Reasons (``ctx.reason``, ``reason`` in templates; ``kinrun.result`` defines the causes): a
+live reconcile carries why its key was queued, the first cause since a worker last took the
+key: ``added`` (created, or listed at start: ``initial_list``), ``updated`` (a change that
+passed the predicates), ``resync``, ``mapped`` (a watched object), ``requeued``, ``retried``,
+``scheduled``. A key queued by a deletion whose object is in the cache again when the
+reconcile runs says what the object is now: ``added`` when it was created again (another uid;
+``onDelete`` of the old one ran first), ``updated`` when the same object left the view and came
+back. ``onDelete`` carries the deletion's own reason: ``deleted``, ``left`` or ``unknown``.
+
+Errors (``reconcile.onError``): when a reconcile of a live object fails (its actions or
+``finalize``, the finalizer patch, a hook), the ``onError`` program runs before the result goes
+back to the controller (which retries with backoff, or gives up on a permanent failure), with
+``error`` in scope (``kinrun.actions.program.error_scope``) and ``obj`` as the server answered
+the failed reconcile's last write of it. Its own failure is logged and never replaces the
+reconcile's error. ``onDelete`` failures do not run it (there is no object to report on).
+
 Finalizers (a controller with ``finalizer: NAME``; Kubernetes finalizers, as controller-runtime
 users write them with ``controllerutil.AddFinalizer``/``RemoveFinalizer``, and as kopf does):
 
@@ -68,13 +84,26 @@ waits for whoever removes it): select with labels that do not come and go.
   moved and back), no longer matching them ``left``. A tombstone of a sharded informer is
   confirmed by that GET as well.
 
-Read-your-writes: when a reconcile's actions (or its finalizer patch) write the primary object
-itself and get the new object back, and the next reconcile of that key finds the cache still at
-the version the write was based on (it was queued by another event before the write's own
-watch event arrived), it reconciles the server's answer instead: what it wrote, so a status
-action compares with it (no second write) and a resourceVersion precondition holds (no 409).
-Once the cache shows any other version, the cache is used. Hooks see the cached object and the
-client itself.
+Read-your-writes (every write of the reconciled object, within a reconcile and after it):
+
+* within a reconcile, each write of the reconciled object (the finalizer add or remove, a
+  ``patch`` or ``apply`` of it, ``status``, an ``applySet``'s metadata patches of its parent)
+  is based on the answer to the previous one: a resourceVersion precondition that names the
+  version the reconcile read, or the answer to one of its own earlier writes, is sent with the
+  resourceVersion of the latest answer instead (:class:`_OwnWrites`). So ``status`` and
+  ``applySet`` in one reconcile never conflict (409) with each other, in either order; a
+  precondition on any other version is sent as written (a write by someone else after the
+  reconcile's last write of the object still conflicts). ``obj`` after the finalizer add is the server's
+  answer; an action rendered after earlier ones were sent (one that reads ``results``) sees
+  ``obj`` as the server answered the last write of it.
+* after a reconcile, no later reconcile of that key runs on a cached version older than the
+  answer to its last write (KEP-5647's staleness mitigation, as client-go 1.36 controllers
+  check the cache's resourceVersion before acting: https://www.kubernetes.dev/resources/keps/5647/).
+  :meth:`Reconciler.stale` tells the controller; it skips the key and adds it again after a
+  short delay (the watch event of the write usually queues it first), counted by
+  ``kinrun_reconcile_stale_skips_total``. resourceVersions are compared as integers (as
+  kube-apiserver's are etcd revisions); when either does not parse, nothing is skipped.
+  Hooks see the cached object and the client itself (their writes are not tracked).
 
 Thread-safety: a Reconciler is called by its controller's workers, never for the same key on two
 threads at once (the workqueue guarantees it). ``record_deletion`` runs on informer threads;
@@ -88,9 +117,10 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from kinrun.actions.program import error_scope
 from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
                                       remove_finalizer)
 from kinrun.errors import ApiError, NotFoundError, PermanentError
@@ -132,6 +162,13 @@ failures (the reconcile is then retried)."""
 Matches = Callable[[Obj], bool | None]
 """Whether an object matches the informer's selectors: True, False, or None when it cannot be
 told locally (e.g. a field the object does not carry)."""
+
+
+_RECREATED, _CAME_BACK = Cause(ADDED), Cause(UPDATED)
+"""The cause of a live reconcile whose key was queued by a deletion: the object was created
+again (another uid: ``added``, after ``onDelete`` of the old one), or the same object left the
+informer's view and came back before the reconcile ran (``updated``). ``deletion`` itself is
+never the reason of a live reconcile (module docstring, "Reasons")."""
 
 
 def _uid(obj: Obj | None) -> str | None:
@@ -191,7 +228,8 @@ class Reconciler:
     sent); ``confirm_gone``: asks the server whether a departed object is gone (see the module
     docstring; None: every DELETED event is a deletion); ``logger``; ``finalizer``: the
     finalizer this controller owns (None: none) and ``finalize``: the program run while an
-    object carrying it terminates (see "Finalizers" in the module docstring).
+    object carrying it terminates (see "Finalizers" in the module docstring); ``on_error``:
+    the program run when a reconcile of a live object fails (see "Errors").
 
     ``__call__(key, obj, cause=None) -> Result``; never raises for a failing action or hook (the
     failure is the result). ``record_deletion(obj_or_tombstone, matches)`` is called by the
@@ -205,10 +243,11 @@ class Reconciler:
                  confirm_gone: ConfirmGone | None = None,
                  logger: logging.Logger | None = None, finalize: Any = None,
                  finalizer: str | None = None,
-                 moved: Callable[[Obj], bool] | None = None) -> None:
+                 moved: Callable[[Obj], bool] | None = None, on_error: Any = None) -> None:
         self.name = name
         self.actions, self.on_delete, self.hooks = actions, on_delete, hooks
         self.finalize, self.finalizer = finalize, finalizer
+        self.on_error = on_error
         self.keep_old = keep_old
         self.listers = dict(listers or {})
         self.indexers = dict(indexers or {})
@@ -219,11 +258,11 @@ class Reconciler:
         self._lock = threading.Lock()
         self._pending: dict[str, list[Deletion]] = {}  # guarded by _lock; key -> oldest first
         self._last: dict[str, Obj] = {}  # key -> version last reconciled (keep_old); per key
-        # read-your-writes: key -> (the cached resourceVersion a reconcile read, the server's
-        # answer to its last write of that primary object); used instead of the cached object
-        # while the cache still shows that version. Per key (one worker at a time owns a key).
-        self._fresh: dict[str, tuple[str, Obj]] = {}
-        self._local = threading.local()  # .target, .answer: the primary written on this thread
+        # read-your-writes: key -> (uid, resourceVersion of the server's answer to the last
+        # write of that primary object); a cache older than it is stale (:meth:`stale`).
+        # Written by the worker that owns the key; read by the controller before a reconcile.
+        self._written: dict[str, tuple[str | None, str]] = {}
+        self._local = threading.local()  # .target, .answer, .versions: see _OwnWrites
         self._client = _OwnWrites(client, self._local, self.logger) \
             if client is not None else None
         self._ctx_base = {"controller": name, "listers": self.listers, "client": client,
@@ -271,7 +310,7 @@ class Reconciler:
         with self._lock:
             self._pending.pop(key, None)
         self._last.pop(key, None)
-        self._fresh.pop(key, None)
+        self._written.pop(key, None)
 
     def take_over(self, old: Reconciler) -> None:
         """Hot reload (``kinrun.reload``): carry over what ``old`` (the same controller's
@@ -291,10 +330,12 @@ class Reconciler:
 
     def __call__(self, key: str, obj: Obj | None, cause: Cause | None = None) -> Result:
         deletions = self._take(key)
+        returned = False
         if deletions:
             uid = _uid(obj)
             if obj is not None:  # a departure and return of the same object coalesce
-                deletions = [d for d in deletions if d.uid is None or d.uid != uid]
+                kept = [d for d in deletions if d.uid is None or d.uid != uid]
+                returned, deletions = len(kept) < len(deletions), kept
             result = self._run_deletions(key, deletions, cause)
             if result is not None:
                 return result
@@ -303,37 +344,41 @@ class Reconciler:
                 self.logger.debug("%s: %s is not in the primary cache and no deletion was "
                                   "recorded for it; dropped", self.name, key)
             return Result("done", cause=cause)
+        if cause is not None and cause.kind == DELETION:  # a live object: say what it is now
+            cause = _CAME_BACK if returned else _RECREATED
         return self._reconcile_live(key, obj, cause)
 
     def _reconcile_live(self, key: str, obj: Obj, cause: Cause | None) -> Result:
-        cached_rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if self._fresh:
-            obj = self._freshest(key, obj, cached_rv)
         if self._client is None:
             return self._reconcile_object(key, obj, cause)
         local = self._local
-        local.target, local.answer = _identity(obj), None
+        read = (obj.get("metadata") or {}).get("resourceVersion")
+        local.target, local.answer, local.versions = _identity(obj), None, {read} - {None}
         try:
             return self._reconcile_object(key, obj, cause)
         finally:
-            if local.answer is not None and cached_rv:
-                self._fresh[key] = (cached_rv, local.answer)
-            local.target = local.answer = None
+            answer = local.answer
+            if answer is not None:
+                self._written[key] = (_uid(answer), answer["metadata"]["resourceVersion"])
+            local.target = local.answer = local.versions = None
 
-    def _freshest(self, key: str, obj: Obj, cached_rv: str | None) -> Obj:
-        """``obj``, or the server's answer to this controller's last write of it while the
-        cache still shows the version that write was based on (read-your-writes: a reconcile
-        queued by another event before the write's own watch event arrived sees what it
-        wrote, so it neither writes the same again nor fails a resourceVersion precondition
-        with 409). Same uid only; once the cache shows any other version it is used."""
-        fresh = self._fresh.get(key)
-        if fresh is None:
-            return obj
-        read_rv, answer = fresh
-        if read_rv == cached_rv and _uid(answer) == _uid(obj):
-            return answer
-        del self._fresh[key]
-        return obj
+    def stale(self, key: str, obj: Obj | None) -> bool:
+        """Whether ``obj`` (the cached object of ``key``) is older than the server's answer to
+        this controller's last write of it (same uid; both resourceVersions integers): its
+        reconcile would act on a view that misses its own write (module docstring,
+        "Read-your-writes"). Once the cache has caught up (or the check cannot be made) the
+        record is dropped, so only keys with a write in flight keep one. Called by the worker
+        that owns ``key`` (the workqueue's guarantee), as the record is written."""
+        written = self._written.get(key) if self._written and obj is not None else None
+        if written is None:
+            return False
+        meta = obj.get("metadata") or {}  # type: ignore[union-attr]
+        cached, last = _as_int(meta.get("resourceVersion")), _as_int(written[1])
+        if (written[0] is None or meta.get("uid") == written[0]) and cached is not None \
+                and last is not None and cached < last:
+            return True
+        self._written.pop(key, None)
+        return False
 
     def _reconcile_object(self, key: str, obj: Obj, cause: Cause | None) -> Result:
         old = self._last.get(key) if self.keep_old else None
@@ -347,6 +392,8 @@ class Reconciler:
                     obj = self._write_finalizer(key, decision.add, obj, "add")
             delay = self._run(key, obj, old, ctx)
         except Exception as err:  # noqa: BLE001 - the failure is the result
+            if self.on_error is not None:
+                self._on_error(key, obj, old, ctx, err)
             return Result.failed(err, cause)
         if self.keep_old:
             self._last[key] = obj
@@ -408,6 +455,20 @@ class Reconciler:
                 "controller": self.name, "key": key, "reason": reason,
                 "obj": _reference(obj), "old": _reference(old)}
 
+    def _on_error(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
+                  err: Exception) -> None:
+        """Run ``onError`` for a failed reconcile of ``obj`` (as the server answered its last
+        write, when it wrote it), ``error`` in scope (``error_scope``). Its own failure is
+        logged; it never replaces ``err``, which stays the reconcile's result."""
+        if self._client is not None:
+            obj = self._client.written(obj) or obj
+        try:
+            self.on_error.run(key=key, obj=obj, old=old, ctx=ctx, client=self._client,
+                              extra={"error": error_scope(err)})
+        except Exception as failure:  # noqa: BLE001 - the reconcile's own error stays
+            self.logger.error("%s: onError of %s failed: %s (the reconcile failed with: %s)",
+                              self.name, key, failure, err)
+
     # -- finalizers ----------------------------------------------------------------------------
 
     def _terminating(self, key: str, obj: Obj, old: Obj | None, ctx: ReconcileContext,
@@ -441,6 +502,7 @@ class Reconciler:
         try:
             answer = self._client.execute(request)
         except ApiError as err:
+            err.action = "finalizer"  # type: ignore[attr-defined]
             if err.args:
                 err.args = (f"controller {self.name!r}: {what} finalizer {self.finalizer} on "
                             f"{key}: {err.args[0]}", *err.args[1:])
@@ -455,7 +517,7 @@ class Reconciler:
         """Run ``onDelete`` for each deletion in order; None when all are done. A failure or a
         requeue puts that deletion and the later ones back and is the result."""
         self._last.pop(key, None)
-        self._fresh.pop(key, None)
+        self._written.pop(key, None)
         for i, deletion in enumerate(deletions):
             try:
                 deletion = self._confirmed(key, deletion)
@@ -525,13 +587,43 @@ def _reference(obj: Obj | None) -> dict[str, Any] | None:
 
 def _identity(obj: Obj) -> tuple[Any, ...]:
     meta = obj.get("metadata") or {}
-    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name")
+    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace") or None, meta.get("name")
+
+
+def _as_int(version: Any) -> int | None:
+    """A resourceVersion as an integer (kube-apiserver's are etcd revisions), else None."""
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        return None
+
+
+def _rebased(req: Any, versions: set[str], latest: str) -> Any:
+    """``req`` with a resourceVersion precondition that names one of ``versions`` (the
+    version the reconcile read, or an earlier answer of its own) set to ``latest`` (the answer
+    to its last write): in ``metadata.resourceVersion`` of a merge/apply body, or in a JSON
+    patch's ``test /metadata/resourceVersion``. ``req`` itself when it has none of them."""
+    body = req.body
+    if isinstance(body, dict):
+        meta = body.get("metadata")
+        if isinstance(meta, dict) and meta.get("resourceVersion") in versions - {latest}:
+            return replace(req, body={**body, "metadata": {**meta, "resourceVersion": latest}})
+    elif isinstance(body, list):
+        test = {"op": "test", "path": "/metadata/resourceVersion"}
+        ops = [{**op, "value": latest} if isinstance(op, dict) and op.get("op") == "test" and
+               op.get("path") == test["path"] and op.get("value") in versions - {latest}
+               else op for op in body]
+        if ops != body:
+            return replace(req, body=ops)
+    return req
 
 
 class _OwnWrites:
-    """The controller's client as its actions (and finalizer writes) use it: each answer to a
-    write of the primary object being reconciled on this thread (``local.target``, its
-    identity) is kept in ``local.answer`` for read-your-writes (:meth:`Reconciler._freshest`).
+    """The controller's client as its actions (and finalizer writes) use it, for
+    read-your-writes (module docstring). Per thread, while a reconcile runs: ``local.target``
+    (the reconciled object's identity), ``local.versions`` (the resourceVersion it read and
+    those of the answers to its writes of it), ``local.answer`` (the last such answer). A write
+    of the target is sent based on the last answer (:func:`_rebased`), and its answer kept.
     Everything else is the client's; hooks get the client itself (``ctx.client``).
     A status patch whose answer lacks a field it set is logged once per field (a warning: the
     server pruned it, not in the CRD's schema, so every reconcile will send it again).
@@ -546,16 +638,28 @@ class _OwnWrites:
         self._warned: set[tuple[str, str]] = set()
 
     def execute(self, req: Any, **kwargs: Any) -> Any:
+        local = self._local
+        ours = getattr(local, "target", None) is not None and local.target == (
+            req.api_version, req.kind, req.namespace or None, req.name)
+        if ours and local.answer is not None and req.verb != "delete":
+            req = _rebased(req, local.versions, local.answer["metadata"]["resourceVersion"])
         answer = self._inner.execute(req, **kwargs)
         if req.subresource == "status" and req.verb == "patch" and isinstance(answer, dict) \
                 and isinstance(req.body, dict):
             self._check_kept(req, (req.body.get("status") or {}), answer.get("status") or {})
-        if isinstance(answer, dict) and req.verb != "delete" and \
-                getattr(self._local, "target", None) == _identity(answer) and \
+        if ours and isinstance(answer, dict) and req.verb != "delete" and \
                 (answer.get("metadata") or {}).get("resourceVersion") and \
                 not getattr(self._inner, "dry_run", False):
-            self._local.answer = answer
+            local.answer = answer
+            local.versions.add(answer["metadata"]["resourceVersion"])
         return answer
+
+    def written(self, obj: Obj | None) -> Obj | None:
+        """The server's answer to the last write of the object being reconciled on this
+        thread, else ``obj`` (what an action rendered after that write sees as ``obj``)."""
+        answer = getattr(self._local, "answer", None)
+        return answer if answer is not None and obj is not None and \
+            _identity(answer) == _identity(obj) else obj
 
     def _check_kept(self, req: Any, sent: Any, kept: Any, path: str = "status") -> None:
         if not isinstance(sent, dict) or not isinstance(kept, dict):

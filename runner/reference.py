@@ -106,7 +106,9 @@ controllers:
 """),
     Recipe("stop-fail", "Stop, fail, fail permanently",
            "`fail` retries the key with backoff; `permanent: true` gives up until the object "
-           "changes. Nothing of a failed reconcile is sent, the actions before it included.",
+           "changes. Of a failed reconcile only the Events and log lines before the `fail` are "
+           "carried out (record, then return an error); then `onError` runs. `stop` logs its "
+           "message at `level` (default info).",
            _HEAD + """\
 informers:
   jobs: {apiVersion: v1, kind: ConfigMap, labelSelector: example.com/job}

@@ -24,7 +24,10 @@ UPDATED = "updated"
 RESYNC = "resync"
 """A resync replayed the cached object (no change)."""
 DELETION = "deletion"
-"""The primary object was deleted or left the informer's view (see the deletion reasons)."""
+"""The primary object was deleted or left the informer's view (see the deletion reasons).
+The cause a key is queued with, never the reason of a live reconcile: one that finds the object
+in the cache again says ``added`` (created again) or ``updated`` (it came back)
+(``kinrun.reconcile``, "Reasons")."""
 MAPPED = "mapped"
 """A watched secondary object changed and mapped to this key (``Cause.informer`` says which)."""
 REQUEUED = "requeued"

@@ -1920,12 +1920,13 @@ PLACES: Mapping[str, str] = {
     "vars": "`reconcile.vars` (each var also sees the vars before it)",
     "onDelete": "`reconcile.onDelete` (`obj` is None, `old` the final state)",
     "finalize": "`reconcile.finalize` (the terminating object is still `obj`)",
+    "onError": "`reconcile.onError` (after a failed reconcile; `error` says what failed)",
     "mapTo": "`watches[].mapTo.template` (the key mapper)",
     "indexers": "`informers.*.indexers` expressions",
 }
 """Where templates render, by the name the reference page uses."""
 
-_ACTIONS = ("actions", "when", "vars", "onDelete", "finalize")
+_ACTIONS = ("actions", "when", "vars", "onDelete", "finalize", "onError")
 _EVERYWHERE = tuple(PLACES)
 
 
@@ -1965,7 +1966,9 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "The controller's `name`."),
     TemplateName("reason", "variable", _ACTIONS, "reason == 'added'",
                  "Why the key was queued: `added`, `updated`, `resync`, `mapped from INFORMER`, "
-                 "`requeued`, `retried`, `scheduled`; in `onDelete` why the object is gone: "
+                 "`requeued`, `retried`, `scheduled` (an object created again after a "
+                 "deletion is `added`, one that left the selectors and came back `updated`; "
+                 "docs/controllers.md#deletions); in `onDelete` why the object is gone: "
                  "`deleted`, `left` (no longer matches the selectors) or `unknown` (a relist "
                  "no longer found it)."),
     TemplateName("initial_list", "variable", _ACTIONS + ("mapTo",), "not initial_list",
@@ -1980,6 +1983,15 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "sent nothing. An action that reads it is rendered after the ones it reads ran; "
                  "`kinrun render` shows placeholders. Not in `vars`: they are evaluated before "
                  "any action runs."),
+    TemplateName("error", "variable", ("onError",),
+                 "error.reason == 'AlreadyExists'",
+                 "In `onError` only (its `when` and vars too): why the reconcile failed. "
+                 "`error.message` (the error's own message: the server's for an API error, a "
+                 "`fail`'s rendered message), `error.where` (the whole logged line: file:line, "
+                 "action, request), `error.reason` (an API error's reason such as "
+                 "`AlreadyExists`; `ActionFailed` for `fail`; else the error's type), "
+                 "`error.code` (an API error's HTTP status, else none), `error.action` (the "
+                 "failed action's `name:` or kind; `finalizer` for the finalizer patch)."),
     TemplateName("<var>", "variable", _ACTIONS, "managed",
                  "Each `reconcile.vars` entry by its name, evaluated once per reconcile in "
                  "order (a var sees the vars before it)."),

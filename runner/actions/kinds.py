@@ -503,12 +503,13 @@ class RequeueAfterAction:
 
 class Stop(Exception):
     """Raised by ``stop`` while rendering: the program ends the render there, as a success.
-    ``message``: the rendered message (logged at info). Control flow, never an error: only
-    :class:`kinrun.actions.program.ActionProgram` catches it."""
+    ``message``: the rendered message, logged at ``level`` (a ``LOG_LEVELS`` name, default
+    info). Control flow, never an error: only :class:`kinrun.actions.program.ActionProgram`
+    catches it."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, level: str = "info") -> None:
         super().__init__(message)
-        self.message = message
+        self.message, self.level = message, level
 
 
 class Fail(Exception):
@@ -536,12 +537,14 @@ def _render_message(template: Any, scope: Scope) -> str:
 
 
 class StopAction:
-    """``stop: TEMPLATE`` or ``stop: {message: TEMPLATE}``: end the reconcile here, a success.
+    """``stop: TEMPLATE`` or ``stop: {message: TEMPLATE, level: info}``: end the reconcile
+    here, a success.
 
     Decided while rendering (the render phase of ``ActionProgram``): the steps of the actions
     before it are kept and then sent, the later actions are neither rendered nor sent, and the
-    message (trailing newlines dropped) is logged at info as the last step. A requeue asked
-    for by an earlier action stands. Raises :class:`Stop`.
+    message (trailing newlines dropped) is logged at ``level`` (debug, info, warning, error;
+    the schema's default info) as the last step. A requeue asked for by an earlier action
+    stands. Raises :class:`Stop`.
     """
 
     kind = "stop"
@@ -553,9 +556,13 @@ class StopAction:
             value = {"message": value}
         value = _options(value, loc, "stop")
         self._message = _message_template(value, engine, loc, "stop")
+        self._level = _setting(value, "stop", "level")
+        if self._level not in LOG_LEVELS:
+            raise loc.child(".level").config_error(
+                f"stop.level must be one of {', '.join(LOG_LEVELS)}, got {self._level!r}")
 
     def render(self, scope: Scope) -> list[Step]:
-        raise Stop(_render_message(self._message, scope))
+        raise Stop(_render_message(self._message, scope), self._level)
 
 
 class FailAction:

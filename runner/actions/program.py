@@ -19,8 +19,13 @@ Flow is decided in the render phase, so what is sent when a reconcile ends midwa
   info; the actions after it are neither rendered nor sent. The reconcile is a success.
 * ``fail``: the render raises :class:`ActionFailed` (a TemporaryError without delay: retried
   with backoff) or, with ``permanent: true``, :class:`ActionFailedPermanently` (a
-  PermanentError: the key waits for its next change). Nothing of that reconcile is sent, the
-  actions before it included, exactly as for a template error.
+  PermanentError: the key waits for its next change). The Events and log lines of the actions
+  before it are carried out ("record, then return an error", as client-go controllers record
+  a Warning Event and return the error); nothing else of that reconcile is sent (no write, no
+  requeue). A template error sends nothing at all.
+
+Errors: ``run(..., extra={"error": error_scope(err)})`` is how a reconcile's ``onError`` list
+runs (``kinrun.reconcile``): :func:`error_scope` is what its templates see as ``error``.
 
 Results: an action whose templates read ``results.<name>`` (found at compile time,
 :mod:`kinrun.actions.results`; the name must be an earlier action's) is *deferred*. ``run``
@@ -38,6 +43,7 @@ concurrently (for different keys).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -49,7 +55,7 @@ from typing import Any
 
 import jinja2
 
-from kinrun.actions.errors import BudgetError, RenderError
+from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
@@ -81,7 +87,7 @@ _RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
-                      "by_index",
+                      "by_index", "error",
                       "now", "range", "env", "read_file", "results")
 """Names a ``reconcile.vars`` entry may not take: the template variables and functions every
 action sees (a var would shadow them)."""
@@ -142,8 +148,9 @@ class _Failed:
 
 class ActionFailed(_Failed, TemporaryError):
     """A ``fail`` action ended the reconcile (``permanent: false``): a TemporaryError without
-    a delay, so the controller retries the key with its rate limiter's backoff. Nothing of
-    that reconcile was sent."""
+    a delay, so the controller retries the key with its rate limiter's backoff. Of that
+    reconcile only the Events and log lines before it were carried out (``kept``: those
+    steps, a RenderResult)."""
 
     def __init__(self, message: str, *, controller: str, index: int, label: str,
                  location: SourceLocation) -> None:
@@ -154,7 +161,8 @@ class ActionFailed(_Failed, TemporaryError):
 
 class ActionFailedPermanently(_Failed, PermanentError):
     """A ``fail`` action with ``permanent: true`` ended the reconcile: a PermanentError, so
-    the key is forgotten (logged) and waits for its next change. Nothing of it was sent."""
+    the key is forgotten (logged) and waits for its next change. As ActionFailed, only the
+    Events and log lines before it were carried out (``kept``)."""
 
     def __init__(self, message: str, *, controller: str, index: int, label: str,
                  location: SourceLocation) -> None:
@@ -292,7 +300,8 @@ class ActionProgram:
         return len(self.actions)
 
     def render(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
-               ctx: ReconcileContext | None = None) -> RenderResult:
+               ctx: ReconcileContext | None = None,
+               extra: Mapping[str, Any] | None = None) -> RenderResult:
         """Render and check every action for one reconcile of ``key``.
 
         ``obj`` is the object (None in ``onDelete``), ``old`` its previous version if known,
@@ -303,11 +312,13 @@ class ActionProgram:
         with the steps so far plus its message as an info LogLine (the later actions are not
         rendered). Raises VarError / VarBudgetError for a var that fails, RenderError for the
         first action that fails, BudgetError (a RenderError) for the one that goes over budget,
-        ActionFailed / ActionFailedPermanently for a ``fail`` that fires. ``results`` holds a
+        ActionFailed / ActionFailedPermanently for a ``fail`` that fires (its ``kept``: the
+        Events and log lines rendered before it, which ``run`` carries out). ``extra``:
+        more template variables (``error`` in ``onError``). ``results`` holds a
         :class:`~kinrun.actions.results.Placeholder` per action (no server has answered): an
         action that reads one renders with ``<result of action 'NAME' at PATH>`` there.
         """
-        scope = self._scope(key, obj, old, ctx)
+        scope = self._scope(key, obj, old, ctx, extra)
         steps: list[Any] = []
         origins: list[str] = []
         with self._budgets():
@@ -316,34 +327,63 @@ class ActionProgram:
             if self.staged:
                 scope.variables[RESULTS] = placeholders(a.label for a in self.actions)
             for action in self.actions:
-                try:
-                    rendered = action.render(scope, self.controller)
-                except Stop as stop:
-                    rendered = [LogLine("info", stop.message)]
-                    steps.extend(rendered)
-                    origins.extend([str(action.location)] * len(rendered))
+                if self._render_into(action, scope, steps, origins):
                     break
-                steps.extend(rendered)
-                origins.extend([str(action.location)] * len(rendered))
         return RenderResult(tuple(steps), tuple(origins))
+
+    def _render_into(self, action: CompiledAction, scope: Scope, steps: list[Any],
+                     origins: list[str]) -> bool:
+        """Render ``action``, appending its steps and their origin; True when it stopped the
+        render (its message is the last step). A ``fail`` raises with ``kept``: the Events
+        and log lines already in ``steps``."""
+        try:
+            rendered = action.render(scope, self.controller)
+            stopped = False
+        except Stop as stop:
+            rendered, stopped = [LogLine(stop.level, stop.message)], True
+        except (ActionFailed, ActionFailedPermanently) as failed:
+            failed.kept = _reports(steps, origins)
+            raise
+        steps.extend(rendered)
+        origins.extend([str(action.location)] * len(rendered))
+        return stopped
 
     def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
             ctx: ReconcileContext | None = None, client: Any = None,
-            logger: logging.Logger | None = None) -> float | None:
+            logger: logging.Logger | None = None,
+            extra: Mapping[str, Any] | None = None) -> float | None:
         """Render, then execute: returns the requeue delay in seconds or None. ``client`` and
-        ``logger`` default to the context's. Raises RenderError or ActionFailed(Permanently)
-        (nothing sent), or ApiError. With :attr:`staged` (an action reads ``results``), see
-        :meth:`_run_staged`."""
+        ``logger`` default to the context's; ``extra``: more template variables. Raises
+        RenderError (nothing sent), ActionFailed(Permanently) (after sending the Events and log
+        lines before it), or ApiError. Each raised ActionError or ApiError carries ``action``,
+        the failing action's label (``error.action`` in ``onError``). With :attr:`staged` (an
+        action reads ``results``), see :meth:`_run_staged`."""
         client = client if client is not None else (ctx.client if ctx else None)
         logger = logger or (ctx.logger if ctx else None) or _logger(self.controller)
-        if self.staged:
-            return self._run_staged(key, obj, old, ctx, client, logger)
-        result = self.render(key=key, obj=obj, old=old, ctx=ctx)
-        return execute(result, client, logger)
+        try:
+            if self.staged:
+                return self._run_staged(key, obj, old, ctx, client, logger, extra)
+            try:
+                result = self.render(key=key, obj=obj, old=old, ctx=ctx, extra=extra)
+            except (ActionFailed, ActionFailedPermanently) as failed:
+                execute(failed.kept, client, logger)
+                raise
+            return execute(result, client, logger)
+        except (ActionError, ApiError) as err:
+            self._name_action(err)
+            raise
+
+    def _name_action(self, err: Exception) -> None:
+        """Set ``err.action``: the label of the action it comes from (an ActionError's own; an
+        ApiError's by the ``origin`` the executor noted), unless already set."""
+        if getattr(err, "action", None) is None:
+            origin = getattr(err, "origin", None)
+            err.action = getattr(err, "label", None) or next(  # type: ignore[attr-defined]
+                (a.label for a in self.actions if str(a.location) == origin), None)
 
     def _run_staged(self, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                     ctx: ReconcileContext | None, client: Any,
-                    logger: logging.Logger) -> float | None:
+                    logger: logging.Logger, extra: Mapping[str, Any] | None) -> float | None:
         """Run a program some of whose actions read ``results`` (module docstring, "Results").
 
         First, as ``render``: the vars, then every action that reads no result, in order, on
@@ -353,7 +393,7 @@ class ActionProgram:
         its own) with ``results`` holding the answers of the actions before it, so a failure
         or ``fail`` in it raises after the earlier actions' requests were sent, and a ``stop``
         in it ends the run there. Without a client (dry-run), results are placeholders."""
-        scope = self._scope(key, obj, old, ctx)
+        scope = self._scope(key, obj, old, ctx, extra)
         planned: list[tuple[CompiledAction, list[Any] | None]] = []
         with self._budgets():
             for var in self.vars:
@@ -365,8 +405,14 @@ class ActionProgram:
                 try:
                     planned.append((action, action.render(scope, self.controller)))
                 except Stop as stop:
-                    planned.append((action, [LogLine("info", stop.message)]))
+                    planned.append((action, [LogLine(stop.level, stop.message)]))
                     break
+                except (ActionFailed, ActionFailedPermanently) as failed:
+                    done = [s for _a, steps in planned for s in steps or ()]
+                    failed.kept = _reports(done, [str(a.location) for a, steps in planned
+                                                  for _s in steps or ()])
+                    execute(failed.kept, client, logger)
+                    raise
         results: dict[str, Any] = (placeholders(a.label for a in self.actions)
                                    if client is None else {a.label: None for a in self.actions})
         scope.variables[RESULTS] = results
@@ -374,11 +420,12 @@ class ActionProgram:
         for action, steps in planned:
             stopped = False
             if steps is None:
+                scope = _after_writes(scope, client)
                 with self._budgets():
                     try:
                         steps = action.render(scope, self.controller)
                     except Stop as stop:
-                        steps, stopped = [LogLine("info", stop.message)], True
+                        steps, stopped = [LogLine(stop.level, stop.message)], True
             answers: list[Any] = []
             origin = str(action.location)
             asked = execute(RenderResult(tuple(steps), (origin,) * len(steps)), client, logger,
@@ -391,7 +438,7 @@ class ActionProgram:
         return delay
 
     def _scope(self, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
-               ctx: ReconcileContext | None) -> Scope:
+               ctx: ReconcileContext | None, extra: Mapping[str, Any] | None = None) -> Scope:
         ctx = ctx or ReconcileContext(controller=self.controller, key=key, old=old,
                                       logger=_logger(self.controller))
         old = old if old is not None else ctx.old
@@ -400,7 +447,7 @@ class ActionProgram:
         variables = {"obj": obj, "old": old, "key": key, "controller": self.controller,
                      "reason": ctx.reason,
                      "initial_list": getattr(ctx.cause, "initial_list", False),
-                     **self._lookup_functions(ctx.listers)}
+                     **self._lookup_functions(ctx.listers), **(extra or {})}
         return Scope(self.controller, key, obj, old, ctx, variables, namespace)
 
     def _lookup_functions(self, listers: Mapping[str, Any]) -> dict[str, Any]:
@@ -412,16 +459,58 @@ class ActionProgram:
         return functions
 
 
+def _after_writes(scope: Scope, client: Any) -> Scope:
+    """``scope`` with ``obj`` the server's answer to the last write of the reconciled object
+    sent so far in this reconcile (``written`` of the reconciler's client,
+    ``kinrun.reconcile``), for an action rendered after earlier ones were sent; ``scope``
+    itself when nothing wrote it (or the client does not track writes)."""
+    written = getattr(client, "written", None)
+    obj = written(scope.obj) if callable(written) else scope.obj
+    if obj is scope.obj or not isinstance(obj, dict):
+        return scope
+    scope.variables["obj"] = obj
+    return dataclasses.replace(scope, obj=obj)
+
+
+def _reports(steps: Sequence[Any], origins: Sequence[str]) -> RenderResult:
+    """The Events and log lines among ``steps`` (what a ``fail`` keeps), with their origins."""
+    kept = [(s, o) for s, o in zip(steps, origins) if isinstance(s, (EventRequest, LogLine))]
+    return RenderResult(tuple(s for s, _o in kept), tuple(o for _s, o in kept))
+
+
+def error_scope(err: BaseException) -> dict[str, Any]:
+    """What ``onError`` templates see as ``error``: ``message`` (the error's own message: an
+    ApiError's Status message from the server, a ``fail``'s rendered message, a template
+    error's detail; else ``str(err)``), ``where`` (``str(err)``: the whole line as logged, with
+    the config's file:line and the request), ``reason``
+    (an ApiError's Status reason such as ``AlreadyExists``, else its HTTP class name;
+    ``ActionFailed`` for a ``fail``; else the error's type name), ``code`` (an ApiError's HTTP
+    status, else None), ``action`` (the failing action's label, ``finalizer`` for the
+    finalizer patch, None when unknown: a hook)."""
+    if isinstance(err, ApiError):
+        reason, code = err.reason or type(err).__name__, err.status or None
+    elif isinstance(err, (ActionFailed, ActionFailedPermanently)):
+        reason, code = "ActionFailed", None
+    else:
+        reason, code = type(err).__name__, None
+    own = err.message if isinstance(err, ApiError) else getattr(err, "detail", None)
+    return {"message": own if isinstance(own, str) and own else str(err), "where": str(err),
+            "reason": reason, "code": code,
+            "action": getattr(err, "action", None) or getattr(err, "label", None)}
+
+
 def _logger(controller: str) -> logging.Logger:
     return logging.getLogger(f"kinrun.controller.{controller}")
 
 
-def _locate(err: ApiError, where: str) -> None:
+def _locate(err: ApiError, where: str, origin: str = "") -> None:
     """Prefix ``err``'s message with ``where`` (once), keeping its class and attributes: the
-    controller's retry decisions go by class, the log line by message."""
+    controller's retry decisions go by class, the log line by message. ``origin``: the
+    action's location, kept as ``err.origin`` (which action failed: ``error.action``)."""
     if not getattr(err, "located", False) and err.args:
         err.args = (f"{where}: {err.args[0]}", *err.args[1:])
         err.located = True  # type: ignore[attr-defined]
+        err.origin = origin  # type: ignore[attr-defined]
 
 
 def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
@@ -462,17 +551,27 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
                     answers.append(answer)
             except ApiError as err:
                 origin = result.origins[index] if index < len(result.origins) else ""
-                _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}")
+                _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}", origin)
                 raise
             if sent is None:
                 logger.debug("event dropped by the spam filter: %s", step.summary())
             elif not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
-                logger.info("%s", sent.summary())
+                logger.info("%s", _summary(sent, answer))
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)
         elif isinstance(step, RequeueAfter):
             delay = smallest_delay((delay, step.seconds))
     return delay
+
+
+def _summary(sent: ApiRequest, answer: Any) -> str:
+    """The log line of a sent request: ``sent.summary()``, a create by ``generateName`` naming
+    the object the server made (``create Job ns/run-x7k2p``, not ``run-<generated>``)."""
+    if sent.verb == "create" and not sent.name and isinstance(answer, dict):
+        name = (answer.get("metadata") or {}).get("name")
+        if isinstance(name, str) and name:
+            return dataclasses.replace(sent, name=name).summary()
+    return sent.summary()
 
 
 def _execute_compound(step: Any, origin: str, client: Any, logger: logging.Logger) -> Any:
@@ -488,7 +587,7 @@ def _execute_compound(step: Any, origin: str, client: Any, logger: logging.Logge
         try:
             answer = client.execute(request)
         except ApiError as err:
-            _locate(err, f"{origin + ': ' if origin else ''}{request.summary()}")
+            _locate(err, f"{origin + ': ' if origin else ''}{request.summary()}", origin)
             raise
         if not getattr(client, "dry_run", False):
             logger.info("%s", request.summary())

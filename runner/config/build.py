@@ -243,6 +243,8 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
                         for k, a in enumerate(data.get("onDelete") or [])),
         finalize=tuple(_action(ctx, path + ("finalize", k), a)
                        for k, a in enumerate(data.get("finalize") or [])),
+        on_error=tuple(_action(ctx, path + ("onError", k), a)
+                       for k, a in enumerate(data.get("onError") or [])),
         keep_old=data.get("keepOld"),
         vars=tuple(VarSpec(name, expression, ctx.at(path + ("vars", name)))
                    for name, expression in (data.get("vars") or {}).items()))

@@ -299,7 +299,8 @@ class ReconcileSpec:
     ``keep_old``: the config's ``keepOld`` (None = not given; see ``keeps_old``). ``vars``: the
     ``vars:`` mapping in file order (evaluated in that order per reconcile, before the actions
     of either list; empty when not given). ``finalize``: run in order while the object
-    terminates and still carries the controller's ``finalizer`` (``kinrun.reconcile``)."""
+    terminates and still carries the controller's ``finalizer`` (``kinrun.reconcile``).
+    ``on_error``: run in order when a reconcile of a live object fails, ``error`` in scope."""
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
@@ -308,19 +309,20 @@ class ReconcileSpec:
     keep_old: bool | None = None
     vars: tuple[VarSpec, ...] = ()
     finalize: tuple[ActionSpec, ...] = ()
+    on_error: tuple[ActionSpec, ...] = ()
 
     @property
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
         ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
-        (``actions``; ``onDelete`` needs no kept version: a deletion brings its final state)
-        or in its ``vars`` (which those actions see).
+        (``actions`` and ``onError``; ``onDelete`` needs no kept version: a deletion brings
+        its final state) or in its ``vars`` (which those actions see).
         The word test is conservative: a template that names ``old`` in any way keeps it."""
         if self.keep_old is not None:
             return self.keep_old
         if self.actions and any(_mentions_old(var.expression) for var in self.vars):
             return True
-        return any(_mentions_old(action.raw) for action in self.actions)
+        return any(_mentions_old(action.raw) for action in (*self.actions, *self.on_error))
 
     @property
     def hook_selection(self) -> bool | tuple[str, ...]:

@@ -128,7 +128,7 @@ def _check_controller(loaded: LoadedYaml, base: PathKey, controller: dict[str, A
 
 def _check_plugin_kinds(loaded: LoadedYaml, base: PathKey, reconcile: dict[str, Any]) -> list[ConfigError]:
     errors = []
-    for list_name in ("actions", "onDelete", "finalize"):
+    for list_name in ("actions", "onDelete", "finalize", "onError"):
         for k, action in enumerate(reconcile.get(list_name) or []):
             if action.get("plugin") in BUILTIN_ACTION_KINDS:
                 errors.append(locate(loaded, base + (list_name, k, "plugin"),

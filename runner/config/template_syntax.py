@@ -103,7 +103,7 @@ def _sources(data: Any) -> Iterator[tuple[PathKey, str, bool]]:
             if isinstance(map_to, dict) and isinstance(map_to.get("template"), str):
                 yield base + ("watches", j, "mapTo", "template"), map_to["template"], False
         reconcile = controller.get("reconcile")
-        for list_name in ("actions", "onDelete", "finalize"):
+        for list_name in ("actions", "onDelete", "finalize", "onError"):
             items = reconcile.get(list_name) if isinstance(reconcile, dict) else None
             for k, action in enumerate(items or []):
                 if isinstance(action, dict):

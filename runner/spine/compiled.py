@@ -70,7 +70,8 @@ class ControllerPlan:
     ``rate_limiter``; ``workers``; ``max_retries``; ``predicates``: names, each known;
     ``finalize``: the program run while an object terminates with ``finalizer`` on it (both
     None without ``finalizer:``; ``kinrun.reconcile``); ``recorder``: the EventRecorder its
-    programs share (a reload hands its correlator on: ``kinrun.reload``)."""
+    programs share (a reload hands its correlator on: ``kinrun.reload``); ``on_error``: the
+    program run when a reconcile of a live object fails (``reconcile.onError``), or None."""
 
     spec: ControllerSpec
     actions: ActionProgram | None
@@ -83,6 +84,7 @@ class ControllerPlan:
     finalizer: str | None = None
     schedule: CronSchedule | None = None
     recorder: EventRecorder | None = None
+    on_error: ActionProgram | None = None
 
     @property
     def name(self) -> str:

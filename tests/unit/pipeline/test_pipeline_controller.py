@@ -312,3 +312,20 @@ def test_a_worker_marks_its_reconcile_for_the_gc_policy_and_unmarks_it_when_it_e
     assert seen == [True, True]
     assert epochs == [epochs[0], epochs[0] + 1, epochs[0] + 2]
     assert worker.ident not in gc_tuning.reconciling
+
+
+def test_a_stale_cache_is_skipped_counted_and_retried_with_its_cause(queue, clock):
+    """KEP-5647: the cache older than our own last write: no reconcile, one count, the key
+    added again after STALE_RETRY with its recorded cause; once caught up, it runs."""
+    from kinrun.controller import STALE_RETRY
+    from kinrun.reconcile import Cause
+    calls, skips, stale = [], [], [True]
+    ctl = make(queue, lambda k, o, c: calls.append((k, str(c))), {"ns/a": {"x": 1}},
+               causes=True, stale=lambda k, o: stale[0], on_stale=lambda: skips.append(1))
+    ctl.enqueue("ns/a", Cause("updated"))
+    ctl.process_next_item()
+    assert (calls, skips, len(queue)) == ([], [1], 0)
+    stale[0] = False
+    clock.step(STALE_RETRY)
+    ctl.process_next_item()
+    assert calls == [("ns/a", "updated")]

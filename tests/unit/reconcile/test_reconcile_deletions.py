@@ -295,3 +295,33 @@ def test_the_reconcile_context_is_the_one_the_constructor_builds():
         pass
     else:
         raise AssertionError("the context must stay frozen")
+
+
+def test_a_live_reconcile_queued_by_a_deletion_never_says_deletion():
+    """Issue 28: re-created (another uid) -> onDelete of the old, then a live ``added``; left
+    and back (same uid) -> one live ``updated``; ``deletion`` is no reason of a live object."""
+    from kinrun.reconcile import Cause
+    hooks, calls = _recording()
+    rec = Reconciler("c", hooks=hooks)
+    rec.record_deletion(KEY, _obj("u1"), tombstone=False)
+    rec(KEY, _obj("u2"), Cause("deletion"))
+    rec.record_deletion(KEY, _obj("u2"), tombstone=False, matches=lambda o: False)
+    rec(KEY, _obj("u2"), Cause("deletion"))
+    assert [(c[0], c[1], c[2] is not None) for c in calls] == [
+        (DELETED, "u1", False), ("added", None, True), ("updated", None, True)]
+
+
+def test_a_recreated_object_is_added_through_the_pipeline(pipeline):
+    """Informer -> controller -> reconciler: deleted and created again (new uid) while the
+    workers hold back: onDelete (deleted) for the old uid, then the live one says ``added``."""
+    pipe = pipeline()
+    pipe.start(controller=False)
+    first = pipe.server.create(pod("p"))
+    pipe.controller.process_next_item()
+    pipe.server.delete(KEY)
+    second = pipe.server.create(pod("p"))
+    assert pipe.events.wait_for(lambda ev: sum(e[0] == "add" for e in ev) == 2)
+    pipe.controller.process_next_item()
+    assert [(c["reason"], c["uid"] or c["old_uid"]) for c in pipe.hook.calls] == [
+        ("added", first["metadata"]["uid"]), (DELETED, first["metadata"]["uid"]),
+        ("added", second["metadata"]["uid"])]

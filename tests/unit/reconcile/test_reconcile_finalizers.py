@@ -205,20 +205,83 @@ class StatusClient:
         return obj
 
 
-def test_a_reconcile_before_the_cache_caught_up_sees_its_own_write():
-    """Read-your-writes: the same stale cached object twice: one status write, not two (nor a
-    409); once the cache shows another version, that version is used."""
-    client = StatusClient()
+def _written_at_6() -> Reconciler:
+    """A Reconciler whose status write of ``cm()`` (rv 5) was answered at rv 6."""
     rec = Reconciler("c", actions=compile_actions([{"status": {"fields": {"phase": "Ready"}}}],
-                                                  controller="c"), client=client)
-    stale = cm()
-    assert rec(KEY, stale).outcome == "done"
-    assert rec(KEY, stale).outcome == "done"  # queued by another event; cache still at rv 5
-    assert len(client.sent) == 1
-    moved = cm()
-    moved["metadata"]["resourceVersion"] = "9"  # someone else's write: status gone again
-    assert rec(KEY, moved).outcome == "done"
-    assert len(client.sent) == 2 and client.sent[1].body["metadata"]["resourceVersion"] == "9"
+                                                  controller="c"), client=StatusClient())
+    assert not rec.stale(KEY, cm())
+    assert rec(KEY, cm()).outcome == "done"
+    return rec
+
+
+def test_a_cache_older_than_our_last_write_is_stale():
+    """Read-your-writes across reconciles (KEP-5647): after a write answered at rv 6, the
+    cached rv 5 is stale (asked again: still stale); forget() drops the record."""
+    rec = _written_at_6()
+    assert rec.stale(KEY, cm()) and rec.stale(KEY, cm())
+    rec.forget(KEY)
+    assert not rec.stale(KEY, cm())
+
+
+@pytest.mark.parametrize("rv, uid", [("6", "u1"), ("9", "u1"), ("2", "u2"), ("x", "u1")],
+                         ids=["caught-up", "newer", "another-uid", "not-an-integer"])
+def test_a_cache_that_caught_up_is_not_stale_and_the_record_goes(rv, uid):
+    """rv 6 or later, another uid, or a version that is no integer: not stale, and the record
+    is dropped (so an older version seen later is not held back either)."""
+    rec = _written_at_6()
+    other = cm()
+    other["metadata"].update(resourceVersion=rv, uid=uid)
+    assert not rec.stale(KEY, other)
+    assert not rec.stale(KEY, cm())
+
+
+class Server:
+    """One ConfigMap with resourceVersion preconditions as kube-apiserver checks them (merge
+    body ``metadata.resourceVersion``, JSON patch ``test``): 409 when they name another
+    version; each write answers the object at the next version."""
+
+    def __init__(self) -> None:
+        self.obj, self.sent = cm(), []
+
+    def execute(self, req: Any) -> Any:
+        self.sent.append(req)
+        rv = self.obj["metadata"]["resourceVersion"]
+        wanted = [op["value"] for op in req.body if op.get("op") == "test" and
+                  op["path"] == "/metadata/resourceVersion"] if isinstance(req.body, list) \
+            else [((req.body or {}).get("metadata") or {}).get("resourceVersion")]
+        if any(w is not None and w != rv for w in wanted):
+            raise ConflictError("the object has been modified", status=409)
+        self.obj = {**self.obj, "metadata": {**self.obj["metadata"],
+                                             "resourceVersion": str(int(rv) + 1)}}
+        if isinstance(req.body, dict) and "status" in req.body:
+            self.obj["status"] = req.body["status"]
+        return self.obj
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["status-first", "patch-first"])
+def test_each_own_write_is_based_on_the_previous_answer(first):
+    """Finalizer add, status and an optimistic-lock patch in one reconcile, in either order:
+    each precondition names the previous answer's version: no 409."""
+    status = {"status": {"fields": {"phase": "Ready"}}}
+    patch = {"patch": {"patch": '{"metadata": {"resourceVersion": '
+                                '"{{ obj.metadata.resourceVersion }}", "labels": {"a": "b"}}}'}}
+    server = Server()
+    rec = Reconciler("c", actions=compile_actions([status, patch] if first else [patch, status],
+                                                  controller="c"),
+                     finalizer=NAME, finalize=None, client=server)
+    result = rec(KEY, server.obj)
+    assert result.outcome == "done", result.error
+    assert server.obj["metadata"]["resourceVersion"] == "8" and len(server.sent) == 3
+
+
+def test_someone_elses_write_between_still_conflicts():
+    """A precondition on a version this reconcile neither read nor wrote is sent unchanged."""
+    server = Server()
+    patch = {"patch": {"patch": '{"metadata": {"resourceVersion": "3"}}'}}
+    rec = Reconciler("c", actions=compile_actions([{"status": {"fields": {"a": "b"}}}, patch],
+                                                  controller="c"), client=server)
+    assert rec(KEY, server.obj).outcome == "retry"
+    assert server.sent[-1].body["metadata"]["resourceVersion"] == "3"
 
 
 def test_a_status_field_the_server_prunes_is_warned_about_once(caplog):
@@ -240,3 +303,16 @@ def test_a_status_field_the_server_prunes_is_warned_about_once(caplog):
     assert len(client.sent) == 3
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "did not keep status.extra" in warnings[0]
+
+
+def test_an_action_rendered_after_a_write_sees_the_written_object(caplog):
+    """An action that reads ``results`` renders after the earlier writes: its ``obj`` is the
+    server's answer to the last write of the reconciled object (rv 6), not the read (rv 5)."""
+    server = Server()
+    rec = Reconciler("c", actions=compile_actions([
+        {"name": "s", "status": {"fields": {"phase": "Ready"}}},
+        {"log": "{{ results.s.metadata.resourceVersion }} {{ obj.metadata.resourceVersion }} "
+                "{{ obj.status.phase }}"}], controller="c"), client=server)
+    with caplog.at_level("INFO"):
+        assert rec(KEY, server.obj).outcome == "done"
+    assert "6 6 Ready" in [r.getMessage() for r in caplog.records]

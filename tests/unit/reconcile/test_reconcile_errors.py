@@ -1,0 +1,177 @@
+"""Errors, Events and flow (issue 28): an Event recorded before ``fail`` is sent; ``onError``
+runs with the error in scope, before the retry, and its own failure never hides the
+reconcile's; ``stop`` logs at its level; a ``create`` by generateName logs the server's name."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from kinrun.actions import compile_actions
+from kinrun.config import load_text
+from kinrun.errors import ConfigError, ConflictError
+from kinrun.plan import plan
+from kinrun.reconcile import Reconciler
+
+KEY = "ns/cm"
+
+
+def cm() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "ns", "uid": "u1", "resourceVersion": "5"}}
+
+
+class Server:
+    """Answers each request; ``refuse``: a request kind it answers with 409 AlreadyExists."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.sent: list[Any] = []
+        self.refuse = refuse
+
+    def execute(self, req: Any) -> Any:
+        self.sent.append(req)
+        if req.verb == "create" and req.kind == self.refuse:
+            raise ConflictError(f'{req.kind.lower()}s "x" already exists', status=409,
+                                reason="AlreadyExists")
+        if req.verb == "create" and not req.name:
+            return {**req.body, "metadata": {**req.body["metadata"], "name": "run-x7k2p"}}
+        return req.body
+
+
+def sent(server: Server) -> list[str]:
+    return [f"{r.verb} {r.kind}" + (f" {r.body.get('reason')}" if r.kind == "Event" else "")
+            for r in server.sent]
+
+
+def reconciler(server: Server, actions: list[Any], on_error: list[Any] | None = None
+               ) -> Reconciler:
+    return Reconciler("c", actions=compile_actions(actions, controller="c"), client=server,
+                      on_error=compile_actions(on_error, controller="c") if on_error else None)
+
+
+EVENT = {"event": {"type": "Warning", "reason": "ErrResourceExists", "message": "exists"}}
+
+
+def test_an_event_before_fail_is_sent_and_nothing_else():
+    """Record, then return an error: the Warning Event (and the log line) before ``fail`` are
+    carried out; the patch before it is not; the reconcile is retried."""
+    server = Server()
+    result = reconciler(server, [{"patch": {"patch": '{"data": {"a": "b"}}'}}, EVENT,
+                                 {"fail": {"message": "not ours"}}])(KEY, cm())
+    assert result.outcome == "retry" and "not ours" in str(result.error)
+    assert sent(server) == ["create Event ErrResourceExists"]
+
+
+def test_on_error_sees_the_api_error_and_runs_before_the_retry(caplog):
+    """A create refused with 409 AlreadyExists: onError records a Warning Event and a status
+    condition from ``error``; the result is still the original error (retried)."""
+    server = Server(refuse="Job")
+    on_error = [{"event": {"type": "Warning", "reason": "JobCreationFailed",
+                           "message": "{{ error.action }}: {{ error.code }} {{ error.reason }}"}},
+                {"log": {"message": "failed: {{ error.message }}", "level": "warning"}}]
+    rec = reconciler(server, [{"name": "make-job", "create": {
+        "manifest": "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n"}}], on_error)
+    result = rec(KEY, cm())
+    assert result.outcome == "retry" and isinstance(result.error, ConflictError)
+    assert sent(server) == ["create Job", "create Event JobCreationFailed"]
+    assert server.sent[1].body["message"] == "make-job: 409 AlreadyExists"
+    assert any(r.levelname == "WARNING" and r.getMessage().startswith("failed: ")
+               and "already exists" in r.getMessage() for r in caplog.records)
+
+
+def test_on_error_sees_a_fail_and_its_own_failure_is_logged(caplog):
+    """``fail`` -> error.reason ActionFailed, error.action its name; an onError whose template
+    fails is logged at error and the reconcile's own error stays the result."""
+    server = Server()
+    rec = reconciler(server, [{"name": "check", "fail": {"message": "bad spec"}}],
+                     [{"log": "{{ error.reason }} {{ error.action }}"},
+                      {"log": "{{ error.nothing.here }}"}])
+    with caplog.at_level(logging.INFO):
+        result = rec(KEY, cm())
+    assert result.outcome == "retry" and "bad spec" in str(result.error)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "ActionFailed check" not in messages  # the render failed: nothing of it ran
+    assert any("onError of ns/cm failed" in m and "bad spec" in m for m in messages)
+
+
+def test_on_error_does_not_run_on_success():
+    server = Server()
+    rec = reconciler(server, [{"log": "fine"}], [{"event": {"reason": "Oops", "message": "x"}}])
+    assert rec(KEY, cm()).outcome == "done" and server.sent == []
+
+
+CONFIG = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions: [{log: hi}]
+      onError:
+        - %s
+"""
+
+
+@pytest.mark.parametrize("kind", ["apply: {manifest: 'x'}", "requeueAfter: 5s", "fail: {message: x}",
+                                  "delete: {target: {apiVersion: v1, kind: Secret, name: x}}"])
+def test_on_error_refuses_what_is_not_a_report(kind):
+    with pytest.raises(ConfigError, match="onError may use log, event, status, patch"):
+        plan(load_text(CONFIG % kind, file="f.yaml"))
+
+
+def test_on_error_compiles_into_the_plan():
+    compiled = plan(load_text(CONFIG % "status: {fields: {phase: Failed}}", file="f.yaml"))
+    assert len(compiled.controllers[0].on_error) == 1
+
+
+def test_stop_logs_at_its_level(caplog):
+    """``stop: {message, level: debug}``: the routine stop is a debug line, not info."""
+    rec = reconciler(Server(), [{"stop": {"message": "not mine", "level": "debug"}}])
+    with caplog.at_level(logging.DEBUG):
+        assert rec(KEY, cm()).outcome == "done"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.getMessage() == "not mine"] == [("DEBUG", "not mine")]
+
+
+def test_stop_refuses_an_unknown_level():
+    with pytest.raises(ConfigError, match="stop.level"):
+        compile_actions([{"stop": {"message": "x", "level": "loud"}}], controller="c")
+
+
+def test_a_create_by_generate_name_logs_the_name_the_server_gave(caplog):
+    rec = reconciler(Server(), [{"create": {
+        "manifest": "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: run-}\n"}}])
+    with caplog.at_level(logging.INFO):
+        assert rec(KEY, cm()).outcome == "done"
+    lines = [r.getMessage() for r in caplog.records]
+    assert "create Job ns/run-x7k2p" in lines and not any("<generated>" in m for m in lines)
+
+
+def test_on_error_names_a_fail_and_a_finalizer_patch(caplog):
+    """``fail`` -> reason ActionFailed, action its name, message its rendered message; a
+    refused finalizer add -> action ``finalizer``, code 409."""
+    rec = reconciler(Server(), [{"name": "check", "fail": {"message": "bad {{ key }}"}}],
+                     [{"log": "{{ error.reason }} {{ error.action }} {{ error.code }}: "
+                              "{{ error.message }}"}])
+    with caplog.at_level(logging.INFO):
+        rec(KEY, cm())
+
+    class Refusing(Server):
+        def execute(self, req: Any) -> Any:
+            if req.patch_type == "json":
+                raise ConflictError("the object has been modified", status=409,
+                                    reason="Conflict")
+            return super().execute(req)
+    fin = Reconciler("c", actions=compile_actions([{"log": "x"}], controller="c"),
+                     client=Refusing(), finalizer="example.com/f",
+                     on_error=compile_actions([{"log": "{{ error.action }} {{ error.code }}"}],
+                                              controller="c"))
+    with caplog.at_level(logging.INFO):
+        assert fin(KEY, cm()).outcome == "retry"
+    messages = [r.getMessage() for r in caplog.records]
+    assert "ActionFailed check None: bad ns/cm" in messages and "finalizer 409" in messages
