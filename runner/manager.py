@@ -45,6 +45,10 @@ from kinrun.spine.runnables import Gate, Group, Runnable
 from kinrun.spine.wired import RecordDeletions, Wired
 
 _log = logging.getLogger("kinrun.manager")
+
+HANDLER_WAIT_REPORT = 10.0
+"""Seconds between two warnings while event handlers have not handled their initial lists
+(a plugin's ``kinrun_on_add`` that does not return holds every controller)."""
 _main_log = logging.getLogger("kinrun")  # the run's lifecycle lines, as the main job's
 
 
@@ -277,15 +281,37 @@ class Manager:
         # from the initial list is queued, deduplicated, before the first reconcile, not after
         # it (one reconcile more, at random: seen in ``kinrun test`` of secondary-watch).
         registrations = self._wired.registrations()
+        clock = self.clock or REAL_CLOCK
+        next_report = clock.now() + HANDLER_WAIT_REPORT
         while any(r.informer.has_synced() and not r.has_synced() for r in registrations):
             if stop is not None and stop.is_set():
                 return False
             if deadline is not None and time.monotonic() > deadline:
-                _log.error("event handlers had not handled the initial lists after %.0fs",
-                           timeout)
+                _log.error("event handlers had not handled the initial lists after %.0fs: %s",
+                           timeout, "; ".join(self.unhandled_initial_lists()))
                 return False
+            if clock.now() >= next_report:  # a handler (a hook) that does not return: say so
+                _log.warning("waiting for event handlers to handle their informers' initial "
+                             "lists; no controller starts before: %s",
+                             "; ".join(self.unhandled_initial_lists()))
+                next_report = clock.now() + HANDLER_WAIT_REPORT
             time.sleep(0.005)  # once, at start; listeners signal nothing
         return True
+
+    def unhandled_initial_lists(self) -> list[str]:
+        """One line per event handler whose informer synced but which has not handled every
+        add of the initial list yet (client-go's ``HasSynced`` of its registration), naming
+        the informer, the handler and, for a plugin's event hooks, the hook and object running
+        and for how long (``kinrun_on_add of ns/x for 31s``). Also a ``/readyz`` check."""
+        lines = []
+        for entry in (e for entries in self._wired.handlers.values() for e in entries):
+            for r in entry.registrations():
+                if r.informer.has_synced() and not r.has_synced():
+                    busy = getattr(entry.handler, "busy", lambda: None)()
+                    lines.append(f"informer {r.informer.name}: handler "
+                                 f"{type(entry.handler).__name__} has not handled its initial "
+                                 f"list" + (f" (running {busy})" if busy else ""))
+        return lines
 
     # -- garbage collection (gc_tuning) ------------------------------------------------------
 

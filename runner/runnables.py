@@ -102,6 +102,7 @@ class ProbesEndpoint:
         manager = self.manager
         self.probes.watch_informers(lambda: manager.factory.informers().values())
         self.probes.watch_waiting(manager.waiting_informers)  # follows reloads
+        self.probes.add_ready_check(manager.unhandled_initial_lists, "handlers")
         port = self.probes.serve(self.spec.port, self.spec.address)
         _log.info("health probes on %s/healthz and /readyz", _url(self.spec.address, port))
         return True

@@ -24,37 +24,11 @@ from typing import Any
 import jsonpatch
 import orjson
 
+from kinrun.testing.admission_case import AdmissionCase, ExpectedAdmission
 from kinrun.testing.expectations import Failure, contains
 
 UID = "00000000-0000-0000-0000-00000000ad01"
 """The uid of every test AdmissionReview (answers echo it)."""
-DEFAULT_USER = {"username": "kinrun-test"}
-
-
-@dataclass(frozen=True)
-class AdmissionCase:
-    """A case's ``admission:``: ``webhook`` (a name, or None: every matching one),
-    ``operation``, ``object``, ``old_object``, ``user_info``, ``dry_run``."""
-
-    object: Mapping[str, Any]
-    operation: str = "CREATE"
-    webhook: str | None = None
-    old_object: Mapping[str, Any] | None = None
-    user_info: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_USER))
-    dry_run: bool = False
-
-
-@dataclass(frozen=True)
-class ExpectedAdmission:
-    """``expect.admission``; None parts are not checked."""
-
-    allowed: bool | None = None
-    message: str | None = None
-    code: int | None = None
-    field: str | None = None
-    warnings: tuple[str, ...] | None = None
-    object: Mapping[str, Any] | None = None
-    patched: bool | None = None
 
 
 @dataclass
@@ -68,22 +42,6 @@ class Answer:
     object: Any = None
     patched: bool = False
     webhooks: list[str] = field(default_factory=list)
-
-
-def case_from(data: Mapping[str, Any]) -> AdmissionCase:
-    """The model of a case's ``admission:`` mapping (already schema-checked)."""
-    return AdmissionCase(object=data["object"], operation=data.get("operation", "CREATE"),
-                         webhook=data.get("webhook"), old_object=data.get("oldObject"),
-                         user_info=data.get("userInfo") or dict(DEFAULT_USER),
-                         dry_run=bool(data.get("dryRun", False)))
-
-
-def expected_from(data: Mapping[str, Any]) -> ExpectedAdmission:
-    """The model of ``expect.admission``."""
-    warnings = data.get("warnings")
-    return ExpectedAdmission(data.get("allowed"), data.get("message"), data.get("code"),
-                             data.get("field"), tuple(warnings) if warnings is not None else None,
-                             data.get("object"), data.get("patched"))
 
 
 def answer(program: Any, case: AdmissionCase, resource: Mapping[str, str],

@@ -259,7 +259,7 @@ class _Builder:
         given = tuple(o for i, item in enumerate(data.get("given") or [])
                       for o in self.objects(item, path + ("given", i)))
         steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
-        from kinrun.testing.admission import case_from
+        from kinrun.testing.admission_case import case_from
 
         admission = case_from(data["admission"]) if "admission" in data else None
         return Case(data["name"], data.get("controller"), given, steps,
@@ -320,7 +320,7 @@ class _Builder:
                 self.regex(value.message, path + ("results", key, "message"))
         admission = None
         if "admission" in data:
-            from kinrun.testing.admission import expected_from
+            from kinrun.testing.admission_case import expected_from
 
             admission = expected_from(data["admission"])
             if admission.message is not None:
