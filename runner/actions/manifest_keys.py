@@ -10,7 +10,9 @@ of the emulated release, and CRDs' ``openAPIV3Schema`` from the config's ``crds:
 
 The manifest is a template: it is read statically, each ``{{ }}`` replaced by a placeholder
 (a value, so a templated key counts as present) and each ``{% %}``/``{# #}`` tag dropped (a
-``{% for %}`` body counts once), as ``kinrun rbac`` reads it. A manifest that does not parse
+``{% for %}`` body counts once), as ``kinrun rbac`` reads it. A list entry with a value that
+only partly is a placeholder (``{port: 80{{ ', protocol: TCP' if x else '' }}}``: the
+template may splice keys into it) is left out of the check. A manifest that does not parse
 that way, or whose apiVersion or kind is templated, or whose kind has no schema, is not
 checked (the run's 422 names the field).
 """
@@ -39,6 +41,7 @@ def apply_key_problems(manifests: str, crds: Iterable[Any] = ()) -> list[str]:
         schema = _schema_of(doc, crds)
         if schema is None:
             continue
+        doc = _without_spliced(doc)
         name = str((doc.get("metadata") or {}).get("name", ""))
         shown = f"{doc['kind']} {name}" if name and PLACEHOLDER not in name else doc["kind"]
         for problem in list_map_key_errors(schema, doc):
@@ -56,6 +59,22 @@ def _documents(manifests: str) -> Iterator[Mapping[str, Any]]:
                 and isinstance(doc.get("kind"), str) and PLACEHOLDER not in (
                     doc["apiVersion"] + doc["kind"]):
             yield doc
+
+
+def _without_spliced(value: Any) -> Any:
+    """``value`` with every list entry whose own values only partly are the placeholder (a
+    template that may add keys to the entry) replaced by None (not checked; the other
+    entries keep their index)."""
+    if isinstance(value, Mapping):
+        return {k: _without_spliced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [None if _spliced(v) else _without_spliced(v) for v in value]
+    return value
+
+
+def _spliced(entry: Any) -> bool:
+    return isinstance(entry, Mapping) and any(
+        isinstance(v, str) and PLACEHOLDER in v and v != PLACEHOLDER for v in entry.values())
 
 
 def _schema_of(doc: Mapping[str, Any], crds: Iterable[Any]) -> Schema | None:
