@@ -301,6 +301,9 @@ def reconcile_caller(pm: pluggy.PluginManager,
                                          ctx=private_context(ctx)))
         except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             raise HookExited("kinrun_reconcile", exc) from None
+        except Exception as exc:
+            scrub_secret_values(exc, obj, ctx.old)
+            raise
     call.plugins = tuple(impl.plugin_name for impl in caller.get_hookimpls())  # type: ignore[attr-defined]
     return call
 
@@ -314,6 +317,19 @@ class HookExited(KinrunError):
                          + (f"({exc.args[0]!r})" if exc.args and isinstance(exc.args[0], int)
                             else "") + ": a hook cannot stop kinrun")
         self.hook = hook
+
+
+def scrub_secret_values(exc: BaseException, *objs: Any) -> None:
+    """Replace, in place, every value of the core/v1 Secrets among ``objs`` (as stored and
+    base64-decoded, 4 characters or more: ``kinrun.redact.secret_values``) found in
+    ``exc``'s string arguments by ``<redacted>``: kinrun's retry and drop lines and the
+    traceback it logs repeat a hook's exception message. A value the hook transformed before
+    quoting it is not recognised (docs/secrets.md says so)."""
+    from kinrun.redact import redact_text, secret_values
+
+    values = secret_values(*objs)
+    if values and exc.args:
+        exc.args = tuple(redact_text(a, values) if isinstance(a, str) else a for a in exc.args)
 
 
 def private_copy(obj: Any) -> Any:

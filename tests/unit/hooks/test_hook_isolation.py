@@ -161,3 +161,26 @@ def test_a_busy_event_hook_says_what_it_runs() -> None:
     slow.handler = EventHookHandler(pm, "pods", clock=lambda: now[0])
     slow.handler.on_add(pod("web"), True)
     assert seen == ["kinrun_on_add of default/web for 0s"] and slow.handler.busy() is None
+
+
+def test_a_hook_exception_quoting_a_secret_value_is_scrubbed() -> None:
+    """kinrun repeats a hook's exception in its retry line: the reconciled Secret's values
+    (stored and decoded) are replaced by <redacted> in it; the error's type stays."""
+    import base64
+
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "db", "namespace": "default"},
+              "data": {"password": base64.b64encode(b"hunter2-s3cret").decode()}}
+
+    class Leaky:
+        @hookimpl
+        def kinrun_reconcile(self, controller, key, obj, ctx):
+            raise ValueError(f"cannot use password hunter2-s3cret for {key}")
+
+    pm = new_plugin_manager()
+    pm.register(Leaky())
+    with pytest.raises(ValueError) as err:
+        reconcile_caller(pm, True)("c", "default/db", secret,
+                                   ReconcileContext(controller="c", key="default/db"))
+    assert "hunter2-s3cret" not in str(err.value)
+    assert str(err.value) == "cannot use password <redacted> for default/db"
