@@ -79,6 +79,13 @@ class CronSchedule:
         start = datetime.datetime.fromtimestamp(unix, tz=self.zone)
         return float(_croniter()(self.expression, start).get_next(float))
 
+    def latest_at_or_before(self, unix: float) -> float:
+        """The latest fire time (Unix seconds) at or before ``unix``: cron fires on whole
+        minutes, so croniter's previous time from one second past ``unix``'s minute."""
+        start = datetime.datetime.fromtimestamp(unix, tz=self.zone).replace(second=1,
+                                                                            microsecond=0)
+        return float(_croniter()(self.expression, start).get_prev(float))
+
     def __repr__(self) -> str:
         zone = f" in {self.time_zone}" if self.time_zone else " (UTC)"
         return f"CronSchedule({self.expression!r}{zone})"

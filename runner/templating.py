@@ -581,6 +581,40 @@ def duration(value: Any) -> datetime.timedelta:
                          "30s, 1m30s or 250ms)") from None
 
 
+@functools.lru_cache(maxsize=256)
+def _cron(expression: str, time_zone: str | None) -> Any:
+    from kinrun.schedule import CronSchedule   # croniter, imported on first use
+
+    return CronSchedule(expression, time_zone)
+
+
+def _cron_functions(wall_clock: Callable[[], float]) -> dict[str, Callable[..., Any]]:
+    """``cron_next`` and ``cron_prev`` over the plan's wall clock (their default time)."""
+    def moment(at: Any) -> float:
+        return wall_clock() if at is None else to_datetime(at).timestamp()
+
+    def cron_next(expression: str, time_zone: str | None = None,
+                  after: Any = None) -> datetime.datetime:
+        """``cron_next('0 * * * *', 'Europe/Berlin')``: the first time strictly after ``after``
+        (default ``now()``; anything ``to_datetime`` takes) that the cron expression fires in
+        ``time_zone`` (IANA; default UTC), an aware UTC datetime. Cron syntax, macros and
+        zones as ``schedule:`` (croniter; CronJob); ValueError for a bad one."""
+        schedule = _cron(str(expression), time_zone)
+        return datetime.datetime.fromtimestamp(schedule.next_after(moment(after)),
+                                               tz=datetime.timezone.utc)
+
+    def cron_prev(expression: str, time_zone: str | None = None,
+                  at: Any = None) -> datetime.datetime:
+        """``cron_prev('*/5 * * * *')``: the latest time at or before ``at`` (default
+        ``now()``) that the expression fires in ``time_zone`` (default UTC), an aware UTC
+        datetime: the most recent scheduled time, as the CronJob controller computes it.
+        ValueError as ``cron_next``."""
+        schedule = _cron(str(expression), time_zone)
+        return datetime.datetime.fromtimestamp(schedule.latest_at_or_before(moment(at)),
+                                               tz=datetime.timezone.utc)
+    return {"cron_next": cron_next, "cron_prev": cron_prev}
+
+
 def _now_function(wall_clock: Callable[[], float]) -> Callable[[], datetime.datetime]:
     def now() -> datetime.datetime:
         """``now()``: the current time from the plan's wall clock, an aware UTC datetime."""
@@ -1604,6 +1638,7 @@ class TemplateEngine:
         env.globals["range"] = _bounded_range
         env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
         env.globals["now"] = _now_function(wall_clock)
+        env.globals.update(_cron_functions(wall_clock))
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
@@ -1786,8 +1821,9 @@ def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngin
 
 
 def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
-    """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
-    ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
+    """The template functions ``get(informer, key)``, ``list(informer[, namespace])``,
+    ``by_index(informer, index, value)`` and ``index_keys(informer, index)`` (the values the
+    index files objects under, sorted: the lister's ``list_index_func_values``) over ``listers`` (informer name -> a Lister: the cache,
     never the API server). An unknown informer raises LookupError naming the known ones; an
     unknown index, the lister's error when it is a KinrunError, else a LookupError naming the
     informer (in a template error, a name built by the template is shown as its type and
@@ -1811,15 +1847,26 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
             raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
                 from None
 
+    def index_keys(informer: str, index: str) -> list[str]:
+        found = lister(informer)
+        try:
+            return found.list_index_func_values(index)
+        except KeyError as err:
+            if isinstance(err, KinrunError):
+                raise
+            raise LookupError(f"index_keys: informer {informer!r} has no index {index!r}") \
+                from None
+
     return {
         "get": lambda informer, key: lister(informer).get(key),
         "list": lambda informer, namespace=None: (lister(informer).list() if namespace is None
                                                   else lister(informer).list(namespace)),
         "by_index": by_index,
+        "index_keys": index_keys,
     }
 
 
-LOOKUP_NAMES = ("get", "list", "by_index")
+LOOKUP_NAMES = ("get", "list", "by_index", "index_keys")
 """The names :func:`lookup_functions` defines."""
 
 _PARSE_ONLY = jinja2.Environment()
@@ -1992,9 +2039,24 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "by_index('informer', 'index', value)",
                  "The cached objects an informer's index files under `value` (an `indexers:` "
                  "name, or `namespace`)."),
+    TemplateName("index_keys", "function", _ACTIONS + ("mapTo",),
+                 "index_keys('informer', 'index')",
+                 "The values an informer's index files at least one cached object under, "
+                 "sorted (client-go `ListIndexFuncValues`; as kopf's indexes are read): loop "
+                 "over them and call `by_index` for the objects."),
     TemplateName("now", "function", _EVERYWHERE, "now() | isoformat",
                  "The current time from the plan's clock, an aware UTC datetime (fixed under "
                  "`kinrun test` and `kinrun render`, so their output is deterministic)."),
+    TemplateName("cron_next", "function", _EVERYWHERE,
+                 "cron_next('0 9 * * MON', 'Europe/Berlin')",
+                 "The first time strictly after `now()` (or a third argument, anything "
+                 "`to_datetime` takes) that a cron expression fires in an IANA time zone "
+                 "(default UTC), an aware UTC datetime. Cron syntax and zones as `schedule:` "
+                 "(croniter, as CronJob)."),
+    TemplateName("cron_prev", "function", _EVERYWHERE, "cron_prev('*/5 * * * *')",
+                 "The latest time at or before `now()` (or a third argument) that a cron "
+                 "expression fires in a time zone (default UTC): the most recent scheduled "
+                 "time, as the CronJob controller computes it."),
     TemplateName("range", "function", _EVERYWHERE, "range(3)",
                  f"Python's `range`, at most {MAX_RANGE} items (or `templates.budget."
                  "maxLoopSteps` when larger)."),

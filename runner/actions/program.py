@@ -81,7 +81,7 @@ _RESERVED_KEYS = ("when", "name", "plugin", "with")
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
-                      "by_index",
+                      "by_index", "index_keys", "cron_next", "cron_prev",
                       "now", "range", "env", "read_file", "results")
 """Names a ``reconcile.vars`` entry may not take: the template variables and functions every
 action sees (a var would shadow them)."""
