@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 
 from kinrun.actions.errors import BudgetError, RenderError
 from kinrun.actions.kinds import (
@@ -173,6 +174,8 @@ class CompiledVar:
     name: str
     location: SourceLocation
     value: Any
+    reads: frozenset[str] = frozenset()
+    """The template names its expression reads (the earlier vars it needs among them)."""
 
     def evaluate(self, variables: Mapping[str, Any], controller: str) -> Any:
         """The var's value with ``variables`` in scope, spending the active budget. An
@@ -544,8 +547,42 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
         actions.append(_compile_one(index, data, loc, engine, kinds, recorder, field_manager,
                                     fields or {}))
     _check_result_reads(actions)
+    datas = [_unwrap(spec, None, base, i)[0] for i, spec in enumerate(specs)]
     return ActionProgram(controller, actions, budgets=engine.budget,
-                         vars=compile_vars(vars, engine))
+                         vars=read_vars(compile_vars(vars, engine), datas))
+
+
+def read_vars(compiled: Sequence[CompiledVar], datas: Sequence[Any]) -> tuple[CompiledVar, ...]:
+    """The vars a list of actions reads (``datas``: their mappings), in order: those its
+    templates, ``when:`` and ``forEach:`` name, and the earlier vars those read, transitively.
+    The others are never evaluated by this list (so ``onDelete``, where ``obj`` is None, does
+    not evaluate a var written for the live object)."""
+    needed = set().union(*(template_names(template_sources(d)) for d in datas))
+    kept = []
+    for var in reversed(compiled):
+        if var.name in needed:
+            needed |= var.reads
+            kept.append(var)
+    return tuple(reversed(kept))
+
+
+_NAMES_PARSER = jinja2.Environment()
+"""Parses sources for :func:`template_names` (no filters or tests are resolved)."""
+
+
+def template_names(sources: Any) -> frozenset[str]:
+    """The undeclared names (variables, functions) that (text, is_expression) ``sources``
+    read (jinja2 ``meta.find_undeclared_variables``); a source that does not parse reads
+    nothing (its syntax error is reported where it is compiled)."""
+    names: set[str] = set()
+    for text, expression in sources:
+        if expression and "{{" not in text and "{%" not in text:
+            text = "{{ " + text + " }}"
+        try:
+            names |= jinja2.meta.find_undeclared_variables(_NAMES_PARSER.parse(text))
+        except jinja2.TemplateSyntaxError:
+            continue
+    return frozenset(names)
 
 
 def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
@@ -574,7 +611,8 @@ def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
         if result_reads([(expr, True)]) != frozenset():
             raise loc.config_error(f"vars: {name} reads results: vars are evaluated before any "
                                    "action runs; read results in the action that needs them")
-        compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc)))
+        compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc),
+                                    template_names([(expr, True)])))
     return tuple(compiled)
 
 
