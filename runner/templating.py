@@ -402,6 +402,14 @@ class RenderBudget:
                               f"more than {limit} characters of output")
 
 
+def spend_loop_step() -> None:
+    """Spend one loop step of the active budget (none active: nothing): an action's
+    ``forEach`` item counts as a template loop's. Raises BudgetExceeded."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.step()
+
+
 def _counted_items(result: Any) -> Any:
     """Spend a filter result's items on the active budget: a list, tuple, set or mapping counts
     its length now; an iterator (lazy ``map``, ``select``...) counts each item as it is taken."""
@@ -2086,5 +2094,5 @@ __all__ = [
     "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
     "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
     "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
-    "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
+    "spend_loop_step", "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

@@ -248,9 +248,13 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
                    for name, expression in (data.get("vars") or {}).items()))
 
 
+_ACTION_KEYS = ("when", "name", "forEach", "as")
+"""The keys of an action besides its kind (and a plugin's ``plugin``/``with``)."""
+
+
 def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
     plugin = "plugin" in data
-    kind = data["plugin"] if plugin else next(k for k in data if k not in ("when", "name"))
+    kind = data["plugin"] if plugin else next(k for k in data if k not in _ACTION_KEYS)
     key = "with" if plugin else kind
     spec = data.get("with", {}) if plugin else _action_spec(kind, data[kind])
     value = data.get(key)
@@ -258,8 +262,9 @@ def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
         fields = {f: ctx.at(path + (key, f)) for f in value}
     else:  # the scalar forms: log "...", requeueAfter 30s / "{{ ... }}"
         fields = {f: ctx.at(path + (key,)) for f in spec}
-    if "when" in data:
-        fields["when"] = ctx.at(path + ("when",))
+    for key_name in ("when", "forEach", "as"):
+        if key_name in data:
+            fields[key_name] = ctx.at(path + (key_name,))
     raw = {k: v for k, v in data.items() if k not in ("plugin", "with")}
     if plugin:
         raw[kind] = data.get("with", {})

@@ -111,8 +111,9 @@ def _sources(data: Any) -> Iterator[tuple[PathKey, str, bool]]:
 
 
 def _action_sources(base: PathKey, action: dict[str, Any]) -> Iterator[tuple[PathKey, str, bool]]:
-    if isinstance(action.get("when"), str):
-        yield base + ("when",), action["when"], True
+    for key in ("when", "forEach"):
+        if isinstance(action.get(key), str):
+            yield base + (key,), action[key], True
     for kind, value in action.items():
         yield from _kind_sources(base + (kind,), kind, value)
 

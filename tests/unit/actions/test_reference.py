@@ -67,7 +67,7 @@ controllers:
     reconcile:
       vars: {first: "1"}
       actions:
-        - {name: one, log: "x"}
+        - {name: one, log: "{{ first }}"}
         - log: "{{ results.one }}"
 """
 
