@@ -32,6 +32,7 @@ from pluggy import PluginManager
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
 from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.actions.kinds import names_reconciled_object
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
@@ -232,6 +233,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_finalizer(spec, hooks)
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
+    _check_self_owner(spec, primary)
     return ControllerPlan(
         spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
@@ -257,6 +259,24 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
                     f"{function}({informer!r}, ...): no informer {informer!r} in this config "
                     f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
                     "caches of the config's informers")
+
+
+def _check_self_owner(spec: ControllerSpec, primary: InformerPlan) -> None:
+    """An ``apply``/``create`` with an explicit ``ownerReference: true`` whose manifest is
+    literally the reconciled object would make it its own owner: a ConfigError at the action
+    (``kinrun.actions.kinds.own`` refuses what only the rendered manifest shows)."""
+    informer = primary.spec
+    if not informer.kind:
+        return
+    for action in (*spec.reconcile.actions, *spec.reconcile.finalize):
+        value = action.raw.get(action.kind) if action.kind in ("apply", "create") else None
+        if isinstance(value, Mapping) and value.get("ownerReference") is True and \
+                names_reconciled_object(value.get("manifest"), informer.api_version,
+                                        informer.kind):
+            raise action.location.error(
+                f"{action.kind}: the manifest is the reconciled {informer.kind} itself, which "
+                "cannot be its own owner: remove ownerReference: true (without it, kinrun "
+                "adds no owner reference to the reconciled object)")
 
 
 def _strings(value: Any) -> list[str]:

@@ -60,7 +60,7 @@ from kinrun import __version__
 from kinrun import safe_yaml
 from kinrun.actions.kinds import (
     CheckError, Scope, Target, _bool, _set_namespace, _options, _setting, check_manifest,
-    compile_tree, reconciled_target,
+    compile_tree, is_itself, reconciled_target,
 )
 from kinrun.actions.steps import Step
 from kinrun.errors import ConflictError, NotFoundError
@@ -408,7 +408,8 @@ class ApplySetAction:
             raise CheckError(f"applySet: {meta['name']} is labelled part of another ApplySet "
                              f"({labels[PART_OF]})")
         labels[PART_OF] = set_id
-        if self._owner and (parent.namespace is None or parent.namespace == namespace):
+        if self._owner and (parent.namespace is None or parent.namespace == namespace) \
+                and not is_itself(manifest, parent, namespace):  # never its own owner
             _own(manifest, parent)
         params: dict[str, Any] = {"fieldManager": self._field_manager}
         if self._force:
