@@ -31,7 +31,7 @@ from pluggy import PluginManager
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
-from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
 from kinrun.actions.kinds import names_reconciled_object
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
@@ -53,7 +53,8 @@ from kinrun.sharding.scope import sharded_informers
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, InformerPlan,
                                    WatchPlan, owner_mapping_problem)
 from kinrun.spine.settings import run_settings
-from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper, lookup_calls
+from kinrun.templating import (TemplateEngine, as_location, compile_index_func, compile_key_mapper,
+                               lookup_calls)
 
 __all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
            "owner_mapping_problem", "plan"]
@@ -239,7 +240,8 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
         rec.keeps_old, resync, watches,
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
-        spec.finalizer, schedule=_schedule(spec), recorder=events)
+        spec.finalizer, schedule=_schedule(spec), recorder=events,
+        finalizer_when=_finalizer_when(spec, engine))
 
 
 def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:
@@ -326,6 +328,15 @@ def _check_finalizer(spec: ControllerSpec, hooks: ReconcileHook | None) -> None:
         raise spec.finalizer_location.error(
             "nothing would run while an object terminates: give reconcile.finalize (or "
             "hooks, which see the terminating object)")
+
+
+def _finalizer_when(spec: ControllerSpec, engine: TemplateEngine) -> FinalizerCondition | None:
+    """``finalizer.when`` compiled; a syntax error is a ConfigError at the key."""
+    if spec.finalizer is None or spec.finalizer_when is None:
+        return None
+    where = spec.finalizer_when_location
+    loc = as_location(where)
+    return FinalizerCondition(engine.value(spec.finalizer_when, loc), loc, spec.name)
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: PluginManager,

@@ -197,8 +197,16 @@ def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
         max_retries=_get(data, "controller", "maxRetries"),
         reconcile=_reconcile(ctx, base + ("reconcile",), data["reconcile"]),
         location=ctx.at(base), events=_events(data.get("events") or {}),
-        finalizer=data.get("finalizer"), finalizer_location=ctx.at(base + ("finalizer",)),
+        finalizer=_finalizer(data).get("name"), finalizer_location=ctx.at(base + ("finalizer",)),
+        finalizer_when=_finalizer(data).get("when"),
+        finalizer_when_location=ctx.at(base + ("finalizer", "when")),
         schedule=_schedule(ctx, base, data))
+
+
+def _finalizer(data: dict[str, Any]) -> dict[str, Any]:
+    """A controller's ``finalizer`` in its mapping form: ``{name, when}`` ({} when absent)."""
+    value = data.get("finalizer")
+    return {"name": value} if isinstance(value, str) else dict(value or {})
 
 
 def _schedule(ctx: _Ctx, base: PathKey, data: dict[str, Any]) -> ScheduleSpec | None:

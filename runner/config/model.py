@@ -355,7 +355,8 @@ class ControllerSpec:
     ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
     (>= 0, default 15); ``reconcile``; ``events``: the source its Events name;
     ``finalizer``: the finalizer it owns on its primary objects, or None;
-    ``finalizer_location``: where ``finalizer`` is written; ``schedule``: its cron
+    ``finalizer_location``: where ``finalizer`` is written; ``finalizer_when``: the
+    ``finalizer.when`` expression (None: every object), ``finalizer_when_location`` its place; ``schedule``: its cron
     ``schedule``/``timeZone`` (a ScheduleSpec), or None."""
 
     name: str
@@ -371,6 +372,8 @@ class ControllerSpec:
     events: EventsSpec = field(default_factory=EventsSpec)
     finalizer: str | None = None
     finalizer_location: Location = _NOWHERE
+    finalizer_when: str | None = None
+    finalizer_when_location: Location = _NOWHERE
     schedule: ScheduleSpec | None = None
 
 

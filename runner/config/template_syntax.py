@@ -102,6 +102,9 @@ def _sources(data: Any) -> Iterator[tuple[PathKey, str, bool]]:
             map_to = watch.get("mapTo") if isinstance(watch, dict) else None
             if isinstance(map_to, dict) and isinstance(map_to.get("template"), str):
                 yield base + ("watches", j, "mapTo", "template"), map_to["template"], False
+        finalizer = controller.get("finalizer")
+        if isinstance(finalizer, dict) and isinstance(finalizer.get("when"), str):
+            yield base + ("finalizer", "when"), finalizer["when"], True
         reconcile = controller.get("reconcile")
         for list_name in ("actions", "onDelete", "finalize"):
             items = reconcile.get(list_name) if isinstance(reconcile, dict) else None
