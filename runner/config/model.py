@@ -255,7 +255,8 @@ class ActionSpec:
     - stop: ``{message}`` (the string form becomes message)
     - fail: ``{message, permanent (default False)}``
     - create: ``{manifest, ownerReference (default True)}``
-    - applySet: ``{manifests, forEach (None), as (default item), ownerReference (default
+    - applySet: ``{manifests, forEach (None), as (default item), parent (None: the
+      reconciled object), ownerReference (default
       True), prune (default True), force (default False), fieldManager}``
     - plugin kinds: the ``with`` mapping as given (empty if omitted)
 

@@ -136,7 +136,8 @@ def _kind_sources(path: PathKey, kind: str, value: Any) -> Iterator[tuple[PathKe
     for f in fields:
         if isinstance(value.get(f), str):
             yield path + (f,), value[f], False
-    target = value.get("target") if kind in ("patch", "delete") else None
+    target = value.get("target") if kind in ("patch", "delete") else \
+        value.get("parent") if kind == "applySet" else None
     if isinstance(target, dict):
         for f in _TARGET_FIELDS:
             if isinstance(target.get(f), str):
