@@ -87,6 +87,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
+from kinrun.cron import CronSchedule
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
 
@@ -591,8 +592,6 @@ def duration(value: Any) -> datetime.timedelta:
 
 @functools.lru_cache(maxsize=256)
 def _cron(expression: str, time_zone: str | None) -> Any:
-    from kinrun.schedule import CronSchedule   # croniter, imported on first use
-
     return CronSchedule(expression, time_zone)
 
 
@@ -1828,6 +1827,18 @@ def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngin
                                 logger=logger, clock=clock)
 
 
+def _index_read(informer: str, index: str, what: str, read: Callable[[], Any]) -> Any:
+    """``read()``, an index read of ``informer``'s lister: an unknown index raises the cache's
+    own error (a KinrunError that says it already), another KeyError a LookupError naming the
+    informer and the index."""
+    try:
+        return read()
+    except KeyError as err:
+        if isinstance(err, KinrunError):
+            raise
+        raise LookupError(f"{what}: informer {informer!r} has no index {index!r}") from None
+
+
 def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
     """The template functions ``get(informer, key)``, ``list(informer[, namespace])``,
     ``by_index(informer, index, value)`` and ``index_keys(informer, index)`` (the values the
@@ -1847,23 +1858,12 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
 
     def by_index(informer: str, index: str, value: Any) -> Any:
         found = lister(informer)
-        try:
-            return found.by_index(index, value)
-        except KeyError as err:
-            if isinstance(err, KinrunError):   # the cache's own error says it already
-                raise
-            raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
-                from None
+        return _index_read(informer, index, "by_index", lambda: found.by_index(index, value))
 
     def index_keys(informer: str, index: str) -> list[str]:
         found = lister(informer)
-        try:
-            return found.list_index_func_values(index)
-        except KeyError as err:
-            if isinstance(err, KinrunError):
-                raise
-            raise LookupError(f"index_keys: informer {informer!r} has no index {index!r}") \
-                from None
+        return _index_read(informer, index, "index_keys",
+                           lambda: found.list_index_func_values(index))
 
     return {
         "get": lambda informer, key: lister(informer).get(key),
