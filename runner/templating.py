@@ -2038,6 +2038,10 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
     TemplateName("<var>", "variable", _ACTIONS, "managed",
                  "Each `reconcile.vars` entry by its name, evaluated once per reconcile in "
                  "order (a var sees the vars before it)."),
+    TemplateName("<item>", "variable", tuple(p for p in _ACTIONS if p != "vars"), "item.metadata.name",
+                 "In an action with `forEach` (and in `applySet.manifests` with `applySet."
+                 "forEach`): the current item, named by `as` (default `item`); the action's "
+                 "`when:` and templates see it."),
     TemplateName("get", "function", _ACTIONS + ("mapTo",), "get('informer', 'ns/name')",
                  "The cached object of a config informer under a key, or None. Reads the "
                  "informer's cache (lister), never the API server."),

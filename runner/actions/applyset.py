@@ -196,6 +196,9 @@ class ApplySetStep:
         out: list[ApiRequest | dict[str, Any]] = []
         if self.begin is not None:
             out.append(self._parent_patch(self.begin))
+        elif self.separate is not None:  # not read yet: what it records when it is new
+            out.append(self._parent_patch(self.separate.full(self.set_id,
+                                                             self.separate.wanted)))
         out.extend(self.applies)
         if self.prune:
             out.append(self.prune_description())
@@ -356,14 +359,14 @@ class SeparateParent:
         plan = layout(meta, step.set_id, self.wanted, self.wanted_gk, self.literal,
                       p.namespace, self.prune)
         begin = (None if plan.begin is None and current else
-                 self._full(step.set_id, _state_of(plan.begin, meta)))
-        end = self._full(step.set_id, self.wanted) if plan.end is not None else None
+                 self.full(step.set_id, _state_of(plan.begin, meta)))
+        end = self.full(step.set_id, self.wanted) if plan.end is not None else None
         parent = Target(p.api_version, p.kind, p.name, p.namespace, meta.get("uid"))
         return dataclasses.replace(step, parent=parent, begin=begin, end=end,
                                    kinds=plan.kinds, namespaces=plan.namespaces)
 
     @staticmethod
-    def _full(set_id: str, state: ParentState) -> dict[str, Any]:
+    def full(set_id: str, state: ParentState) -> dict[str, Any]:
         """The parent's whole ApplySet metadata recording ``state``."""
         return {"metadata": {"labels": {ID_LABEL: set_id}, "annotations": state.annotations({})}}
 

@@ -96,3 +96,14 @@ def test_a_parent_kind_kubectl_cannot_read_is_refused(kind, message):
         "apiVersion": "v1", "kind": kind, "name": "x", "namespace": ""}}}
     with pytest.raises(RenderError, match=message):
         compile_actions([action], controller="c").render(key="team-a", obj=NAMESPACE)
+
+
+def test_render_shows_the_parent_apply_before_the_children():
+    """Without a server (kinrun render), the planned writes start with the parent's apply
+    recording the wanted set; the Namespace is not among them."""
+    step, = compile_actions([ACTION], controller="c").render(key="team-a", obj=NAMESPACE).steps
+    planned = [d for d in step.describe_all() if "verb" in d]
+    assert [(d["verb"], d["kind"], d["name"]) for d in planned] == [
+        ("apply", "ConfigMap", "team-a-applyset"), ("apply", "ConfigMap", "settings")]
+    assert planned[0]["body"]["metadata"]["labels"] == {ID_LABEL: SET_ID}
+
