@@ -32,7 +32,7 @@ from pluggy import PluginManager
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
 from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
-from kinrun.actions.kinds import names_reconciled_object
+from kinrun.actions.kinds import literal_manifest, names_reconciled_object
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
@@ -41,6 +41,7 @@ from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, 
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
+from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.admission import compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
@@ -234,7 +235,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_finalizer(spec, hooks)
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
-    _check_self_owner(spec, primary)
+    _check_owner_references(spec, primary)
     return ControllerPlan(
         spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
@@ -263,22 +264,33 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
                     "caches of the config's informers")
 
 
-def _check_self_owner(spec: ControllerSpec, primary: InformerPlan) -> None:
-    """An ``apply``/``create`` with an explicit ``ownerReference: true`` whose manifest is
-    literally the reconciled object would make it its own owner: a ConfigError at the action
-    (``kinrun.actions.kinds.own`` refuses what only the rendered manifest shows)."""
+def _check_owner_references(spec: ControllerSpec, primary: InformerPlan) -> None:
+    """What ``apply``/``create`` owner references the manifest as written shows to be wrong
+    (``kinrun.actions.kinds.own`` checks each rendered one): an explicit ``ownerReference:
+    true`` on the reconciled object itself (its own owner), and a built-in namespaced primary
+    owning a built-in cluster-scoped kind. ConfigError at the action."""
     informer = primary.spec
     if not informer.kind:
         return
+    namespaced = builtin_scope(informer.api_version, informer.kind)
     for action in (*spec.reconcile.actions, *spec.reconcile.finalize):
         value = action.raw.get(action.kind) if action.kind in ("apply", "create") else None
-        if isinstance(value, Mapping) and value.get("ownerReference") is True and \
-                names_reconciled_object(value.get("manifest"), informer.api_version,
-                                        informer.kind):
+        if not isinstance(value, Mapping) or value.get("ownerReference") is False:
+            continue
+        if names_reconciled_object(value.get("manifest"), informer.api_version, informer.kind):
+            if value.get("ownerReference") is True:
+                raise action.location.error(
+                    f"{action.kind}: the manifest is the reconciled {informer.kind} itself, "
+                    "which cannot be its own owner: remove ownerReference: true (without it, "
+                    "kinrun adds no owner reference to the reconciled object)")
+            continue
+        child = literal_manifest(value.get("manifest")) or {}
+        if namespaced and builtin_scope(str(child.get("apiVersion")),
+                                        str(child.get("kind"))) is False:
             raise action.location.error(
-                f"{action.kind}: the manifest is the reconciled {informer.kind} itself, which "
-                "cannot be its own owner: remove ownerReference: true (without it, kinrun "
-                "adds no owner reference to the reconciled object)")
+                f"{action.kind}: a namespaced {informer.kind} cannot own the cluster-scoped "
+                f"{child.get('kind')} (the garbage collector ignores such a reference): set "
+                "ownerReference: false")
 
 
 def _strings(value: Any) -> list[str]:

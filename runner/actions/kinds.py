@@ -27,6 +27,7 @@ from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, Re
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.events import MAX_MESSAGE
+from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import split_api_version
 from kinrun.redact import redact_text, secret_values
@@ -337,12 +338,11 @@ _SELF = {"name": re.compile(r"\{\{-?\s*obj\.metadata\.name\s*-?\}\}"),
 _MARK = "kinrun-reconciled-"
 
 
-def names_reconciled_object(manifest: Any, api_version: str, kind: str) -> bool:
-    """Whether a manifest as written (template text or mapping) is literally the reconciled
-    object of a controller whose primary is ``api_version``/``kind``: the same API group and
-    kind, ``metadata.name`` ``{{ obj.metadata.name }}`` and no namespace or ``{{
-    obj.metadata.namespace }}``. False when it cannot be read so (the run then checks each
-    rendered manifest, :func:`own`)."""
+def literal_manifest(manifest: Any) -> Mapping[str, Any] | None:
+    """A manifest as written (template text or mapping) read without rendering: each ``{{
+    obj.metadata.name }}``/``{{ obj.metadata.namespace }}`` becomes a marker, any other ``{{
+    }}`` the text ``x``, tags are dropped. None when that is no mapping with a metadata
+    mapping (a template whose shape only rendering shows)."""
     if isinstance(manifest, str):
         text = manifest
         for field_name, pattern in _SELF.items():
@@ -352,8 +352,20 @@ def names_reconciled_object(manifest: Any, api_version: str, kind: str) -> bool:
         try:
             manifest = safe_yaml.load(text, _SafeLoader)
         except yaml.YAMLError:
-            return False
+            return None
     if not isinstance(manifest, Mapping) or not isinstance(manifest.get("metadata"), Mapping):
+        return None
+    return manifest
+
+
+def names_reconciled_object(manifest: Any, api_version: str, kind: str) -> bool:
+    """Whether a manifest as written (template text or mapping) is literally the reconciled
+    object of a controller whose primary is ``api_version``/``kind``: the same API group and
+    kind, ``metadata.name`` ``{{ obj.metadata.name }}`` and no namespace or ``{{
+    obj.metadata.namespace }}``. False when it cannot be read so (the run then checks each
+    rendered manifest, :func:`own`)."""
+    manifest = literal_manifest(manifest)
+    if manifest is None:
         return False
     meta = manifest["metadata"]
 
@@ -379,6 +391,12 @@ def add_owner_reference(manifest: dict[str, Any], owner: Target, namespace: str 
         raise CheckError(f"{what}: an owner in namespace {owner.namespace!r} cannot own an "
                          f"object in {'no namespace' if namespace is None else repr(namespace)}"
                          "; set ownerReference: false")
+    if owner.namespace is not None and \
+            builtin_scope(manifest["apiVersion"], manifest["kind"]) is False:
+        raise CheckError(f"{what}: a namespaced owner cannot own the cluster-scoped "
+                         f"{manifest['kind']} {manifest['metadata'].get('name')!r} (the garbage "
+                         "collector treats the reference as unresolvable); set ownerReference: "
+                         "false")
     refs = [r for r in manifest["metadata"].get("ownerReferences") or []
             if isinstance(r, dict) and r.get("uid") != owner.uid]
     if any(r.get("controller") for r in refs):

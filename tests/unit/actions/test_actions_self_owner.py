@@ -92,3 +92,27 @@ def test_validate_refuses_an_explicit_self_owner():
                               + textwrap.indent(LABEL_ITSELF, "      "), " " * 8))
     with pytest.raises(ConfigError, match="f.yaml:10.*its own owner"):
         plan(load_text(text, file="f.yaml"))
+
+
+def test_a_namespaced_owner_of_a_built_in_cluster_scoped_kind_fails_the_render():
+    """A ConfigMap owning a Namespace (the namespace rule gave the manifest the owner's
+    namespace, so only the kind tells) is refused, naming the kind."""
+    prog = compile_actions([{"apply": {"manifest": "{apiVersion: v1, kind: Namespace, "
+                                                   "metadata: {name: '{{ obj.data.ns }}'}}"}}],
+                           controller="c")
+    with pytest.raises(RenderError, match="cannot own the cluster-scoped Namespace 'x'"):
+        prog.render(key="ns/cm", obj={**CM, "data": {"ns": "x"}})
+
+
+def test_validate_refuses_a_namespaced_primary_owning_a_cluster_scoped_kind():
+    """A ConfigMap controller applying a ClusterRole with the default ownerReference is a
+    ConfigError at plan (validate) time; ownerReference: false is accepted."""
+    head = ("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+            "informers:\n  cms: {apiVersion: v1, kind: ConfigMap}\n"
+            "controllers:\n  - name: c\n    for: cms\n    reconcile:\n      actions:\n")
+    action = ("        - apply:%s\n            manifest: '{apiVersion: rbac.authorization.k8s.io/v1,"
+              " kind: ClusterRole, metadata: {name: r}}'\n")
+    with pytest.raises(ConfigError, match="f.yaml:10.*cannot own the cluster-scoped ClusterRole"):
+        plan(load_text(head + action % "", file="f.yaml"))
+    plan(load_text(head + action % "\n            ownerReference: false", file="f.yaml"))
+
