@@ -2008,7 +2008,8 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
     TemplateName("obj", "variable", _EVERYWHERE, "obj.metadata.name",
                  "The object: in actions, `when`, `vars` and `finalize` the reconciled primary "
                  "object (None in `onDelete`); in `mapTo` the secondary object that changed; in "
-                 "indexers the object being indexed. Read-only (the cache's object)."),
+                 "indexers the object being indexed; in a controller's `finalizer.when` the live "
+                 "primary object. Read-only (the cache's object)."),
     TemplateName("old", "variable", _ACTIONS, "old.spec",
                  "In `onDelete` the object's final state; otherwise the version this controller "
                  "reconciled last when `reconcile.keepOld` (by default: when a template names "
