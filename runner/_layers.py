@@ -11,7 +11,7 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
-     "redact", "threads", "safe_yaml", "result",           # Secret values kept out of output;
+     "redact", "threads", "safe_yaml", "result", "cron",   # Secret values kept out of output;
      "fencing", "openapi"),                                # supervised threads; bounded YAML;
                                                            # a reconcile's typed Result; the
                                                            # Lease's fence of a thread; the

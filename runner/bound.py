@@ -422,6 +422,7 @@ def reconciler(plan: ControllerPlan, *, listers: Mapping[str, ListerInterface],
         plan.name, actions=plan.actions, on_delete=plan.on_delete, hooks=plan.hooks,
         keep_old=plan.keep_old, finalize=plan.finalize, finalizer=plan.finalizer,
         on_error=plan.on_error,
+        finalizer_when=plan.finalizer_when,
         listers=listers, indexers=indexers if indexers is not None else listers,
         client=client, confirm_gone=confirm_gone, moved=moved)
 

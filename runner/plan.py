@@ -31,7 +31,8 @@ from pluggy import PluginManager
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
-from kinrun.actions.finalizer import finalizer_name_problem
+from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
+from kinrun.actions.kinds import literal_manifest, names_reconciled_object
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
@@ -41,6 +42,7 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location,
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
+from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.admission import compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
@@ -53,7 +55,8 @@ from kinrun.sharding.scope import sharded_informers
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, InformerPlan,
                                    WatchPlan, owner_mapping_problem)
 from kinrun.spine.settings import run_settings
-from kinrun.templating import TemplateEngine, compile_index_func, compile_key_mapper, lookup_calls
+from kinrun.templating import (TemplateEngine, as_location, compile_index_func, compile_key_mapper,
+                               lookup_calls)
 
 __all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
            "owner_mapping_problem", "plan"]
@@ -234,6 +237,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_finalizer(spec, hooks)
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
+    _check_owner_references(spec, primary)
     return ControllerPlan(
         spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
@@ -241,7 +245,8 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
         spec.finalizer, schedule=_schedule(spec), recorder=events,
         on_error=_program(spec, _on_error_actions(spec), "onError", pm, engine, clock,
-                          recorder=events))
+                          recorder=events),
+        finalizer_when=_finalizer_when(spec, engine))
 
 
 def _check_apply_keys(config: Config) -> None:
@@ -289,6 +294,35 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
                     f"{function}({informer!r}, ...): no informer {informer!r} in this config "
                     f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
                     "caches of the config's informers")
+
+
+def _check_owner_references(spec: ControllerSpec, primary: InformerPlan) -> None:
+    """What ``apply``/``create`` owner references the manifest as written shows to be wrong
+    (``kinrun.actions.kinds.own`` checks each rendered one): an explicit ``ownerReference:
+    true`` on the reconciled object itself (its own owner), and a built-in namespaced primary
+    owning a built-in cluster-scoped kind. ConfigError at the action."""
+    informer = primary.spec
+    if not informer.kind:
+        return
+    namespaced = builtin_scope(informer.api_version, informer.kind)
+    for action in (*spec.reconcile.actions, *spec.reconcile.finalize):
+        value = action.raw.get(action.kind) if action.kind in ("apply", "create") else None
+        if not isinstance(value, Mapping) or value.get("ownerReference") is False:
+            continue
+        if names_reconciled_object(value.get("manifest"), informer.api_version, informer.kind):
+            if value.get("ownerReference") is True:
+                raise action.location.error(
+                    f"{action.kind}: the manifest is the reconciled {informer.kind} itself, "
+                    "which cannot be its own owner: remove ownerReference: true (without it, "
+                    "kinrun adds no owner reference to the reconciled object)")
+            continue
+        child = literal_manifest(value.get("manifest")) or {}
+        if namespaced and builtin_scope(str(child.get("apiVersion")),
+                                        str(child.get("kind"))) is False:
+            raise action.location.error(
+                f"{action.kind}: a namespaced {informer.kind} cannot own the cluster-scoped "
+                f"{child.get('kind')} (the garbage collector ignores such a reference): set "
+                "ownerReference: false")
 
 
 def _strings(value: Any) -> list[str]:
@@ -357,6 +391,15 @@ def _on_error_actions(spec: ControllerSpec) -> tuple:
                 f"{', '.join(ON_ERROR_KINDS)}: it reports the failure; the retry is the "
                 "controller's)")
     return spec.reconcile.on_error
+
+
+def _finalizer_when(spec: ControllerSpec, engine: TemplateEngine) -> FinalizerCondition | None:
+    """``finalizer.when`` compiled; a syntax error is a ConfigError at the key."""
+    if spec.finalizer is None or spec.finalizer_when is None:
+        return None
+    where = spec.finalizer_when_location
+    loc = as_location(where)
+    return FinalizerCondition(engine.value(spec.finalizer_when, loc), loc, spec.name)
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: PluginManager,

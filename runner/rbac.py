@@ -337,13 +337,15 @@ class _Collector:
         loc: Location = spec.location
         why = f"{loc}: {spec.kind}"
         dry = tuple(getattr(impl, "DRY_RUN_VERBS", ())) if self.dry_run else ()
+        separate = isinstance(value.get("parent"), Mapping)  # applySet.parent: GET, apply
+        parent_verbs = tuple(impl.SEPARATE_PARENT_VERBS if separate else impl.PARENT_VERBS)
         try:
-            res, scopes = self._written(None, primary)
+            res, scopes = self._written(_target_fields(value["parent"]) if separate else None,
+                                        primary)
         except _Unknown as exc:
-            self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, tuple(impl.PARENT_VERBS))
+            self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, parent_verbs)
         else:
-            self.grant(scopes, res.group, res.plural, tuple(impl.PARENT_VERBS) + dry,
-                       f"{why}: parent")
+            self.grant(scopes, res.group, res.plural, parent_verbs + dry, f"{why}: parent")
         verbs = tuple(impl.VERBS if impl.prune else impl.APPLY_VERBS) + dry
         try:
             children = _children_fields(value.get("manifests"))

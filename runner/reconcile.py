@@ -65,6 +65,11 @@ users write them with ``controllerutil.AddFinalizer``/``RemoveFinalizer``, and a
   (the notice after the fact). A failure (or a ``fail`` action) retries with backoff and keeps
   NAME, so the object stays; a ``requeueAfter`` keeps it too and runs ``finalize`` again after
   the delay; ``fail`` with ``permanent: true`` gives up until the object changes again;
+* with ``finalizer: {name, when}`` only the live objects ``when`` selects get NAME; a live
+  object that carries NAME but is no longer selected is finalized and released: ``finalize``
+  runs on it (as for a terminating one), then NAME is removed, and its later reconciles run
+  the actions without it (Metacontroller's DecoratorController finalizes an object that no
+  longer matches its selector; kopf only removes its finalizer, running no deletion handler);
 * a terminating object without NAME runs nothing (as kopf: a deletion that kinrun does not
   hold up is not kinrun's to act on); without ``finalizer:`` a controller's actions run on
   terminating objects as on any other.
@@ -229,7 +234,9 @@ class Reconciler:
     docstring; None: every DELETED event is a deletion); ``logger``; ``finalizer``: the
     finalizer this controller owns (None: none) and ``finalize``: the program run while an
     object carrying it terminates (see "Finalizers" in the module docstring); ``on_error``:
-    the program run when a reconcile of a live object fails (see "Errors").
+    the program run when a reconcile of a live object fails (see "Errors");
+    ``finalizer_when``: which live objects hold it (None: all; an object that carries it but
+    is no longer selected runs ``finalize``, then it is removed).
 
     ``__call__(key, obj, cause=None) -> Result``; never raises for a failing action or hook (the
     failure is the result). ``record_deletion(obj_or_tombstone, matches)`` is called by the
@@ -243,11 +250,13 @@ class Reconciler:
                  confirm_gone: ConfirmGone | None = None,
                  logger: logging.Logger | None = None, finalize: Any = None,
                  finalizer: str | None = None,
-                 moved: Callable[[Obj], bool] | None = None, on_error: Any = None) -> None:
+                 moved: Callable[[Obj], bool] | None = None, on_error: Any = None,
+                 finalizer_when: Callable[[Obj], bool] | None = None) -> None:
         self.name = name
         self.actions, self.on_delete, self.hooks = actions, on_delete, hooks
         self.finalize, self.finalizer = finalize, finalizer
         self.on_error = on_error
+        self.finalizer_when = finalizer_when
         self.keep_old = keep_old
         self.listers = dict(listers or {})
         self.indexers = dict(indexers or {})
@@ -416,6 +425,11 @@ class Reconciler:
                 return Decision(None, "finalize", runs=False)
             return Decision(self.finalize, "finalize",
                             remove=remove_finalizer(obj, self.finalizer))
+        if self.finalizer_when is not None and not self.finalizer_when(obj):
+            if has_finalizer(obj, self.finalizer):  # no longer selected: finalized, released
+                return Decision(self.finalize, "finalize",
+                                remove=remove_finalizer(obj, self.finalizer))
+            return Decision(self._program(obj), "actions")
         return Decision(self._program(obj), "actions", add=None if has_finalizer(
             obj, self.finalizer) else add_finalizer(obj, self.finalizer))
 

@@ -87,6 +87,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
+from kinrun.cron import CronSchedule
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
 
@@ -402,6 +403,14 @@ class RenderBudget:
                               f"more than {limit} characters of output")
 
 
+def spend_loop_step() -> None:
+    """Spend one loop step of the active budget (none active: nothing): an action's
+    ``forEach`` item counts as a template loop's. Raises BudgetExceeded."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.step()
+
+
 def _counted_items(result: Any) -> Any:
     """Spend a filter result's items on the active budget: a list, tuple, set or mapping counts
     its length now; an iterator (lazy ``map``, ``select``...) counts each item as it is taken."""
@@ -579,6 +588,38 @@ def duration(value: Any) -> datetime.timedelta:
     except (ValueError, TypeError, OverflowError):   # the message names the type, not the value
         raise ValueError(f"duration: cannot parse {describe(value)} as a duration (such as "
                          "30s, 1m30s or 250ms)") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _cron(expression: str, time_zone: str | None) -> Any:
+    return CronSchedule(expression, time_zone)
+
+
+def _cron_functions(wall_clock: Callable[[], float]) -> dict[str, Callable[..., Any]]:
+    """``cron_next`` and ``cron_prev`` over the plan's wall clock (their default time)."""
+    def moment(at: Any) -> float:
+        return wall_clock() if at is None else to_datetime(at).timestamp()
+
+    def cron_next(expression: str, time_zone: str | None = None,
+                  after: Any = None) -> datetime.datetime:
+        """``cron_next('0 * * * *', 'Europe/Berlin')``: the first time strictly after ``after``
+        (default ``now()``; anything ``to_datetime`` takes) that the cron expression fires in
+        ``time_zone`` (IANA; default UTC), an aware UTC datetime. Cron syntax, macros and
+        zones as ``schedule:`` (croniter; CronJob); ValueError for a bad one."""
+        schedule = _cron(str(expression), time_zone)
+        return datetime.datetime.fromtimestamp(schedule.next_after(moment(after)),
+                                               tz=datetime.timezone.utc)
+
+    def cron_prev(expression: str, time_zone: str | None = None,
+                  at: Any = None) -> datetime.datetime:
+        """``cron_prev('*/5 * * * *')``: the latest time at or before ``at`` (default
+        ``now()``) that the expression fires in ``time_zone`` (default UTC), an aware UTC
+        datetime: the most recent scheduled time, as the CronJob controller computes it.
+        ValueError as ``cron_next``."""
+        schedule = _cron(str(expression), time_zone)
+        return datetime.datetime.fromtimestamp(schedule.latest_at_or_before(moment(at)),
+                                               tz=datetime.timezone.utc)
+    return {"cron_next": cron_next, "cron_prev": cron_prev}
 
 
 def _now_function(wall_clock: Callable[[], float]) -> Callable[[], datetime.datetime]:
@@ -1604,6 +1645,7 @@ class TemplateEngine:
         env.globals["range"] = _bounded_range
         env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
         env.globals["now"] = _now_function(wall_clock)
+        env.globals.update(_cron_functions(wall_clock))
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
@@ -1785,9 +1827,22 @@ def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngin
                                 logger=logger, clock=clock)
 
 
+def _index_read(informer: str, index: str, what: str, read: Callable[[], Any]) -> Any:
+    """``read()``, an index read of ``informer``'s lister: an unknown index raises the cache's
+    own error (a KinrunError that says it already), another KeyError a LookupError naming the
+    informer and the index."""
+    try:
+        return read()
+    except KeyError as err:
+        if isinstance(err, KinrunError):
+            raise
+        raise LookupError(f"{what}: informer {informer!r} has no index {index!r}") from None
+
+
 def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
-    """The template functions ``get(informer, key)``, ``list(informer[, namespace])`` and
-    ``by_index(informer, index, value)`` over ``listers`` (informer name -> a Lister: the cache,
+    """The template functions ``get(informer, key)``, ``list(informer[, namespace])``,
+    ``by_index(informer, index, value)`` and ``index_keys(informer, index)`` (the values the
+    index files objects under, sorted: the lister's ``list_index_func_values``) over ``listers`` (informer name -> a Lister: the cache,
     never the API server). An unknown informer raises LookupError naming the known ones; an
     unknown index, the lister's error when it is a KinrunError, else a LookupError naming the
     informer (in a template error, a name built by the template is shown as its type and
@@ -1803,23 +1858,23 @@ def lookup_functions(listers: Mapping[str, Any]) -> dict[str, Callable[..., Any]
 
     def by_index(informer: str, index: str, value: Any) -> Any:
         found = lister(informer)
-        try:
-            return found.by_index(index, value)
-        except KeyError as err:
-            if isinstance(err, KinrunError):   # the cache's own error says it already
-                raise
-            raise LookupError(f"by_index: informer {informer!r} has no index {index!r}") \
-                from None
+        return _index_read(informer, index, "by_index", lambda: found.by_index(index, value))
+
+    def index_keys(informer: str, index: str) -> list[str]:
+        found = lister(informer)
+        return _index_read(informer, index, "index_keys",
+                           lambda: found.list_index_func_values(index))
 
     return {
         "get": lambda informer, key: lister(informer).get(key),
         "list": lambda informer, namespace=None: (lister(informer).list() if namespace is None
                                                   else lister(informer).list(namespace)),
         "by_index": by_index,
+        "index_keys": index_keys,
     }
 
 
-LOOKUP_NAMES = ("get", "list", "by_index")
+LOOKUP_NAMES = ("get", "list", "by_index", "index_keys")
 """The names :func:`lookup_functions` defines."""
 
 _PARSE_ONLY = jinja2.Environment()
@@ -1954,7 +2009,8 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
     TemplateName("obj", "variable", _EVERYWHERE, "obj.metadata.name",
                  "The object: in actions, `when`, `vars` and `finalize` the reconciled primary "
                  "object (None in `onDelete`); in `mapTo` the secondary object that changed; in "
-                 "indexers the object being indexed. Read-only (the cache's object)."),
+                 "indexers the object being indexed; in a controller's `finalizer.when` the live "
+                 "primary object. Read-only (the cache's object)."),
     TemplateName("old", "variable", _ACTIONS, "old.spec",
                  "In `onDelete` the object's final state; otherwise the version this controller "
                  "reconciled last when `reconcile.keepOld` (by default: when a template names "
@@ -1995,6 +2051,10 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
     TemplateName("<var>", "variable", _ACTIONS, "managed",
                  "Each `reconcile.vars` entry by its name, evaluated once per reconcile in "
                  "order (a var sees the vars before it)."),
+    TemplateName("<item>", "variable", tuple(p for p in _ACTIONS if p != "vars"), "item.metadata.name",
+                 "In an action with `forEach` (and in `applySet.manifests` with `applySet."
+                 "forEach`): the current item, named by `as` (default `item`); the action's "
+                 "`when:` and templates see it."),
     TemplateName("get", "function", _ACTIONS + ("mapTo",), "get('informer', 'ns/name')",
                  "The cached object of a config informer under a key, or None. Reads the "
                  "informer's cache (lister), never the API server."),
@@ -2004,9 +2064,24 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "by_index('informer', 'index', value)",
                  "The cached objects an informer's index files under `value` (an `indexers:` "
                  "name, or `namespace`)."),
+    TemplateName("index_keys", "function", _ACTIONS + ("mapTo",),
+                 "index_keys('informer', 'index')",
+                 "The values an informer's index files at least one cached object under, "
+                 "sorted (client-go `ListIndexFuncValues`; as kopf's indexes are read): loop "
+                 "over them and call `by_index` for the objects."),
     TemplateName("now", "function", _EVERYWHERE, "now() | isoformat",
                  "The current time from the plan's clock, an aware UTC datetime (fixed under "
                  "`kinrun test` and `kinrun render`, so their output is deterministic)."),
+    TemplateName("cron_next", "function", _EVERYWHERE,
+                 "cron_next('0 9 * * MON', 'Europe/Berlin')",
+                 "The first time strictly after `now()` (or a third argument, anything "
+                 "`to_datetime` takes) that a cron expression fires in an IANA time zone "
+                 "(default UTC), an aware UTC datetime. Cron syntax and zones as `schedule:` "
+                 "(croniter, as CronJob)."),
+    TemplateName("cron_prev", "function", _EVERYWHERE, "cron_prev('*/5 * * * *')",
+                 "The latest time at or before `now()` (or a third argument) that a cron "
+                 "expression fires in a time zone (default UTC): the most recent scheduled "
+                 "time, as the CronJob controller computes it."),
     TemplateName("range", "function", _EVERYWHERE, "range(3)",
                  f"Python's `range`, at most {MAX_RANGE} items (or `templates.budget."
                  "maxLoopSteps` when larger)."),
@@ -2036,5 +2111,5 @@ __all__ = [
     "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
     "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
     "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
-    "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
+    "spend_loop_step", "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

@@ -4,7 +4,8 @@ Membership is recorded as kubectl's ApplySet does it (KEP-3659, "kubectl apply -
 redesign; the label and annotation keys of ``k8s.io/kubectl/pkg/cmd/apply/applyset.go``), so
 a kubectl that knows ApplySets (1.27+) reads what kinrun made:
 
-* the **parent** is the reconciled object; its id is
+* the **parent** is the reconciled object, or the object ``applySet.parent`` names (a
+  ConfigMap, Secret or custom resource, server-side applied; :class:`SeparateParent`); its id is
   ``applyset-<base64url(sha256("<name>.<namespace>.<kind>.<group>"))>-v1`` (unpadded URL-safe
   base64, RFC 4648; namespace and group "" when cluster-scoped / core) and it carries the label
   ``applyset.kubernetes.io/id=<id>`` and the annotations ``applyset.kubernetes.io/tooling``
@@ -47,6 +48,7 @@ the test machines (Debian's 1.20) predates ApplySets.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import logging
 import re
@@ -60,7 +62,7 @@ from kinrun import __version__
 from kinrun import safe_yaml
 from kinrun.actions.kinds import (
     CheckError, Scope, Target, _bool, _set_namespace, _options, _setting, check_manifest,
-    compile_tree, reconciled_target,
+    compile_tree, is_itself, own, reconciled_target, resolve_target,
 )
 from kinrun.actions.steps import Step
 from kinrun.errors import ConflictError, NotFoundError
@@ -78,6 +80,8 @@ GROUP_KINDS = "applyset.kubernetes.io/contains-group-kinds"
 """Annotation on the parent: the group-kinds of its children (``Kind.group``, sorted)."""
 NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
 """Annotation on the parent: namespaces of children other than the parent's own."""
+PARENT_CORE_KINDS = ("ConfigMap", "Secret")
+"""Core kinds that may be a separate ApplySet parent (KEP-3659; else a custom resource)."""
 TOOL = "kinrun"
 TOOLING_VALUE = f"{TOOL}/v{__version__}"
 
@@ -145,7 +149,9 @@ class ApplySetStep:
     ``applies``: the children's apply requests, in order; ``prune``: whether step 3 runs;
     ``kinds``: (apiVersion or None when only recorded, group, kind) to list; ``namespaces``:
     where namespaced kinds are listed; ``keep``: (group, kind, namespace, name) of the wanted
-    children; ``end``: step 4's merge patch (its resourceVersion added when sent) or None.
+    children; ``end``: step 4's merge patch (its resourceVersion added when sent) or None;
+    ``separate``: a parent other than the reconciled object (``applySet.parent``), whose
+    state is read when the step executes (then ``begin``/``end``/``kinds`` are decided there).
     Immutable; ``execute`` keeps its state in locals.
     """
 
@@ -158,6 +164,7 @@ class ApplySetStep:
     namespaces: tuple[str, ...]
     keep: frozenset[tuple[str, str, str | None, str]]
     end: dict[str, Any] | None
+    separate: SeparateParent | None = None
 
     def summary(self) -> str:
         """``applySet <id> of ConfigMap ns/name: 3 children``."""
@@ -168,6 +175,8 @@ class ApplySetStep:
 
     def _parent_patch(self, body: dict[str, Any]) -> ApiRequest:
         p = self.parent
+        if self.separate is not None:  # server-side apply: the parent may not exist yet
+            return self.separate.apply(body)
         return ApiRequest("patch", p.api_version, p.kind, p.name, p.namespace, body=body,
                           patch_type="merge")
 
@@ -187,6 +196,9 @@ class ApplySetStep:
         out: list[ApiRequest | dict[str, Any]] = []
         if self.begin is not None:
             out.append(self._parent_patch(self.begin))
+        elif self.separate is not None:  # not read yet: what it records when it is new
+            out.append(self._parent_patch(self.separate.full(self.set_id,
+                                                             self.separate.wanted)))
         out.extend(self.applies)
         if self.prune:
             out.append(self.prune_description())
@@ -203,6 +215,12 @@ class ApplySetStep:
         ``client`` (``resolve``, ``lister_watcher``, ``transport``). Returns the answers of the
         applies, in order. Raises the ApiError of a failed write (the later ones are not sent;
         the next reconcile starts over: every step is idempotent)."""
+        if self.separate is not None:
+            return self.separate.read(self, client)._write(send, client)
+        return self._write(send, client)
+
+    def _write(self, send: Send, client: Any) -> list[Any]:
+        """Steps 1-4 with the parent's state decided (``execute``)."""
         rv = self.parent.resource_version
         if self.begin is not None:
             answer = send(self._parent_patch(self.begin))
@@ -257,6 +275,110 @@ class ApplySetStep:
                           params={"propagationPolicy": "Background"})
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What one reconcile writes to a parent and lists: ``begin``/``end`` (merge patches of
+    steps 1 and 4, or None), the ``kinds`` and ``namespaces`` prune lists."""
+
+    begin: dict[str, Any] | None
+    end: dict[str, Any] | None
+    kinds: tuple[tuple[str | None, str, str], ...]
+    namespaces: tuple[str, ...]
+
+
+def layout(meta: Mapping[str, Any], set_id: str, wanted: ParentState,
+           wanted_gk: Mapping[str, str], literal: Iterable[tuple[str, str]],
+           namespace: str | None, prune: bool) -> Layout:
+    """The parent writes and prune lists for a parent whose metadata is ``meta`` (module
+    docstring, steps 1, 3, 4): step 1 records the union of what it records and ``wanted``;
+    prune lists that union plus the ``literal`` (apiVersion, kind) pairs, in the union's and
+    the parent's ``namespace``; step 4 records exactly ``wanted``. CheckError for a parent of
+    another tool or set (``_check_parent``)."""
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    _check_parent(labels, annotations, set_id)
+    recorded = ParentState(frozenset(_listed(annotations.get(GROUP_KINDS))),
+                           frozenset(_listed(annotations.get(NAMESPACES))))
+    union = ParentState(recorded.group_kinds | wanted.group_kinds,
+                        recorded.namespaces | wanted.namespaces)
+    begin = _metadata_patch(labels, annotations, set_id, union, meta.get("resourceVersion"))
+    after = {**annotations, **(begin or {}).get("metadata", {}).get("annotations", {})}
+    after = {k: v for k, v in after.items() if v is not None}
+    end = _metadata_patch({ID_LABEL: set_id}, after, set_id, wanted, None) if prune else None
+    listed = {gk: wanted_gk.get(gk) for gk in union.group_kinds}
+    for api_version, kind in literal:
+        listed.setdefault(group_kind(api_version, kind), api_version)
+    kinds = tuple(sorted(((v,) + split_group_kind(gk) for gk, v in listed.items()),
+                         key=lambda t: (t[1], t[2])))
+    namespaces = tuple(sorted(union.namespaces | ({namespace} if namespace else set())))
+    return Layout(begin, end, kinds if prune else (), namespaces)
+
+
+@dataclass(frozen=True)
+class SeparateParent:
+    """An ApplySet parent other than the reconciled object (``applySet.parent``: a ConfigMap,
+    a Secret or a custom resource, KEP-3659): ``manifest``, what is server-side applied to it
+    (apiVersion, kind, name, namespace, the owner reference to the reconciled object);
+    ``wanted`` and ``wanted_gk`` (group-kind -> apiVersion) of this reconcile's children;
+    ``literal``: (apiVersion, kind) the manifests name; ``field_manager``; ``prune``.
+
+    Its labels and annotations are written by server-side apply as the full set kinrun owns
+    (so it is created when missing, and an annotation no longer set is removed), after a GET
+    of its current state when the step executes. The reconciled object is never written."""
+
+    manifest: dict[str, Any]
+    wanted: ParentState
+    wanted_gk: Mapping[str, str]
+    literal: tuple[tuple[str, str], ...]
+    field_manager: str
+    prune: bool
+
+    def apply(self, patch: Mapping[str, Any]) -> ApiRequest:
+        """The server-side apply of the parent recording the state a merge ``patch`` of
+        :func:`layout` describes (labels and annotations whole; nulls dropped)."""
+        meta = patch.get("metadata") or {}
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                       if v is not None}
+        body = {**self.manifest, "metadata": {
+            **self.manifest["metadata"], "labels": dict(meta.get("labels") or {}),
+            "annotations": annotations}}
+        m = self.manifest["metadata"]
+        return ApiRequest("apply", self.manifest["apiVersion"], self.manifest["kind"],
+                          m["name"], m.get("namespace"), body=body,
+                          params={"fieldManager": self.field_manager})
+
+    def read(self, step: ApplySetStep, client: Any) -> ApplySetStep:
+        """``step`` with the parent's writes and prune lists decided from the parent as the
+        server has it now (GET; absent: it records nothing, and step 1 creates it). CheckError
+        for a parent of another tool or set, as ``layout``."""
+        p = step.parent
+        try:
+            current = client.get(p.api_version, p.kind, p.name, p.namespace) or {}
+        except NotFoundError:
+            current = {}
+        meta = current.get("metadata") or {}
+        plan = layout(meta, step.set_id, self.wanted, self.wanted_gk, self.literal,
+                      p.namespace, self.prune)
+        begin = (None if plan.begin is None and current else
+                 self.full(step.set_id, _state_of(plan.begin, meta)))
+        end = self.full(step.set_id, self.wanted) if plan.end is not None else None
+        parent = Target(p.api_version, p.kind, p.name, p.namespace, meta.get("uid"))
+        return dataclasses.replace(step, parent=parent, begin=begin, end=end,
+                                   kinds=plan.kinds, namespaces=plan.namespaces)
+
+    @staticmethod
+    def full(set_id: str, state: ParentState) -> dict[str, Any]:
+        """The parent's whole ApplySet metadata recording ``state``."""
+        return {"metadata": {"labels": {ID_LABEL: set_id}, "annotations": state.annotations({})}}
+
+
+def _state_of(begin: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> ParentState:
+    """The state a parent records after step 1: its annotations with ``begin``'s applied."""
+    annotations = {**(meta.get("annotations") or {}),
+                   **((begin or {}).get("metadata") or {}).get("annotations", {})}
+    return ParentState(frozenset(_listed(annotations.get(GROUP_KINDS))),
+                       frozenset(_listed(annotations.get(NAMESPACES))))
+
+
 def _resolve(client: Any, api_version: str | None, group: str, kind: str) -> Any:
     """The ResourceRef of a group-kind: by its apiVersion when a wanted child gives one, else
     by the group's preferred version (``GET /apis/<group>``; ``v1`` for core). None when the
@@ -280,14 +402,16 @@ def _resolve(client: Any, api_version: str | None, group: str, kind: str) -> Any
 
 
 class ApplySetAction:
-    """``applySet: {manifests, forEach, as, ownerReference, prune, force, fieldManager}``.
+    """``applySet: {manifests, forEach, as, parent, ownerReference, prune, force,
+    fieldManager}``.
 
     ``manifests``: a template rendering YAML documents (``---``-separated) and/or YAML lists of
     objects, or a literal list of manifests; with ``forEach`` (an expression giving a list) it
     is rendered once per item with the item as ``as`` (default ``item``). Empty documents are
     skipped; every object needs string apiVersion, kind and metadata.name; the same
     group-kind/namespace/name twice is a CheckError. Namespace rule as ``apply``. In
-    ``onDelete`` there is no parent: CheckError.
+    ``onDelete`` there is no parent: CheckError. ``parent``: a target mapping (templates) of a
+    separate ApplySet parent; None: the reconciled object is the parent.
     """
 
     kind = "applySet"
@@ -298,6 +422,8 @@ class ApplySetAction:
     APPLY_VERBS: tuple[str, ...] = ("patch", "create")
     PARENT_VERBS: tuple[str, ...] = ("patch",)
     """RBAC verbs on the reconciled object's resource: its ApplySet labels and annotations."""
+    SEPARATE_PARENT_VERBS: tuple[str, ...] = ("get", "patch", "create")
+    """RBAC verbs on a separate ``parent``'s resource: read, then server-side applied."""
     DRY_RUN_VERBS: tuple[str, ...] = ("get",)
     """Added under ``--dry-run``: each child is read to show what would change."""
 
@@ -327,21 +453,24 @@ class ApplySetAction:
         self.prune = _bool(_setting(value, "applySet", "prune"), loc, "applySet.prune")
         self._force = _bool(_setting(value, "applySet", "force"), loc, "applySet.force")
         self._field_manager = str(value.get("fieldManager") or field_manager)
+        self._parent = (compile_tree(value["parent"], engine, loc.child(".parent"))
+                        if value.get("parent") is not None else None)
 
     def render(self, scope: Scope) -> list[Step]:
         if scope.obj is None:
             raise CheckError("applySet: the reconciled object (the ApplySet parent) is gone; "
                              "applySet cannot run in onDelete")
-        parent = reconciled_target(scope, "applySet")
-        group = split_api_version(parent.api_version)[0]
-        set_id = applyset_id(parent.name, parent.namespace, parent.kind, group)
-        meta = scope.obj.get("metadata") or {}
-        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        _check_parent(labels, annotations, set_id)
-        children = self._children(scope)
+        owner = reconciled_target(scope, "applySet")
+        separate = self._separate(scope, owner) if self._parent is not None else None
+        parent = owner if separate is None else _target_of(separate)
+        set_id = applyset_id(parent.name, parent.namespace, parent.kind,
+                             split_api_version(parent.api_version)[0])
+        if separate is None:
+            meta = scope.obj.get("metadata") or {}
+            _check_parent(meta.get("labels") or {}, meta.get("annotations") or {}, set_id)
         applies, keep, wanted_gk, wanted_ns = [], set(), {}, set()
-        for manifest in children:
-            request, key = self._apply(manifest, scope, parent, set_id)
+        for manifest in self._children(scope):
+            request, key = self._apply(manifest, scope, owner, set_id)
             if key in keep:
                 raise CheckError(f"applySet: {_label(key)} is given twice")
             keep.add(key)
@@ -350,25 +479,36 @@ class ApplySetAction:
                                  request.api_version)
             if request.namespace is not None and request.namespace != parent.namespace:
                 wanted_ns.add(request.namespace)
-        recorded = ParentState(frozenset(_listed(annotations.get(GROUP_KINDS))),
-                               frozenset(_listed(annotations.get(NAMESPACES))))
         wanted = ParentState(frozenset(wanted_gk), frozenset(wanted_ns))
-        union = ParentState(recorded.group_kinds | wanted.group_kinds,
-                            recorded.namespaces | wanted.namespaces)
-        begin = _metadata_patch(labels, annotations, set_id, union, parent.resource_version)
-        after = {**annotations, **(begin or {}).get("metadata", {}).get("annotations", {})}
-        after = {k: v for k, v in after.items() if v is not None}
-        end = (_metadata_patch({ID_LABEL: set_id}, after, set_id, wanted, None)
-               if self.prune else None)
-        listed = {gk: wanted_gk.get(gk) for gk in union.group_kinds}
-        for api_version, kind in self.literal_kinds:
-            listed.setdefault(group_kind(api_version, kind), api_version)
-        kinds = tuple(sorted(((v,) + split_group_kind(gk) for gk, v in listed.items()),
-                             key=lambda t: (t[1], t[2])))
-        namespaces = tuple(sorted(union.namespaces | ({parent.namespace} if parent.namespace
-                                                      else set())))
-        return [ApplySetStep(parent, set_id, begin, tuple(applies), self.prune,
-                             kinds if self.prune else (), namespaces, frozenset(keep), end)]
+        if separate is not None:  # its state is read when the step executes
+            plan = layout({}, set_id, wanted, wanted_gk, self.literal_kinds, parent.namespace,
+                          self.prune)
+            separate = SeparateParent(separate, wanted, wanted_gk, self.literal_kinds,
+                                      self._field_manager, self.prune)
+            return [ApplySetStep(parent, set_id, None, tuple(applies), self.prune, plan.kinds,
+                                 plan.namespaces, frozenset(keep), None, separate)]
+        plan = layout(scope.obj.get("metadata") or {}, set_id, wanted, wanted_gk,
+                      self.literal_kinds, parent.namespace, self.prune)
+        return [ApplySetStep(parent, set_id, plan.begin, tuple(applies), self.prune,
+                             plan.kinds, plan.namespaces, frozenset(keep), plan.end)]
+
+    def _separate(self, scope: Scope, owner: Target) -> dict[str, Any]:
+        """The manifest of the ``parent:`` object (its ApplySet metadata added when the step
+        executes): apiVersion, kind, name, namespace (the namespace rule), and with
+        ``ownerReference`` the reconciled object as its controller owner. CheckError for a
+        core kind other than ConfigMap or Secret (KEP-3659 parents)."""
+        target = resolve_target(self._parent, scope, "applySet.parent")
+        group = split_api_version(target.api_version)[0]
+        if not group and target.kind not in PARENT_CORE_KINDS:
+            raise CheckError(f"applySet.parent: a {target.kind} cannot be an ApplySet parent "
+                             "(KEP-3659: a ConfigMap, a Secret or a custom resource)")
+        meta: dict[str, Any] = {"name": target.name}
+        if target.namespace is not None:
+            meta["namespace"] = target.namespace
+        manifest = {"apiVersion": target.api_version, "kind": target.kind, "metadata": meta}
+        if self._owner:
+            own(manifest, scope, target.namespace, "applySet.parent", False)
+        return manifest
 
     def _children(self, scope: Scope) -> list[dict[str, Any]]:
         if self._for_each is None:
@@ -408,7 +548,8 @@ class ApplySetAction:
             raise CheckError(f"applySet: {meta['name']} is labelled part of another ApplySet "
                              f"({labels[PART_OF]})")
         labels[PART_OF] = set_id
-        if self._owner and (parent.namespace is None or parent.namespace == namespace):
+        if self._owner and (parent.namespace is None or parent.namespace == namespace) \
+                and not is_itself(manifest, parent, namespace):  # never its own owner
             _own(manifest, parent)
         params: dict[str, Any] = {"fieldManager": self._field_manager}
         if self._force:
@@ -417,6 +558,11 @@ class ApplySetAction:
         key = (split_api_version(api_version)[0], kind, namespace, meta["name"])
         return ApiRequest("apply", api_version, kind, meta["name"], namespace, body=manifest,
                           params=params), key
+
+
+def _target_of(manifest: Mapping[str, Any]) -> Target:
+    meta = manifest["metadata"]
+    return Target(manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
 
 
 def _field(fields: Mapping[str, Any] | None, key: str, loc: SourceLocation) -> SourceLocation:

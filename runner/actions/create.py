@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinrun.actions.kinds import (
-    CheckError, Scope, _bool, _set_namespace, _options, _setting, add_owner_reference,
-    compile_document, reconciled_target,
+    CheckError, Scope, _bool, _set_namespace, _options, _setting, compile_document, own,
 )
 from kinrun.actions.steps import Step
 from kinrun.kube.request import ApiRequest
@@ -41,6 +40,8 @@ class CreateAction:
         self._manifest = compile_document(value["manifest"], engine, loc.child(".manifest"))
         self._owner = _bool(_setting(value, "create", "ownerReference"), loc,
                             "create.ownerReference")
+        self.owner_given = value.get("ownerReference") is True
+        self.manifest_source = value["manifest"]
 
     def render(self, scope: Scope) -> list[Step]:
         manifest = self._manifest(scope.variables)
@@ -59,7 +60,6 @@ class CreateAction:
             raise CheckError("create: manifest: metadata needs a name or a generateName")
         namespace = _set_namespace(meta, scope, "create")
         if self._owner and scope.obj is not None:
-            add_owner_reference(manifest, reconciled_target(scope, "create.ownerReference"),
-                                namespace)
+            own(manifest, scope, namespace, "create", self.owner_given)
         return [ApiRequest("create", manifest["apiVersion"], manifest["kind"],
                            name if isinstance(name, str) else "", namespace, body=manifest)]

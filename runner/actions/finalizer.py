@@ -101,3 +101,36 @@ def remove_finalizer(obj: Obj, name: str) -> ApiRequest:
     return _request(obj, [{"op": "test", "path": "/metadata/finalizers", "value": current},
                           {"op": "replace", "path": "/metadata/finalizers",
                            "value": [f for f in current if f != name]}])
+
+
+_FALSE_TEXT = ("", "false", "no", "0", "none", "off")
+
+
+class FinalizerCondition:
+    """A controller's ``finalizer.when``: which live objects hold the finalizer.
+
+    ``expression``: the compiled expression (``TemplateEngine.value``), evaluated with ``obj``
+    in scope (and the engine's globals); truthy as an action's ``when:`` (text ``false``,
+    ``no``, ``0``, ``none``, ``off`` or empty is false). ``location``: its place in the config.
+    ``controller``: named by errors. Calling it raises RenderError (at ``finalizer.when``) when
+    the expression fails; the reconcile then fails and is retried with backoff, nothing sent.
+    Immutable; thread-safe (as a compiled template)."""
+
+    def __init__(self, expression: Any, location: Any, controller: str) -> None:
+        self.expression, self.location, self.controller = expression, location, controller
+
+    def __call__(self, obj: Obj) -> bool:
+        """Whether ``obj`` (a live object) is selected: it should carry the finalizer."""
+        from kinrun.actions.errors import RenderError
+        from kinrun.templating import TemplateRenderError
+
+        try:
+            value = self.expression.evaluate({"obj": obj})
+        except TemplateRenderError as exc:
+            raise RenderError(exc.detail, controller=self.controller, index=0,
+                              label="finalizer.when", location=self.location,
+                              template_line=exc.template_line) from exc
+        if isinstance(value, str):
+            return value.strip().lower() not in _FALSE_TEXT
+        return bool(value)
+

@@ -13,6 +13,7 @@ Namespace rule (no discovery at render time): a rendered manifest or target with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,9 @@ from kinrun.actions.steps import LOG_LEVELS, STEP_TYPES, ActionKind, LogLine, Re
 from kinrun.hooks import ReconcileContext
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.kube.events import MAX_MESSAGE
+from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.request import ApiRequest
+from kinrun.kube.resources import split_api_version
 from kinrun.redact import redact_text, secret_values
 from kinrun.templating import SourceLocation, TemplateEngine, describe, scrub_quoted
 
@@ -249,6 +252,8 @@ class ApplyAction:
     child's controller owner (``controller: true``, ``blockOwnerDeletion: true``) so the garbage
     collector deletes the child with it; skipped in ``onDelete`` (no owner left). A namespaced
     owner cannot own an object in another namespace or a cluster-scoped one (CheckError).
+    Never an owner of itself (:func:`own`): the default skips the reference when the manifest
+    is the reconciled object; an explicit ``ownerReference: true`` there is an error.
     """
 
     kind = "apply"
@@ -265,6 +270,9 @@ class ApplyAction:
         self._manifest = compile_document(value["manifest"], engine, loc.child(".manifest"))
         self._owner = _bool(_setting(value, "apply", "ownerReference"), loc,
                             "apply.ownerReference")
+        self.owner_given = value.get("ownerReference") is True
+        """Whether ``ownerReference: true`` is written (not only the default)."""
+        self.manifest_source = value["manifest"]
         self._force = _bool(_setting(value, "apply", "force"), loc, "apply.force")
         self._field_manager = str(value.get("fieldManager") or field_manager)
 
@@ -273,8 +281,7 @@ class ApplyAction:
         meta = manifest["metadata"]
         namespace = _set_namespace(meta, scope, "apply")
         if self._owner and scope.obj is not None:
-            add_owner_reference(manifest, reconciled_target(scope, "apply.ownerReference"),
-                                namespace)
+            own(manifest, scope, namespace, "apply", self.owner_given)
         params: dict[str, Any] = {"fieldManager": self._field_manager}
         if self._force:
             params["force"] = True
@@ -302,20 +309,98 @@ def check_manifest(manifest: Any, what: str) -> dict[str, Any]:
     return manifest
 
 
-def add_owner_reference(manifest: dict[str, Any], owner: Target, namespace: str | None) -> None:
+def is_itself(manifest: Mapping[str, Any], owner: Target, namespace: str | None) -> bool:
+    """Whether ``manifest`` (its namespace resolved: ``namespace``) is the object ``owner``
+    names: same API group, kind, name and namespace (versions may differ)."""
+    return (split_api_version(manifest["apiVersion"])[0], manifest["kind"],
+            manifest["metadata"].get("name"), namespace) == \
+        (split_api_version(owner.api_version)[0], owner.kind, owner.name, owner.namespace)
+
+
+def own(manifest: dict[str, Any], scope: Scope, namespace: str | None, what: str,
+        explicit: bool) -> None:
+    """Make the reconciled object the controller owner of ``manifest`` (``add_owner_reference``)
+    unless the manifest is the reconciled object itself: an object is never its own owner (the
+    garbage collector would wait on it for ever). Then the default ``ownerReference: true``
+    (``explicit`` False: it owns the *children*) is skipped, and an explicit one is a
+    CheckError."""
+    owner = reconciled_target(scope, f"{what}.ownerReference")
+    if not is_itself(manifest, owner, namespace):
+        add_owner_reference(manifest, owner, namespace, what)
+    elif explicit:
+        raise CheckError(f"{what}: the manifest is the reconciled object itself "
+                         f"({owner.kind} {owner.name}), which cannot be its own owner; "
+                         "remove ownerReference: true (or set it to false)")
+
+
+_SELF = {"name": re.compile(r"\{\{-?\s*obj\.metadata\.name\s*-?\}\}"),
+         "namespace": re.compile(r"\{\{-?\s*obj\.metadata\.namespace\s*-?\}\}")}
+_MARK = "kinrun-reconciled-"
+
+
+def literal_manifest(manifest: Any) -> Mapping[str, Any] | None:
+    """A manifest as written (template text or mapping) read without rendering: each ``{{
+    obj.metadata.name }}``/``{{ obj.metadata.namespace }}`` becomes a marker, any other ``{{
+    }}`` the text ``x``, tags are dropped. None when that is no mapping with a metadata
+    mapping (a template whose shape only rendering shows)."""
+    if isinstance(manifest, str):
+        text = manifest
+        for field_name, pattern in _SELF.items():
+            text = pattern.sub(_MARK + field_name, text)
+        text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", "x", text, flags=re.S),
+                      flags=re.S)
+        try:
+            manifest = safe_yaml.load(text, _SafeLoader)
+        except yaml.YAMLError:
+            return None
+    if not isinstance(manifest, Mapping) or not isinstance(manifest.get("metadata"), Mapping):
+        return None
+    return manifest
+
+
+def names_reconciled_object(manifest: Any, api_version: str, kind: str) -> bool:
+    """Whether a manifest as written (template text or mapping) is literally the reconciled
+    object of a controller whose primary is ``api_version``/``kind``: the same API group and
+    kind, ``metadata.name`` ``{{ obj.metadata.name }}`` and no namespace or ``{{
+    obj.metadata.namespace }}``. False when it cannot be read so (the run then checks each
+    rendered manifest, :func:`own`)."""
+    manifest = literal_manifest(manifest)
+    if manifest is None:
+        return False
+    meta = manifest["metadata"]
+
+    def is_mark(field_name: str) -> bool:
+        value = str(meta.get(field_name)).strip()
+        return value == _MARK + field_name or bool(_SELF[field_name].fullmatch(value))
+    try:
+        same_kind = (split_api_version(str(manifest.get("apiVersion")))[0], manifest.get("kind")) \
+            == (split_api_version(api_version)[0], kind)
+    except ValueError:
+        return False
+    return same_kind and is_mark("name") and ("namespace" not in meta or is_mark("namespace"))
+
+
+def add_owner_reference(manifest: dict[str, Any], owner: Target, namespace: str | None,
+                        what: str = "apply") -> None:
     """Make ``owner`` the controller owner of ``manifest`` (replacing a reference with the same
     uid); CheckError for a cross-namespace owner, a missing uid, or another controller owner."""
     if not owner.uid:
-        raise CheckError("apply: the reconciled object has no metadata.uid; "
+        raise CheckError(f"{what}: the reconciled object has no metadata.uid; "
                          "set ownerReference: false")
     if owner.namespace is not None and namespace != owner.namespace:
-        raise CheckError(f"apply: an owner in namespace {owner.namespace!r} cannot own an object "
-                         f"in {'no namespace' if namespace is None else repr(namespace)}; "
-                         "set ownerReference: false")
+        raise CheckError(f"{what}: an owner in namespace {owner.namespace!r} cannot own an "
+                         f"object in {'no namespace' if namespace is None else repr(namespace)}"
+                         "; set ownerReference: false")
+    if owner.namespace is not None and \
+            builtin_scope(manifest["apiVersion"], manifest["kind"]) is False:
+        raise CheckError(f"{what}: a namespaced owner cannot own the cluster-scoped "
+                         f"{manifest['kind']} {manifest['metadata'].get('name')!r} (the garbage "
+                         "collector treats the reference as unresolvable); set ownerReference: "
+                         "false")
     refs = [r for r in manifest["metadata"].get("ownerReferences") or []
             if isinstance(r, dict) and r.get("uid") != owner.uid]
     if any(r.get("controller") for r in refs):
-        raise CheckError("apply: the manifest already names another controller owner; "
+        raise CheckError(f"{what}: the manifest already names another controller owner; "
                          "set ownerReference: false")
     refs.append({"apiVersion": owner.api_version, "kind": owner.kind, "name": owner.name,
                  "uid": owner.uid, "controller": True, "blockOwnerDeletion": True})

@@ -48,12 +48,13 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.nodes
 
 from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
@@ -76,18 +77,20 @@ from kinrun.redact import redact_request
 from kinrun.result import smallest_delay
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
-    TemplateRenderError, as_location, lookup_functions,
+    TemplateRenderError, as_location, lookup_functions, spend_loop_step,
 )
 
 DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
 """The server-side apply field manager of ``apply`` actions (the schema's default of
 ``apply.fieldManager``; overridable per action)."""
 
-_RESERVED_KEYS = ("when", "name", "plugin", "with")
+_RESERVED_KEYS = ("when", "name", "plugin", "with", "forEach", "as")
+_LOOP_SHADOWED = ("obj", "old", "key", "controller", "reason", "results")
+"""Template names an action's ``as:`` may not hide (its templates need them)."""
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
-                      "by_index", "error",
+                      "by_index", "error", "index_keys", "cron_next", "cron_prev",
                       "now", "range", "env", "read_file", "results")
 """Names a ``reconcile.vars`` entry may not take: the template variables and functions every
 action sees (a var would shadow them)."""
@@ -181,6 +184,8 @@ class CompiledVar:
     name: str
     location: SourceLocation
     value: Any
+    reads: frozenset[str] = frozenset()
+    """The template names its expression reads (the earlier vars it needs among them)."""
 
     def evaluate(self, variables: Mapping[str, Any], controller: str) -> Any:
         """The var's value with ``variables`` in scope, spending the active budget. An
@@ -219,6 +224,7 @@ class CompiledAction:
     when: Any          # an Expression/_TemplateValue, a bool, or None (always)
     impl: Any          # a kinds.*Action with render(scope) -> list[Step]
     reads: frozenset[str] | None = frozenset()
+    loop: ActionLoop | None = None   # forEach + as: rendered once per item
 
     @property
     def deferred(self) -> bool:
@@ -232,6 +238,8 @@ class CompiledAction:
         :class:`~kinrun.actions.kinds.Stop` (for the program); a ``fail`` raises
         ActionFailed or ActionFailedPermanently, located at this action."""
         try:
+            if self.loop is not None:
+                return self.loop.render(self, scope)
             if not self._wanted(scope):
                 return []
             return self.impl.render(scope)
@@ -268,6 +276,37 @@ class CompiledAction:
         set by the kinds that know it), else the action's."""
         return RenderError(detail, controller=controller, index=self.index, label=self.label,
                            location=location or self.location, template_line=line)
+
+
+@dataclass(frozen=True)
+class ActionLoop:
+    """An action's ``forEach`` (an expression giving a list; a mapping gives its (key, value)
+    pairs) and ``as`` (the item's template name). The action's ``when:`` and templates are
+    evaluated once per item, the item in scope (as Ansible's ``loop`` with ``when``), each
+    item one loop step of the reconcile's template budget; the steps of all items, in order."""
+
+    items: Any          # a compiled Expression
+    name: str
+    location: SourceLocation
+
+    def render(self, action: CompiledAction, scope: Scope) -> list[Any]:
+        """The steps of ``action`` for every item; CheckError when forEach gives no list."""
+        try:
+            items = self.items.evaluate(scope.variables)
+        except TemplateRenderError as exc:
+            exc.location = self.location  # the action's error names forEach's line
+            raise
+        if isinstance(items, Mapping):
+            items = list(items.items())
+        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise CheckError(f"forEach must give a list, got {type(items).__name__}")
+        steps: list[Any] = []
+        for item in items:
+            spend_loop_step()
+            each = dataclasses.replace(scope, variables={**scope.variables, self.name: item})
+            if action._wanted(each):
+                steps.extend(action.impl.render(each))
+        return steps
 
 
 class ActionProgram:
@@ -432,7 +471,7 @@ class ActionProgram:
                             answers=answers)
             delay = smallest_delay((delay, asked))
             if client is not None:
-                results[action.label] = answer_of(answers)
+                results[action.label] = answers if action.loop else answer_of(answers)
             if stopped:
                 break
         return delay
@@ -643,8 +682,45 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
         actions.append(_compile_one(index, data, loc, engine, kinds, recorder, field_manager,
                                     fields or {}))
     _check_result_reads(actions)
+    datas = [_unwrap(spec, None, base, i)[0] for i, spec in enumerate(specs)]
     return ActionProgram(controller, actions, budgets=engine.budget,
-                         vars=compile_vars(vars, engine))
+                         vars=read_vars(compile_vars(vars, engine), datas))
+
+
+def read_vars(compiled: Sequence[CompiledVar], datas: Sequence[Any]) -> tuple[CompiledVar, ...]:
+    """The vars a list of actions reads (``datas``: their mappings), in order: those its
+    templates, ``when:`` and ``forEach:`` name, and the earlier vars those read, transitively.
+    The others are never evaluated by this list (so ``onDelete``, where ``obj`` is None, does
+    not evaluate a var written for the live object)."""
+    needed = set().union(*(template_names(template_sources(d)) for d in datas))
+    kept = []
+    for var in reversed(compiled):
+        if var.name in needed:
+            needed |= var.reads
+            kept.append(var)
+    return tuple(reversed(kept))
+
+
+_NAMES_PARSER = jinja2.Environment()
+"""Parses sources for :func:`template_names` (no filters or tests are resolved)."""
+
+
+def template_names(sources: Any) -> frozenset[str]:
+    """Every name (variable, function) that (text, is_expression) ``sources`` load: the
+    ``Name`` nodes of their syntax trees, a superset of what they read from the context (a
+    loop variable named as a var counts too: that var is then evaluated, never wrongly
+    skipped). A source that does not parse reads nothing (its syntax error is reported where
+    it is compiled)."""
+    names: set[str] = set()
+    for text, expression in sources:
+        if expression and "{{" not in text and "{%" not in text:
+            text = "{{ " + text + " }}"
+        try:
+            tree = _NAMES_PARSER.parse(text)
+        except jinja2.TemplateSyntaxError:
+            continue
+        names.update(n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx == "load")
+    return frozenset(names)
 
 
 def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
@@ -673,7 +749,8 @@ def compile_vars(vars: Any, engine: TemplateEngine) -> tuple[CompiledVar, ...]:
         if result_reads([(expr, True)]) != frozenset():
             raise loc.config_error(f"vars: {name} reads results: vars are evaluated before any "
                                    "action runs; read results in the action that needs them")
-        compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc)))
+        compiled.append(CompiledVar(index, name, loc, engine.value(expr, loc),
+                                    template_names([(expr, True)])))
     return tuple(compiled)
 
 
@@ -712,7 +789,33 @@ def _compile_one(index: int, data: Any, loc: SourceLocation, engine: TemplateEng
     label = str(data.get("name") or kind)
     reads = result_reads(template_sources(data))
     return CompiledAction(index, label, loc, _compile_when(data.get("when"), engine, loc), impl,
-                          reads)
+                          reads, _compile_loop(data, kind, engine, loc, fields))
+
+
+def _compile_loop(data: Mapping[str, Any], kind: str, engine: TemplateEngine,
+                  loc: SourceLocation, fields: Mapping[str, Any]) -> ActionLoop | None:
+    """An action's ``forEach``/``as`` (None without forEach). ConfigError for ``as`` without
+    ``forEach``, a forEach that is not an expression, an ``as`` that is no name or hides one
+    the templates need, and for ``applySet``, which loops inside (``applySet.forEach``)."""
+    each, name = data.get("forEach"), data.get("as", "item")
+    if each is None:
+        if "as" in data:
+            raise loc.child(".as").config_error("as names the forEach item: give forEach too")
+        return None
+    where = as_location(fields["forEach"], f"{loc.path}.forEach") if fields.get("forEach") \
+        else loc.child(".forEach")
+    if kind in ("applySet", "stop"):
+        raise where.config_error(
+            "applySet loops inside: write applySet.forEach (its children form one set)"
+            if kind == "applySet" else "stop ends the whole reconcile, so it does not loop: "
+            "test the list in its when (such as items | selectattr(...) | list)")
+    if not isinstance(each, str) or not each.strip():
+        raise where.config_error(f"forEach must be an expression giving a list, got {each!r}")
+    if not isinstance(name, str) or not name.isidentifier() or name in _LOOP_SHADOWED \
+            or name in _JINJA_KEYWORDS:
+        raise loc.child(".as").config_error(
+            f"as must be a variable name other than {', '.join(_LOOP_SHADOWED)}, got {name!r}")
+    return ActionLoop(engine.value(each, where), name, where)
 
 
 def _check_result_reads(actions: Sequence[CompiledAction]) -> None:

@@ -39,3 +39,12 @@ class Lister:
             return self._indexer.index_keys(index_name, value)
         except UnknownIndexError as err:
             raise err.for_informer(err.informer or self.name) from None
+
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        """Every value that has at least one object under index ``index_name``, sorted (client-go
+        ``Indexer.ListIndexFuncValues``). UnknownIndexError: unknown index (as ``by_index``;
+        the indexer itself answers [] for one)."""
+        known = self._indexer.get_indexers()
+        if index_name not in known:
+            raise UnknownIndexError(index_name, known, self.name)
+        return sorted(self._indexer.list_index_func_values(index_name))

@@ -42,6 +42,11 @@ class MultiNamespaceLister:
         """Keys filed under ``value`` in every namespace."""
         return [k for inf in self._informers.values() for k in inf.lister.index_keys(index_name, value)]
 
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        """Values with objects under ``index_name`` in any namespace, sorted, each once."""
+        return sorted({v for inf in self._informers.values()
+                       for v in inf.lister.list_index_func_values(index_name)})
+
 
 class MultiNamespaceInformer:
     """The SharedIndexInformer API (handlers, lister, indexers, sync, start/stop) over one

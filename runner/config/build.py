@@ -197,8 +197,16 @@ def _controller(ctx: _Ctx, i: int, data: dict[str, Any]) -> ControllerSpec:
         max_retries=_get(data, "controller", "maxRetries"),
         reconcile=_reconcile(ctx, base + ("reconcile",), data["reconcile"]),
         location=ctx.at(base), events=_events(data.get("events") or {}),
-        finalizer=data.get("finalizer"), finalizer_location=ctx.at(base + ("finalizer",)),
+        finalizer=_finalizer(data).get("name"), finalizer_location=ctx.at(base + ("finalizer",)),
+        finalizer_when=_finalizer(data).get("when"),
+        finalizer_when_location=ctx.at(base + ("finalizer", "when")),
         schedule=_schedule(ctx, base, data))
+
+
+def _finalizer(data: dict[str, Any]) -> dict[str, Any]:
+    """A controller's ``finalizer`` in its mapping form: ``{name, when}`` ({} when absent)."""
+    value = data.get("finalizer")
+    return {"name": value} if isinstance(value, str) else dict(value or {})
 
 
 def _schedule(ctx: _Ctx, base: PathKey, data: dict[str, Any]) -> ScheduleSpec | None:
@@ -250,9 +258,13 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
                    for name, expression in (data.get("vars") or {}).items()))
 
 
+_ACTION_KEYS = ("when", "name", "forEach", "as")
+"""The keys of an action besides its kind (and a plugin's ``plugin``/``with``)."""
+
+
 def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
     plugin = "plugin" in data
-    kind = data["plugin"] if plugin else next(k for k in data if k not in ("when", "name"))
+    kind = data["plugin"] if plugin else next(k for k in data if k not in _ACTION_KEYS)
     key = "with" if plugin else kind
     spec = data.get("with", {}) if plugin else _action_spec(kind, data[kind])
     value = data.get(key)
@@ -260,8 +272,9 @@ def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
         fields = {f: ctx.at(path + (key, f)) for f in value}
     else:  # the scalar forms: log "...", requeueAfter 30s / "{{ ... }}"
         fields = {f: ctx.at(path + (key,)) for f in spec}
-    if "when" in data:
-        fields["when"] = ctx.at(path + ("when",))
+    for key_name in ("when", "forEach", "as"):
+        if key_name in data:
+            fields[key_name] = ctx.at(path + (key_name,))
     raw = {k: v for k, v in data.items() if k not in ("plugin", "with")}
     if plugin:
         raw[kind] = data.get("with", {})

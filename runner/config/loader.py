@@ -17,7 +17,7 @@ guide and tested):
 - more than one document in the file, or an empty file.
 
 Timestamps stay strings (``2024-01-01`` is not turned into a date). Merge keys (``<<``) and
-anchors/aliases work; recursive aliases, alias bombs and documents nested too deep are errors
+anchors/aliases work (a local key overrides a merged one, as YAML 1.1 says); recursive aliases, alias bombs and documents nested too deep are errors
 (``kinrun.safe_yaml``: its limits apply to every YAML kinrun reads).
 """
 
@@ -38,6 +38,7 @@ from kinrun.errors import ConfigError
 PathKey = tuple[str | int, ...]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -194,18 +195,24 @@ class _Builder:
         return value
 
     def mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
+        """The mapping's data. Merge keys as YAML 1.1 (yaml.org/type/merge.html): PyYAML's
+        ``flatten_mapping`` puts the merged pairs first (of a list of merged mappings, the
+        earlier last), so a later pair wins: a local key overrides a merged one. Only a key
+        given twice in the mapping itself is a duplicate (an error)."""
+        local = {id(k) for k, _v in node.value if k.tag != _MERGE_TAG}
         self.loader.flatten_mapping(node)
         out: dict[str, Any] = {}
-        first_line: dict[str, int] = {}
+        first_line: dict[str, int] = {}  # local keys only
         for key_node, value_node in node.value:
             key = self.key(key_node, path)
             if key is None:
                 continue
-            if key in out:
+            if key in first_line:
                 self.error(key_node, path + (key,),
                            f"duplicate key {key!r} (first at line {first_line[key]})")
                 continue
-            first_line[key] = key_node.start_mark.line + 1
+            if id(key_node) in local:
+                first_line[key] = key_node.start_mark.line + 1
             out[key] = self.build(value_node, path + (key,), key_node)
         return out
 

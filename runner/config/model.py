@@ -255,7 +255,8 @@ class ActionSpec:
     - stop: ``{message}`` (the string form becomes message)
     - fail: ``{message, permanent (default False)}``
     - create: ``{manifest, ownerReference (default True)}``
-    - applySet: ``{manifests, forEach (None), as (default item), ownerReference (default
+    - applySet: ``{manifests, forEach (None), as (default item), parent (None: the
+      reconciled object), ownerReference (default
       True), prune (default True), force (default False), fieldManager}``
     - plugin kinds: the ``with`` mapping as given (empty if omitted)
 
@@ -357,7 +358,8 @@ class ControllerSpec:
     ``workers`` (>= 1, default 1); ``rate_limiter``; ``max_retries``
     (>= 0, default 15); ``reconcile``; ``events``: the source its Events name;
     ``finalizer``: the finalizer it owns on its primary objects, or None;
-    ``finalizer_location``: where ``finalizer`` is written; ``schedule``: its cron
+    ``finalizer_location``: where ``finalizer`` is written; ``finalizer_when``: the
+    ``finalizer.when`` expression (None: every object), ``finalizer_when_location`` its place; ``schedule``: its cron
     ``schedule``/``timeZone`` (a ScheduleSpec), or None."""
 
     name: str
@@ -373,6 +375,8 @@ class ControllerSpec:
     events: EventsSpec = field(default_factory=EventsSpec)
     finalizer: str | None = None
     finalizer_location: Location = _NOWHERE
+    finalizer_when: str | None = None
+    finalizer_when_location: Location = _NOWHERE
     schedule: ScheduleSpec | None = None
 
 

@@ -102,6 +102,9 @@ def _sources(data: Any) -> Iterator[tuple[PathKey, str, bool]]:
             map_to = watch.get("mapTo") if isinstance(watch, dict) else None
             if isinstance(map_to, dict) and isinstance(map_to.get("template"), str):
                 yield base + ("watches", j, "mapTo", "template"), map_to["template"], False
+        finalizer = controller.get("finalizer")
+        if isinstance(finalizer, dict) and isinstance(finalizer.get("when"), str):
+            yield base + ("finalizer", "when"), finalizer["when"], True
         reconcile = controller.get("reconcile")
         for list_name in ("actions", "onDelete", "finalize", "onError"):
             items = reconcile.get(list_name) if isinstance(reconcile, dict) else None
@@ -111,8 +114,9 @@ def _sources(data: Any) -> Iterator[tuple[PathKey, str, bool]]:
 
 
 def _action_sources(base: PathKey, action: dict[str, Any]) -> Iterator[tuple[PathKey, str, bool]]:
-    if isinstance(action.get("when"), str):
-        yield base + ("when",), action["when"], True
+    for key in ("when", "forEach"):
+        if isinstance(action.get(key), str):
+            yield base + (key,), action[key], True
     for kind, value in action.items():
         yield from _kind_sources(base + (kind,), kind, value)
 
@@ -132,7 +136,8 @@ def _kind_sources(path: PathKey, kind: str, value: Any) -> Iterator[tuple[PathKe
     for f in fields:
         if isinstance(value.get(f), str):
             yield path + (f,), value[f], False
-    target = value.get("target") if kind in ("patch", "delete") else None
+    target = value.get("target") if kind in ("patch", "delete") else \
+        value.get("parent") if kind == "applySet" else None
     if isinstance(target, dict):
         for f in _TARGET_FIELDS:
             if isinstance(target.get(f), str):

@@ -8,6 +8,7 @@ thread-safe (compiled templates and programs are); no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 
 from pluggy import PluginManager
@@ -83,6 +84,9 @@ class ControllerPlan:
     finalize: ActionProgram | None = None
     finalizer: str | None = None
     schedule: CronSchedule | None = None
+    finalizer_when: Any = None
+    """``finalizer.when`` compiled (``kinrun.actions.finalizer.FinalizerCondition``), None:
+    every live object holds the finalizer."""
     recorder: EventRecorder | None = None
     on_error: ActionProgram | None = None
 

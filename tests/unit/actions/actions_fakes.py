@@ -51,6 +51,10 @@ class FakeLister:
         func = self._indexers[index_name]
         return [o for o in self._objs if value in func(o)]
 
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        func = self._indexers[index_name]
+        return sorted({v for o in self._objs for v in func(o)})
+
 
 class RecordingClient:
     """Records every executed request; optionally fails the n-th (0-based) with an ApiError."""

@@ -82,6 +82,7 @@ def test_a_failing_var_fails_the_render_naming_the_var_and_its_line():
           owned: obj.metadata.labels.team == 'a'
         actions:
           - patch: {patch: 'data: {x: "1"}'}
+            when: owned
         """)
     client = RecordingClient()
     with pytest.raises(VarError) as info:
@@ -95,7 +96,7 @@ def test_a_failing_var_fails_the_render_naming_the_var_and_its_line():
 
 def test_an_undefined_var_value_is_an_error_not_empty():
     """A var whose value is undefined (a typo) is an error, as in a template."""
-    prog = compile_actions([{"log": "x"}], controller="c", vars={"name": "obj.metdata"})
+    prog = compile_actions([{"log": "{{ name }}"}], controller="c", vars={"name": "obj.metdata"})
     with pytest.raises(VarError, match="has no attribute 'metdata'"):
         prog.render(key="ns/cm", obj=OWNED)
 
@@ -106,7 +107,7 @@ def test_vars_spend_the_reconcile_budget():
     loops = "{% for i in range(100) %}{% endfor %}"
     alone = compile_actions([{"log": loops}], controller="c", engine=engine)
     alone.render(key="ns/cm", obj=OWNED)
-    both = compile_actions([{"log": loops}], controller="c", engine=engine,
+    both = compile_actions([{"log": loops + "{{ n }}"}], controller="c", engine=engine,
                            vars={"n": "range(100) | list | length"})
     with pytest.raises(BudgetError) as info:
         both.render(key="ns/cm", obj=OWNED)
@@ -116,7 +117,7 @@ def test_vars_spend_the_reconcile_budget():
 def test_a_var_over_budget_is_a_budget_error_naming_the_var():
     """A var alone over the budget raises VarBudgetError (a BudgetError) naming it."""
     engine = TemplateEngine(TemplateOptions(budget=BudgetLimits(max_loop_steps=10)))
-    prog = compile_actions([{"log": "x"}], controller="c", engine=engine,
+    prog = compile_actions([{"log": "{{ many | length }}"}], controller="c", engine=engine,
                            vars={"many": "range(100) | list"})
     with pytest.raises(VarBudgetError) as info:
         prog.render(key="ns/cm", obj=OWNED)
@@ -211,3 +212,24 @@ def test_initial_list_tells_the_first_list_from_a_real_add():
     assert line(None) == LogLine("info", " initial=False")
     with pytest.raises(ConfigError, match="would shadow the template name 'initial_list'"):
         compile_actions([{"log": "x"}], controller="c", vars={"initial_list": "1"})
+
+
+def test_a_list_evaluates_only_the_vars_it_reads():
+    """Vars are evaluated lazily per list: onDelete (obj None) does not evaluate a var only the
+    actions read, and a var is evaluated when a read var needs it (transitively)."""
+    controller = compiled("""\
+        vars:
+          team: obj.metadata.labels.team
+          greeting: "'hello ' ~ team"
+          gone: "'bye ' ~ old.metadata.name"
+        actions:
+          - log: "{{ greeting }}"
+        onDelete:
+          - log: "{{ gone }}"
+        """)
+    assert [v.name for v in controller.actions.vars] == ["team", "greeting"]
+    assert [v.name for v in controller.on_delete.vars] == ["gone"]
+    assert logs(controller.on_delete.render(key="ns/cm", obj=None, old=LOOSE)) == ["bye free"]
+    labelled = {**LOOSE, "metadata": {**LOOSE["metadata"], "labels": {"team": "a"}}}
+    assert logs(controller.actions.render(key="ns/free", obj=labelled)) == ["hello a"]
+

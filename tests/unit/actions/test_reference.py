@@ -67,7 +67,7 @@ controllers:
     reconcile:
       vars: {first: "1"}
       actions:
-        - {name: one, log: "x"}
+        - {name: one, log: "{{ first }}"}
         - log: "{{ results.one }}"
 """
 
@@ -90,7 +90,7 @@ def test_action_scope_names_are_exactly_the_documented_ones(monkeypatch):
     scope = seen - {"first"}
     assert "first" in seen
     assert scope <= documented("actions")
-    assert documented("actions") - globals_ - {"<var>"} <= scope
+    assert documented("actions") - globals_ - {"<var>", "<item>"} <= scope
 
 
 def test_key_mapper_and_indexer_names_are_exactly_the_documented_ones(monkeypatch):

@@ -64,6 +64,22 @@ def test_merge_keys_and_aliases_work() -> None:
     assert loaded.data == {"base": {"x": 1}, "c": {"x": 1, "y": 2}}
 
 
+def test_a_local_key_overrides_a_merged_one() -> None:
+    """YAML 1.1 merge keys: a key of the mapping itself overrides the same key merged in with
+    ``<<``, and an earlier merged mapping overrides a later one; no duplicate reported."""
+    loaded = load_yaml("a: &a {x: 1, y: 1}\nb: &b {x: 2, z: 2}\n"
+                       "c:\n  <<: [*a, *b]\n  y: 3\n", "f.yaml")
+    assert loaded.errors == []
+    assert loaded.data["c"] == {"x": 1, "y": 3, "z": 2}
+    assert loaded.marks[("c", "y")].line == 4  # the local key's place
+
+
+def test_a_real_duplicate_beside_a_merge_key_is_still_refused() -> None:
+    """Two local keys with the same name stay an error even when the mapping merges."""
+    loaded = load_yaml("a: &a {x: 1}\nc:\n  <<: *a\n  y: 1\n  y: 2\n", "f.yaml")
+    assert [(e.line, "duplicate key 'y'" in e.message) for e in loaded.errors] == [(5, True)]
+
+
 def test_recursive_alias_is_an_error_not_a_hang() -> None:
     """A self-referencing alias is reported instead of recursing forever."""
     loaded = load_yaml("a: &x [1, *x]\n", "f.yaml")

@@ -57,6 +57,17 @@ def test_apply_set_parent_patch_is_granted_on_the_primary() -> None:
     assert "delete core/configmaps in a" not in got
 
 
+def test_a_separate_apply_set_parent_gets_get_and_apply_verbs_not_the_primary() -> None:
+    """applySet.parent: get, patch and create on the parent's resource; no patch on the
+    primary (the reconciled object is never written)."""
+    got = perms("- applySet:\n    prune: false\n    parent: {apiVersion: v1, kind: Secret,"
+                " name: set}\n    manifests:\n      - {apiVersion: v1, kind: Service,"
+                " metadata: {name: s}}\n")
+    assert got == {"get core/secrets in a", "patch core/secrets in a",
+                   "create core/secrets in a", "patch core/services in a",
+                   "create core/services in a"}
+
+
 def test_apply_set_without_prune_needs_no_list_or_delete() -> None:
     got = perms("- applySet:\n    prune: false\n    manifests:\n      - {apiVersion: v1,"
                 " kind: Secret, metadata: {name: s}}\n")
