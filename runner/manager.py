@@ -11,7 +11,7 @@ it against a cluster and wires the pipeline::
     ...
     manager.stop()           # informers first, then drain the workqueues
 
-The GC policy (``kinrun.cache.gc_tuning``: thresholds, freezing the initial list) is the main
+The GC policy (``kinrun.gc.policy``: thresholds, freezing the initial list) is the main
 job's choice (``start(..., gc_policy=True)``); a library user's ``start()`` leaves the process's
 GC settings alone.
 
@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
-from kinrun.cache import gc_tuning
+from kinrun.gc import policy as gc_tuning
 from kinrun.fencing import Fence
 from kinrun.threads import SupervisedThread
 from kinrun.clock import REAL_CLOCK

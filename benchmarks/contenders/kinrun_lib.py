@@ -40,10 +40,10 @@ from kinrun.cache import (  # noqa: E402
     FieldPruner,
     ObjectList,
     SharedIndexInformer,
-    gc_tuning,
     parse_path,
     strip_managed_fields,
 )
+from kinrun.gc import policy as gc_tuning  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.kube import Client  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402

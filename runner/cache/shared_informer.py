@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinrun.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, PopProcess
-from kinrun.cache.gc_pause import gc_paused
+from kinrun.gc.pause import gc_paused
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.index import Indexers
 from kinrun.cache.lister import Lister
