@@ -127,13 +127,13 @@ class Controller:
         if not self._threads:
             self.queue.shut_down()
             return True
-        deadline = time.monotonic() + drain_timeout
+        deadline = REAL_CLOCK.now() + drain_timeout
         drained = self.queue.shut_down_with_drain(drain_timeout)
         self._stopping.set()
         self.queue.shut_down()
         joined = True
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - REAL_CLOCK.now()))
             joined = joined and not thread.is_alive()
         if not (drained and joined):
             self.log.error("%s: stopped without draining (reconciles still running)", self.name)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
@@ -261,12 +260,12 @@ class Manager:
             self._start_collecting_frozen(self.plan.settings.gc.collect_frozen_every)
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else REAL_CLOCK.now() + timeout
         for name, informer in self.informers.items():
             while not informer.wait_for_sync(0.2):
                 if stop is not None and stop.is_set():
                     return False
-                if deadline is not None and time.monotonic() > deadline:
+                if deadline is not None and REAL_CLOCK.now() > deadline:
                     _log.error("informer %s not synced after %.0fs", name, timeout)
                     return False
             _log.info("informer %s synced: %d %s", name, len(informer.lister.list()),
@@ -280,11 +279,11 @@ class Manager:
         while any(r.informer.has_synced() and not r.has_synced() for r in registrations):
             if stop is not None and stop.is_set():
                 return False
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and REAL_CLOCK.now() > deadline:
                 _log.error("event handlers had not handled the initial lists after %.0fs",
                            timeout)
                 return False
-            time.sleep(0.005)  # once, at start; listeners signal nothing
+            REAL_CLOCK.sleep(0.005)  # once, at start; listeners signal nothing
         return True
 
     # -- garbage collection (gc_tuning) ------------------------------------------------------

@@ -56,6 +56,7 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
                                PlatformCollector, ProcessCollector, disable_created_metrics)
 from prometheus_client.exposition import choose_encoder
 
+from kinrun.clock import REAL_CLOCK
 from kinrun.errors import KinrunError
 from kinrun.probes import Endpoint, Response
 
@@ -190,7 +191,7 @@ class Metrics:
     def config_loaded(self, digest: str) -> None:
         """The config with hash ``digest`` is in force at start."""
         self.config_last_reload_successful.set(1)
-        self.config_last_reload_success_timestamp.set(time.time())
+        self.config_last_reload_success_timestamp.set(REAL_CLOCK.wall())
         self._set_config_hash("active", digest)
 
     def reload_succeeded(self, digest: str, when: float) -> None:

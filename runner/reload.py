@@ -61,7 +61,6 @@ import dataclasses
 import hashlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -490,7 +489,7 @@ class Reloader:
         self._failed_hash = None
         self.hash, self.last_diff = content, change
         if self.metrics is not None:
-            self.metrics.reload_succeeded(content, time.time())
+            self.metrics.reload_succeeded(content, REAL_CLOCK.wall())
         _log.info("config reloaded (%s, hash %s): %s", reason, content[:12], change.summary())
 
     # -- the loop ------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 import fnmatch
 import re
 import threading
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kinrun.actions.status import merge_patch
+from kinrun.clock import REAL_CLOCK
 from kinrun.config import ConfigErrors, load
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
@@ -212,7 +212,7 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
     ``show_secrets``: the failure diffs show Secret values (default: redacted).
     ``recorder``: record into this one (a fresh Recorder), to read it afterwards
     (:func:`transcript`)."""
-    started = time.monotonic()
+    started = REAL_CLOCK.now()
     recorder = recorder if recorder is not None else Recorder()
     capture = LogCapture(recorder).install()
     try:
@@ -228,7 +228,7 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
                       show_secrets=show_secrets)
     if failures and not show_secrets:
         failures = _without_secret_values(case, failures)
-    return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
+    return CaseOutcome(prepared.tests.file, case.name, REAL_CLOCK.now() - started,
                        tuple(failures))
 
 
@@ -261,12 +261,13 @@ class _CaseRun:
                  timeout: float) -> None:
         self.prepared, self.case, self.recorder, self.timeout = prepared, case, recorder, timeout
         self.clock = StepClock(0.0)
+        self.clock.set_wall(EPOCH)  # wall(): EPOCH + fake time (Events, the server's clock)
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
         from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError, controllers_default
 
-        server = EmbeddedAPIServer(seed=SEED, clock=lambda: EPOCH + self.clock.now(),
+        server = EmbeddedAPIServer(seed=SEED, clock=self.clock.wall,
                                    bookmark_interval=BOOKMARK_INTERVAL,
                                    controllers=controllers_default())
         server.start()
@@ -277,7 +278,7 @@ class _CaseRun:
             except StatusError as exc:
                 return Failure("run", f"given: the server refused an object: {exc}")
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
-            wall = self.recorder.wall_clock(lambda: EPOCH + self.clock.now())
+            wall = self.recorder.wall_clock(self.clock.wall)
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins, clock=wall)
             turnstile = Turnstile()
             manager = compiled.bind(turnstile.client(RecordingClient(
