@@ -96,6 +96,19 @@ class WallOverride:
         return self.clock.wait_until(wakeup, deadline)
 
 
+def clock_of(clock: Clock | Callable[[], float] | None, *, where: str) -> Clock:
+    """What a public ``clock=`` keyword that used to take a wall-time callable takes now: a
+    Clock as it is (None: ``REAL_CLOCK``); a bare callable of Unix seconds still works, as the
+    wall of ``REAL_CLOCK``, with a DeprecationWarning naming ``where``."""
+    if clock is None:
+        return REAL_CLOCK
+    if hasattr(clock, "wall"):
+        return clock  # type: ignore[return-value]
+    warnings.warn(f"{where}: clock= a callable is deprecated; pass a kinrun.clock.Clock (its "
+                  "wall() gives the time)", DeprecationWarning, stacklevel=3)
+    return WallOverride(REAL_CLOCK, clock)  # type: ignore[arg-type]
+
+
 def with_wall(clock: Clock | None, wall_clock: Callable[[], float] | None, *,
               where: str) -> Clock:
     """``clock`` (default ``REAL_CLOCK``), its wall replaced by the callable ``wall_clock`` when

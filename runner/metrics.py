@@ -103,6 +103,18 @@ class Metrics:
     def __init__(self) -> None:
         disable_created_metrics()  # as Go's client: no *_created series
         r = self.registry = CollectorRegistry()
+        self._reconcile_metrics(r)
+        self._workqueue_metrics(r)
+        self._client_and_informer_metrics(r)
+        self._config_metrics(r)
+        self._active_known: set[str] = set()  # controllers whose active_workers exists
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
+
+    def _reconcile_metrics(self, r: CollectorRegistry) -> None:
+        """controller-runtime's reconcile metrics (same names and labels)."""
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
             ["controller", "result"], registry=r)
@@ -127,7 +139,9 @@ class Metrics:
         self.active_workers = Gauge(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller", ["controller"], registry=r)
-        self._workqueue_metrics(r)
+
+    def _client_and_informer_metrics(self, r: CollectorRegistry) -> None:
+        """client-go's request and leader-election metrics, and kinrun's informer ones."""
         self.rest_client_requests = Counter(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -149,12 +163,6 @@ class Metrics:
             "Watches of an informer's reflector that ended and were re-opened or followed by "
             "a relist, by reason: closed (server timeout), stalled (silent past the "
             "inactivity limit), expired (410), error.", ["informer", "reason"], registry=r)
-        self._config_metrics(r)
-        self._active_known: set[str] = set()  # controllers whose active_workers exists
-        ProcessCollector(registry=r)
-        PlatformCollector(registry=r)
-        GCCollector(registry=r)
-        self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
 
     def _config_metrics(self, r: CollectorRegistry) -> None:
         """Hot reload (``kinrun.reload``), named after Prometheus' own
