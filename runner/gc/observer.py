@@ -5,8 +5,8 @@ controller's workers tell the installed observer what they do (a watch read star
 was decoded, a reconcile starts or ends, a freezing pause ended); they never read or write the
 policy's state themselves. The default, ``NO_GC_OBSERVER``, does nothing: a process without
 kinrun's policy (a library user, ``kinrun test``) keeps CPython's collector as it is.
-``kinrun.gc.policy.manage`` installs the policy's observer (the main job: ``Manager.start``
-with ``gc_policy``); ``unfreeze`` puts the default back.
+``kinrun.gc.policy.manage`` (``freeze_survivors``) installs the policy's observer (the main job:
+``Manager.start`` with ``gc_policy``); ``unfreeze`` puts the default back.
 
 The collector is one per process, so the seam is one per process too: ``installed()`` is read
 once per watch stream, per reconcile and per freezing pause, never per event. Cost on the hot

@@ -209,9 +209,11 @@ def _collect_young() -> None:
 
 
 def freeze_survivors() -> None:
-    """From now on, freeze the survivors of every collection (idempotent)."""
+    """From now on, freeze the survivors of every collection (idempotent), and install
+    ``OBSERVER`` (``kinrun.gc.observer``: the pipeline reports to the policy)."""
     with _lock:
         _add_callback_locked()
+        observer.install(OBSERVER)
 
 
 def freezing_survivors() -> bool:
@@ -220,9 +222,10 @@ def freezing_survivors() -> bool:
 
 
 def stop_freezing_survivors() -> None:
-    """Undo ``freeze_survivors``."""
+    """Undo ``freeze_survivors`` (the no-op observer installed again)."""
     with _lock:
         _remove_callback_locked()
+        observer.install(observer.NO_GC_OBSERVER)
 
 
 def _add_callback_locked() -> None:
@@ -302,16 +305,15 @@ class _PolicyObserver:
 
 
 OBSERVER: observer.GCObserver = _PolicyObserver()
-"""What ``manage`` installs (``kinrun.gc.observer.install``)."""
+"""What ``freeze_survivors`` (``manage``) installs (``kinrun.gc.observer.install``)."""
 
 
 def manage(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
-    """kinrun's policy (module docstring): raised thresholds, survivors of collections frozen,
-    ``OBSERVER`` installed (the pipeline reports to it). Returns the previous thresholds, for
+    """kinrun's policy (module docstring): raised thresholds, survivors of collections frozen
+    (``OBSERVER`` installed: the pipeline reports to it). Returns the previous thresholds, for
     ``unfreeze``."""
     previous = raise_thresholds(thresholds)
     freeze_survivors()
-    observer.install(OBSERVER)
     return previous
 
 
