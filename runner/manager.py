@@ -227,7 +227,7 @@ class Manager:
         what a warm standby replica does while it waits for the Lease (keys queue up,
         deduplicated, until ``start_workers``; as controller-runtime's warm replicas).
         With ``gc_policy`` (the main job's choice): apply kinrun's GC policy
-        (``gc_tuning.manage``) first and freeze the GC over the initial list once synced.
+        (``kinrun.gc.policy.manage``) first and freeze the GC over the initial list once synced.
         Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
         plugins.call_startup(self.pm, config=self.config, client=self.client)
         waiting_controllers = self.waiting_controllers()
@@ -286,12 +286,12 @@ class Manager:
             REAL_CLOCK.sleep(0.005)  # once, at start; listeners signal nothing
         return True
 
-    # -- garbage collection (gc_tuning) ------------------------------------------------------
+    # -- garbage collection (kinrun.gc) -------------------------------------------------------
 
     def collect_frozen_garbage(self) -> gc_tuning.FrozenCollection:
-        """Collect the cyclic garbage kinrun's GC policy froze (``gc_tuning.collect_frozen``:
-        pauses every thread for a full collection) and log it at INFO. Only between ``start``
-        and ``stop`` (the policy must be on: ``gc_tuning.PolicyOffError`` otherwise). Called
+        """Collect the cyclic garbage kinrun's GC policy froze (``kinrun.gc.policy``'s
+        ``collect_frozen``: pauses every thread for a full collection) and log it at INFO. Only
+        between ``start`` and ``stop`` (the policy must be on: ``PolicyOffError`` otherwise). Called
         by the thread ``start`` runs when ``gc.collectFrozenEvery`` is set; callable directly."""
         done = gc_tuning.collect_frozen()
         _log.info("gc: collected %d frozen objects in %.0f ms", done.collected,

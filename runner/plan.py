@@ -83,8 +83,9 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: its
     ``wall()`` is the time what templates and actions stamp (Event names and timestamps) and
     the templates' ``now()`` (the engine's ``wall_clock``); default ``REAL_CLOCK`` (``kinrun
-    test`` and ``render`` pass a fixed one; a bare callable of Unix seconds is deprecated). ``options``: how the main job was asked to run
-    (``Plan.settings``: the effective settings; None: as the file says)."""
+    test`` and ``render`` pass a fixed one; a bare callable of Unix seconds is deprecated).
+    ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
+    None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     wall = clock_of(clock, where="plan").wall

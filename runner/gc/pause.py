@@ -16,8 +16,8 @@ off; it runs at the next allocation outside them.
 
 Freezing: under kinrun's GC policy (``kinrun.gc.policy``: survivors of collections are
 frozen), a pause entered with ``freeze=True`` ends with ``gc.freeze()`` when the last
-overlapping pause ends (the installed ``kinrun.gc.observer``'s
-``pause_ended``; the default does nothing): what the block made survives, so it is frozen now and walked never.
+overlapping pause ends (the installed ``kinrun.gc.observer``'s ``pause_ended``; the default
+does nothing): what the block made survives, so it is frozen now and walked never.
 A freeze also moves any cyclic garbage of the moment (from plugins, on other threads) out of
 the collector's reach for good, so it is used once per LIST (``KubeListerWatcher.list``) and
 once per Replace (``SharedIndexInformer``'s reflector store), not per request or watch event.

@@ -278,7 +278,8 @@ def collect_frozen() -> FrozenCollection:
     """
     with _lock:
         if not freezing_survivors():
-            raise PolicyOffError("kinrun's GC policy is off (kinrun.gc.policy.manage not in effect)")
+            raise PolicyOffError("kinrun's GC policy is off "
+                                 "(kinrun.gc.policy.manage not in effect)")
         _remove_callback_locked()
         try:
             start = time.perf_counter()
