@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from podgen import make_pod  # noqa: E402
 from replay import FakeResponse, GcPauses, QuietWatch  # noqa: E402
 
-from kinrun.cache import (ObjectList, SharedIndexInformer, gc_tuning,  # noqa: E402
-                          strip_managed_fields)
+from kinrun.cache import ObjectList, SharedIndexInformer, strip_managed_fields  # noqa: E402
+from kinrun.gc import policy as gc_tuning  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.kube.listwatch import StreamWatch  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402

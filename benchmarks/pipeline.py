@@ -12,7 +12,7 @@ Run: ``python benchmarks/pipeline.py [--events N] [--pods N]``. Prints a table a
 2. Memory: 10,000 Pods listed (decoded from JSON per object, as from the wire), managedFields
    stripped, cached. Per object: tracemalloc's traced bytes and the RSS growth, divided by N.
 3. GC: the throughput run over a cache of ``--pods`` objects, with CPython's default GC and
-   with kinrun's policy (``kinrun.cache.gc_tuning.manage`` before the informer starts, then
+   with kinrun's policy (``kinrun.gc.policy.manage`` before the informer starts, then
    ``gc.freeze`` after the initial list, as the Manager does); pauses via gc.callbacks.
 """
 
@@ -35,7 +35,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from podgen import make_pod  # noqa: E402
 
-from kinrun.cache import ObjectList, SharedIndexInformer, WatchEvent, gc_tuning, strip_managed_fields  # noqa: E402
+from kinrun.cache import ObjectList, SharedIndexInformer, WatchEvent, strip_managed_fields  # noqa: E402
+from kinrun.gc import policy as gc_tuning  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402
 

@@ -63,7 +63,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from podgen import make_pod  # noqa: E402
 
-from kinrun.cache import ObjectList, SharedIndexInformer, gc_tuning, strip_managed_fields  # noqa: E402
+from kinrun.cache import ObjectList, SharedIndexInformer, strip_managed_fields  # noqa: E402
+from kinrun.gc import policy as gc_tuning  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.kube.listwatch import StreamWatch, event_object  # noqa: E402
 from kinrun.kube.managed_fields import loads_without_managed_fields  # noqa: E402

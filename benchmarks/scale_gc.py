@@ -42,10 +42,11 @@ import orjson  # noqa: E402
 
 import podgen  # noqa: E402
 from replay import QuietWatch  # noqa: E402
-from kinrun.cache import ObjectList, SharedIndexInformer, gc_tuning, strip_managed_fields  # noqa: E402
+from kinrun.cache import ObjectList, SharedIndexInformer, strip_managed_fields  # noqa: E402
+from kinrun.gc import policy as gc_tuning  # noqa: E402
 from kinrun.cache import delta_fifo  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
-from kinrun.cache.gc_pause import gc_paused  # noqa: E402
+from kinrun.gc.pause import gc_paused  # noqa: E402
 from kinrun.kube.listwatch import loads_list_page  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402
 

@@ -12,10 +12,11 @@ everything; importing ``kinrun.__version__`` from it is allowed anywhere.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "durations", "selectors", "conditions",  # pure data and time; no I/O;
      "redact", "threads", "safe_yaml", "result", "cron",   # Secret values kept out of output;
-     "fencing", "openapi"),                                # supervised threads; bounded YAML;
+     "fencing", "openapi", "gc"),                          # supervised threads; bounded YAML;
                                                            # a reconcile's typed Result; the
                                                            # Lease's fence of a thread; the
-                                                           # kinds' schemas
+                                                           # kinds' schemas; the GC pause,
+                                                           # policy and its observer seam
     ("cache", "workqueue"),                                # the client-go informer pipeline
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates

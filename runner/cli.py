@@ -626,11 +626,12 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     templates (``get``/``list``/``by_index``) see the ``cached`` objects (``--lookup``)."""
     from kinrun.bound import offline_reconciler
     from kinrun.plan import plan
+    from kinrun.clock import FakeClock
     from kinrun.testing.recording import EPOCH
 
     # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
     # run to run (and as a test case's first reconcile stamps them)
-    reconciler = offline_reconciler(plan(config, clock=lambda: EPOCH), controller.name,
+    reconciler = offline_reconciler(plan(config, clock=FakeClock(wall=EPOCH)), controller.name,
                                     cached or ())
     rendered = reconciler.render(key, None if deleted else obj, old=old,
                                  reason=reason or ("deleted" if deleted else ""))

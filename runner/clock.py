@@ -5,6 +5,10 @@ owns a private wake-up ``threading.Event`` and calls ``clock.wait(wakeup, timeou
 wants the waiter to look again (new work, stop) sets that event. A clock may also set the event
 itself to end a wait (the fake clock does, when stepped past the deadline), so a wake-up event
 must be used for nothing but wake-ups, and its owner clears it before re-checking its state.
+
+Wall time (a Lease's renewTime, an Event's timestamps, certificates' validity, templates'
+``now()``) is the same clock's ``wall()``: a fake clock gives a settable one, so one injected
+object fixes both.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import heapq
 import itertools
 import threading
 import time
+import warnings
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -21,6 +27,11 @@ class Clock(Protocol):
 
     def now(self) -> float:
         """Monotonic seconds (arbitrary origin)."""
+        ...
+
+    def wall(self) -> float:
+        """Wall-clock seconds since the Unix epoch (what is written into objects and logs;
+        never used to measure an interval)."""
         ...
 
     def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
@@ -39,11 +50,12 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """The system's monotonic clock. Thread-safe (stateless)."""
+    """The system's monotonic clock, and ``time.time`` as its wall. Thread-safe (stateless).
+    ``now`` and ``wall`` are the ``time`` functions themselves (no call in between: read per
+    loop step by the template budget)."""
 
-    def now(self) -> float:
-        """``time.monotonic()``."""
-        return time.monotonic()
+    now = staticmethod(time.monotonic)
+    wall = staticmethod(time.time)
 
     def sleep(self, seconds: float) -> None:
         """``time.sleep(seconds)`` (uninterruptible: prefer ``wait``)."""
@@ -62,9 +74,57 @@ class RealClock:
 
 REAL_CLOCK = RealClock()
 
+FAKE_EPOCH = 1_700_000_000.0
+"""A FakeClock's wall time at its start unless told: 2023-11-14T22:13:20Z."""
+
+
+class WallOverride:
+    """``clock`` with another wall: ``wall()`` is ``wall`` (Unix seconds), the rest is
+    ``clock``'s. What a deprecated ``wall_clock=`` callable keyword is turned into."""
+
+    def __init__(self, clock: Clock, wall: Callable[[], float]) -> None:
+        self.clock = clock
+        self.wall = wall
+        self.now = clock.now
+
+    def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
+        """``clock.wait``."""
+        return self.clock.wait(wakeup, timeout)
+
+    def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
+        """``clock.wait_until``."""
+        return self.clock.wait_until(wakeup, deadline)
+
+
+def clock_of(clock: Clock | Callable[[], float] | None, *, where: str) -> Clock:
+    """What a public ``clock=`` keyword that used to take a wall-time callable takes now: a
+    Clock as it is (None: ``REAL_CLOCK``); a bare callable of Unix seconds still works, as the
+    wall of ``REAL_CLOCK``, with a DeprecationWarning naming ``where``."""
+    if clock is None:
+        return REAL_CLOCK
+    if hasattr(clock, "wall"):
+        return clock  # type: ignore[return-value]
+    warnings.warn(f"{where}: clock= a callable is deprecated; pass a kinrun.clock.Clock (its "
+                  "wall() gives the time)", DeprecationWarning, stacklevel=3)
+    return WallOverride(REAL_CLOCK, clock)  # type: ignore[arg-type]
+
+
+def with_wall(clock: Clock | None, wall_clock: Callable[[], float] | None, *,
+              where: str) -> Clock:
+    """``clock`` (default ``REAL_CLOCK``), its wall replaced by the callable ``wall_clock`` when
+    one is given, with a DeprecationWarning naming ``where``: for public functions keeping a
+    deprecated ``wall_clock`` keyword (pass a Clock instead: its ``wall()``)."""
+    clock = clock or REAL_CLOCK
+    if wall_clock is None:
+        return clock
+    warnings.warn(f"{where}: wall_clock= is deprecated; pass clock= a kinrun.clock.Clock "
+                  "(its wall() gives the time)", DeprecationWarning, stacklevel=3)
+    return WallOverride(clock, wall_clock)
+
 
 class FakeClock:
-    """A clock that moves only when a test calls ``step(seconds)``.
+    """A clock that moves only when a test calls ``step(seconds)``; its ``wall()`` moves with it
+    from ``wall`` (Unix seconds; ``set_wall`` sets it).
 
     ``wait`` blocks the calling thread (on the real wake-up event) until the event is set by its
     owner or ``step`` moves time to or past the deadline, in which case ``step`` sets the event.
@@ -78,8 +138,9 @@ class FakeClock:
     woke that have not called ``wait`` again.
     """
 
-    def __init__(self, start: float = 1000.0) -> None:
+    def __init__(self, start: float = 1000.0, wall: float = FAKE_EPOCH) -> None:
         self._now = start
+        self._wall_offset = wall - start  # wall() - now(); guarded by _cond
         self._cond = threading.Condition(threading.Lock())
         self._waiters: list[tuple[float, int, threading.Event, int]] = []  # heap by deadline
         self._parked = 0  # threads currently inside wait(), with or without a deadline
@@ -90,6 +151,16 @@ class FakeClock:
         """The fake time in seconds."""
         with self._cond:
             return self._now
+
+    def wall(self) -> float:
+        """The fake wall time: Unix seconds, moved by ``step`` as ``now``."""
+        with self._cond:
+            return self._now + self._wall_offset
+
+    def set_wall(self, seconds: float) -> None:
+        """Make ``wall()`` return ``seconds`` now (later steps move it on); ``now`` is kept."""
+        with self._cond:
+            self._wall_offset = seconds - self._now
 
     def wait(self, wakeup: threading.Event, timeout: float | None) -> bool:
         """Park until ``wakeup`` is set or fake time reaches now + ``timeout``."""

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kinrun.cache import gc_tuning
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.listwatch import Obj
 from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta_namespace_key,
@@ -21,6 +20,7 @@ from kinrun.cache.store import (DeletedFinalStateUnknown, deletion_handling_meta
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import KinrunError
 from kinrun.fencing import FENCED_RETRY, Fence, fenced
+from kinrun.gc import observer as gc_observer
 from kinrun.reconcile import (ADDED, DELETION, MAPPED, REQUEUED, RESYNC, RETRIED, UPDATED, Cause,
                               Result)
 from kinrun.threads import SupervisedThread
@@ -144,13 +144,13 @@ class Controller:
         if not self._threads:
             self.queue.shut_down()
             return True
-        deadline = time.monotonic() + drain_timeout
+        deadline = REAL_CLOCK.now() + drain_timeout
         drained = self.queue.shut_down_with_drain(drain_timeout)
         self._stopping.set()
         self.queue.shut_down()
         joined = True
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - REAL_CLOCK.now()))
             joined = joined and not thread.is_alive()
         if not (drained and joined):
             self.log.error("%s: stopped without draining (reconciles still running)", self.name)
@@ -160,14 +160,14 @@ class Controller:
         try:
             self._work()
         finally:
-            gc_tuning.reconciling.pop(threading.get_ident(), None)
+            gc_observer.installed().worker_ended(threading.get_ident())
 
     def _work(self) -> None:
         me = threading.current_thread()
         while not self._stopping.is_set():
             if not self.process_next_item():
                 return
-            gc_tuning.collect_if_due()  # between reconciles: none of ours is alive (gc_tuning)
+            gc_observer.installed().between_reconciles()  # none of ours is alive (kinrun.gc)
             if len(self._threads) > self.workers:  # fewer workers since a reload
                 with self._gate:
                     if len(self._threads) > self.workers and me in self._threads:
@@ -187,19 +187,18 @@ class Controller:
         if (self._paused or self._retired) and not self._hold(me):
             self.queue.done(key)  # retired: the key is dropped
             return False
-        reconciling = gc_tuning.reconciling  # no young collection on the decoding thread now
+        gc = gc_observer.installed()  # no young collection on the decoding thread now
         try:
             if self.fence is not None and not self._fence_open(key):
                 return True  # held back: added again later (the finally still runs)
-            reconciling[me] = True
-            gc_tuning.epoch += 1
+            gc.reconcile_started(me)
             if self.fence is None:
                 self._reconcile_key(key)
             else:
                 with fenced(self.fence):  # every write asks it again (kinrun.fencing)
                     self._reconcile_key(key)
         finally:
-            reconciling[me] = False
+            gc.reconcile_finished(me)
             self.queue.done(key)
             busy[me] = False
             if self._paused or self._retired:

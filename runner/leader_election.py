@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from kinrun.clock import REAL_CLOCK, Clock
+from kinrun.clock import Clock, with_wall
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.errors import ApiError, ConflictError, NotFoundError
 from kinrun.threads import SupervisedThread
@@ -127,17 +127,18 @@ class LeaderElector:
     ``spec``: lease name, namespace and the three durations in seconds; ``identity``: this
     candidate's name (default ``<hostname>_<random>``); ``on_lost``: called once, from the
     renewal thread, when leadership is lost; ``clock``: the monotonic clock every duration is
-    measured on (waits too); ``wall_clock``: Unix seconds, only written into the Lease
-    (``acquireTime``/``renewTime``), never compared.
+    measured on (waits too); its ``wall()`` (Unix seconds) is only written into the Lease
+    (``acquireTime``/``renewTime``), never compared. ``wall_clock``: deprecated (a callable
+    for that wall; pass ``clock`` instead).
     """
 
     def __init__(self, client: Any, spec: LeaderElectionSpec, *, identity: str | None = None,
                  on_lost: Callable[[], None] | None = None, clock: Clock | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] | None = None) -> None:
         self.client, self.spec = client, spec
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.on_lost = on_lost or (lambda: None)
-        self.clock, self.wall_clock = clock or REAL_CLOCK, wall_clock
+        self.clock = with_wall(clock, wall_clock, where="LeaderElector")
         self._stop = threading.Event()  # release(): the renewal thread ends
         self._wake = threading.Event()  # what waits park on (a FakeClock sets it when due)
         self._thread: threading.Thread | None = None
@@ -252,7 +253,7 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.identity and self._observed_valid(spec):
             return False
-        hold(spec, self.identity, self.spec.lease_duration, now_micro(self.wall_clock))
+        hold(spec, self.identity, self.spec.lease_duration, now_micro(self.clock.wall))
         updated = update_lease(self.client, lease, _log, "lease")
         if updated is None:
             return False
@@ -274,7 +275,7 @@ class LeaderElector:
 
     def _create(self) -> bool:
         lease = new_lease(self.spec.lease_name, self.spec.namespace, self.identity,
-                          self.spec.lease_duration, now=now_micro(self.wall_clock))
+                          self.spec.lease_duration, now=now_micro(self.clock.wall))
         try:
             self._lease = self.client.create_lease(lease)
         except ConflictError as exc:  # AlreadyExists (409): another candidate was faster

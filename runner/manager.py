@@ -11,7 +11,7 @@ it against a cluster and wires the pipeline::
     ...
     manager.stop()           # informers first, then drain the workqueues
 
-The GC policy (``kinrun.cache.gc_tuning``: thresholds, freezing the initial list) is the main
+The GC policy (``kinrun.gc.policy``: thresholds, freezing the initial list) is the main
 job's choice (``start(..., gc_policy=True)``); a library user's ``start()`` leaves the process's
 GC settings alone.
 
@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable
 
 from kinrun import plugin_manager as plugins
-from kinrun.cache import gc_tuning
+from kinrun.gc import policy as gc_tuning
 from kinrun.fencing import Fence
 from kinrun.threads import SupervisedThread
 from kinrun.clock import REAL_CLOCK
@@ -232,7 +231,7 @@ class Manager:
         what a warm standby replica does while it waits for the Lease (keys queue up,
         deduplicated, until ``start_workers``; as controller-runtime's warm replicas).
         With ``gc_policy`` (the main job's choice): apply kinrun's GC policy
-        (``gc_tuning.manage``) first and freeze the GC over the initial list once synced.
+        (``kinrun.gc.policy.manage``) first and freeze the GC over the initial list once synced.
         Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
         plugins.call_startup(self.pm, config=self.config, client=self.client)
         waiting_controllers = self.waiting_controllers()
@@ -265,12 +264,12 @@ class Manager:
             self._start_collecting_frozen(self.plan.settings.gc.collect_frozen_every)
 
     def _wait_for_sync(self, stop: threading.Event | None, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else REAL_CLOCK.now() + timeout
         for name, informer in self.informers.items():
             while not informer.wait_for_sync(0.2):
                 if stop is not None and stop.is_set():
                     return False
-                if deadline is not None and time.monotonic() > deadline:
+                if deadline is not None and REAL_CLOCK.now() > deadline:
                     _log.error("informer %s not synced after %.0fs", name, timeout)
                     return False
             _log.info("informer %s synced: %d %s", name, len(informer.lister.list()),
@@ -286,7 +285,7 @@ class Manager:
         while any(r.informer.has_synced() and not r.has_synced() for r in registrations):
             if stop is not None and stop.is_set():
                 return False
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and REAL_CLOCK.now() > deadline:
                 _log.error("event handlers had not handled the initial lists after %.0fs: %s",
                            timeout, "; ".join(self.unhandled_initial_lists()))
                 return False
@@ -295,7 +294,7 @@ class Manager:
                              "lists; no controller starts before: %s",
                              "; ".join(self.unhandled_initial_lists()))
                 next_report = clock.now() + HANDLER_WAIT_REPORT
-            time.sleep(0.005)  # once, at start; listeners signal nothing
+            REAL_CLOCK.sleep(0.005)  # once, at start; listeners signal nothing
         return True
 
     def unhandled_initial_lists(self) -> list[str]:
@@ -313,12 +312,12 @@ class Manager:
                                  f"list" + (f" (running {busy})" if busy else ""))
         return lines
 
-    # -- garbage collection (gc_tuning) ------------------------------------------------------
+    # -- garbage collection (kinrun.gc) -------------------------------------------------------
 
     def collect_frozen_garbage(self) -> gc_tuning.FrozenCollection:
-        """Collect the cyclic garbage kinrun's GC policy froze (``gc_tuning.collect_frozen``:
-        pauses every thread for a full collection) and log it at INFO. Only between ``start``
-        and ``stop`` (the policy must be on: ``gc_tuning.PolicyOffError`` otherwise). Called
+        """Collect the cyclic garbage kinrun's GC policy froze (``kinrun.gc.policy``'s
+        ``collect_frozen``: pauses every thread for a full collection) and log it at INFO. Only
+        between ``start`` and ``stop`` (the policy must be on: ``PolicyOffError`` otherwise). Called
         by the thread ``start`` runs when ``gc.collectFrozenEvery`` is set; callable directly."""
         done = gc_tuning.collect_frozen()
         _log.info("gc: collected %d frozen objects in %.0f ms", done.collected,

@@ -175,12 +175,7 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
                                                                           secure=True))
     needs = rbac_needs(plan(config), resolve=resolve, crds=crds,
                        webhook=names.webhook(config))
-    if replicas is None:
-        replicas = 3 if config.sharding is not None else (
-            2 if config.leader_election is not None else 1)
-    if replicas > 1 and config.leader_election is None and config.sharding is None:
-        raise ConfigError(f"{replicas} replicas without leaderElection would all reconcile "
-                          "every key: configure leaderElection", file=config.file)
+    replicas = _replicas(config, replicas)
     files = config_files(config, warn)
     image = image or DEFAULT_IMAGE
     objects = {
@@ -191,6 +186,28 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
         "deployment.yaml": [deployment(config, names, files, image, replicas)],
     }
     port = metrics_port(config, warn)
+    _add_optional(objects, config, names, port, replicas, kubernetes_version)
+    objects.update(_monitoring(config, names, extras, port))
+    return _write(source or config.file, out_dir, objects, image)
+
+
+def _replicas(config: Config, replicas: int | None) -> int:
+    """``write_base``'s replicas: as given, else 3 with sharding, 2 with leader election, 1.
+    Raises ConfigError for more than one without either."""
+    if replicas is None:
+        replicas = 3 if config.sharding is not None else (
+            2 if config.leader_election is not None else 1)
+    if replicas > 1 and config.leader_election is None and config.sharding is None:
+        raise ConfigError(f"{replicas} replicas without leaderElection would all reconcile "
+                          "every key: configure leaderElection", file=config.file)
+    return replicas
+
+
+def _add_optional(objects: dict[str, list[dict[str, Any]]], config: Config, names: Names,
+                  port: int | None, replicas: int,
+                  kubernetes_version: tuple[int, int]) -> None:
+    """Add to ``write_base``'s files what the config asks for: the metrics Service (and its
+    reader role when secure), the admission webhook objects, a PodDisruptionBudget."""
     if port is not None:
         objects["service.yaml"] = [metrics_service(names, port)]
         if config.metrics is not None and config.metrics.secure:
@@ -200,8 +217,6 @@ def write_base(config: Config, out_dir: Path, names: Names, *, image: str | None
             config.admission, _webhook_service(config, names), names.namespace, names.labels)
     if replicas > 1:
         objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
-    objects.update(_monitoring(config, names, extras, port))
-    return _write(source or config.file, out_dir, objects, image)
 
 
 def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int | None
@@ -364,6 +379,31 @@ def metrics_port(config: Config, warn: Callable[[str], None]) -> int | None:
 def deployment(config: Config, names: Names, files: Mapping[str, str], image: str,
                replicas: int) -> dict[str, Any]:
     """The Deployment running kinrun (see the module docstring for what it sets)."""
+    webhook = admission_manifests.container_additions(config, _webhook_service(config, names))
+    digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))
+                            .encode()).hexdigest()[:16]
+    pod = {
+        "serviceAccountName": names.service_account,
+        "terminationGracePeriodSeconds": termination_grace_seconds(config),
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [_container(config, names, image, webhook)],
+        "volumes": [{"name": "config", "configMap": {"name": f"{names.name}-config"}},
+                    {"name": "tmp", "emptyDir": {}}] + webhook["volumes"],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(names),
+        "spec": {"replicas": replicas, "selector": {"matchLabels": names.labels},
+                 "template": {"metadata": {"labels": names.labels,
+                                           "annotations": {"kinrun.dev/config-hash": digest}},
+                              "spec": pod}},
+    }
+
+
+def _container(config: Config, names: Names, image: str,
+               webhook: Mapping[str, Any]) -> dict[str, Any]:
+    """``deployment``'s kinrun container: arguments, ports, env, probes, mounts; ``webhook``:
+    the admission server's additions (``container_additions``)."""
     config_key = Path(config.file).name
     args = [f"{CONFIG_DIR}/{config_key}", "--log-format", "zap"]  # controller-runtime keys
     if config.metrics is not None and config.metrics.secure:
@@ -376,11 +416,8 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
     port = metrics_port(config, lambda _t: None)
     if port is not None:
         ports.append({"name": "metrics", "containerPort": port, "protocol": "TCP"})
-    webhook = admission_manifests.container_additions(config, _webhook_service(config, names))
     ports += webhook["ports"]
-    digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))
-                            .encode()).hexdigest()[:16]
-    container = {
+    return {
         "name": "kinrun", "image": image, "args": args, "ports": ports,
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}] + (
             # sharding: the replica's name in the ring is its Pod's (kinrun.sharding)
@@ -392,22 +429,6 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                             "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}] + webhook["volumeMounts"],
-    }
-    pod = {
-        "serviceAccountName": names.service_account,
-        "terminationGracePeriodSeconds": termination_grace_seconds(config),
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [container],
-        "volumes": [{"name": "config", "configMap": {"name": f"{names.name}-config"}},
-                    {"name": "tmp", "emptyDir": {}}] + webhook["volumes"],
-    }
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(names),
-        "spec": {"replicas": replicas, "selector": {"matchLabels": names.labels},
-                 "template": {"metadata": {"labels": names.labels,
-                                           "annotations": {"kinrun.dev/config-hash": digest}},
-                              "spec": pod}},
     }
 
 

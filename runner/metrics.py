@@ -56,6 +56,7 @@ from prometheus_client import (CollectorRegistry, Counter, GCCollector, Gauge, H
                                PlatformCollector, ProcessCollector, disable_created_metrics)
 from prometheus_client.exposition import choose_encoder
 
+from kinrun.clock import REAL_CLOCK
 from kinrun.errors import KinrunError
 from kinrun.probes import Endpoint, Response
 
@@ -102,6 +103,18 @@ class Metrics:
     def __init__(self) -> None:
         disable_created_metrics()  # as Go's client: no *_created series
         r = self.registry = CollectorRegistry()
+        self._reconcile_metrics(r)
+        self._workqueue_metrics(r)
+        self._client_and_informer_metrics(r)
+        self._config_metrics(r)
+        self._active_known: set[str] = set()  # controllers whose active_workers exists
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
+
+    def _reconcile_metrics(self, r: CollectorRegistry) -> None:
+        """controller-runtime's reconcile metrics (same names and labels)."""
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total", "Total number of reconciliations per controller",
             ["controller", "result"], registry=r)
@@ -130,7 +143,9 @@ class Metrics:
             "kinrun_reconcile_stale_skips_total",
             "Reconciles not started because the cached object was older than the controller's "
             "own last write of it (KEP-5647 staleness mitigation)", ["controller"], registry=r)
-        self._workqueue_metrics(r)
+
+    def _client_and_informer_metrics(self, r: CollectorRegistry) -> None:
+        """client-go's request and leader-election metrics, and kinrun's informer ones."""
         self.rest_client_requests = Counter(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -152,12 +167,6 @@ class Metrics:
             "Watches of an informer's reflector that ended and were re-opened or followed by "
             "a relist, by reason: closed (server timeout), stalled (silent past the "
             "inactivity limit), expired (410), error.", ["informer", "reason"], registry=r)
-        self._config_metrics(r)
-        self._active_known: set[str] = set()  # controllers whose active_workers exists
-        ProcessCollector(registry=r)
-        PlatformCollector(registry=r)
-        GCCollector(registry=r)
-        self._endpoint = Endpoint({"/metrics": self._metrics_route}, "metrics")
 
     def _config_metrics(self, r: CollectorRegistry) -> None:
         """Hot reload (``kinrun.reload``), named after Prometheus' own
@@ -194,7 +203,7 @@ class Metrics:
     def config_loaded(self, digest: str) -> None:
         """The config with hash ``digest`` is in force at start."""
         self.config_last_reload_successful.set(1)
-        self.config_last_reload_success_timestamp.set(time.time())
+        self.config_last_reload_success_timestamp.set(REAL_CLOCK.wall())
         self._set_config_hash("active", digest)
 
     def reload_succeeded(self, digest: str, when: float) -> None:

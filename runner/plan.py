@@ -22,7 +22,6 @@ templates and programs are).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +38,7 @@ from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_pat
 from kinrun.config import metadata_only
 from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location, WatchSpec,
                                  thaw)
+from kinrun.clock import Clock, clock_of
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
@@ -75,7 +75,7 @@ class Plan(CompiledPlan):
         return Bound(self, client, wait_for_kinds=wait_for_kinds)
 
 def plan(config: Config, plugin_manager: PluginManager | None = None, *,
-         clock: Callable[[], float] | None = None, options: RunOptions | None = None) -> Plan:
+         clock: Clock | None = None, options: RunOptions | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -84,17 +84,19 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     primary lacks, ``reconcile.hooks`` that no plugin implements, an unknown predicate, a
     ``mapTo: owner`` that can only produce keys the primary cache never holds (for built-in
     kinds; CRDs are checked at bind), plugin import errors, and ``reconcile.vars`` that do not
-    compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: wall
-    time in seconds for what templates and actions stamp (Event names and timestamps) and for
-    the templates' ``now()`` (the engine's ``wall_clock``); default ``time.time`` (``kinrun
-    test`` and ``render`` pass a fixed one). ``options``: how the main job was asked to run
-    (``Plan.settings``: the effective settings; None: as the file says)."""
+    compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: its
+    ``wall()`` is the time what templates and actions stamp (Event names and timestamps) and
+    the templates' ``now()`` (the engine's ``wall_clock``); default ``REAL_CLOCK`` (``kinrun
+    test`` and ``render`` pass a fixed one; a bare callable of Unix seconds is deprecated).
+    ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
+    None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
+    wall = clock_of(clock, where="plan").wall
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
-                            base_dir=config.base_dir, wall_clock=clock or time.time)
+                            base_dir=config.base_dir, wall_clock=wall)
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
-    controllers = tuple(_controller(config, spec, informers, pm, engine, clock or time.time)
+    controllers = tuple(_controller(config, spec, informers, pm, engine, wall)
                         for spec in config.controllers)
     _check_apply_keys(config)
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),

@@ -61,7 +61,6 @@ import dataclasses
 import hashlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -234,8 +233,25 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
     running = set(running) if running is not None else {c.name for c in old.controllers}
     waits = {c: tuple(ns) for c, ns in waiting.items()} if isinstance(waiting, Mapping) \
         else {c: () for c in waiting}
-    waiting = set(waits)
-    added, removed, changed, kept = [], [], [], []
+    added, removed, changed, kept, indexes = _informer_changes(old, new, old_refs, new_refs)
+    c_added, c_removed, c_swapped, c_same = _controller_changes(old, new, old_refs, new_refs,
+                                                                running, set(waits))
+    restart = tuple(_CAMEL.get(f, f) for f in RESTART_ONLY
+                    if comparable(getattr(old.config, f, None))
+                    != comparable(getattr(new.config, f, None)))
+    return PlanDiff(tuple(added), tuple(removed), tuple(changed), tuple(kept), indexes,
+                    tuple(c_added), tuple(c_removed), tuple(c_swapped), tuple(c_same),
+                    plugin_fingerprint(old) != plugin_fingerprint(new), restart,
+                    {c: ns for c, ns in waits.items()  # newly waiting: not already before
+                     if c in running or c not in {o.name for o in old.controllers}})
+
+
+def _informer_changes(old: CompiledPlan, new: CompiledPlan, old_refs: Mapping[str, Any],
+                      new_refs: Mapping[str, Any]) -> tuple[list[str], list[str], list[str],
+                                                            list[str], dict[str, Any]]:
+    """``diff``'s informers: added, removed, changed (another watch), kept, and the kept ones'
+    index changes."""
+    added, changed, kept = [], [], []
     indexes: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
     for name, informer in new.informers.items():
         previous = old.informers.get(name)
@@ -250,8 +266,15 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
             if any(change):
                 indexes[name] = change
     removed = [name for name in old.informers if name not in new.informers]
+    return added, removed, changed, kept, indexes
+
+
+def _controller_changes(old: CompiledPlan, new: CompiledPlan, old_refs: Mapping[str, Any],
+                        new_refs: Mapping[str, Any], running: set[str],
+                        waiting: set[str]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``diff``'s controllers: added, removed, swapped (rebuilt) and the same."""
     context_same = _context(old) == _context(new)
-    c_added, c_removed, c_swapped, c_same = [], [], [], []
+    c_added, c_swapped, c_same = [], [], []
     old_controllers = {c.name: c for c in old.controllers}
     for controller in new.controllers:
         name = controller.name
@@ -267,14 +290,7 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
             c_swapped.append(name)
     desired = set(c_added) | set(c_swapped) | set(c_same)
     c_removed = [c.name for c in old.controllers if c.name in running and c.name not in desired]
-    restart = tuple(_CAMEL.get(f, f) for f in RESTART_ONLY
-                    if comparable(getattr(old.config, f, None))
-                    != comparable(getattr(new.config, f, None)))
-    return PlanDiff(tuple(added), tuple(removed), tuple(changed), tuple(kept), indexes,
-                    tuple(c_added), tuple(c_removed), tuple(c_swapped), tuple(c_same),
-                    plugin_fingerprint(old) != plugin_fingerprint(new), restart,
-                    {c: ns for c, ns in waits.items()  # newly waiting: not already before
-                     if c in running or c not in old_controllers})
+    return c_added, c_removed, c_swapped, c_same
 
 
 def _controller_fingerprint(controller: Any, plan: CompiledPlan, refs: Mapping[str, Any]) -> Any:
@@ -490,7 +506,7 @@ class Reloader:
         self._failed_hash = None
         self.hash, self.last_diff = content, change
         if self.metrics is not None:
-            self.metrics.reload_succeeded(content, time.time())
+            self.metrics.reload_succeeded(content, REAL_CLOCK.wall())
         _log.info("config reloaded (%s, hash %s): %s", reason, content[:12], change.summary())
 
     # -- the loop ------------------------------------------------------------------------------

@@ -50,11 +50,11 @@ import select
 import signal
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from types import FrameType
 
+from kinrun.clock import REAL_CLOCK
 from kinrun.threads import SupervisedThread, SupervisedTimer
 
 _log = logging.getLogger("kinrun")
@@ -274,7 +274,7 @@ class StopSignals:
         with self._lock:
             if self._finished:
                 return
-            stop, first, now = self._stop, self._first, time.monotonic()
+            stop, first, now = self._stop, self._first, REAL_CLOCK.now()
             if first is not None and now - first[1] < SECOND_SIGNAL_GRACE:
                 return  # the same stop request delivered twice
             second = first is not None or (stop is not None and stop.is_set())

@@ -17,8 +17,7 @@ handshakes always use the newest pair: the context's SNI callback checks the sou
 once per :data:`CHECK_INTERVAL` seconds) and hands the handshake a new context when the pair
 changed, so a rotation drops no connection and needs no restart (what certwatcher's
 ``GetCertificate`` does). Intervals are measured on the monotonic clock (``kinrun.clock``);
-validity on a wall clock (``wall_clock``, epoch seconds, default ``time.time``: certificates
-carry wall time).
+validity on the same clock's ``wall()`` (epoch seconds: certificates carry wall time).
 
 Thread-safety: every method may be called from any thread (a lock guards the current pair).
 Errors: :class:`TLSError` (a kinrun error) for a folder without a readable pair, or a pair that
@@ -33,13 +32,12 @@ import os
 import ssl
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kinrun.clock import Clock, RealClock
+from kinrun.clock import Clock, RealClock, with_wall
 from kinrun.errors import KinrunError
 
 DEFAULT_VALIDITY = 90 * 24 * 3600.0
@@ -85,15 +83,16 @@ class CertSource(Protocol):
 
 class SelfSignedCerts:
     """A CA and a serving certificate for ``hosts`` (DNS names and IP addresses), made now and
-    renewed after :data:`RENEW_AT` of ``validity`` seconds (see the module docstring)."""
+    renewed after :data:`RENEW_AT` of ``validity`` seconds (see the module docstring), on
+    ``clock``'s ``wall()`` (default the real one; ``wall_clock``: a deprecated callable for it)."""
 
     def __init__(self, hosts: Sequence[str], *, validity: float = DEFAULT_VALIDITY,
-                 wall_clock: Callable[[], float] = time.time,
-                 ca: tuple[bytes, bytes] | None = None) -> None:
+                 wall_clock: Callable[[], float] | None = None,
+                 ca: tuple[bytes, bytes] | None = None, clock: Clock | None = None) -> None:
         if not hosts:
             raise TLSError("a serving certificate needs at least one DNS name or IP")
         self.hosts, self.validity = tuple(hosts), validity
-        self._wall = wall_clock
+        self._wall = with_wall(clock, wall_clock, where="SelfSignedCerts").wall
         self._lock = threading.Lock()
         self._ca = ca or _new_ca(self._wall())
         self._pair = self._issue(1)

@@ -40,10 +40,13 @@ from kinrun.cache import (  # noqa: E402
     FieldPruner,
     ObjectList,
     SharedIndexInformer,
-    gc_tuning,
     parse_path,
     strip_managed_fields,
 )
+try:
+    from kinrun.gc import policy as gc_tuning  # noqa: E402
+except ImportError:  # a tree before kinrun.gc (startup.py --ab OLD)
+    from kinrun.cache import gc_tuning  # type: ignore[attr-defined,no-redef]  # noqa: E402
 from kinrun.controller import Controller, enqueue_own_key  # noqa: E402
 from kinrun.kube import Client  # noqa: E402
 from kinrun.workqueue import RateLimitingQueue  # noqa: E402

@@ -4,7 +4,6 @@ Holds no Kubernetes I/O: the API server is reached through the ``ListerWatcher``
 Everything cached is a plain dict, shared and read-only.
 """
 
-from kinrun.cache import gc_tuning
 from kinrun.cache.backoff import Backoff
 from kinrun.cache.delta_fifo import (
     Delta,
@@ -93,7 +92,6 @@ __all__ = [
     "Watch",
     "WatchEvent",
     "deletion_handling_meta_namespace_key",
-    "gc_tuning",
     "meta_namespace_index_func",
     "meta_namespace_key",
     "new_indexer",

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kinrun.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, PopProcess
-from kinrun.cache.gc_pause import gc_paused
+from kinrun.gc.pause import gc_paused
 from kinrun.cache.handler import ResourceEventHandler
 from kinrun.cache.index import Indexers
 from kinrun.cache.lister import Lister
@@ -224,9 +223,9 @@ class SharedIndexInformer:
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block (real time) until synced or stopped; returns ``has_synced()``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else REAL_CLOCK.now() + timeout
         while not self._synced.is_set() and not self._stop_event.is_set():
-            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            left = 0.05 if deadline is None else min(0.05, deadline - REAL_CLOCK.now())
             if left <= 0:
                 break
             self._synced.wait(left)
@@ -323,9 +322,9 @@ class _DrainingFIFO:
 def wait_for_cache_sync(*informers: SharedIndexInformer, timeout: float | None = None) -> bool:
     """Block (real time, ``timeout`` s overall, None = no limit) until every informer synced.
     Returns False on timeout or when an informer stopped first (client-go WaitForCacheSync)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else REAL_CLOCK.now() + timeout
     for informer in informers:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        left = None if deadline is None else max(0.0, deadline - REAL_CLOCK.now())
         if not informer.wait_for_sync(left):
             return False
     return True

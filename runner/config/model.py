@@ -503,10 +503,10 @@ class AdmissionSpec:
 
 @dataclass(frozen=True)
 class GCSpec:
-    """The main job's use of kinrun's GC policy (``kinrun.cache.gc_tuning``):
+    """The main job's use of kinrun's GC policy (``kinrun.gc.policy``):
     ``collect_frozen_every`` seconds between collections of the cyclic garbage the policy froze
-    (``gc_tuning.collect_frozen``: a full collection, pausing every thread about 0.8 s per
-    10,000 cached Pods); 0.0 (default) = never."""
+    (``kinrun.gc.policy.collect_frozen``: a full collection, pausing every thread about
+    0.8 s per 10,000 cached Pods); 0.0 (default) = never."""
 
     collect_frozen_every: float = _seconds("gc", "collectFrozenEvery")
 

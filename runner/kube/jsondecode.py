@@ -9,9 +9,9 @@ JSON is a tree, never a reference cycle, so collecting during the decode finds n
 the collector changes no outcome, it defers the next collection until the decode is done.
 
 Thread-safety: ``loads`` may run on any number of threads at once (the pause,
-``kinrun.cache.gc_pause.gc_paused``, re-exported here, is counted; see that module).
+``kinrun.gc.pause.gc_paused``, re-exported here, is counted; see that module).
 
-Freezing: under kinrun's GC policy (``kinrun.cache.gc_tuning``: survivors of gen-0 collections
+Freezing: under kinrun's GC policy (``kinrun.gc.policy``: survivors of gen-0 collections
 are frozen), a pause entered with ``freeze=True`` (a whole LIST: ``KubeListerWatcher.list``)
 ends with ``gc.freeze()``: the first collection after a 10,000-pod LIST would otherwise walk
 every decoded object once (~0.5 s) only to find them alive. Other decodes do not freeze: a
@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from kinrun.cache.gc_pause import _PAUSE, gc_paused
+from kinrun.gc.pause import _PAUSE, gc_paused
 
 __all__ = ["gc_paused", "loads"]
 

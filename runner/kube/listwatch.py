@@ -40,12 +40,12 @@ from typing import Any
 import orjson
 import urllib3
 
-from kinrun.cache import gc_tuning
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ApiError, ExpiredError
+from kinrun.gc import observer as gc_observer
+from kinrun.gc.pause import gc_paused
 from kinrun.kube.http_errors import error_from_exception, error_from_status
 from kinrun.kube.chunked import ChunkedBody
-from kinrun.cache.gc_pause import gc_paused
 from kinrun.kube.list_body import (
     MIN_BYTES,
     PIECE_BYTES,
@@ -314,6 +314,7 @@ class StreamWatch:
         self._iterating = False   # __iter__ was called once (a stream is consumed once)
         self._gen: Any = None     # the event generator, once iteration started
         self._raw = False         # the body is read past http.client: never reuse the connection
+        self._decoded = gc_observer.NO_GC_OBSERVER.decoded  # _events: the installed one's
 
     def __iter__(self) -> Iterator[WatchEvent]:
         """The events, decoded as the bytes arrive. Raises RuntimeError on a second call."""
@@ -372,7 +373,8 @@ class StreamWatch:
     def _events(self) -> Iterator[WatchEvent]:
         clean = False
         try:
-            decode, watch_read = self._decode, gc_tuning.watch_read
+            gc = gc_observer.installed()  # kinrun's GC policy, when the main job installed it
+            decode, watch_read, self._decoded = self._decode, gc.watch_read, gc.decoded
             for lines in self._line_batches():
                 since = watch_read()  # what this read decodes is frozen (kinrun's GC policy)
                 for line in lines:
@@ -454,7 +456,7 @@ class StreamWatch:
             raise ApiError(f"{self._description}: undecodable watch event: {text}") from None
         if etype == "ERROR":
             raise error_from_status(obj)
-        gc_tuning.decoded(len(line), since)  # frozen, or counted by volume (kinrun's GC policy)
+        self._decoded(len(line), since)  # frozen, or counted by volume (kinrun's GC policy)
         if self._metadata_only and etype != "BOOKMARK":
             if obj.get("kind") != PARTIAL_KIND or len(obj) > 3:  # a whole object was sent
                 obj = partial_object_metadata(obj)

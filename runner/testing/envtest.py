@@ -34,7 +34,6 @@ import socket
 import ssl
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -42,6 +41,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
+from kinrun.clock import REAL_CLOCK
 from kinrun.errors import KinrunError
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
@@ -355,7 +355,7 @@ class EnvtestServer:
         Raises EnvtestError.
         """
         put = self.etcd_call("/v3/kv/put", {"key": _b64("/kinrun-envtest/compaction-bump"),
-                                            "value": _b64(str(time.time()))})
+                                            "value": _b64(str(REAL_CLOCK.wall()))})
         rev = int(put["header"]["revision"])
         self.etcd_call("/v3/kv/compaction", {"revision": str(rev), "physical": True})
         return rev
@@ -455,12 +455,12 @@ class EnvtestServer:
 
     def _wait(self, proc: _Process, what: str, ready: Callable[[], bool]) -> None:
         """Poll ``ready()`` every 0.2 s until true; EnvtestError if ``proc`` dies or time runs out."""
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
+        deadline = REAL_CLOCK.now() + self.ready_timeout
+        while REAL_CLOCK.now() < deadline:
             if not proc.alive():
                 raise proc.failure(f"exited before {what} answered ok")
             if ready():
                 return
-            time.sleep(0.2)
+            REAL_CLOCK.sleep(0.2)
         raise proc.failure(f"{what} not ok after {self.ready_timeout:.0f}s")
 

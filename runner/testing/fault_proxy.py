@@ -49,7 +49,6 @@ import select
 import socket
 import ssl
 import threading
-import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -60,6 +59,7 @@ from typing import Any
 
 import orjson
 
+from kinrun.clock import REAL_CLOCK
 from kinrun.threads import SupervisedThread
 
 STREAM_FAULTS = ("drop", "close", "expire", "stall", "bookmark", "garbage", "truncate")
@@ -268,9 +268,9 @@ class FaultProxy:
             control = _Control(kind, arg)
             stream.inbox.put(("fault", control))
             controls.append(control)
-        deadline = time.monotonic() + wait
+        deadline = REAL_CLOCK.now() + wait
         for control in controls:
-            control.done.wait(max(0.0, deadline - time.monotonic()))
+            control.done.wait(max(0.0, deadline - REAL_CLOCK.now()))
         return sum(c.reached for c in controls)
 
     # -- faults on requests ------------------------------------------------------------------
@@ -286,10 +286,10 @@ class FaultProxy:
             raise ValueError(f"need n >= 1 and an error status, got n={n}, status={status}")
         with self._lock:
             self._requested[str(status)] += n
-            self._bursts.append(_Burst(status, retry_after, n, time.monotonic() + within, match))
+            self._bursts.append(_Burst(status, retry_after, n, REAL_CLOCK.now() + within, match))
 
     def _take_failure(self, method: str, target: str) -> _Burst | None:
-        now = time.monotonic()
+        now = REAL_CLOCK.now()
         with self._lock:
             self._bursts = [b for b in self._bursts if b.left > 0 and b.until > now]
             for burst in self._bursts:
@@ -328,10 +328,10 @@ class FaultProxy:
     def wait_for(self, predicate: Callable[[FaultProxy], bool], timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until ``predicate(self)``; re-checked on every stream
         opening or ending and every 0.1 s."""
-        deadline = time.monotonic() + timeout
+        deadline = REAL_CLOCK.now() + timeout
         with self._lock:
             while not predicate(self):
-                left = deadline - time.monotonic()
+                left = deadline - REAL_CLOCK.now()
                 if left <= 0:
                     return False
                 self._lock.wait(min(left, _POLL))
@@ -638,8 +638,8 @@ class _StreamWriter:
     def _stall(self, max_seconds: float) -> None:
         """Forward nothing; end when the client closes (counted stall_gave_up) or after
         ``max_seconds`` (abort; counted stall_timed_out)."""
-        deadline = time.monotonic() + max_seconds
-        while time.monotonic() < deadline:
+        deadline = REAL_CLOCK.now() + max_seconds
+        while REAL_CLOCK.now() < deadline:
             try:
                 item = self.stream.inbox.get(timeout=_POLL)
                 if item[0] == "fault":

@@ -29,11 +29,10 @@ loop: the same outcome every run) or, as a safety net, ``timeout`` real seconds.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kinrun.clock import FakeClock
+from kinrun.clock import REAL_CLOCK, FakeClock
 from kinrun.testing.turnstile import NotDelivered, Turnstile
 
 POLL = 0.001
@@ -78,11 +77,11 @@ class StepClock(FakeClock):
 
 def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
     """Poll ``condition`` every :data:`POLL` seconds until it holds (True) or ``deadline``
-    (``time.monotonic``) passes (False)."""
+    (``REAL_CLOCK``) passes (False)."""
     while not condition():
-        if time.monotonic() >= deadline:
+        if REAL_CLOCK.now() >= deadline:
             return condition()
-        time.sleep(POLL)
+        REAL_CLOCK.sleep(POLL)
     return True
 
 
@@ -110,7 +109,7 @@ class Quiet:
     def wait(self, timeout: float) -> None:
         """Run until quiet (module docstring); NotQuiet after :data:`MAX_RECONCILES`
         reconciles or ``timeout`` real seconds."""
-        deadline = time.monotonic() + timeout
+        deadline = REAL_CLOCK.now() + timeout
         ran: list[str] = []
         self._turn = 0  # every step starts with the first controller
         while True:
@@ -124,7 +123,7 @@ class Quiet:
             name, controller = picked
             ran.append(name)
             controller.process_next_item()
-            if time.monotonic() >= deadline:
+            if REAL_CLOCK.now() >= deadline:
                 raise NotQuiet(f"still reconciling after {timeout:g}s, the last by "
                                f"{', '.join(ran[-4:])}")
 

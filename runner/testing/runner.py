@@ -26,7 +26,6 @@ from __future__ import annotations
 import fnmatch
 import re
 import threading
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kinrun.actions.status import merge_patch
+from kinrun.clock import REAL_CLOCK, WallOverride
 from kinrun.config import ConfigErrors, load
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
@@ -86,54 +86,65 @@ def selector(expression: str | None) -> Callable[[str], bool]:
     Raises ValueError for an expression that does not parse."""
     if not expression:
         return lambda name: True
-    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
-    pos = 0
+    return _Selection(expression).parse()
 
-    def peek() -> str | None:
-        return tokens[pos] if pos < len(tokens) else None
 
-    def take() -> str:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
+class _Selection:
+    """The recursive-descent parser of one ``-k`` expression (``selector``): a disjunction of
+    conjunctions of atoms (a word, ``not`` and an atom, or a disjunction in parentheses).
+    Each rule returns the test on a name. Used once."""
 
-    def atom() -> Callable[[str], bool]:
-        token = peek()
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        self.tokens = re.findall(r"\(|\)|[^\s()]+", expression)
+        self.pos = 0
+
+    def parse(self) -> Callable[[str], bool]:
+        result = self.disjunction()
+        if self.peek() is not None:
+            raise ValueError(f"-k {self.expression!r}: unexpected {self.peek()!r}")
+        return result
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str:
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def atom(self) -> Callable[[str], bool]:
+        token = self.peek()
         if token is None or token in (")", "and", "or"):
-            raise ValueError(f"-k {expression!r}: expected a word at {token or 'the end'!r}")
-        take()
+            raise ValueError(f"-k {self.expression!r}: expected a word at "
+                             f"{token or 'the end'!r}")
+        self.take()
         if token == "not":
-            inner = atom()
+            inner = self.atom()
             return lambda n: not inner(n)
         if token == "(":
-            inner = disjunction()
-            if peek() != ")":
-                raise ValueError(f"-k {expression!r}: missing ')'")
-            take()
+            inner = self.disjunction()
+            if self.peek() != ")":
+                raise ValueError(f"-k {self.expression!r}: missing ')'")
+            self.take()
             return inner
         word = token.lower()
         if any(c in word for c in "*?["):
             return lambda n: fnmatch.fnmatchcase(n.lower(), word)
         return lambda n: word in n.lower()
 
-    def conjunction() -> Callable[[str], bool]:
-        parts = [atom()]
-        while peek() == "and":
-            take()
-            parts.append(atom())
+    def conjunction(self) -> Callable[[str], bool]:
+        parts = [self.atom()]
+        while self.peek() == "and":
+            self.take()
+            parts.append(self.atom())
         return lambda n: all(p(n) for p in parts)
 
-    def disjunction() -> Callable[[str], bool]:
-        parts = [conjunction()]
-        while peek() == "or":
-            take()
-            parts.append(conjunction())
+    def disjunction(self) -> Callable[[str], bool]:
+        parts = [self.conjunction()]
+        while self.peek() == "or":
+            self.take()
+            parts.append(self.conjunction())
         return lambda n: any(p(n) for p in parts)
-
-    result = disjunction()
-    if peek() is not None:
-        raise ValueError(f"-k {expression!r}: unexpected {peek()!r}")
-    return result
 
 
 # -- preparing --------------------------------------------------------------------------------
@@ -212,7 +223,7 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
     ``show_secrets``: the failure diffs show Secret values (default: redacted).
     ``recorder``: record into this one (a fresh Recorder), to read it afterwards
     (:func:`transcript`)."""
-    started = time.monotonic()
+    started = REAL_CLOCK.now()
     recorder = recorder if recorder is not None else Recorder()
     capture = LogCapture(recorder).install()
     case_run = _CaseRun(prepared, case, recorder, timeout)
@@ -235,7 +246,7 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
                       show_secrets=show_secrets)
     if failures and not show_secrets:
         failures = _without_secret_values(case, failures)
-    return CaseOutcome(prepared.tests.file, case.name, time.monotonic() - started,
+    return CaseOutcome(prepared.tests.file, case.name, REAL_CLOCK.now() - started,
                        tuple(failures))
 
 
@@ -269,12 +280,13 @@ class _CaseRun:
         self.prepared, self.case, self.recorder, self.timeout = prepared, case, recorder, timeout
         self.clock = StepClock(0.0)
         self.admission_answer: Any = None  # the answer to case.admission, once sent
+        self.clock.set_wall(EPOCH)  # wall(): EPOCH + fake time (Events, the server's clock)
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
         from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError, controllers_default
 
-        server = EmbeddedAPIServer(seed=SEED, clock=lambda: EPOCH + self.clock.now(),
+        server = EmbeddedAPIServer(seed=SEED, clock=self.clock.wall,
                                    bookmark_interval=BOOKMARK_INTERVAL,
                                    controllers=controllers_default())
         server.start()
@@ -285,8 +297,9 @@ class _CaseRun:
             except StatusError as exc:
                 return Failure("run", f"given: the server refused an object: {exc}")
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
-            wall = self.recorder.wall_clock(lambda: EPOCH + self.clock.now())
-            compiled: Plan = plan(self.prepared.config, self.prepared.plugins, clock=wall)
+            wall = self.recorder.wall_clock(self.clock.wall)
+            compiled: Plan = plan(self.prepared.config, self.prepared.plugins,
+                                  clock=WallOverride(self.clock, wall))
             turnstile = Turnstile()
             manager = compiled.bind(turnstile.client(RecordingClient(
                 client, self.recorder, wall))).manager(clock=self.clock,

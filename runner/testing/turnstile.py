@@ -28,11 +28,11 @@ runner calls :meth:`deliver`; one condition guards every stream's state.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from kinrun.cache.listwatch import ObjectList, WatchEvent
+from kinrun.clock import REAL_CLOCK
 
 POLL = 0.001
 """Real seconds between two looks at a condition nothing signals (handlers going idle)."""
@@ -123,7 +123,7 @@ class Turnstile:
         ``condition()`` holds under the lock (True) or ``deadline`` passes (False)."""
         with self._cond:
             while not condition():
-                left = deadline - time.monotonic()
+                left = deadline - REAL_CLOCK.now()
                 if left <= 0:
                     return False
                 self._cond.wait(min(POLL, left))
@@ -134,7 +134,7 @@ class Turnstile:
     def deliver(self, upto: int, deadline: float) -> int:
         """Release every event up to resourceVersion ``upto``, lowest first, each after the
         previous was handled; returns how many. Raises NotDelivered at ``deadline``
-        (``time.monotonic``)."""
+        (``REAL_CLOCK``)."""
         count = 0
         while True:
             if not self._wait(lambda: self._ready(upto), deadline):
@@ -193,7 +193,7 @@ class _GatedListerWatcher:
     def list(self, **kwargs: Any) -> ObjectList:
         """The inner LIST, in stream order."""
         return self._turnstile._take_list(self._stream, lambda: self._inner.list(**kwargs),
-                                          time.monotonic() + self.LIST_WAIT)
+                                          REAL_CLOCK.now() + self.LIST_WAIT)
 
     def watch(self, **kwargs: Any) -> _GatedWatch:
         """The inner watch, its events held until released."""

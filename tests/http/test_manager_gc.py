@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kinrun.cache import gc_tuning
+from kinrun.gc import policy as gc_tuning
 from kinrun.config import load_text
 from kinrun.hooks import hookimpl
 from kinrun.kube import Client

@@ -8,7 +8,7 @@ import threading
 import orjson
 import pytest
 
-from kinrun.cache import gc_pause
+from kinrun.gc import pause as gc_pause
 from kinrun.kube import jsondecode
 from kinrun.kube.jsondecode import loads
 
@@ -93,7 +93,7 @@ def test_only_a_freezing_pause_freezes_under_the_gc_policy():
     was decoded at its end; a plain pause (one request) does not; without the policy, neither."""
     import gc
 
-    from kinrun.cache import gc_tuning
+    from kinrun.gc import policy as gc_tuning
     from kinrun.kube.jsondecode import gc_paused, loads
 
     before = gc_tuning.manage()
@@ -117,7 +117,7 @@ def test_cyclic_garbage_from_other_code_is_not_frozen_by_a_plain_decode():
     """A reference cycle that died before a request's decode stays collectable."""
     import gc
 
-    from kinrun.cache import gc_tuning
+    from kinrun.gc import policy as gc_tuning
     from kinrun.kube.jsondecode import loads
 
     before = gc_tuning.manage()

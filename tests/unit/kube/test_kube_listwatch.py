@@ -206,7 +206,7 @@ def test_under_the_gc_policy_each_read_collects_once_and_what_it_decodes_is_froz
     import gc
     import weakref
 
-    from kinrun.cache import gc_tuning
+    from kinrun.gc import policy as gc_tuning
 
     class Node:
         pass

@@ -14,9 +14,9 @@ from kinrun.cache import (
     FilteringResourceEventHandler,
     ResourceEventHandler,
     ResourceEventHandlerFuncs,
-    gc_tuning,
     strip_managed_fields,
 )
+from kinrun.gc import policy as gc_tuning
 from kinrun.clock import FakeClock, RealClock
 from kinrun.controller import enqueue_mapped, enqueue_own_key, enqueue_owner_key
 from kinrun.errors import ConflictError, ExpiredError, NotFoundError

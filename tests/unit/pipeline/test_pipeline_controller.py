@@ -276,13 +276,21 @@ def test_enqueue_mapped_skips_empty_keys_and_failing_maps(caplog):
 
 
 def test_a_worker_marks_its_reconcile_for_the_gc_policy_and_unmarks_it_when_it_ends():
-    """While a reconcile runs, its worker's ``gc_tuning.reconciling`` entry is True (no young
-    collection or freeze on the decoding thread then), False between reconciles and even
-    after a reconcile that raised, and gone once the worker thread ended; each reconcile
-    counts one ``gc_tuning.epoch`` before it starts (what a watch read checks before it
-    freezes)."""
-    from kinrun.cache import gc_tuning
+    """Under the GC policy (``gc_tuning.manage`` installs its observer): while a reconcile
+    runs, its worker's ``gc_tuning.reconciling`` entry is True (no young collection or freeze
+    on the decoding thread then), False between reconciles and even after a reconcile that
+    raised, and gone once the worker thread ended; each reconcile counts one
+    ``gc_tuning.epoch`` before it starts (what a watch read checks before it freezes)."""
+    from kinrun.gc import policy as gc_tuning
 
+    before = gc_tuning.manage()
+    try:
+        _marks_its_reconcile(gc_tuning)
+    finally:
+        gc_tuning.unfreeze(before)
+
+
+def _marks_its_reconcile(gc_tuning) -> None:
     seen = []
     epochs = [gc_tuning.epoch]
     entered, release = threading.Event(), threading.Event()
@@ -329,3 +337,16 @@ def test_a_stale_cache_is_skipped_counted_and_retried_with_its_cause(queue, cloc
     clock.step(STALE_RETRY)
     ctl.process_next_item()
     assert calls == [("ns/a", "updated")]
+
+
+def test_without_the_gc_policy_a_reconcile_leaves_the_policy_state_alone():
+    """No policy installed (the default observer): a worker's reconcile neither marks
+    ``reconciling`` nor counts ``epoch`` (kinrun.gc.observer: the pipeline only reports)."""
+    from kinrun.gc import policy as gc_tuning
+
+    epoch = gc_tuning.epoch
+    q = RateLimitingQueue()
+    ctl = Controller("nogc", q, {}.get, lambda key, obj: None, max_retries=0)
+    ctl.enqueue("ns/a")
+    assert ctl.process_next_item()
+    assert gc_tuning.epoch == epoch and threading.get_ident() not in gc_tuning.reconciling

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kinrun.cache import gc_tuning
+from kinrun.gc import policy as gc_tuning
 
 ROUNDS = 2_000      # reconciles of the soak
 CHILDREN = 50       # nodes per cycle: a round allocates CHILDREN + 2 containers that only a

@@ -294,7 +294,7 @@ def test_replace_runs_no_collection_and_freezes_its_deltas():
     key; collections run again afterwards."""
     import gc
 
-    from kinrun.cache import gc_tuning
+    from kinrun.gc import policy as gc_tuning
 
     objects = [pod(f"p{i}") for i in range(3000)]
     collections: list[str] = []

@@ -2,7 +2,8 @@
 
 A cache of tens of thousands of dicts makes every full (generation 2) collection walk all of
 them: pauses of up to a second that stall every thread (measured in BENCHMARKS.md). kinrun's
-policy (``manage``), applied by the Manager before its informers start:
+policy (``manage``), applied by the Manager before its informers start (the pipeline reports to
+it through ``kinrun.gc.observer``, which ``manage`` installs it in):
 
   * ``raise_thresholds``: automatic collections run less often (gen0 every 100,000 net
     allocations);
@@ -11,7 +12,8 @@ policy (``manage``), applied by the Manager before its informers start:
     only objects younger than one young collection;
   * ``watch_read`` and ``decoded(nbytes, since)``: what a watch event decodes is frozen at
     once, never walked. At the start of the events one socket read brought, with no
-    reconcile running on any controller worker (``reconciling``), the decoding thread runs
+    reconcile running on any controller worker (``reconciling``, kept by
+    ``reconcile_started``/``reconcile_finished``), the decoding thread runs
     one young collection if a reconcile ran since the last freeze (it walks what those
     reconciles left, their cycles dead by then, not cached objects) and takes the reconcile
     ``epoch``. After decoding each event of that read, if no reconcile has started since
@@ -67,6 +69,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from kinrun.gc import observer
 
 _lock = threading.RLock()
 """Serializes changes to the policy's callback and the unfreeze/freeze of ``collect_frozen``.
@@ -164,6 +168,31 @@ def decoded(nbytes: int, since: int | None = None) -> None:
         _collect_young()
 
 
+def reconcile_started(worker: int) -> None:
+    """A controller worker (thread ident ``worker``) starts a reconcile: mark it in
+    ``reconciling`` and count one ``epoch``."""
+    global epoch
+    reconciling[worker] = True
+    epoch += 1
+
+
+def reconcile_finished(worker: int) -> None:
+    """That reconcile ended (returned or raised)."""
+    reconciling[worker] = False
+
+
+def worker_ended(worker: int) -> None:
+    """A controller worker thread ends: forget its entry."""
+    reconciling.pop(worker, None)
+
+
+def pause_ended() -> None:
+    """A freezing pause ended with the collector enabled (``kinrun.gc.pause``): what the
+    block made (a LIST's objects) survives, so freeze it now, walk it never."""
+    if freezing_survivors():
+        gc.freeze()
+
+
 def collect_if_due() -> None:
     """Run the young collection ``decoded`` made due, if any: call it where no garbage of the
     caller's is alive (a controller worker between two reconciles). One test when none is
@@ -180,9 +209,11 @@ def _collect_young() -> None:
 
 
 def freeze_survivors() -> None:
-    """From now on, freeze the survivors of every collection (idempotent)."""
+    """From now on, freeze the survivors of every collection (idempotent), and install
+    ``OBSERVER`` (``kinrun.gc.observer``: the pipeline reports to the policy)."""
     with _lock:
         _add_callback_locked()
+        observer.install(OBSERVER)
 
 
 def freezing_survivors() -> bool:
@@ -191,9 +222,10 @@ def freezing_survivors() -> bool:
 
 
 def stop_freezing_survivors() -> None:
-    """Undo ``freeze_survivors``."""
+    """Undo ``freeze_survivors`` (the no-op observer installed again)."""
     with _lock:
         _remove_callback_locked()
+        observer.install(observer.NO_GC_OBSERVER)
 
 
 def _add_callback_locked() -> None:
@@ -246,7 +278,8 @@ def collect_frozen() -> FrozenCollection:
     """
     with _lock:
         if not freezing_survivors():
-            raise PolicyOffError("kinrun's GC policy is off (gc_tuning.manage not in effect)")
+            raise PolicyOffError("kinrun's GC policy is off "
+                                 "(kinrun.gc.policy.manage not in effect)")
         _remove_callback_locked()
         try:
             start = time.perf_counter()
@@ -259,19 +292,38 @@ def collect_frozen() -> FrozenCollection:
         return FrozenCollection(seconds, collected, gc.get_freeze_count())
 
 
+class _PolicyObserver:
+    """The policy as the pipeline's ``kinrun.gc.observer.GCObserver``: this module's
+    functions, as static methods (a call costs what the module function's did)."""
+
+    watch_read = staticmethod(watch_read)
+    decoded = staticmethod(decoded)
+    reconcile_started = staticmethod(reconcile_started)
+    reconcile_finished = staticmethod(reconcile_finished)
+    between_reconciles = staticmethod(collect_if_due)
+    worker_ended = staticmethod(worker_ended)
+    pause_ended = staticmethod(pause_ended)
+
+
+OBSERVER: observer.GCObserver = _PolicyObserver()
+"""What ``freeze_survivors`` (``manage``) installs (``kinrun.gc.observer.install``)."""
+
+
 def manage(thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS) -> tuple[int, ...]:
-    """kinrun's policy (module docstring): raised thresholds, survivors of collections frozen.
-    Returns the previous thresholds, for ``unfreeze``."""
+    """kinrun's policy (module docstring): raised thresholds, survivors of collections frozen
+    (``OBSERVER`` installed: the pipeline reports to it). Returns the previous thresholds, for
+    ``unfreeze``."""
     previous = raise_thresholds(thresholds)
     freeze_survivors()
     return previous
 
 
 def unfreeze(thresholds: tuple[int, ...] = (700, 10, 10)) -> None:
-    """Undo: stop freezing survivors, ``gc.unfreeze()`` and restore thresholds. Waits for a
-    ``collect_frozen`` running on another thread to end."""
+    """Undo: stop freezing survivors, put the no-op observer back, ``gc.unfreeze()`` and
+    restore thresholds. Waits for a ``collect_frozen`` running on another thread to end."""
     with _lock:
         _remove_callback_locked()
+        observer.install(observer.NO_GC_OBSERVER)
         gc.unfreeze()
         gc.set_threshold(*thresholds)
 

@@ -14,9 +14,10 @@ the last one ends, and only if it was enabled when the first one started (a prog
 the collector off itself keeps it off). While pauses overlap without a gap the collector stays
 off; it runs at the next allocation outside them.
 
-Freezing: under kinrun's GC policy (``kinrun.cache.gc_tuning``: survivors of collections are
+Freezing: under kinrun's GC policy (``kinrun.gc.policy``: survivors of collections are
 frozen), a pause entered with ``freeze=True`` ends with ``gc.freeze()`` when the last
-overlapping pause ends: what the block made survives, so it is frozen now and walked never.
+overlapping pause ends (the installed ``kinrun.gc.observer``'s ``pause_ended``; the default
+does nothing): what the block made survives, so it is frozen now and walked never.
 A freeze also moves any cyclic garbage of the moment (from plugins, on other threads) out of
 the collector's reach for good, so it is used once per LIST (``KubeListerWatcher.list``) and
 once per Replace (``SharedIndexInformer``'s reflector store), not per request or watch event.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from kinrun.cache import gc_tuning
+from kinrun.gc import observer
 
 _lock = threading.Lock()
 _active = 0          # decodes running now; guarded by _lock
@@ -58,8 +59,8 @@ class _GcPause:
             _active -= 1
             if _active == 0:
                 if _reenable:
-                    if _freeze and gc_tuning.freezing_survivors():
-                        gc.freeze()  # what was listed survives: freeze it now, walk it never
+                    if _freeze:
+                        observer.installed().pause_ended()  # the policy freezes what was listed
                     gc.enable()
                 _freeze = False
 
