@@ -433,6 +433,14 @@ class ActionProgram:
         or ``fail`` in it raises after the earlier actions' requests were sent, and a ``stop``
         in it ends the run there. Without a client (dry-run), results are placeholders."""
         scope = self._scope(key, obj, old, ctx, extra)
+        planned = self._render_staged(scope, client, logger)
+        return self._execute_staged(planned, scope, client, logger)
+
+    def _render_staged(self, scope: Scope, client: Any, logger: logging.Logger
+                       ) -> list[tuple[CompiledAction, list[Any] | None]]:
+        """The first stage of :meth:`_run_staged`: the vars, then the steps of each action
+        that reads no result (None for those that do); a failure sends the reports before it
+        (Events, log lines) and raises; a ``stop`` ends the list at it."""
         planned: list[tuple[CompiledAction, list[Any] | None]] = []
         with self._budgets():
             for var in self.vars:
@@ -452,6 +460,12 @@ class ActionProgram:
                                                   for _s in steps or ()])
                     execute(failed.kept, client, logger)
                     raise
+        return planned
+
+    def _execute_staged(self, planned: list[tuple[CompiledAction, list[Any] | None]],
+                        scope: Scope, client: Any, logger: logging.Logger) -> float | None:
+        """The second stage of :meth:`_run_staged`: each action's steps sent in order, an
+        action that reads results rendered just before with the answers so far."""
         results: dict[str, Any] = (placeholders(a.label for a in self.actions)
                                    if client is None else {a.label: None for a in self.actions})
         scope.variables[RESULTS] = results
@@ -552,6 +566,31 @@ def _locate(err: ApiError, where: str, origin: str = "") -> None:
         err.origin = origin  # type: ignore[attr-defined]
 
 
+def _execute_request(step: ApiRequest, origin: str, client: Any, logger: logging.Logger,
+                     answers: list[Any] | None) -> None:
+    """One request of :func:`execute`: logged instead with no client (dry-run), else sent
+    (an Event through its recorder), its answer appended to ``answers``, logged once sent;
+    an ApiError located at ``origin`` and the request, then raised."""
+    if client is None:
+        logger.info("dry-run: %s", json.dumps(redact_request(step.describe()), sort_keys=True))
+        return
+    sent: ApiRequest | None = step
+    try:
+        if isinstance(step, EventRequest) and step.recorder is not None:
+            sent, answer = step.recorder.record(client, step)  # create, patch, nothing
+        else:
+            answer = client.execute(step)
+        if answers is not None:
+            answers.append(answer)
+    except ApiError as err:
+        _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}", origin)
+        raise
+    if sent is None:
+        logger.debug("event dropped by the spam filter: %s", step.summary())
+    elif not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
+        logger.info("%s", _summary(sent, answer))
+
+
 def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
             answers: list[Any] | None = None) -> float | None:
     """Carry out a render's steps in order; return the smallest requeue delay (seconds) or None.
@@ -576,26 +615,8 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
             if answers is not None:
                 answers.append(answer)
         elif isinstance(step, ApiRequest):
-            if client is None:
-                logger.info("dry-run: %s", json.dumps(redact_request(step.describe()),
-                                                      sort_keys=True))
-                continue
-            sent: ApiRequest | None = step
-            try:
-                if isinstance(step, EventRequest) and step.recorder is not None:
-                    sent, answer = step.recorder.record(client, step)  # create, patch, nothing
-                else:
-                    answer = client.execute(step)
-                if answers is not None:
-                    answers.append(answer)
-            except ApiError as err:
-                origin = result.origins[index] if index < len(result.origins) else ""
-                _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}", origin)
-                raise
-            if sent is None:
-                logger.debug("event dropped by the spam filter: %s", step.summary())
-            elif not getattr(client, "dry_run", False):  # a dry-run client logs what it would do
-                logger.info("%s", _summary(sent, answer))
+            origin = result.origins[index] if index < len(result.origins) else ""
+            _execute_request(step, origin, client, logger, answers)
         elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], "%s", step.message)
         elif isinstance(step, RequeueAfter):
@@ -668,7 +689,8 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``applySet.forEach``/``manifests`` name their own key's line (None: the action's).
 
     Raises ConfigError (file:line: path: message) for unknown kinds, bad literal values,
-    template syntax errors and bad vars.
+    template syntax errors and bad vars. It runs over 40 lines by its signature and this
+    docstring: each keyword is public API, said here; the body is a dozen lines.
     """
     kinds = plugin_action_kinds(plugin_manager)
     engine = engine or TemplateEngine(templates_options, base_dir=base_dir,

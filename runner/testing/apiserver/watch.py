@@ -135,7 +135,9 @@ class Watcher:
         """The next watch events, waiting at most ``max_wait`` seconds for some; returns
         ``(buffers, ended)``: ``buffers`` concatenated are newline-terminated JSON events (it
         may be empty: nothing happened); once ``ended`` is True the stream must be closed (it
-        may still carry a final ERROR event)."""
+        may still carry a final ERROR event). It runs over 40 lines: the order of its checks
+        (pending lines, the initial-events bookmark, faults, the deadline) is the watch
+        protocol's, easier to follow in one place."""
         if self._pending or self._initial_end:
             lines = self._convert_lines(self._pending)
             self._pending = []
