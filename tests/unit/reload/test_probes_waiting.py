@@ -33,6 +33,10 @@ def test_served_probes_report_waiting_informers_from_the_first_answer() -> None:
         def waiting_informers() -> dict[str, str]:
             return {"widgets": "kinrun.yaml:5:3: not served"}
 
+        @staticmethod
+        def unhandled_initial_lists() -> list[str]:
+            return []
+
     config = load_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
                        "probes: {port: 0, address: 127.0.0.1}\n"
                        "informers: {cms: {apiVersion: v1, kind: ConfigMap}}\n"
