@@ -322,14 +322,18 @@ class HookExited(KinrunError):
 def scrub_secret_values(exc: BaseException, *objs: Any) -> None:
     """Replace, in place, every value of the core/v1 Secrets among ``objs`` (as stored and
     base64-decoded, 4 characters or more: ``kinrun.redact.secret_values``) found in
-    ``exc``'s string arguments by ``<redacted>``: kinrun's retry and drop lines and the
+    the string arguments of ``exc`` and of its ``__cause__``/``__context__`` chain by
+    ``<redacted>``: kinrun's retry and drop lines and the
     traceback it logs repeat a hook's exception message. A value the hook transformed before
     quoting it is not recognised (docs/secrets.md says so)."""
     from kinrun.redact import redact_text, secret_values
 
     values = secret_values(*objs)
-    if values and exc.args:
+    seen: set[int] = set()
+    while values and exc is not None and id(exc) not in seen:  # the chain a traceback prints
+        seen.add(id(exc))
         exc.args = tuple(redact_text(a, values) if isinstance(a, str) else a for a in exc.args)
+        exc = exc.__cause__ or exc.__context__
 
 
 def private_copy(obj: Any) -> Any:

@@ -184,3 +184,29 @@ def test_a_hook_exception_quoting_a_secret_value_is_scrubbed() -> None:
                                    ReconcileContext(controller="c", key="default/db"))
     assert "hunter2-s3cret" not in str(err.value)
     assert str(err.value) == "cannot use password <redacted> for default/db"
+
+
+def test_a_chained_hook_exception_is_scrubbed_through_its_chain() -> None:
+    """The drop line's traceback prints the whole chain (``__cause__``, ``__context__``): a
+    Secret value in an inner exception is scrubbed too."""
+    import base64
+    import traceback
+
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "db", "namespace": "default"},
+              "data": {"password": base64.b64encode(b"hunter2-s3cret").decode()}}
+
+    class Chained:
+        @hookimpl
+        def kinrun_reconcile(self, controller, key, obj, ctx):
+            try:
+                raise KeyError(base64.b64decode(obj["data"]["password"]).decode())
+            except KeyError as inner:
+                raise RuntimeError("lookup failed") from inner
+
+    pm = new_plugin_manager()
+    pm.register(Chained())
+    with pytest.raises(RuntimeError) as err:
+        reconcile_caller(pm, True)("c", "default/db", secret,
+                                   ReconcileContext(controller="c", key="default/db"))
+    assert "hunter2-s3cret" not in "".join(traceback.format_exception(err.value))
