@@ -468,7 +468,8 @@ class EventHookHandler:
         self.running = (hook, _key_of(about), self._clock())
         try:
             getattr(self._hook, hook)(informer=self.informer, **kwargs)
-        except BaseException:  # noqa: BLE001 - logged; informers must go on (SystemExit too)
+        except BaseException as exc:  # noqa: BLE001 - logged; informers must go on (SystemExit too)
+            scrub_secret_values(exc, *kwargs.values())
             self._logger.exception("plugin hook %s failed for informer %r", hook, self.informer)
         finally:
             self.running = None

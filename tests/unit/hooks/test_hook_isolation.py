@@ -210,3 +210,26 @@ def test_a_chained_hook_exception_is_scrubbed_through_its_chain() -> None:
         reconcile_caller(pm, True)("c", "default/db", secret,
                                    ReconcileContext(controller="c", key="default/db"))
     assert "hunter2-s3cret" not in "".join(traceback.format_exception(err.value))
+
+
+def test_an_event_hook_exception_quoting_a_secret_value_is_scrubbed_in_the_log(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An event hook's failure is logged with its traceback: the Secret's values it was given
+    (old and new) are scrubbed from the exception before kinrun logs it."""
+    import base64
+    import logging
+
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "db", "namespace": "default"},
+              "data": {"password": base64.b64encode(b"hunter2-s3cret").decode()}}
+
+    class Leaky:
+        @hookimpl
+        def kinrun_on_update(self, informer, old, new):
+            raise ValueError(base64.b64decode(new["data"]["password"]).decode())
+
+    pm = new_plugin_manager()
+    pm.register(Leaky())
+    with caplog.at_level(logging.ERROR):
+        EventHookHandler(pm, "secrets").on_update(secret, secret)
+    assert "ValueError" in caplog.text and "hunter2-s3cret" not in caplog.text
