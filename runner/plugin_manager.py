@@ -31,7 +31,6 @@ import importlib.util
 import logging
 import re
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ import pluggy
 
 from kinrun import hooks
 from kinrun.cache.store import DeletedFinalStateUnknown
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.result import hook_delay, smallest_delay
 from kinrun.templating import RateLimitedWarner, index_values
@@ -438,7 +438,7 @@ class EventHookHandler:
 
     def __init__(self, pm: pluggy.PluginManager, informer: str,
                  logger: logging.Logger | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock = REAL_CLOCK) -> None:
         self._hook = pm.hook
         self.informer = informer
         self._logger = logger or _log
@@ -462,10 +462,10 @@ class EventHookHandler:
         if running is None:
             return None
         hook, key, since = running
-        return f"{hook} of {key} for {self._clock() - since:.0f}s"
+        return f"{hook} of {key} for {self._clock.now() - since:.0f}s"
 
     def _call(self, hook: str, about: Any, **kwargs: Any) -> None:
-        self.running = (hook, _key_of(about), self._clock())
+        self.running = (hook, _key_of(about), self._clock.now())
         try:
             getattr(self._hook, hook)(informer=self.informer, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - logged; informers must go on (SystemExit too)

@@ -157,8 +157,7 @@ def test_a_busy_event_hook_says_what_it_runs() -> None:
     pm = new_plugin_manager()
     slow = Slow()
     pm.register(slow)
-    now = [100.0]
-    slow.handler = EventHookHandler(pm, "pods", clock=lambda: now[0])
+    slow.handler = EventHookHandler(pm, "pods", clock=FakeClock())
     slow.handler.on_add(pod("web"), True)
     assert seen == ["kinrun_on_add of default/web for 0s"] and slow.handler.busy() is None
 
