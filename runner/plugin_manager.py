@@ -31,7 +31,6 @@ import importlib.util
 import logging
 import re
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ import pluggy
 
 from kinrun import hooks
 from kinrun.cache.store import DeletedFinalStateUnknown
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.result import hook_delay, smallest_delay
 from kinrun.templating import RateLimitedWarner, index_values
@@ -322,14 +322,18 @@ class HookExited(KinrunError):
 def scrub_secret_values(exc: BaseException, *objs: Any) -> None:
     """Replace, in place, every value of the core/v1 Secrets among ``objs`` (as stored and
     base64-decoded, 4 characters or more: ``kinrun.redact.secret_values``) found in
-    ``exc``'s string arguments by ``<redacted>``: kinrun's retry and drop lines and the
+    the string arguments of ``exc`` and of its ``__cause__``/``__context__`` chain by
+    ``<redacted>``: kinrun's retry and drop lines and the
     traceback it logs repeat a hook's exception message. A value the hook transformed before
     quoting it is not recognised (docs/secrets.md says so)."""
     from kinrun.redact import redact_text, secret_values
 
     values = secret_values(*objs)
-    if values and exc.args:
+    seen: set[int] = set()
+    while values and exc is not None and id(exc) not in seen:  # the chain a traceback prints
+        seen.add(id(exc))
         exc.args = tuple(redact_text(a, values) if isinstance(a, str) else a for a in exc.args)
+        exc = exc.__cause__ or exc.__context__
 
 
 def private_copy(obj: Any) -> Any:
@@ -434,7 +438,7 @@ class EventHookHandler:
 
     def __init__(self, pm: pluggy.PluginManager, informer: str,
                  logger: logging.Logger | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock = REAL_CLOCK) -> None:
         self._hook = pm.hook
         self.informer = informer
         self._logger = logger or _log
@@ -458,13 +462,14 @@ class EventHookHandler:
         if running is None:
             return None
         hook, key, since = running
-        return f"{hook} of {key} for {self._clock() - since:.0f}s"
+        return f"{hook} of {key} for {self._clock.now() - since:.0f}s"
 
     def _call(self, hook: str, about: Any, **kwargs: Any) -> None:
-        self.running = (hook, _key_of(about), self._clock())
+        self.running = (hook, _key_of(about), self._clock.now())
         try:
             getattr(self._hook, hook)(informer=self.informer, **kwargs)
-        except BaseException:  # noqa: BLE001 - logged; informers must go on (SystemExit too)
+        except BaseException as exc:  # noqa: BLE001 - logged; informers must go on (SystemExit too)
+            scrub_secret_values(exc, *kwargs.values())
             self._logger.exception("plugin hook %s failed for informer %r", hook, self.informer)
         finally:
             self.running = None

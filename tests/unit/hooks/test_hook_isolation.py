@@ -157,8 +157,7 @@ def test_a_busy_event_hook_says_what_it_runs() -> None:
     pm = new_plugin_manager()
     slow = Slow()
     pm.register(slow)
-    now = [100.0]
-    slow.handler = EventHookHandler(pm, "pods", clock=lambda: now[0])
+    slow.handler = EventHookHandler(pm, "pods", clock=FakeClock())
     slow.handler.on_add(pod("web"), True)
     assert seen == ["kinrun_on_add of default/web for 0s"] and slow.handler.busy() is None
 
@@ -184,3 +183,52 @@ def test_a_hook_exception_quoting_a_secret_value_is_scrubbed() -> None:
                                    ReconcileContext(controller="c", key="default/db"))
     assert "hunter2-s3cret" not in str(err.value)
     assert str(err.value) == "cannot use password <redacted> for default/db"
+
+
+def test_a_chained_hook_exception_is_scrubbed_through_its_chain() -> None:
+    """The drop line's traceback prints the whole chain (``__cause__``, ``__context__``): a
+    Secret value in an inner exception is scrubbed too."""
+    import base64
+    import traceback
+
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "db", "namespace": "default"},
+              "data": {"password": base64.b64encode(b"hunter2-s3cret").decode()}}
+
+    class Chained:
+        @hookimpl
+        def kinrun_reconcile(self, controller, key, obj, ctx):
+            try:
+                raise KeyError(base64.b64decode(obj["data"]["password"]).decode())
+            except KeyError as inner:
+                raise RuntimeError("lookup failed") from inner
+
+    pm = new_plugin_manager()
+    pm.register(Chained())
+    with pytest.raises(RuntimeError) as err:
+        reconcile_caller(pm, True)("c", "default/db", secret,
+                                   ReconcileContext(controller="c", key="default/db"))
+    assert "hunter2-s3cret" not in "".join(traceback.format_exception(err.value))
+
+
+def test_an_event_hook_exception_quoting_a_secret_value_is_scrubbed_in_the_log(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An event hook's failure is logged with its traceback: the Secret's values it was given
+    (old and new) are scrubbed from the exception before kinrun logs it."""
+    import base64
+    import logging
+
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "db", "namespace": "default"},
+              "data": {"password": base64.b64encode(b"hunter2-s3cret").decode()}}
+
+    class Leaky:
+        @hookimpl
+        def kinrun_on_update(self, informer, old, new):
+            raise ValueError(base64.b64decode(new["data"]["password"]).decode())
+
+    pm = new_plugin_manager()
+    pm.register(Leaky())
+    with caplog.at_level(logging.ERROR):
+        EventHookHandler(pm, "secrets").on_update(secret, secret)
+    assert "ValueError" in caplog.text and "hunter2-s3cret" not in caplog.text
