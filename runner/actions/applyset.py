@@ -61,6 +61,7 @@ import yaml
 from kinrun import __version__
 from kinrun import safe_yaml
 from kinrun.actions.kinds import (
+    loop_items,
     CheckError, Scope, Target, _bool, _set_namespace, _options, _setting, check_manifest,
     compile_tree, is_itself, own, reconciled_target, resolve_target,
 )
@@ -513,15 +514,7 @@ class ApplySetAction:
     def _children(self, scope: Scope) -> list[dict[str, Any]]:
         if self._for_each is None:
             return self._rendered(scope.variables)
-        try:
-            items = self._for_each.evaluate(scope.variables)
-        except TemplateRenderError as exc:
-            exc.location = self._for_each_loc  # the action's error names forEach's line
-            raise
-        if isinstance(items, Mapping):
-            items = list(items.items())
-        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-            raise CheckError(f"applySet: forEach must give a list, got {type(items).__name__}")
+        items = loop_items(self._for_each, self._for_each_loc, scope.variables, "applySet: ")
         children = []
         for item in items:
             children.extend(self._rendered({**scope.variables, self._as: item}))

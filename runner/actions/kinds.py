@@ -14,7 +14,7 @@ Namespace rule (no discovery at render time): a rendered manifest or target with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,25 @@ class Scope:
     ctx: ReconcileContext
     variables: dict[str, Any] = field(default_factory=dict)
     namespace: str | None = None
+
+
+def loop_items(expression: Any, location: SourceLocation, variables: Mapping[str, Any],
+               what: str = "") -> list[Any]:
+    """The items a ``forEach`` expression gives (a mapping's ``(key, value)`` pairs); a render
+    error names ``location`` (forEach's line), anything but a list-like value is a CheckError
+    (``what``: the message's prefix, such as ``applySet: ``)."""
+    from kinrun.templating import TemplateRenderError
+
+    try:
+        items = expression.evaluate(variables)
+    except TemplateRenderError as exc:
+        exc.location = location  # the action's error names forEach's line
+        raise
+    if isinstance(items, Mapping):
+        items = list(items.items())
+    if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise CheckError(f"{what}forEach must give a list, got {type(items).__name__}")
+    return list(items)
 
 
 def unsecret(text: str, scope: Scope) -> str:

@@ -60,6 +60,7 @@ from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
+    loop_items,
 )
 from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
@@ -291,15 +292,7 @@ class ActionLoop:
 
     def render(self, action: CompiledAction, scope: Scope) -> list[Any]:
         """The steps of ``action`` for every item; CheckError when forEach gives no list."""
-        try:
-            items = self.items.evaluate(scope.variables)
-        except TemplateRenderError as exc:
-            exc.location = self.location  # the action's error names forEach's line
-            raise
-        if isinstance(items, Mapping):
-            items = list(items.items())
-        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-            raise CheckError(f"forEach must give a list, got {type(items).__name__}")
+        items = loop_items(self.items, self.location, scope.variables)
         steps: list[Any] = []
         for item in items:
             spend_loop_step()

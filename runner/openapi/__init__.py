@@ -25,7 +25,7 @@ Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_
 """
 
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, crd_errors, decode_errors,
-                     list_map_key_errors, prune, required_errors, type_matches)
+                     json_type, list_map_key_errors, prune, required_errors, type_matches)
 from ._schema import (GVK, KUBERNETES_VERSION, Schema, Schemas, builtin_document,
                       builtin_schemas, crd_schema)
 
@@ -42,6 +42,7 @@ __all__ = [
     "crd_errors",
     "crd_schema",
     "decode_errors",
+    "json_type",
     "list_map_key_errors",
     "prune",
     "required_errors",

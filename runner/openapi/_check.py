@@ -55,7 +55,8 @@ class Problem:
     message: str
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value (``string``, ``integer``, ``object``, ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -71,7 +72,7 @@ def type_matches(schema: Schema, value: Any, *, null_ok: bool) -> bool:
     decoder allows)."""
     if value is None:
         return null_ok or bool(schema.node.get("nullable"))
-    kind = _json_type(value)
+    kind = json_type(value)
     if schema.format == "int-or-string" or (
             schema.node.get("x-kubernetes-int-or-string")):
         return kind in ("integer", "string")
@@ -112,7 +113,7 @@ def decode_errors(schema: Schema, obj: Any) -> list[str]:
     def visit(node: Schema, value: Any, path: str) -> bool:
         if type_matches(node, value, null_ok=True):
             return True
-        found.append(f"{path or '<root>'}: expected {node.type}, got {_json_type(value)}")
+        found.append(f"{path or '<root>'}: expected {node.type}, got {json_type(value)}")
         return False
     _walk(schema, obj, "", visit)
     return found
@@ -222,8 +223,8 @@ def crd_errors(schema: Schema, obj: Any, *,
             return False
         if not type_matches(node, value, null_ok=False):
             found.append(Problem(path, "FieldValueInvalid",
-                                 f'Invalid value: "{_json_type(value)}": {path} in body must be '
-                                 f'of type {node.type}: "{_json_type(value)}"'))
+                                 f'Invalid value: "{json_type(value)}": {path} in body must be '
+                                 f'of type {node.type}: "{json_type(value)}"'))
             return False                   # as go-openapi: a value of the wrong type stops there
         found.extend(_value_problems(node, value, path))
         return True
@@ -238,7 +239,7 @@ def _quote(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value) if isinstance(value, (int, float)) else _json_type(value)
+    return str(value) if isinstance(value, (int, float)) else json_type(value)
 
 
 def _value_problems(node: Schema, value: Any, path: str) -> list[Problem]:

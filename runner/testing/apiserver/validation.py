@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from .registry import ResourceType
+from kinrun.openapi import json_type
 from kinrun.selectors import label_key_error, label_value_error
 from .status import StatusError, bad_request, invalid
 
@@ -114,7 +115,7 @@ def check_decodable(rtype: ResourceType, version: str, obj: dict[str, Any]) -> N
     if meta is None:
         return
     if not isinstance(meta, dict):
-        raise undecodable(rtype, version, f"metadata: expected an object, got {_json_type(meta)}")
+        raise undecodable(rtype, version, f"metadata: expected an object, got {json_type(meta)}")
     for key in ("labels", "annotations"):
         value = meta.get(key)
         if value is not None and not (isinstance(value, dict) and
@@ -124,14 +125,3 @@ def check_decodable(rtype: ResourceType, version: str, obj: dict[str, Any]) -> N
     if finalizers is not None and not (isinstance(finalizers, list) and
                                        all(isinstance(v, str) for v in finalizers)):
         raise undecodable(rtype, version, "metadata.finalizers: expected a list of strings")
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type name of a decoded value (``string``, ``number``, ``object``, ...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "?")
