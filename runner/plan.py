@@ -22,7 +22,7 @@ templates and programs are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,7 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     controllers = tuple(_controller(config, spec, informers, pm, engine, wall)
                         for spec in config.controllers)
     _check_apply_keys(config)
+    _check_template_reads(config, engine)
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
                 sharded_informers(config), compile_admission(config.admission, engine))
 
@@ -249,6 +250,61 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         on_error=_program(spec, _on_error_actions(spec), "onError", pm, engine, clock,
                           recorder=events),
         finalizer_when=_finalizer_when(spec, engine))
+
+
+def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
+    """Every read of ``obj``/``old`` in a controller's templates, vars, ``when`` and
+    ``forEach`` checked against its primary kind's schema (``kinrun.template_reads``):
+    ConfigError at the action (or var) for a field the kind does not have."""
+    from kinrun.template_reads import check_template
+    for spec in config.controllers:
+        schema = _primary_schema(config, config.informers[spec.primary])
+        if schema is None:
+            continue
+        for source, expression, loc in _template_sources(spec):
+            tree = engine.syntax_tree(source, expression=expression)
+            for read, why in check_template(tree, schema) if tree is not None else ():
+                shown = ".".join(read.path).replace(".[]", "[]")
+                raise loc.error(f"{read.root}.{shown}: {why} (template line {read.line}; "
+                                f"checked against the schema of informer {spec.primary}'s "
+                                "kind)")
+
+
+def _primary_schema(config: Config, informer: InformerSpec) -> Any:
+    """The schema of an informer's kind: a built-in kind's, a ``crds:`` file's, or None."""
+    from kinrun.crds import CrdSet
+    from kinrun.kube.builtin_kinds import builtin_kind
+    from kinrun.openapi import builtin_schemas, crd_schema
+
+    kind = informer.kind or builtin_kind(informer.api_version, informer.resource or "")
+    group, _, version = informer.api_version.rpartition("/")
+    if kind is None or informer.metadata_only:
+        return None
+    schema = builtin_schemas().for_gvk(group, version, kind)
+    if schema is not None:
+        return schema
+    try:
+        crds = CrdSet.load(config.crds, config.base_dir)
+    except ConfigError:
+        return None
+    found = crds.lookup(informer.api_version, kind)
+    return crd_schema({"schema": {"openAPIV3Schema": found.schema}}) \
+        if found is not None and found.schema else None
+
+
+def _template_sources(spec: ControllerSpec) -> Iterator[tuple[str, bool, Location]]:
+    """(source, is an expression, location) of every template a controller compiles."""
+    from kinrun.template_reads import template_strings
+    rec = spec.reconcile
+    for var in rec.vars:
+        yield var.expression, True, var.location
+    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
+        for key, value in raw.items():
+            expression = key in ("when", "forEach")
+            for text in template_strings(value):
+                if expression or "{{" in text or "{%" in text:
+                    yield text, expression, action.location
 
 
 def _check_apply_keys(config: Config) -> None:

@@ -1716,6 +1716,19 @@ class TemplateEngine:
             raise loc.config_error(f"expression syntax error in {source!r}: {exc.message}") from exc
         return Expression(compiled, source, self.budget)
 
+    def syntax_tree(self, source: str, *, expression: bool = False) -> Any:
+        """The Jinja2 syntax tree of ``source`` (a template, or with ``expression`` a bare
+        expression, ``{{ }}`` optional), for analysis (``kinrun.template_reads``); None when
+        it does not parse (compiling it reports that)."""
+        text = source
+        bare = split_expression(source) if expression else None
+        if bare:
+            text = "{{ " + bare + " }}"
+        try:
+            return self._env.parse(text)
+        except jinja2.TemplateSyntaxError:
+            return None
+
     def value(self, source: str, location: Any = None, *,
               undefined_to_none: bool = False) -> Expression | _TemplateValue:
         """Compile ``source`` as an expression when it is one (with or without ``{{ }}``), else

@@ -242,7 +242,8 @@ def test_apply_set_in_on_delete_is_a_config_error(tmp_path) -> None:
 
 @pytest.mark.parametrize("for_each,manifest_name,line,key", [
     ("obj.nope.split()", "x", 8, "forEach"),             # the forEach line, not name: (6)
-    ("['a']", "{{ obj.metadata.nmae }}", 9, "manifests"),  # the manifests line (template: +3)
+    # a key validate cannot see (a built subscript): a typo it can see fails at validate
+    ("['a']", "{{ obj.metadata[('nm' ~ 'ae')] }}", 9, "manifests"),  # the manifests line (+3)
 ])
 def test_a_render_error_names_the_line_of_its_key(for_each, manifest_name, line, key) -> None:
     """An error while rendering forEach or manifests is located at that key's own line (as

@@ -160,7 +160,7 @@ def test_render_template_failure_exits_1(tmp_path: Path, pod_file: Path) -> None
     config = tmp_path / "c.yaml"
     config.write_text(POD_CONFIG +
                       "  - name: c\n    for: pods\n    reconcile:\n      actions:\n"
-                      "        - log: \"{{ obj.metadata.nmae.upper() }}\"\n")
+                      "        - log: \"{% set k = 'nmae' %}{{ obj.metadata[k].upper() }}\"\n")
     result = kinrun("render", config, "--object", pod_file)
     assert result.returncode == 1
     assert f"{config}:9: controllers[0].reconcile.actions[0]" in result.stderr

@@ -1,0 +1,163 @@
+"""What a template reads of the reconciled object, and ``validate``'s check of it against the
+kind's schema: a misspelt field (``obj.metdata.name``) is an error at the template's line, with
+the closest field, instead of a failing reconcile (kro type-checks its expressions the same
+way against the OpenAPI schema of what they read).
+
+Read paths are taken from the template's Jinja2 syntax tree: every chain of attribute and
+constant subscript reads rooted at ``obj`` or ``old`` (``obj.spec.containers[0].image`` reads
+``spec.containers[].image``). The analysis is conservative where it cannot know: a subscript
+with a variable, or an object passed whole to a filter or function, ends the path there (what
+follows is not checked); a path through ``| default(...)`` is still a read.
+
+Checked against the schema of the controller's primary kind (``kinrun.openapi``: the built-in
+kinds of kube-apiserver 1.20.2, and the CRDs of the config's ``crds:``); maps
+(``additionalProperties``: labels, annotations, data) and ``x-kubernetes-preserve-unknown-
+fields`` are open; a dict method name (``items``, ``keys``, ``values``, ``get``) is not a
+field. A kind without a schema is not checked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import nodes
+
+from kinrun.openapi import Schema
+
+ROOTS = ("obj", "old")
+"""The names that hold the reconciled object in templates."""
+DICT_METHODS = frozenset({"items", "keys", "values", "get", "copy"})
+"""Names that read a dict's method, not a field (``obj['items']`` reads the field)."""
+WIDE_SCALARS = ("integer", "number", "string", "boolean")
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read: ``root`` (``obj`` or ``old``), ``path`` (field names; ``[]`` for a list
+    item), ``line`` (1-based line in the template)."""
+
+    root: str
+    path: tuple[str, ...]
+    line: int
+
+
+def reads(tree: nodes.Node) -> list[Read]:
+    """Every maximal read chain of ``obj``/``old`` in a parsed template or expression."""
+    found: list[Read] = []
+    inner: set[int] = set()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        chain = _chain(node)
+        if chain is None:
+            continue
+        for sub in _links(node):
+            inner.add(id(sub))
+        found.append((node, chain))  # type: ignore[arg-type]
+    return [Read(root, path, node.lineno) for node, (root, path) in found  # type: ignore[misc]
+            if id(node) not in inner]
+
+
+def _links(node: nodes.Node) -> Iterator[nodes.Node]:
+    """The shorter chains inside ``node`` (its own ``node.node`` links)."""
+    current = getattr(node, "node", None)
+    while isinstance(current, (nodes.Getattr, nodes.Getitem)):
+        yield current
+        current = current.node
+
+
+def _chain(node: nodes.Node) -> tuple[str, tuple[str, ...]] | None:
+    path: list[str] = []
+    while isinstance(node, (nodes.Getattr, nodes.Getitem)):
+        if isinstance(node, nodes.Getattr):
+            path.append(node.attr)
+        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            path.append(node.arg.value)
+        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, int):
+            path.append("[]")
+        else:
+            path = []  # a variable subscript: what is read before it is known, after not
+        node = node.node
+    if isinstance(node, nodes.Name) and node.name in ROOTS and path:
+        return node.name, tuple(reversed(path))
+    return None
+
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+"""Every object's ``metadata`` (apimachinery's ObjectMeta), also where a CRD's schema leaves
+``apiVersion``, ``kind`` and ``metadata`` out, as CRD schemas usually do."""
+
+
+def _object_meta() -> Schema:
+    from kinrun.openapi import builtin_document
+
+    document = builtin_document()
+    return Schema(document.get("definitions") or {}, {"$ref": f"#/definitions/{OBJECT_META}"})
+
+
+def problems(schema: Schema, path: Iterable[str]) -> str | None:
+    """Why ``path`` is not a field of ``schema`` (``metdata: no such field; did you mean
+    'metadata'?``), or None when it is, or when the schema cannot tell. ``apiVersion``,
+    ``kind`` and ``metadata`` (ObjectMeta) are fields of every object."""
+    path = list(path)
+    if path and path[0] in ("apiVersion", "kind"):
+        return None
+    if path and path[0] == "metadata" and schema.child("metadata") is None:
+        return problems(_object_meta(), path[1:]) if len(path) > 1 else None
+    if path and schema.child(path[0]) is None and path[0] not in DICT_METHODS \
+            and schema.node.get("properties") is not None:
+        known = sorted({*schema.properties, "apiVersion", "kind", "metadata"})
+        close = difflib.get_close_matches(path[0], known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        if not schema.preserves_unknown and schema.additional is None:
+            return f"the object has no field {path[0]!r}{hint}"
+    node: Schema | None = schema
+    done: list[str] = []
+    for name in path:
+        if node is None or node.preserves_unknown or node.type in WIDE_SCALARS:
+            return None
+        if name == "[]":
+            node = node.items
+        elif name in DICT_METHODS and node.type == "object" and node.child(name) is None:
+            return None
+        else:
+            child = node.child(name)
+            if child is None and node.additional is not None:
+                child = node.additional
+            if child is None:
+                if node.type not in ("object", "") or not node.properties:
+                    return None  # untyped here: open
+                return _unknown(name, done, node)
+            node = child
+        done.append(name)
+    return None
+
+
+def _unknown(name: str, done: list[str], node: Schema) -> str:
+    where = ".".join(done).replace(".[]", "[]") or "the object"
+    close = difflib.get_close_matches(name, sorted(node.properties), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{where} has no field {name!r}{hint}"
+
+
+def check_template(tree: nodes.Node, schema: Schema) -> list[tuple[Read, str]]:
+    """Each read of ``tree`` that ``schema`` says does not exist, with why."""
+    out = []
+    for read in reads(tree):
+        why = problems(schema, read.path)
+        if why is not None:
+            out.append((read, why))
+    return out
+
+
+def template_strings(value: Any) -> Iterator[str]:
+    """Every string in an action's configuration (mappings and lists walked)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from template_strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from template_strings(item)

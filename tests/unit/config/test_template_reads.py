@@ -1,0 +1,72 @@
+"""validate checks what templates read of the reconciled object against its kind's schema
+(kinrun.template_reads): a misspelt field is an error at its line with the closest field;
+maps, preserve-unknown-fields, variable subscripts and kinds without a schema stay open."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kinrun.config import load, load_text
+from kinrun.errors import ConfigError
+from kinrun.plan import plan
+
+ROOT = Path(__file__).resolve().parents[3]
+HEAD = "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
+
+
+def compile_log(template: str, informer: str = "{apiVersion: v1, kind: Pod}") -> None:
+    plan(load_text(HEAD + textwrap.dedent(f"""\
+        informers:
+          x: {informer}
+        controllers:
+          - name: c
+            for: x
+            reconcile:
+              actions:
+                - log: "{template}"
+        """), file="c.yaml"))
+
+
+@pytest.mark.parametrize("template,said", [
+    ("{{ obj.metdata.name }}", "the object has no field 'metdata'; did you mean 'metadata'?"),
+    ("{{ obj.metadata.nmae }}", "metadata has no field 'nmae'; did you mean 'name'?"),
+    ("{{ obj.spec.containers[0].imag }}", "has no field 'imag'; did you mean 'image'?"),
+    ("{% for c in obj.spec.containers %}{{ old.spec.nodeNme }}{% endfor %}",
+     "did you mean 'nodeName'?"),
+], ids=["root", "metadata", "list-item", "old-in-a-loop"])
+def test_a_misspelt_field_is_refused_at_its_line(template: str, said: str) -> None:
+    """The error names c.yaml:LINE, the path read and the closest field."""
+    with pytest.raises(ConfigError) as err:
+        compile_log(template)
+    assert str(err.value).startswith("c.yaml:10:") and said in str(err.value)
+
+
+@pytest.mark.parametrize("template", [
+    "{{ obj.metadata.labels.app }}",                 # a map: any key
+    "{{ obj.metadata.annotations['a/b'] }}",
+    "{{ obj.spec.containers[0].image }}",
+    "{% set k = 'whatever' %}{{ obj.spec[k] }}",     # a variable subscript: not checked
+    "{{ obj['items'] if obj else '' }}",            # a dict method name as a key
+    "{{ obj.metadata.name.upper() }}",               # a method of a string
+])
+def test_what_exists_or_cannot_be_known_passes(template: str) -> None:
+    """Fields the schema has, open maps and what the analysis cannot bound compile."""
+    compile_log(template)
+
+
+def test_a_kind_without_a_schema_is_not_checked() -> None:
+    """A custom kind with no crds: file: nothing to check against."""
+    compile_log("{{ obj.spec.anything.goes }}", "{apiVersion: example.com/v1, kind: Foo}")
+
+
+def test_a_crd_schema_from_crds_is_used(tmp_path: Path) -> None:
+    """sample-controller's Foo (crds: file): a typo in a var is refused, with the field."""
+    text = (ROOT / "examples/configs/sample-controller.yaml").read_text()
+    config = tmp_path / "sc.yaml"
+    config.write_text(text.replace("obj.spec.deploymentName", "obj.spec.deploymentNme", 1)
+                      .replace("../crds/foo.yaml", str(ROOT / "examples/crds/foo.yaml")))
+    with pytest.raises(ConfigError, match="did you mean 'deploymentName'"):
+        plan(load(config))
