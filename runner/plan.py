@@ -257,17 +257,19 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     ``forEach`` checked against its primary kind's schema (``kinrun.template_reads``):
     ConfigError at the action (or var) for a field the kind does not have."""
     from kinrun.template_reads import check_template
+    schemas = {name: _primary_schema(config, inf) for name, inf in config.informers.items()}
+    lookups = {f"get:{name}": schema for name, schema in schemas.items()}
     for spec in config.controllers:
-        schema = _primary_schema(config, config.informers[spec.primary])
-        if schema is None:
-            continue
+        roots = {**lookups, "obj": schemas[spec.primary], "old": schemas[spec.primary]}
         for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
-            for read, why in check_template(tree, schema) if tree is not None else ():
+            for read, why in check_template(tree, roots) if tree is not None else ():
                 shown = ".".join(read.path).replace(".[]", "[]")
-                raise loc.error(f"{read.root}.{shown}: {why} (template line {read.line}; "
-                                f"checked against the schema of informer {spec.primary}'s "
-                                "kind)")
+                root = read.root.replace("get:", "get('") + ("', ...)" if
+                                                             read.root.startswith("get:") else "")
+                informer = read.root[4:] if read.root.startswith("get:") else spec.primary
+                raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
+                                f"against the schema of informer {informer}'s kind)")
 
 
 def _primary_schema(config: Config, informer: InformerSpec) -> Any:

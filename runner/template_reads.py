@@ -36,8 +36,9 @@ WIDE_SCALARS = ("integer", "number", "string", "boolean")
 
 @dataclass(frozen=True)
 class Read:
-    """One read: ``root`` (``obj`` or ``old``), ``path`` (field names; ``[]`` for a list
-    item), ``line`` (1-based line in the template)."""
+    """One read: ``root`` (``obj``, ``old``, or ``get:INFORMER`` for what a ``get('INFORMER',
+    key)`` lookup returns), ``path`` (field names; ``[]`` for a list item), ``line`` (1-based
+    line in the template)."""
 
     root: str
     path: tuple[str, ...]
@@ -81,6 +82,18 @@ def _chain(node: nodes.Node) -> tuple[str, tuple[str, ...]] | None:
         node = node.node
     if isinstance(node, nodes.Name) and node.name in ROOTS and path:
         return node.name, tuple(reversed(path))
+    informer = _lookup(node)
+    if informer is not None and path:
+        return f"get:{informer}", tuple(reversed(path))
+    return None
+
+
+def _lookup(node: nodes.Node) -> str | None:
+    """The informer of a ``get('INFORMER', ...)`` call with a literal name, else None."""
+    if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) \
+            and node.node.name == "get" and node.args \
+            and isinstance(node.args[0], nodes.Const) and isinstance(node.args[0].value, str):
+        return node.args[0].value
     return None
 
 
@@ -141,11 +154,14 @@ def _unknown(name: str, done: list[str], node: Schema) -> str:
     return f"{where} has no field {name!r}{hint}"
 
 
-def check_template(tree: nodes.Node, schema: Schema) -> list[tuple[Read, str]]:
-    """Each read of ``tree`` that ``schema`` says does not exist, with why."""
+def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None]
+                   ) -> list[tuple[Read, str]]:
+    """Each read of ``tree`` that its root's schema (``schemas``: root -> Schema or None:
+    ``obj``/``old``, ``get:INFORMER``) says does not exist, with why."""
     out = []
     for read in reads(tree):
-        why = problems(schema, read.path)
+        schema = schemas.get(read.root)
+        why = problems(schema, read.path) if schema is not None else None
         if why is not None:
             out.append((read, why))
     return out

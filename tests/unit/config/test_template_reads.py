@@ -70,3 +70,19 @@ def test_a_crd_schema_from_crds_is_used(tmp_path: Path) -> None:
                       .replace("../crds/foo.yaml", str(ROOT / "examples/crds/foo.yaml")))
     with pytest.raises(ConfigError, match="did you mean 'deploymentName'"):
         plan(load(config))
+
+
+def test_a_lookup_is_checked_against_its_informers_kind() -> None:
+    """get('cms', key).dta: the ConfigMap schema says 'data'."""
+    with pytest.raises(ConfigError, match=r"get\('cms', \.\.\.\)\.dta: .*did you mean 'data'"):
+        plan(load_text(HEAD + textwrap.dedent("""\
+            informers:
+              pods: {apiVersion: v1, kind: Pod}
+              cms: {apiVersion: v1, kind: ConfigMap}
+            controllers:
+              - name: c
+                for: pods
+                reconcile:
+                  actions:
+                    - log: "{{ get('cms', 'default/x').dta }}"
+            """), file="c.yaml"))
