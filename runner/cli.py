@@ -58,7 +58,9 @@ exit codes:
 
 COMMANDS_HELP = """\
 commands (give one as the first argument; anything else is a config file to run):
-  validate CONFIG...      check config files; prints "FILE: ok" or every error (file:line:col)
+  validate CONFIG... [--explain]
+                          check config files; prints "FILE: ok" or every error (file:line:col);
+                          --explain: the fields templates read, per informer
   schema                  print the JSON Schema of the config file
   plugins CONFIG          list the plugins found and the hooks each implements
   render CONFIG --object FILE [--old FILE] [--lookup FILE]... [--controller NAME]
@@ -287,6 +289,9 @@ def _validate_parser() -> argparse.ArgumentParser:
                   "and controllers, plugin files, template syntax. Prints 'FILE: ok' for each "
                   "valid file (stdout) and every error of the others (stderr).")
     parser.add_argument("configs", metavar="CONFIG", nargs="+", help="config files")
+    parser.add_argument("--explain", action="store_true",
+                        help="also print, per informer, the fields the templates read of its "
+                             "objects and whether they were checked against its kind's schema")
     return parser
 
 
@@ -417,6 +422,11 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
             print(f"{path}: ok", flush=True)
             for line in describe(compiled.config):  # with sharding: a line per informer
                 print(f"{path}: {line}", flush=True)
+            if ns.explain:
+                from kinrun.plan import read_report
+
+                for line in read_report(compiled):
+                    print(f"{path}: {line}", flush=True)
     return status
 
 

@@ -272,6 +272,37 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                                 f"against the schema of informer {informer}'s kind)")
 
 
+def read_report(compiled: CompiledPlan) -> list[str]:
+    """``validate --explain``: per informer, the paths the controllers' templates read of its
+    objects (``obj``/``old`` of the controllers it is the primary of, ``get`` lookups of it),
+    and whether they were checked against a schema (or why not). What a hook reads is not
+    known: a controller with hooks reads whole objects."""
+    from kinrun.template_reads import reads
+
+    config, engine = compiled.config, compiled.engine
+    paths: dict[str, set[str]] = {name: set() for name in config.informers}
+    whole: dict[str, list[str]] = {name: [] for name in config.informers}
+    for spec in config.controllers:
+        if spec.reconcile.hooks:
+            whole[spec.primary].append(f"controller {spec.name} runs hooks")
+        for source, expression, _loc in _template_sources(spec):
+            tree = engine.syntax_tree(source, expression=expression)
+            for read in reads(tree) if tree is not None else ():
+                name = read.root[4:] if read.root.startswith("get:") else spec.primary
+                if name in paths:
+                    paths[name].add(".".join(read.path).replace(".[]", "[]"))
+    lines = ["reads followed: chains from obj, old and get('INFORMER', key); not yet through "
+             "a variable that holds an object, nor list()/by_index() items"]
+    for name, informer in config.informers.items():
+        checked = "checked against its kind's schema" if _primary_schema(config, informer) \
+            is not None else "not checked: no schema for its kind (a CRD without crds:?)"
+        lines.append(f"informer {name} ({informer.api_version} {informer.kind or informer.resource}"
+                     f"): {len(paths[name])} path(s) read, {checked}")
+        lines += [f"  {p}" for p in sorted(paths[name])]
+        lines += [f"  (whole objects: {why})" for why in whole[name]]
+    return lines
+
+
 def _primary_schema(config: Config, informer: InformerSpec) -> Any:
     """The schema of an informer's kind: a built-in kind's, a ``crds:`` file's, or None."""
     from kinrun.crds import CrdSet

@@ -86,3 +86,18 @@ def test_a_lookup_is_checked_against_its_informers_kind() -> None:
                   actions:
                     - log: "{{ get('cms', 'default/x').dta }}"
             """), file="c.yaml"))
+
+
+def test_validate_explain_lists_the_paths_read_per_informer() -> None:
+    """`kinrun validate --explain`: sample-controller reads spec.deploymentName of its Foos,
+    checked against the CRD's schema."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "kinrun.cli", "validate", "--explain",
+                          str(ROOT / "examples/configs/sample-controller.yaml")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "informer foos (samplecontroller.k8s.io/v1alpha1 Foo)" in run.stdout
+    assert "checked against its kind's schema" in run.stdout
+    assert ":   spec.deploymentName\n" in run.stdout
