@@ -43,6 +43,8 @@ from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
+from jinja2 import nodes
+
 from kinrun.admission import compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
@@ -261,15 +263,32 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     lookups = {f"get:{name}": schema for name, schema in schemas.items()}
     for spec in config.controllers:
         roots = {**lookups, "obj": schemas[spec.primary], "old": schemas[spec.primary]}
+        given = _var_bindings(spec, engine)
         for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
-            for read, why in check_template(tree, roots) if tree is not None else ():
+            for read, why in check_template(tree, roots, given) if tree is not None else ():
                 shown = ".".join(read.path).replace(".[]", "[]")
                 root = read.root.replace("get:", "get('") + ("', ...)" if
                                                              read.root.startswith("get:") else "")
                 informer = read.root[4:] if read.root.startswith("get:") else spec.primary
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
                                 f"against the schema of informer {informer}'s kind)")
+
+
+def _var_bindings(spec: ControllerSpec, engine: TemplateEngine) -> dict[str, Any]:
+    """The controller's vars that stand for a read (``deploy: get('deployments', k)``), in
+    order, each seeing the ones before (``kinrun.template_reads.bound_to``)."""
+    from kinrun.template_reads import bound_to
+
+    given: dict[str, Any] = {}
+    for var in spec.reconcile.vars:
+        tree = engine.syntax_tree(var.expression, expression=True)
+        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
+        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
+            bound = bound_to(outputs[0].nodes[0], given)
+            if bound is not None and bound[0] != "list":
+                given[var.name] = bound
+    return given
 
 
 def read_report(compiled: CompiledPlan) -> list[str]:
@@ -285,14 +304,15 @@ def read_report(compiled: CompiledPlan) -> list[str]:
     for spec in config.controllers:
         if spec.reconcile.hooks:
             whole[spec.primary].append(f"controller {spec.name} runs hooks")
+        given = _var_bindings(spec, engine)
         for source, expression, _loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
-            for read in reads(tree) if tree is not None else ():
+            for read in reads(tree, given) if tree is not None else ():
                 name = read.root[4:] if read.root.startswith("get:") else spec.primary
                 if name in paths:
                     paths[name].add(".".join(read.path).replace(".[]", "[]"))
-    lines = ["reads followed: chains from obj, old and get('INFORMER', key); not yet through "
-             "a variable that holds an object, nor list()/by_index() items"]
+    lines = ["reads followed: chains from obj, old, get('INFORMER', key) and the loop variables "
+             "and vars bound to them; not by_index() items, nor objects passed to filters"]
     for name, informer in config.informers.items():
         checked = "checked against its kind's schema" if _primary_schema(config, informer) \
             is not None else "not checked: no schema for its kind (a CRD without crds:?)"

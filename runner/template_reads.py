@@ -5,7 +5,8 @@ way against the OpenAPI schema of what they read).
 
 Read paths are taken from the template's Jinja2 syntax tree: every chain of attribute and
 constant subscript reads rooted at ``obj`` or ``old`` (``obj.spec.containers[0].image`` reads
-``spec.containers[].image``). The analysis is conservative where it cannot know: a subscript
+``spec.containers[].image``; through ``(x | default({})).y`` too). The analysis is
+conservative where it cannot know: a subscript
 with a variable, or an object passed whole to a filter or function, ends the path there (what
 follows is not checked); a path through ``| default(...)`` is still a read.
 
@@ -45,12 +46,60 @@ class Read:
     line: int
 
 
-def reads(tree: nodes.Node) -> list[Read]:
-    """Every maximal read chain of ``obj``/``old`` in a parsed template or expression."""
+Binding = tuple[str, tuple[str, ...]]
+"""What a name stands for: a root and the path to it (``c`` in ``{% for c in
+obj.spec.containers %}``: ``("obj", ("spec", "containers", "[]"))``)."""
+
+
+def bindings(tree: nodes.Node, given: Mapping[str, Binding] | None = None
+             ) -> dict[str, Binding]:
+    """The names bound once in ``tree`` to a read (``{% for x in CHAIN %}``, ``{% set x =
+    CHAIN %}``, ``for x in list('INFORMER')``), added to ``given`` (the vars'); a name bound
+    more than once, or to something else too, is left out (not followed)."""
+    found: dict[str, Binding | None] = {}
+    for node in tree.find_all((nodes.For, nodes.Assign)):
+        target = node.target
+        if not isinstance(target, nodes.Name):
+            continue
+        value = node.iter if isinstance(node, nodes.For) else node.node
+        bound = bound_to(value, given or {})
+        if bound is not None and isinstance(node, nodes.For):
+            bound = (bound[0], (*bound[1], "[]")) if bound[0] != "list" else bound
+        if bound is not None and bound[0] == "list":
+            bound = (f"get:{bound[1][0]}", ())
+        found[target.name] = None if target.name in found else bound
+    return {**(given or {}), **{k: v for k, v in found.items() if v is not None}}
+
+
+def bound_to(value: nodes.Node, given: Mapping[str, Binding]) -> Binding | None:
+    """The read an expression stands for (a chain, a ``get``, ``list('INFORMER')``, the first
+    branch of ``a if c else b``, the value of ``x | default(...)``), or None."""
+    if isinstance(value, nodes.CondExpr):
+        return bound_to(value.expr1, given)
+    if isinstance(value, nodes.Filter) and value.name == "default" and value.node is not None:
+        return bound_to(value.node, given)
+    if isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) \
+            and value.node.name == "list" and value.args \
+            and isinstance(value.args[0], nodes.Const) and isinstance(value.args[0].value, str):
+        return "list", (value.args[0].value,)
+    if isinstance(value, nodes.Name) and value.name in ROOTS:
+        return value.name, ()
+    if isinstance(value, nodes.Name) and value.name in given:
+        return given[value.name]
+    informer = _lookup(value)
+    if informer is not None:
+        return f"get:{informer}", ()
+    return _chain(value, given) if isinstance(value, (nodes.Getattr, nodes.Getitem)) else None
+
+
+def reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None) -> list[Read]:
+    """Every maximal read chain of ``obj``/``old``/``get`` (and of names bound to them:
+    :func:`bindings`) in a parsed template or expression."""
+    names = bindings(tree, given)
     found: list[Read] = []
     inner: set[int] = set()
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
-        chain = _chain(node)
+        chain = _chain(node, names)
         if chain is None:
             continue
         for sub in _links(node):
@@ -68,7 +117,8 @@ def _links(node: nodes.Node) -> Iterator[nodes.Node]:
         current = current.node
 
 
-def _chain(node: nodes.Node) -> tuple[str, tuple[str, ...]] | None:
+def _chain(node: nodes.Node, names: Mapping[str, Binding] | None = None
+           ) -> tuple[str, tuple[str, ...]] | None:
     path: list[str] = []
     while isinstance(node, (nodes.Getattr, nodes.Getitem)):
         if isinstance(node, nodes.Getattr):
@@ -80,8 +130,13 @@ def _chain(node: nodes.Node) -> tuple[str, tuple[str, ...]] | None:
         else:
             path = []  # a variable subscript: what is read before it is known, after not
         node = node.node
+        while isinstance(node, nodes.Filter) and node.name == "default" and node.node:
+            node = node.node  # (x | default({})).y reads x.y
     if isinstance(node, nodes.Name) and node.name in ROOTS and path:
         return node.name, tuple(reversed(path))
+    if isinstance(node, nodes.Name) and names and node.name in names and path:
+        root, prefix = names[node.name]
+        return root, (*prefix, *reversed(path))
     informer = _lookup(node)
     if informer is not None and path:
         return f"get:{informer}", tuple(reversed(path))
@@ -154,12 +209,13 @@ def _unknown(name: str, done: list[str], node: Schema) -> str:
     return f"{where} has no field {name!r}{hint}"
 
 
-def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None]
-                   ) -> list[tuple[Read, str]]:
+def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None],
+                   given: Mapping[str, Binding] | None = None) -> list[tuple[Read, str]]:
     """Each read of ``tree`` that its root's schema (``schemas``: root -> Schema or None:
-    ``obj``/``old``, ``get:INFORMER``) says does not exist, with why."""
+    ``obj``/``old``, ``get:INFORMER``) says does not exist, with why; ``given``: names bound
+    outside the template (the controller's vars)."""
     out = []
-    for read in reads(tree):
+    for read in reads(tree, given):
         schema = schemas.get(read.root)
         why = problems(schema, read.path) if schema is not None else None
         if why is not None:

@@ -101,3 +101,43 @@ def test_validate_explain_lists_the_paths_read_per_informer() -> None:
     assert "informer foos (samplecontroller.k8s.io/v1alpha1 Foo)" in run.stdout
     assert "checked against its kind's schema" in run.stdout
     assert ":   spec.deploymentName\n" in run.stdout
+
+
+@pytest.mark.parametrize("template,said", [
+    ("{% for c in obj.spec.containers %}{{ c.imag }}{% endfor %}", "did you mean 'image'?"),
+    ("{% for cm in list('cms') %}{{ cm.dta }}{% endfor %}", "did you mean 'data'?"),
+    ("{% set s = obj.spec %}{{ s.nodeNme }}", "did you mean 'nodeName'?"),
+    ("{{ (obj.status | default({})).phse }}", "did you mean 'phase'?"),
+], ids=["loop-variable", "list-items", "set", "through-default"])
+def test_names_bound_to_reads_are_followed(template: str, said: str) -> None:
+    """Loop variables, set names and `| default` keep the path they stand for."""
+    with pytest.raises(ConfigError, match=said):
+        plan(load_text(HEAD + textwrap.dedent(f"""\
+            informers:
+              pods: {{apiVersion: v1, kind: Pod}}
+              cms: {{apiVersion: v1, kind: ConfigMap}}
+            controllers:
+              - name: c
+                for: pods
+                reconcile:
+                  actions:
+                    - log: "{template}"
+            """), file="c.yaml"))
+
+
+def test_a_var_bound_to_a_lookup_is_followed() -> None:
+    """vars: {cm: get('cms', ...)}: cm.dta is refused; a var rebinding is not guessed."""
+    with pytest.raises(ConfigError, match=r"get\('cms', \.\.\.\)\.dta"):
+        plan(load_text(HEAD + textwrap.dedent("""\
+            informers:
+              pods: {apiVersion: v1, kind: Pod}
+              cms: {apiVersion: v1, kind: ConfigMap}
+            controllers:
+              - name: c
+                for: pods
+                reconcile:
+                  vars:
+                    cm: "get('cms', 'default/x') if obj else none"
+                  actions:
+                    - log: "{{ cm.dta }}"
+            """), file="c.yaml"))
