@@ -261,7 +261,13 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     from kinrun.template_reads import check_template
     schemas = {name: _primary_schema(config, inf) for name, inf in config.informers.items()}
     lookups = {f"get:{name}": schema for name, schema in schemas.items()}
+    for name, informer in config.informers.items():  # indexers read the informer's objects
+        for ix in informer.indexers.values():
+            _check_reads(engine, ix.expression, True, ix.location, {"obj": schemas[name]}, name)
     for spec in config.controllers:
+        for watch in spec.watches:  # a mapTo template reads the secondary's objects
+            _check_reads(engine, watch.template, True, watch.location,
+                         {**lookups, "obj": schemas[watch.informer]}, watch.informer)
         roots = {**lookups, "obj": schemas[spec.primary], "old": schemas[spec.primary]}
         given = _var_bindings(spec, engine)
         for source, expression, loc in _template_sources(spec):
@@ -273,6 +279,18 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                 informer = read.root[4:] if read.root.startswith("get:") else spec.primary
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
                                 f"against the schema of informer {informer}'s kind)")
+
+
+def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, loc: Location,
+                 roots: Mapping[str, Any], informer: str) -> None:
+    """One template's reads checked (see :func:`_check_template_reads`)."""
+    from kinrun.template_reads import check_template
+
+    tree = engine.syntax_tree(source, expression=expression) if source else None
+    for read, why in check_template(tree, roots) if tree is not None else ():
+        shown = ".".join(read.path).replace(".[]", "[]")
+        raise loc.error(f"{read.root}.{shown}: {why} (template line {read.line}; checked "
+                        f"against the schema of informer {informer}'s kind)")
 
 
 def _var_bindings(spec: ControllerSpec, engine: TemplateEngine) -> dict[str, Any]:

@@ -141,3 +141,23 @@ def test_a_var_bound_to_a_lookup_is_followed() -> None:
                   actions:
                     - log: "{{ cm.dta }}"
             """), file="c.yaml"))
+
+
+def test_indexers_and_map_to_templates_read_their_own_informers_kind() -> None:
+    """An indexer reads its informer's objects; a mapTo template the secondary's."""
+    base = HEAD + textwrap.dedent("""\
+        informers:
+          pods: {apiVersion: v1, kind: Pod, indexers: {byNode: "INDEX"}}
+          cms: {apiVersion: v1, kind: ConfigMap}
+        controllers:
+          - name: c
+            for: pods
+            watches: [{informer: cms, mapTo: {template: "MAP"}}]
+            reconcile: {actions: [{log: x}]}
+        """)
+    good = base.replace("INDEX", "{{ obj.spec.nodeName }}").replace("MAP", "{{ obj.data.pod }}")
+    plan(load_text(good, file="c.yaml"))
+    with pytest.raises(ConfigError, match="did you mean 'nodeName'"):
+        plan(load_text(good.replace("spec.nodeName", "spec.nodNme"), file="c.yaml"))
+    with pytest.raises(ConfigError, match="did you mean 'data'"):
+        plan(load_text(good.replace("obj.data.pod", "obj.dat.pod"), file="c.yaml"))
