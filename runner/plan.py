@@ -269,6 +269,9 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
             _check_reads(engine, watch.template, True, watch.location,
                          {**lookups, "obj": schemas[watch.informer]}, watch.informer)
         roots = {**lookups, "obj": schemas[spec.primary], "old": schemas[spec.primary]}
+        for declared in spec.reconcile.reads or ():  # what the hooks say they read
+            _check_reads(engine, "{{ obj." + declared.replace("[]", "[0]") + " }}", False,
+                         spec.reconcile.reads_location, roots, spec.primary)
         given = _var_bindings(spec, engine)
         for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
@@ -320,8 +323,10 @@ def read_report(compiled: CompiledPlan) -> list[str]:
     paths: dict[str, set[str]] = {name: set() for name in config.informers}
     whole: dict[str, list[str]] = {name: [] for name in config.informers}
     for spec in config.controllers:
-        if spec.reconcile.hooks:
-            whole[spec.primary].append(f"controller {spec.name} runs hooks")
+        if spec.reconcile.hooks and spec.reconcile.reads is None:
+            whole[spec.primary].append(f"controller {spec.name} runs hooks that declare no "
+                                       "reads:")
+        paths[spec.primary].update(r.replace(".[]", "[]") for r in spec.reconcile.reads or ())
         given = _var_bindings(spec, engine)
         for source, expression, _loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)

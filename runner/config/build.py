@@ -245,6 +245,8 @@ def _reconcile(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ReconcileSpec:
     return ReconcileSpec(
         hooks=bool(hooks),
         hook_plugins=tuple(hooks) if isinstance(hooks, list) else None,
+        reads=tuple(data["reads"]) if "reads" in data else None,
+        reads_location=ctx.at(path + ("reads",)),
         actions=tuple(_action(ctx, path + ("actions", k), a)
                       for k, a in enumerate(data.get("actions") or [])),
         on_delete=tuple(_action(ctx, path + ("onDelete", k), a)

@@ -305,6 +305,8 @@ class ReconcileSpec:
 
     hooks: bool = False
     hook_plugins: tuple[str, ...] | None = None
+    reads: tuple[str, ...] | None = None  # what hooks read (``reads:``); None: whole objects
+    reads_location: Location = _NOWHERE
     actions: tuple[ActionSpec, ...] = ()
     on_delete: tuple[ActionSpec, ...] = ()
     keep_old: bool | None = None

@@ -161,3 +161,32 @@ def test_indexers_and_map_to_templates_read_their_own_informers_kind() -> None:
         plan(load_text(good.replace("spec.nodeName", "spec.nodNme"), file="c.yaml"))
     with pytest.raises(ConfigError, match="did you mean 'data'"):
         plan(load_text(good.replace("obj.data.pod", "obj.dat.pod"), file="c.yaml"))
+
+
+def test_hooks_declare_what_they_read(tmp_path: Path) -> None:
+    """reconcile.reads: checked against the schema (a typo is refused) and listed by
+    --explain; without it, --explain says the hooks read whole objects."""
+    import subprocess
+    import sys
+
+    plugin = ROOT / "examples/plugins/pods_by_node.py"
+    text = HEAD + textwrap.dedent(f"""\
+        plugins: [{plugin}]
+        informers: {{pods: {{apiVersion: v1, kind: Pod, indexers: {{byNode: {{plugin: true}}}}}}}}
+        controllers:
+          - name: c
+            for: pods
+            reconcile: {{hooks: true, reads: [spec.nodeName, "spec.containers[].image"]}}
+        """)
+    config = tmp_path / "h.yaml"
+    config.write_text(text)
+    explain = subprocess.run([sys.executable, "-m", "kinrun.cli", "validate", "--explain",
+                              str(config)], capture_output=True, text=True, timeout=120)
+    assert explain.returncode == 0 and ":   spec.containers[].image\n" in explain.stdout
+    config.write_text(text.replace("containers[].image", "containers[].imag"))
+    with pytest.raises(ConfigError, match=r"reconcile\.reads: .*did you mean 'image'"):
+        plan(load(config))
+    config.write_text(text.replace(', reads: [spec.nodeName, "spec.containers[].image"]', ""))
+    whole = subprocess.run([sys.executable, "-m", "kinrun.cli", "validate", "--explain",
+                            str(config)], capture_output=True, text=True, timeout=120)
+    assert "runs hooks that declare no reads:" in whole.stdout
