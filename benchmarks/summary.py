@@ -211,6 +211,17 @@ TITLES = {
 }
 
 
+CLIENT_GO_CAVEAT = (
+    "The kinrun/client-go rows compare decoders more than pipelines: kinrun skips"
+    " managedFields before decoding and decodes with orjson, client-go decodes every field"
+    " with encoding/json (a bare urllib3 + orjson loop is about as far ahead of client-go as"
+    " kinrun is); kube-controller-manager and the kubelet speak protobuf"
+    " (`client-go-protobuf`), while most controller-runtime operators use JSON. Read the"
+    " kinrun/bare rows for the pipeline's own cost.")
+"""Printed under the Ratios table whenever it has client-go rows (issue 30: the rows alone
+overstate what the pipeline wins)."""
+
+
 def markdown(res: dict[str, Any]) -> str:
     """The results as Markdown tables (medians of the repetitions), ratios and targets."""
     s = res["summary"]
@@ -237,6 +248,8 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append("")
     lines += ["### Ratios", "", "| ratio | value |", "|---|---:|"]
     lines += [f"| {k} | {_fmt(v, 'x')} |" for k, v in s["ratios"].items()]
+    if any("client-go" in k for k in s["ratios"]):
+        lines += ["", CLIENT_GO_CAVEAT]
     names = list(s["targets"][0]["values"]) if s["targets"] else []
     lines += ["", "### Targets", "",
               "| target | goal | " + " | ".join(names) + " |",
