@@ -391,7 +391,7 @@ class _Wiring:
             plan.name, plan.schedule,
             lambda: [deletion_handling_meta_namespace_key(o) for o in lister.list()],
             lambda key: enqueue(key, CAUSE_SCHEDULED), clock=self.clock,
-            wall=self.plan.engine.wall_clock)
+            wall=self.plan.engine.clock)
 
     def _secondary_handler(self, watch: WatchPlan, primary: str,
                            enqueue: Callable[..., None]) -> ResourceEventHandler:

@@ -48,6 +48,12 @@ class Clock(Protocol):
         (with a fake clock stepped meanwhile, the wake-up would be missed)."""
         ...
 
+    def sleep(self, seconds: float) -> None:
+        """Block for ``seconds`` of this clock's time, uninterruptibly: only for short waits
+        nothing can cut short (a request's retry delay, a rate limiter's token); everything
+        else waits with ``wait`` on its own wake-up event."""
+        ...
+
 
 class RealClock:
     """The system's monotonic clock, and ``time.time`` as its wall. Thread-safe (stateless).
@@ -94,6 +100,10 @@ class WallOverride:
     def wait_until(self, wakeup: threading.Event, deadline: float | None) -> bool:
         """``clock.wait_until``."""
         return self.clock.wait_until(wakeup, deadline)
+
+    def sleep(self, seconds: float) -> None:
+        """``clock.sleep``."""
+        self.clock.sleep(seconds)
 
 
 def clock_of(clock: Clock | Callable[[], float] | None, *, where: str) -> Clock:
@@ -238,3 +248,19 @@ class FakeClock:
             return (len(self._waiters) if timed else self._parked) >= n
         with self._cond:
             return self._cond.wait_for(enough, timeout)
+
+
+class RecordingClock(FakeClock):
+    """A FakeClock whose ``sleep`` returns at once: it appends the seconds to ``slept`` and
+    leaves fake time where it was (a test steps it itself). For tests of code that sleeps
+    between tries (a request's retries, a rate limiter's reservations, which then read as
+    concurrent callers' would); ``wait`` is FakeClock's. Thread-safe as FakeClock (``slept``
+    is appended to under the GIL)."""
+
+    def __init__(self, start: float = 1000.0, wall: float = FAKE_EPOCH) -> None:
+        super().__init__(start, wall)
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        """Record ``seconds``; return at once."""
+        self.slept.append(seconds)

@@ -42,13 +42,12 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 import uuid
 from datetime import datetime, timezone
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from kinrun.clock import Clock, with_wall
+from kinrun.clock import REAL_CLOCK, Clock, with_wall
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.errors import ApiError, ConflictError, NotFoundError
 from kinrun.threads import SupervisedThread
@@ -61,10 +60,10 @@ _RECORD = ("holderIdentity", "renewTime", "acquireTime", "leaseDurationSeconds",
 any change of them is a change a candidate observes."""
 
 
-def now_micro(wall_clock: Callable[[], float] = time.time) -> str:
-    """The time ``wall_clock()`` (Unix seconds; default now) as a Lease MicroTime string
+def now_micro(clock: Clock = REAL_CLOCK) -> str:
+    """The time ``clock.wall()`` (Unix seconds; default now) as a Lease MicroTime string
     (``2026-01-02T03:04:05.123456Z``)."""
-    moment = datetime.fromtimestamp(wall_clock(), tz=timezone.utc)
+    moment = datetime.fromtimestamp(clock.wall(), tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -253,7 +252,7 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.identity and self._observed_valid(spec):
             return False
-        hold(spec, self.identity, self.spec.lease_duration, now_micro(self.clock.wall))
+        hold(spec, self.identity, self.spec.lease_duration, now_micro(self.clock))
         updated = update_lease(self.client, lease, _log, "lease")
         if updated is None:
             return False
@@ -275,7 +274,7 @@ class LeaderElector:
 
     def _create(self) -> bool:
         lease = new_lease(self.spec.lease_name, self.spec.namespace, self.identity,
-                          self.spec.lease_duration, now=now_micro(self.clock.wall))
+                          self.spec.lease_duration, now=now_micro(self.clock))
         try:
             self._lease = self.client.create_lease(lease)
         except ConflictError as exc:  # AlreadyExists (409): another candidate was faster

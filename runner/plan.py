@@ -86,19 +86,20 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     primary lacks, ``reconcile.hooks`` that no plugin implements, an unknown predicate, a
     ``mapTo: owner`` that can only produce keys the primary cache never holds (for built-in
     kinds; CRDs are checked at bind), plugin import errors, and ``reconcile.vars`` that do not
-    compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: its
-    ``wall()`` is the time what templates and actions stamp (Event names and timestamps) and
-    the templates' ``now()`` (the engine's ``wall_clock``); default ``REAL_CLOCK`` (``kinrun
+    compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: the run's
+    Clock: its ``wall()`` is the time templates and actions stamp (Event names and timestamps,
+    conditions) and the templates' ``now()``, its ``now()`` times template budgets and Event
+    correlation; default ``REAL_CLOCK`` (``kinrun
     test`` and ``render`` pass a fixed one; a bare callable of Unix seconds is deprecated).
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
-    wall = clock_of(clock, where="plan").wall
+    run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
-                            base_dir=config.base_dir, wall_clock=wall)
+                            base_dir=config.base_dir, clock=run_clock)
     informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
-    controllers = tuple(_controller(config, spec, informers, pm, engine, wall)
+    controllers = tuple(_controller(config, spec, informers, pm, engine, run_clock)
                         for spec in config.controllers)
     _check_apply_keys(config)
     _check_template_reads(config, engine)
@@ -222,8 +223,7 @@ def _field(obj: Any, path: str) -> str:
 
 
 def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, InformerPlan],
-                pm: PluginManager, engine: TemplateEngine, clock: Callable[[], float]
-                ) -> ControllerPlan:
+                pm: PluginManager, engine: TemplateEngine, clock: Clock) -> ControllerPlan:
     rec = spec.reconcile
     for name in spec.predicates:
         if name not in PREDICATES:
@@ -537,7 +537,7 @@ def _finalizer_when(spec: ControllerSpec, engine: TemplateEngine) -> FinalizerCo
 
 
 def _program(spec: ControllerSpec, actions: tuple, field: str, pm: PluginManager,
-             engine: TemplateEngine, clock: Callable[[], float], *,
+             engine: TemplateEngine, clock: Clock, *,
              recorder: EventRecorder) -> ActionProgram | None:
     """One action list of ``spec`` compiled (None when empty). ``recorder``: the controller's
     one EventRecorder, shared by all its programs (the correlator counts across them)."""

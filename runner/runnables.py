@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kinrun import signals
 from kinrun.threads import SupervisedThread
 from kinrun.bound import Bound, Wrap
+from kinrun.clock import REAL_CLOCK
 from kinrun.config.model import Config, LeaderElectionSpec, MetricsSpec, ProbesSpec
 from kinrun.manager import Manager
 from kinrun.plan import Plan
@@ -79,7 +80,8 @@ class WebhookServer:
         informers = lambda: manager.informers  # noqa: E731 - follows reloads
         self.server = build_webhook_server(
             self.compiled, manager.client, LiveListers(informers), manager.metrics, self.probes,
-            WebhookOptions(synced=lambda: all(i.has_synced() for i in informers().values())))
+            WebhookOptions(synced=lambda: all(i.has_synced() for i in informers().values()),
+                           clock=manager.clock or REAL_CLOCK))
         self.server.start()
         return True
 

@@ -38,7 +38,8 @@ class Scheduler:
     ``name``: the controller (thread name, log lines); ``keys()``: the keys to queue (the
     primary informer's cached keys); ``enqueue(key)``: queue one (the controller's enqueue with
     the ``scheduled`` cause bound); ``clock``: what it waits on (monotonic seconds; a FakeClock
-    in tests); ``wall()``: Unix seconds, the time the schedule is read in.
+    in tests); ``wall``: the Clock whose ``wall()`` (Unix seconds) the schedule is read in (the
+    plan's; None: ``clock``'s).
 
     Thread-safety: ``start``/``stop`` from one thread; the scheduler's own thread does the rest.
     ``fired`` counts the fire times handled (read by tests). ``_wakeup`` is only a wake-up
@@ -47,10 +48,11 @@ class Scheduler:
 
     def __init__(self, name: str, schedule: CronSchedule, keys: Callable[[], Iterable[str]],
                  enqueue: Callable[[str], None], *, clock: Clock | None = None,
-                 wall: Callable[[], float], logger: logging.Logger | None = None) -> None:
+                 wall: Clock | None = None, logger: logging.Logger | None = None) -> None:
         self.name, self.schedule = name, schedule
         self._keys, self._enqueue = keys, enqueue
-        self._clock, self._wall = clock or REAL_CLOCK, wall
+        self._clock = clock or REAL_CLOCK
+        self._wall = (wall or self._clock).wall
         self.log = logger or logging.getLogger(f"kinrun.controller.{name}")
         self._wakeup = threading.Event()
         self._stopped = False

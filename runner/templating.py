@@ -38,7 +38,7 @@ Design:
   ``sha256``, the time filters ``to_datetime`` (RFC 3339 -> aware UTC datetime), ``isoformat``
   and ``duration`` (``"1h"`` -> timedelta), plus Jinja2's own (``indent``, ``default``, ``join``
   ...) and the plugins' ``kinrun_template_filters``.
-* Time: ``now()`` is the engine's ``wall_clock`` (the plan's clock: fixed under ``kinrun test``)
+* Time: ``now()`` is the engine's clock's ``wall()`` (the plan's clock: fixed under ``kinrun test``)
   as an aware UTC ``datetime``; ``now() - obj.metadata.creationTimestamp | to_datetime >
   "1h" | duration`` reads "older than an hour".
 * Expressions (``when:``, indexers) are accepted with or without surrounding ``{{ }}``; a text
@@ -70,7 +70,6 @@ import os
 import re
 import string
 import threading
-import time
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -87,6 +86,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
+from kinrun.clock import REAL_CLOCK, Clock, with_wall
 from kinrun.cron import CronSchedule
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
@@ -303,7 +303,8 @@ class RenderBudget:
     Work inside one C-level operation (``join`` of a huge list) is not interrupted; the
     fixed limits (:data:`MAX_RANGE` ...) keep each such operation small.
 
-    ``clock``: monotonic seconds (inject a fake in tests); time counts from construction.
+    ``clock``: its ``now()`` (monotonic seconds; a FakeClock in tests), read once at
+    construction and then every CLOCK_EVERY calls and loop steps.
     Counters (``steps``, ``output_chars``) only grow: once exceeded, every later check fails too.
     Not thread-safe: one reconcile (one thread) uses it at a time.
     """
@@ -311,10 +312,10 @@ class RenderBudget:
     __slots__ = ("limits", "_clock", "started", "_deadline", "steps", "calls", "output_chars",
                  "sizes", "_tokens")
 
-    def __init__(self, limits: BudgetLimits, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, limits: BudgetLimits, clock: Clock = REAL_CLOCK) -> None:
         self.limits = limits
-        self._clock = clock
-        self.started = clock()
+        self._clock = clock.now   # bound once: read per loop step
+        self.started = self._clock()
         self._deadline = self.started + limits.timeout   # monotonic seconds
         self.steps = 0          # loop steps spent; exceeded when > limits.max_loop_steps
         self.calls = 0          # calls made by templates (the clock is read every CLOCK_EVERY)
@@ -595,10 +596,10 @@ def _cron(expression: str, time_zone: str | None) -> Any:
     return CronSchedule(expression, time_zone)
 
 
-def _cron_functions(wall_clock: Callable[[], float]) -> dict[str, Callable[..., Any]]:
+def _cron_functions(clock: Clock) -> dict[str, Callable[..., Any]]:
     """``cron_next`` and ``cron_prev`` over the plan's wall clock (their default time)."""
     def moment(at: Any) -> float:
-        return wall_clock() if at is None else to_datetime(at).timestamp()
+        return clock.wall() if at is None else to_datetime(at).timestamp()
 
     def cron_next(expression: str, time_zone: str | None = None,
                   after: Any = None) -> datetime.datetime:
@@ -622,10 +623,10 @@ def _cron_functions(wall_clock: Callable[[], float]) -> dict[str, Callable[..., 
     return {"cron_next": cron_next, "cron_prev": cron_prev}
 
 
-def _now_function(wall_clock: Callable[[], float]) -> Callable[[], datetime.datetime]:
+def _now_function(clock: Clock) -> Callable[[], datetime.datetime]:
     def now() -> datetime.datetime:
         """``now()``: the current time from the plan's wall clock, an aware UTC datetime."""
-        return datetime.datetime.fromtimestamp(wall_clock(), tz=datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(clock.wall(), tz=datetime.timezone.utc)
     return now
 
 
@@ -1625,27 +1626,28 @@ class TemplateEngine:
 
     Construction registers filters (kinrun's, then ``extra_filters``; a clash is a ConfigError)
     and the ``env``/``read_file`` functions per ``options``. Every render spends a
-    :class:`RenderBudget` of ``options.budget`` (:meth:`budget`); ``clock`` (monotonic seconds)
-    times it. ``wall_clock`` (Unix seconds; default ``time.time``; the plan's clock, fixed in
-    ``kinrun test`` and ``render``) is what the template function ``now()`` reads, each call.
+    :class:`RenderBudget` of ``options.budget`` (:meth:`budget`), timed on ``clock.now()``;
+    ``clock.wall()`` (the plan's clock, fixed in ``kinrun test`` and ``render``) is what the
+    template functions ``now()``, ``cron_next`` and ``cron_prev`` read, each call. ``clock``
+    defaults to ``REAL_CLOCK``; ``wall_clock`` (a callable of Unix seconds) is deprecated.
     Thread-safe after construction.
     """
 
     def __init__(self, options: Any = None, *, extra_filters: Mapping[str, Callable] | None = None,
                  base_dir: Path | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock = REAL_CLOCK,
+                 wall_clock: Callable[[], float] | None = None) -> None:
         self.options = TemplateOptions.coerce(options, base_dir)
-        self._clock = clock
-        self.wall_clock = wall_clock
+        self.clock = with_wall(clock, wall_clock, where="TemplateEngine")
+        self.wall_clock = self.clock.wall   # Unix seconds: what actions stamp
         env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False,
                        keep_trailing_newline=True, finalize=_finalize_output)
         for name in ("lipsum", "cycler", "joiner"):
             env.globals.pop(name, None)
         env.globals["range"] = _bounded_range
         env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
-        env.globals["now"] = _now_function(wall_clock)
-        env.globals.update(_cron_functions(wall_clock))
+        env.globals["now"] = _now_function(self.clock)
+        env.globals.update(_cron_functions(self.clock))
         env.globals["env"] = (_env_function if self.options.allow_env
                               else _refused("allowEnv", "environment variables"))
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
@@ -1674,7 +1676,7 @@ class TemplateEngine:
     def budget(self) -> RenderBudget:
         """A fresh budget of ``options.budget``, timed from now; ``with engine.budget():``
         makes every render inside spend it (one reconcile, one key mapper call)."""
-        return RenderBudget(self.options.budget, self._clock)
+        return RenderBudget(self.options.budget, self.clock)
 
     @staticmethod
     def _add_filters(env: jinja2.Environment, filters: Mapping[str, Callable]) -> None:
@@ -1747,14 +1749,14 @@ class TemplateEngine:
 class RateLimitedWarner:
     """Logs a warning at most once per ``interval`` seconds, counting the ones it held back.
 
-    Thread-safe (a lock guards the counters). ``clock`` returns monotonic seconds.
+    Thread-safe (a lock guards the counters). ``clock``: intervals on its ``now()``.
     """
 
     def __init__(self, logger: logging.Logger, interval: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock = REAL_CLOCK) -> None:
         self._logger = logger
         self._interval = interval
-        self._clock = clock
+        self._clock = clock.now
         self._lock = threading.Lock()
         self._next_at: float | None = None   # guarded by _lock; None: next warning logs at once
         self._suppressed = 0                 # guarded by _lock; warnings held back since last log
@@ -1805,7 +1807,7 @@ def _object_name(obj: Any) -> str:
 
 def _compile_object_func(source: str, location: Any, what: str, *, engine: TemplateEngine | None,
                          options: Any, logger: logging.Logger | None,
-                         clock: Callable[[], float]) -> Callable[[dict], list[str]]:
+                         clock: Clock) -> Callable[[dict], list[str]]:
     engine = engine or TemplateEngine(options, clock=clock)
     loc = as_location(location)
     value = engine.value(source, loc, undefined_to_none=True)
@@ -1824,7 +1826,7 @@ def _compile_object_func(source: str, location: Any, what: str, *, engine: Templ
 
 def compile_index_func(expr: str, location: Any = None, *, engine: TemplateEngine | None = None,
                        options: Any = None, logger: logging.Logger | None = None,
-                       clock: Callable[[], float] = time.monotonic) -> Callable[[dict], list[str]]:
+                       clock: Clock = REAL_CLOCK) -> Callable[[dict], list[str]]:
     """Compile a config indexer (``indexers: {byNode: "{{ obj.spec.nodeName }}"}``) into an index
     function for the informer's Indexer (client-go ``IndexFunc``: object -> index values).
 
@@ -1961,7 +1963,7 @@ class KeyMapper:
 
 def compile_key_mapper(template: str, location: Any = None, *, engine: TemplateEngine | None = None,
                        options: Any = None, logger: logging.Logger | None = None,
-                       clock: Callable[[], float] = time.monotonic) -> KeyMapper:
+                       clock: Clock = REAL_CLOCK) -> KeyMapper:
     """Compile a watch's ``mapTo: {template: ...}`` into a :class:`KeyMapper`: a secondary
     object -> the primary keys to enqueue (``namespace/name``, or ``name`` for cluster-scoped
     primaries).

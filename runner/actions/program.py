@@ -47,7 +47,6 @@ import dataclasses
 import functools
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +68,7 @@ from kinrun.actions.applyset import ApplySetAction
 from kinrun.actions.create import CreateAction
 from kinrun.actions.results import RESULTS, answer_of, placeholders, result_reads
 from kinrun.actions.results import template_sources
+from kinrun.clock import Clock, clock_of
 from kinrun.config.schema import action_default
 from kinrun.errors import ApiError, ConfigError, PermanentError, ReconcileError, TemporaryError
 from kinrun.hooks import ReconcileContext
@@ -655,7 +655,7 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
                     plugin_manager: Any = None, source: Any = None,
                     locations: Sequence[Any] | None = None, engine: TemplateEngine | None = None,
                     base_dir: Path | None = None,
-                    clock: Callable[[], float] = time.time,
+                    clock: Clock | None = None,
                     field_manager: str = DEFAULT_FIELD_MANAGER,
                     vars: Any = (), recorder: EventRecorder | None = None,
                     field_locations: Sequence[Mapping[str, Any]] | None = None
@@ -672,7 +672,8 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``controllers[0].reconcile.actions``); ``locations``: per-action locations, if known.
     ``engine``: share one TemplateEngine (then ``templates_options``, ``base_dir`` and the
     plugins' filters are not used again). ``base_dir``: the config's folder, for ``read_file``.
-    ``clock``: wall time in seconds (Event names/timestamps). ``vars``: the controller's
+    ``clock``: the run's Clock (None: ``REAL_CLOCK``; a bare callable of Unix seconds is
+    deprecated): its ``wall()`` stamps Event names and timestamps. ``vars``: the controller's
     ``reconcile.vars``, in order: a mapping name -> expression, or a sequence of objects with
     ``name``, ``expression`` and ``location`` (``kinrun.config.model.VarSpec``); see
     :func:`compile_vars`. ``recorder``: the controller's EventRecorder, shared by all its
@@ -689,7 +690,8 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     engine = engine or TemplateEngine(templates_options, base_dir=base_dir,
                                       extra_filters=plugin_template_filters(plugin_manager))
     base = as_location(source)
-    recorder = recorder or EventRecorder("kinrun", clock=clock)
+    recorder = recorder or EventRecorder("kinrun", clock=clock_of(clock,
+                                                                  where="compile_actions"))
     actions = []
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)
@@ -871,7 +873,7 @@ def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
     if kind == "event":
         return EventAction(value, engine, loc, recorder)
     if kind == "status":  # lastTransitionTime from the plan's clock, as now() in templates
-        return StatusAction(value, engine, loc, engine.wall_clock)
+        return StatusAction(value, engine, loc, engine.clock)
     if kind == "applySet":
         return ApplySetAction(value, engine, loc, field_manager, fields)
     if kind == "create":

@@ -42,7 +42,7 @@ reconcile warns once per such field, ``kinrun.reconcile``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -52,6 +52,7 @@ from kinrun.actions.kinds import (
 )
 from kinrun.actions.results import json_default
 from kinrun.actions.steps import Step
+from kinrun.clock import Clock
 from kinrun.conditions import ConditionError, check_condition, set_status_condition
 from kinrun.kube.events import rfc3339
 from kinrun.kube.request import ApiRequest
@@ -138,7 +139,7 @@ def _compile_option(value: Any, engine: TemplateEngine, loc: SourceLocation) -> 
 class StatusAction:
     """``status: {fields, conditions, observedGeneration: true}`` -> a merge patch of the
     reconciled object's ``/status``, or nothing when the status would not change (module
-    docstring). ``clock``: wall seconds for ``lastTransitionTime`` (the plan's clock)."""
+    docstring). ``clock``: its ``wall()`` stamps ``lastTransitionTime`` (the plan's clock)."""
 
     kind = "status"
     VERBS: tuple[str, ...] = ("patch",)
@@ -149,7 +150,7 @@ class StatusAction:
     """Added under ``--dry-run``: the current status is read to show the change."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
-                 clock: Callable[[], float]) -> None:
+                 clock: Clock) -> None:
         value = _options(value or {}, loc, "status")  # {}: observedGeneration alone
         fields, conditions = value.get("fields"), value.get("conditions")
         if isinstance(fields, Mapping):
@@ -208,7 +209,7 @@ class StatusAction:
             raise CheckError(f"status: conditions must render to a list, got {rendered!r}")
         merged = desired.get("conditions")
         merged = merged if isinstance(merged, list) else []
-        now = rfc3339(self._clock())
+        now = rfc3339(self._clock.wall())
         seen: set[str] = set()
         for item in rendered:
             try:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.config.model import WebhookSpec
 from kinrun.errors import ApiError, ConflictError, KinrunError, NotFoundError
 from kinrun.kube.discovery import UnknownKindError
@@ -54,13 +54,13 @@ def service_hosts(service: str, namespace: str) -> list[str]:
 
 
 def shared_ca(client: Any, namespace: str, secret: str,
-              new_ca: Any = None) -> tuple[bytes, bytes]:
+              new_ca: Any = None, clock: Clock = REAL_CLOCK) -> tuple[bytes, bytes]:
     """The CA (certificate PEM, key PEM) kept in Secret ``namespace/secret``: read, or made
-    (``new_ca()``, default ``kinrun.tls``'s) and created; on 409 the winner's is read. A
+    (``new_ca()``, default ``kinrun.tls``'s, valid from ``clock.wall()``) and created; on 409 the winner's is read. A
     Secret without a usable CA is replaced (update; on 409 read again). Raises ApiError."""
     from kinrun.tls import _new_ca  # the CA half of SelfSignedCerts
 
-    make = new_ca or (lambda: _new_ca(time.time()))
+    make = new_ca or (lambda: _new_ca(clock.wall()))
     for _attempt in range(3):
         try:
             found = client.get("v1", "Secret", secret, namespace)

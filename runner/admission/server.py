@@ -44,7 +44,6 @@ import selectors
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -56,6 +55,7 @@ import orjson
 from kinrun.admission.certs import (SERVICE_ENV, SYNC_INTERVAL, CABundleSync, service_hosts,
                                     shared_ca, webhook_service_name)
 from kinrun.admission.program import REVIEW_API, AdmissionProgram
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.config.naming import default_name
 from kinrun.errors import KinrunError
 from kinrun.threads import SupervisedThread
@@ -102,7 +102,9 @@ class WebhookServer:
     ``workers``, ``timeout`` (seconds per socket operation); ``ca_sync``: a
     ``kinrun.admission.certs.CABundleSync`` run at start and every ``sync_interval`` seconds
     while serving (None: the caBundle is someone else's, cert-manager's or a test's);
-    ``synced``: whether the caches the lookups read have synced (:meth:`ready` waits for it).
+    ``synced``: whether the caches the lookups read have synced (:meth:`ready` waits for it);
+    ``clock``: its ``now()`` measures request durations (metrics), idle connections and the
+    stop deadline, and the caBundle sync waits on it.
     """
 
     def __init__(self, program: AdmissionProgram, tls: ServerTLS, *,
@@ -110,8 +112,10 @@ class WebhookServer:
                  port: int = 0, address: str = "127.0.0.1", workers: int = WORKERS,
                  timeout: float = IO_TIMEOUT, ca_sync: CABundleSync | None = None,
                  sync_interval: float = SYNC_INTERVAL,
-                 synced: Callable[[], bool] | None = None) -> None:
+                 synced: Callable[[], bool] | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:
         self.program, self.tls, self._synced = program, tls, synced
+        self.clock = clock
         self.ca_sync, self.sync_interval = ca_sync, sync_interval
         self.listers = listers if listers is not None else {}
         self.address, self.port, self.workers, self.timeout = address, port, workers, timeout
@@ -148,9 +152,9 @@ class WebhookServer:
         self._stopping.set()
         if self._pool is not None:
             self._pool.shut_down(self.workers)
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.now() + timeout
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - self.clock.now()))
         listener, self._listener, self._threads = self._listener, None, []
         if listener is not None:
             listener.close()
@@ -203,7 +207,7 @@ class WebhookServer:
         webhook = self.program.webhook(path)
         if webhook is None:
             return 404, b"404 page not found\n"
-        started = time.monotonic()
+        started = self.clock.now()
         if self._metrics is not None:
             self._metrics.in_flight.labels(path).inc()
         status, data = 500, b""
@@ -211,7 +215,7 @@ class WebhookServer:
             status, data = self._review(webhook, content_type, body)
         finally:
             if self._metrics is not None:
-                self._metrics.observe(path, status, time.monotonic() - started)
+                self._metrics.observe(path, status, self.clock.now() - started)
         return status, data
 
     def _review(self, webhook: Any, content_type: str, body: bytes) -> tuple[int, bytes]:
@@ -360,7 +364,7 @@ class _Pool:
             return
         with self._lock:
             if keep:
-                conn.idle_since = time.monotonic()
+                conn.idle_since = self.server.clock.now()
                 self._handed.append(conn)
             else:
                 self._open -= 1
@@ -421,7 +425,7 @@ class _Pool:
             with self._lock:
                 self._open += 1
             sock.setblocking(False)
-            conn = _Conn(sock, peer, time.monotonic())
+            conn = _Conn(sock, peer, self.server.clock.now())
             sel.register(sock, selectors.EVENT_READ, conn)
 
     def _take_handed(self, sel: selectors.BaseSelector) -> None:
@@ -436,7 +440,7 @@ class _Pool:
             sel.register(conn.tls or conn.sock, selectors.EVENT_READ, conn)
 
     def _close_idle(self, sel: selectors.BaseSelector) -> None:
-        now = time.monotonic()
+        now = self.server.clock.now()
         for key in list(sel.get_map().values()):
             conn = key.data
             if isinstance(conn, _Conn) and now - conn.idle_since > (
@@ -472,7 +476,8 @@ class WebhookOptions:
     ``hosts`` added to the serving certificate (tests: ``127.0.0.1``), ``port``/``address``
     (None: the config's; an address that is one IP, not ``0.0.0.0``/``::``, is added to the
     certificate: a test's ``https://127.0.0.1:PORT``), ``workers``, ``synced``: whether the
-    caches the rules read have synced (readiness waits for it; None: no wait)."""
+    caches the rules read have synced (readiness waits for it; None: no wait); ``clock``: the
+    run's (certificates' validity, request durations, idle connections)."""
 
     namespace: str | None = None
     service: str | None = None
@@ -481,6 +486,7 @@ class WebhookOptions:
     address: str | None = None
     workers: int = WORKERS
     synced: Callable[[], bool] | None = None
+    clock: Clock = REAL_CLOCK
 
 
 def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], metrics: Any,
@@ -504,15 +510,15 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
         address = options.address or spec.address
         hosts = [*service_hosts(service, namespace), *options.hosts,
                  *([address] if address not in _ANY_ADDRESS else [])]
-        ca = shared_ca(client, namespace, spec.cert_secret or f"{service}-certs") \
-            if client is not None else None
-        source = SelfSignedCerts(hosts, ca=ca)
+        ca = shared_ca(client, namespace, spec.cert_secret or f"{service}-certs",
+                       clock=options.clock) if client is not None else None
+        source = SelfSignedCerts(hosts, ca=ca, clock=options.clock)
         if client is not None:
             sync = CABundleSync(client, service, spec.webhooks, source.ca_pem)
     server = WebhookServer(plan.admission, ServerTLS(source), listers=listers, metrics=metrics,
                            port=spec.port if options.port is None else options.port,
                            address=options.address or spec.address, workers=options.workers,
-                           ca_sync=sync, synced=options.synced)
+                           ca_sync=sync, synced=options.synced, clock=options.clock)
     if probes is not None:
         probes.add_readiness_check(server.ready)
     return server

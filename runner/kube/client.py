@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -36,6 +35,7 @@ import urllib3
 from kubernetes import client as k8s_client
 
 from kinrun import __version__
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import NotFoundError
 from kinrun.kube import dry_run as dr
 from kinrun.kube import writes
@@ -78,8 +78,8 @@ class Client:
 
     Construct with ``from_config`` (kubeconfig / in-cluster) or ``from_api_client`` (an
     existing ``kubernetes.client.ApiClient``, e.g. in tests). ``qps``/``burst``: client-side
-    request budget (``qps <= 0``: unlimited); ``retry``: 429/5xx policy; ``sleep``/``clock``:
-    injectable time for the rate limiter and retry waits; ``dry_run``: send every write with
+    request budget (``qps <= 0``: unlimited); ``retry``: 429/5xx policy; ``clock``: the
+    rate limiter's time and the retry waits (a FakeClock in tests); ``dry_run``: send every write with
     ``dryRun=All`` and log what it would change (see the module docstring).
 
     Thread-safe: every method may be called from any thread at once; ``dry_run`` is fixed at
@@ -88,15 +88,15 @@ class Client:
 
     def __init__(self, api_client: Any, *, qps: float = 50.0, burst: int = 100,
                  retry: RetryPolicy | None = None, connect_timeout: float = 10.0,
-                 read_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, dry_run: bool = False) -> None:
+                 read_timeout: float = 60.0, clock: Clock = REAL_CLOCK,
+                 dry_run: bool = False) -> None:
         api_client.user_agent = USER_AGENT  # the given ApiClient now identifies as kinrun
         self.api_client = api_client
         self.dry_run = dry_run  # read-only: every write of this Client is a dry run, or none is
-        self.rate_limiter = TokenBucket(qps, burst, clock=clock, sleep=sleep)
+        self.rate_limiter = TokenBucket(qps, burst, clock=clock)
         self.transport = Transport(api_client, rate_limiter=self.rate_limiter, retry=retry,
                                    connect_timeout=connect_timeout, read_timeout=read_timeout,
-                                   sleep=sleep)
+                                   clock=clock)
         self.discovery = Discovery(lambda path: self.transport.request("GET", path))
 
     @classmethod

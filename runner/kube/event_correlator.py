@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.kube.ratelimit import TokenBucket
 
 LRU_CACHE_ENTRIES = 4096
@@ -148,10 +149,11 @@ class _Logged:
 
 class EventCorrelator:
     """Filters, combines and counts events before they are sent (client-go
-    ``EventCorrelator``; module docstring for the rules). ``clock``: seconds (any one clock:
-    differences only). The other arguments default to client-go's constants."""
+    ``EventCorrelator``; module docstring for the rules). ``clock``: intervals are measured on
+    its ``now()`` (monotonic seconds; differences only), and the spam filter's token buckets
+    run on it. The other arguments default to client-go's constants."""
 
-    def __init__(self, clock: Callable[[], float], *, cache_size: int = LRU_CACHE_ENTRIES,
+    def __init__(self, clock: Clock = REAL_CLOCK, *, cache_size: int = LRU_CACHE_ENTRIES,
                  max_events: int = AGGREGATE_MAX_EVENTS,
                  max_interval: float = AGGREGATE_INTERVAL, burst: int = SPAM_BURST,
                  qps: float = SPAM_QPS) -> None:
@@ -169,7 +171,7 @@ class EventCorrelator:
         a patch of an earlier Event, or nothing (client-go ``EventCorrelate``). Updates the
         caches: the count is raised even when the send then fails (as client-go)."""
         with self._lock:
-            now = self._clock()
+            now = self._clock.now()
             observed, key = self._aggregate(event, now)
             observed, patch = self._observe(observed, key)
             spam = spam_key(observed)

@@ -27,11 +27,11 @@ create it (each later occurrence patches the one the server answered last).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import NotFoundError
 from kinrun.kube.event_correlator import EventCorrelator
 from kinrun.kube.events import event_about
@@ -54,11 +54,11 @@ class EventRecorder:
     ``host`` (``source.host`` and ``reportingInstance``; None: left out, as client-go
     controllers do) through one :class:`EventCorrelator`.
 
-    ``clock``: epoch seconds (the plan's wall clock: Event names and timestamps; the
-    correlator's intervals). Thread-safe (module docstring)."""
+    ``clock``: the run's Clock: its ``wall()`` stamps Event names and timestamps, its
+    ``now()`` measures the correlator's intervals. Thread-safe (module docstring)."""
 
     def __init__(self, component: str, host: str | None = None, *,
-                 clock: Callable[[], float] = time.time,
+                 clock: Clock = REAL_CLOCK,
                  correlator: EventCorrelator | None = None) -> None:
         self.component = component
         self.host = host or None
@@ -71,7 +71,7 @@ class EventRecorder:
         stamped now (``kinrun.kube.events.event_about``). Raises ValueError without a name."""
         body = event_about(ref, type=type, reason=reason, message=message,
                            component=self.component, host=self.host,
-                           now_ns=int(self._clock() * 1e9))
+                           now_ns=int(self._clock.wall() * 1e9))
         meta = body["metadata"]
         return EventRequest("create", "v1", "Event", meta["name"], meta["namespace"],
                             body=body, recorder=self)

@@ -12,10 +12,11 @@ Counting repeated occurrences is the correlator's job (``kinrun.kube.event_corre
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
+
+from kinrun.clock import REAL_CLOCK
 
 MAX_MESSAGE = 1024
 """Characters kept of a message (events.k8s.io's limit on ``note``)."""
@@ -77,9 +78,9 @@ def event_for(involved: dict[str, Any], *, type: str, reason: str, message: str,
               now_ns: int | None = None) -> dict[str, Any]:
     """A core/v1 Event dict about ``involved`` (an object dict with metadata.name), as
     :func:`event_about`; ``host`` defaults to this machine's name, ``now_ns`` (epoch
-    nanoseconds) to the current time. Raises ValueError when ``involved`` has no name.
+    nanoseconds) to ``REAL_CLOCK.wall()`` (pass the run's clock's time). Raises ValueError when ``involved`` has no name.
     """
-    now_ns = time.time_ns() if now_ns is None else now_ns
+    now_ns = int(REAL_CLOCK.wall() * 1e9) if now_ns is None else now_ns
     host = socket.gethostname() if host is None else host
     return event_about(object_reference(involved), type=type, reason=reason, message=message,
                        component=component, host=host, now_ns=now_ns)

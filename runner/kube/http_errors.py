@@ -26,13 +26,13 @@ the fields and their managers in one line.
 from __future__ import annotations
 
 import email.utils
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 import urllib3.exceptions
 
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import (ApiConnectionError, ApiError, ApplyConflictError,
                            api_error_from_status, never_succeeds)
 from kinrun.redact import redact_echoed_text, redact_echoes
@@ -43,11 +43,11 @@ _REEXPORTED = (never_succeeds,)
 _TEXT_LIMIT = 300  # characters of a non-Status body kept in the message
 
 
-def parse_retry_after(value: str | None, *, now: Callable[[], float] = time.time) -> float | None:
+def parse_retry_after(value: str | None, *, clock: Clock = REAL_CLOCK) -> float | None:
     """Seconds to wait from a ``Retry-After`` header value, or None when absent or unreadable.
 
     Accepts delta-seconds (``"3"``, also ``"1.5"``) or an HTTP date (then the seconds from
-    ``now()``, wall-clock epoch seconds, floored at 0). Negative numbers count as 0.
+    ``clock.wall()``, floored at 0). Negative numbers count as 0.
     """
     if value is None:
         return None
@@ -64,7 +64,7 @@ def parse_retry_after(value: str | None, *, now: Callable[[], float] = time.time
         return None
     if when is None:
         return None
-    return max(0.0, when.timestamp() - now())
+    return max(0.0, when.timestamp() - clock.wall())
 
 
 def decode_status(data: bytes) -> dict[str, Any] | None:

@@ -10,31 +10,30 @@ flood of requests from many informers and workers is spread out instead of starv
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+
+from kinrun.clock import REAL_CLOCK, Clock
 
 
 class TokenBucket:
     """A token bucket of ``burst`` tokens refilled at ``qps`` tokens/s; ``qps <= 0`` disables it.
 
-    Thread-safe: ``accept`` and ``try_accept`` may be called from any thread at once. Time comes
-    from ``clock`` (seconds, monotonic) and waiting goes through ``sleep`` (seconds), both
-    injectable so tests step time instead of sleeping.
+    Thread-safe: ``accept`` and ``try_accept`` may be called from any thread at once. Time is
+    ``clock.now()`` (monotonic seconds) and a wait for a token is ``clock.sleep`` (a FakeClock
+    in tests). Raises ValueError when ``qps > 0`` and ``burst < 1``.
     """
 
-    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, qps: float, burst: int, *, clock: Clock = REAL_CLOCK) -> None:
         if burst < 1 and qps > 0:
             raise ValueError(f"burst must be >= 1 when qps > 0, got {burst}")
         self.qps = float(qps)
         self.burst = int(burst)
-        self._clock = clock
-        self._sleep = sleep
+        self._clock = clock.now
+        self._sleep = clock.sleep
         self._lock = threading.Lock()
         # Invariant: _tokens <= burst. It goes negative when callers have reserved tokens that
         # have not been refilled yet: -_tokens / qps is how long the next caller must wait.
         self._tokens = float(burst)
-        self._last = clock()
+        self._last = clock.now()
 
     @property
     def enabled(self) -> bool:

@@ -23,7 +23,6 @@ server's ``host[:port]``. None (the default) costs one ``is None`` test per requ
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -31,6 +30,7 @@ from urllib.parse import urlencode, urlsplit
 import orjson
 import urllib3
 
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError
 from kinrun.fencing import check_write
 from kinrun.kube.http_errors import error_from_exception, error_from_response
@@ -98,7 +98,7 @@ class Transport:
 
     ``rate_limiter``: shared TokenBucket (None = unlimited). ``retry``: the 429/5xx policy.
     ``connect_timeout``/``read_timeout``: seconds for ordinary requests (``read_timeout`` is per
-    socket read, not the whole body). ``sleep``: injectable wait used between retries.
+    socket read, not the whole body). ``clock``: its ``sleep`` waits between retries.
 
     ``request_observer``: counts each try (see the module docstring); set it before requests
     are sent.
@@ -109,7 +109,7 @@ class Transport:
 
     def __init__(self, api_client: Any, *, rate_limiter: TokenBucket | None = None,
                  retry: RetryPolicy | None = None, connect_timeout: float = 10.0,
-                 read_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                 read_timeout: float = 60.0, clock: Clock = REAL_CLOCK,
                  pool: Any = None) -> None:
         self.api_client = api_client
         self.host = str(api_client.configuration.host).rstrip("/")
@@ -117,7 +117,7 @@ class Transport:
         self.retry = retry or RetryPolicy()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._sleep = sleep
+        self._sleep = clock.sleep
         # ``pool``: what requests go through; anything with urllib3.PoolManager.request's
         # signature (tests inject fakes). Default: the ApiClient's own pool manager.
         self.pool = pool if pool is not None else api_client.rest_client.pool_manager

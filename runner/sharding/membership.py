@@ -279,12 +279,12 @@ class MemberTracker:
         return Snapshot(states, by_name, self.reserved)
 
 
-def take_over(client: Any, lease: Mapping[str, Any]) -> bool:
+def take_over(client: Any, lease: Mapping[str, Any], clock: Clock = REAL_CLOCK) -> bool:
     """Make the sharder the holder of a member's expired or released ``lease`` (a
-    compare-and-swap on its resourceVersion). True when it now holds it; False when the member
-    (or another sharder) wrote it first."""
+    compare-and-swap on its resourceVersion; ``renewTime`` from ``clock.wall()``). True when it
+    now holds it; False when the member (or another sharder) wrote it first."""
     body = {**lease, "spec": {**(lease.get("spec") or {}), "holderIdentity": SHARDER_HOLDER,
-                              "renewTime": now_micro()}}
+                              "renewTime": now_micro(clock)}}
     try:
         client.update_lease(body)
         return True

@@ -346,7 +346,7 @@ class Sharder:
         for name, state in snapshot.states.items():
             lease = snapshot.leases[name]
             if state in (EXPIRED, RELEASED):
-                if take_over(self.client, lease):
+                if take_over(self.client, lease, self.clock):
                     _log.info("sharder %s: member %s %s; its lease is held by the sharder",
                               self.spec.ring, name, state)
                     changed = True

@@ -10,7 +10,7 @@ import time
 
 from test_manager import WAIT, client, cm  # noqa: F401 - "client" is the fixture the tests take
 
-from kinrun.clock import FakeClock
+from kinrun.clock import FakeClock, WallOverride
 from kinrun.config import load_text
 from kinrun.hooks import hookimpl
 from kinrun.kube import Client
@@ -43,7 +43,8 @@ informers:
 controllers:
   - {name: nightly, for: cms, schedule: "0 3 * * *", reconcile: {hooks: true}}
 """)
-    manager = plan(config, pm, clock=lambda: EPOCH + clock.now()).bind(client).manager(
+    wall = WallOverride(clock, lambda: EPOCH + clock.now())
+    manager = plan(config, pm, clock=wall).bind(client).manager(
         clock=clock)
     assert manager.start(sync_timeout=WAIT)
     try:

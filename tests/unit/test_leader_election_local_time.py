@@ -9,7 +9,7 @@ import threading
 import pytest
 from sharding.fakes import FakeLeases
 
-from kinrun.clock import FakeClock
+from kinrun.clock import FakeClock, WallOverride
 from kinrun.config.model import LeaderElectionSpec
 from kinrun.controller import Controller
 from kinrun.fencing import FENCED_RETRY, FencedError, check_write
@@ -26,8 +26,8 @@ def elector(client, identity, clock, skew=0.0, **kw):
     """An elector whose host's wall clock runs ``skew`` seconds ahead of the true time (which
     is BASE when it is made; its monotonic clock may have any origin)."""
     origin = clock.now()
-    return LeaderElector(client, SPEC, identity=identity, clock=clock,
-                         wall_clock=lambda: BASE + skew + clock.now() - origin, **kw)
+    wall = WallOverride(clock, lambda: BASE + skew + clock.now() - origin)
+    return LeaderElector(client, SPEC, identity=identity, clock=wall, **kw)
 
 
 class Hosts:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kinrun.clock import RecordingClock
 from kinrun.kube import Client, RetryPolicy
 from kinrun.testing.apiserver import EmbeddedAPIServer
 
@@ -24,11 +25,11 @@ class RecordingClient(Client):
 @pytest.fixture
 def kube_client(embedded_server: EmbeddedAPIServer) -> Iterator[RecordingClient]:
     """A kinrun Client for ``embedded_server`` that never really sleeps between retries."""
-    sleeps: list[float] = []
+    clock = RecordingClock()
     client: Any = RecordingClient.from_config(
         kubeconfig=str(embedded_server.kubeconfig_path), qps=0, burst=0, pool_size=8,
-        retry=RetryPolicy(attempts=4, base_delay=0.01), sleep=sleeps.append)
-    client.sleeps = sleeps
+        retry=RetryPolicy(attempts=4, base_delay=0.01), clock=clock)
+    client.sleeps = clock.slept
     try:
         yield client
     finally:

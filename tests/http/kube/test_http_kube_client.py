@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 
+from kinrun.clock import RecordingClock
 from kinrun.errors import (ApiConnectionError, ConflictError, InvalidError, NotFoundError,
                            ServerError, TooManyRequestsError)
 from kinrun.kube import ApiRequest, Client, RetryPolicy, UnknownKindError
@@ -245,11 +246,12 @@ def test_unreachable_server_is_connection_error() -> None:
 
 def test_rate_limit_is_shared_by_every_request(embedded_server: EmbeddedAPIServer) -> None:
     """One token bucket throttles discovery, LIST, WATCH and writes alike (waits recorded)."""
-    sleeps: list[float] = []
+    clock = RecordingClock()
+    sleeps = clock.slept
     # The bucket's clock stands still (the sleeps are recorded, not slept), so no token is
     # refilled between requests however slow the machine is: each waits 0.2 s more.
     client = Client.from_config(kubeconfig=str(embedded_server.kubeconfig_path), qps=5,
-                                burst=1, sleep=sleeps.append, clock=lambda: 1000.0)
+                                burst=1, clock=clock)
     ref = client.resolve("v1", "ConfigMap")                          # token 1 (burst)
     lw = client.lister_watcher(ref, namespace=NS)
     rv = lw.list().resource_version                                  # waits 0.2 s

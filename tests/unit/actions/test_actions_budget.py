@@ -27,22 +27,23 @@ NESTED_LOOPS = ("{% for i in range(10000) %}{% for j in range(10000) %}"
 WAIT = 5.0  # seconds: the bound on every wait; tests never sleep
 
 
-class TickingClock:
-    """A fake monotonic clock that moves ``tick`` seconds each time it is read, so time passes
-    exactly as fast as the budget looks at it (deterministic, no sleeping)."""
+class TickingClock(FakeClock):
+    """A fake clock whose monotonic time moves ``tick`` seconds each time it is read, so time
+    passes exactly as fast as the budget looks at it (deterministic, no sleeping)."""
 
     def __init__(self, tick: float, start: float = 1000.0) -> None:
-        self.now, self.tick, self.reads = start, tick, 0
+        super().__init__(start)
+        self.tick, self.reads = tick, 0
 
-    def __call__(self) -> float:
+    def now(self) -> float:
         self.reads += 1
-        self.now += self.tick
-        return self.now
+        self.step(self.tick)
+        return super().now()
 
 
 def engine_with(clock=None, **budget) -> TemplateEngine:
     """An engine whose budget has the given config-spelled limits (others: defaults)."""
-    return TemplateEngine({"budget": budget}, clock=clock or FakeClock().now)
+    return TemplateEngine({"budget": budget}, clock=clock or FakeClock())
 
 
 def render_error(program, obj) -> RenderError:
@@ -57,7 +58,7 @@ def render_error(program, obj) -> RenderError:
 def test_nested_loops_stop_at_the_loop_step_limit(pod):
     """The reproduction ends after exactly maxLoopSteps + 1 steps, as a BudgetError."""
     prog = compile_actions([{"log": NESTED_LOOPS}], controller="web",
-                           engine=TemplateEngine(clock=FakeClock().now))
+                           engine=TemplateEngine(clock=FakeClock()))
     err = render_error(prog, pod)
     assert isinstance(err, BudgetError)
     limit = BudgetLimits().max_loop_steps
@@ -202,7 +203,7 @@ def test_time_is_checked_at_calls_without_loops():
 def test_time_counts_across_the_actions_of_one_reconcile(pod):
     """The clock starts once per reconcile: later actions see the time earlier ones spent."""
     clock = FakeClock()
-    engine = TemplateEngine({"budget": {"timeout": "1s"}}, clock=clock.now,
+    engine = TemplateEngine({"budget": {"timeout": "1s"}}, clock=clock,
                             extra_filters={"slow": lambda v: clock.step(0.6) or v})
     prog = compile_actions([{"log": "{{ obj | slow }}"},
                             {"log": "{{ obj | slow }}{% for i in range(100) %}{% endfor %}"}],
@@ -306,7 +307,7 @@ def test_controller_retries_the_key_over_budget_and_reconciles_the_next(pod):
     clock = FakeClock()
     queue = RateLimitingQueue(ItemExponentialFailureRateLimiter(1.0, 100.0),
                               DelayingQueue(clock=clock))
-    engine = TemplateEngine(clock=clock.now)
+    engine = TemplateEngine(clock=clock)
     config_map = {"apiVersion": "v1", "kind": "ConfigMap",
                   "metadata": {"name": "{{ key | replace('/', '-') }}"}}
     prog = compile_actions([{"log": "{% if obj.get('spin') %}" + NESTED_LOOPS + "{% endif %}ok"},

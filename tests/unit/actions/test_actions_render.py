@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from actions_fakes import FIXED_NOW, RecordingClient, frozen_copy, load_object
 
+from kinrun.clock import FakeClock
 from kinrun.actions import LogLine, RequeueAfter, compile_actions
 from kinrun.hooks import ReconcileContext
 
@@ -18,7 +19,7 @@ OWNER = {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "uid": POD_UID,
 def program(*specs: dict[str, Any], **kw: Any):
     kw.setdefault("controller", "web")
     kw.setdefault("source", ("web.yaml", 10, "controllers[0].reconcile.actions"))
-    return compile_actions(list(specs), clock=lambda: FIXED_NOW, **kw)
+    return compile_actions(list(specs), clock=FakeClock(wall=FIXED_NOW), **kw)
 
 
 def described(result) -> list[dict[str, Any]]:

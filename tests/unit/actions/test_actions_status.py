@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from actions_fakes import frozen_copy
 
+from kinrun.clock import FakeClock
 from kinrun.actions import compile_actions
 from kinrun.conditions import (ConditionError, check_condition, remove_status_condition,
                                set_status_condition)
@@ -98,7 +99,7 @@ def foo(status: dict[str, Any] | None = None, generation: int = 2) -> dict[str, 
 def render(spec: dict[str, Any], obj: dict[str, Any] | None, **variables: Any) -> list[Any]:
     from kinrun.templating import TemplateEngine
 
-    engine = TemplateEngine(None, wall_clock=lambda: NOW)
+    engine = TemplateEngine(None, clock=FakeClock(wall=NOW))
     program = compile_actions([{"status": spec}], controller="c", engine=engine)
     return list(program.render(key="ns/f", obj=obj).steps)
 

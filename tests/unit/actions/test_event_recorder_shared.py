@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from kinrun.clock import FakeClock
 from kinrun.config import load_text
 from kinrun.kube.event_recorder import EventRequest
 from kinrun.plan import plan
@@ -41,7 +42,7 @@ def test_programs_of_a_controller_share_its_recorder() -> None:
     """actions, onDelete and finalize of one controller: one recorder (kinrun/<name>); another
     controller has its own, with its configured component and host. onDelete's Event is about
     the final state."""
-    compiled = plan(load_text(CONFIG), new_plugin_manager(), clock=lambda: 1_700_000_000.0)
+    compiled = plan(load_text(CONFIG), new_plugin_manager(), clock=FakeClock(wall=1_700_000_000.0))
     first, second = compiled.controller("first"), compiled.controller("second")
     live = _event(first.actions, obj=CM)
     gone = _event(first.on_delete, old=CM)

@@ -9,7 +9,6 @@ safety net: the timeout is never what the test asserts.
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import textwrap
 
 import pytest
 
+from kinrun.clock import FakeClock
 from kinrun.actions import BudgetError, RenderError, compile_actions
 from kinrun.templating import BudgetExceeded, TemplateEngine, TemplateRenderError
 
@@ -180,12 +180,24 @@ def test_sum_of_mixed_types_is_a_clear_error() -> None:
         TemplateEngine().template("{{ [[1], 'x'] | sum(start=[]) }}").render({})
 
 
+class _Ticking(FakeClock):
+    """A fake clock moving ``tick`` seconds at each read of its monotonic time."""
+
+    def __init__(self, tick: float) -> None:
+        super().__init__(start=0.0)
+        self.tick = tick
+
+    def now(self) -> float:
+        value = super().now()
+        self.step(self.tick)
+        return value
+
+
 def test_a_costly_operation_reads_the_clock_before_it_runs() -> None:
     """A loop of fewer than CLOCK_EVERY steps, each serialising a large value, stops at the
     timeout instead of running every step: an operation on a value of COSTLY_SIZE or more
     reads the budget's clock first (a fake clock moving 0.4 s per read)."""
-    ticks = itertools.count()
-    engine = TemplateEngine({"budget": {"timeout": "1s"}}, clock=lambda: next(ticks) * 0.4)
+    engine = TemplateEngine({"budget": {"timeout": "1s"}}, clock=_Ticking(0.4))
     source = ("{% set x = [0] * 20000 %}"
               "{% for i in range(5) %}{{ x | to_json | length }}{% endfor %}")
     with pytest.raises(BudgetExceeded, match="of rendering"):

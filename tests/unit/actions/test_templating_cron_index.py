@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 
+from kinrun.clock import FakeClock
 from kinrun.cache.lister import Lister
 from kinrun.cache.thread_safe_store import new_indexer
 from kinrun.templating import TemplateEngine, TemplateRenderError, lookup_functions
@@ -14,7 +15,7 @@ EPOCH = 1_700_000_000.0  # 2023-11-14T22:13:20Z (a Tuesday)
 
 
 def value(expression: str, now: float = EPOCH, **variables):
-    return TemplateEngine(wall_clock=lambda: now).expression(expression).evaluate(variables)
+    return TemplateEngine(clock=FakeClock(wall=now)).expression(expression).evaluate(variables)
 
 
 @pytest.mark.parametrize("expression, expected", [

@@ -7,6 +7,7 @@ import logging
 import pytest
 from actions_fakes import load_object
 
+from kinrun.clock import FakeClock
 from kinrun.errors import ConfigError
 from kinrun.templating import (
     RateLimitedWarner, SourceLocation, TemplateEngine, compile_index_func, compile_key_mapper,
@@ -14,16 +15,6 @@ from kinrun.templating import (
 )
 
 LOC = SourceLocation("cfg.yaml", 9, "informers.pods.indexers.byNode")
-
-
-class FakeClock:
-    """Monotonic seconds that only move when stepped."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize("expr", [
@@ -58,7 +49,7 @@ def test_index_values_map_to_string_lists(expr, expected):
 
 def test_index_evaluation_error_gives_no_values_and_rate_limited_warning(caplog):
     """A failing index expression files the object nowhere and warns at most once a minute."""
-    clock = FakeClock()
+    clock = FakeClock(start=0.0)
     logger = logging.getLogger("kinrun.test.indexers")
     func = compile_index_func("obj.spec.missing.deeper", LOC, logger=logger, clock=clock)
     caplog.set_level("WARNING", logger=logger.name)
@@ -67,7 +58,7 @@ def test_index_evaluation_error_gives_no_values_and_rate_limited_warning(caplog)
     assert len(caplog.records) == 1
     assert "cfg.yaml:9: informers.pods.indexers.byNode: indexer" in caplog.records[0].getMessage()
     assert "shop/web-1" in caplog.records[0].getMessage()
-    clock.now = 61.0
+    clock.step(61.0)
     assert func(pods[0]) == []
     assert len(caplog.records) == 2
     assert "(2 similar warnings suppressed)" in caplog.records[1].getMessage()
@@ -147,12 +138,12 @@ def test_index_values_rejects_non_string_types():
 
 def test_rate_limited_warner_counts_suppressed(caplog):
     """The warner logs once per interval and reports how many it held back."""
-    clock = FakeClock()
+    clock = FakeClock(start=0.0)
     logger = logging.getLogger("kinrun.test.warner")
     caplog.set_level("WARNING", logger=logger.name)
     warner = RateLimitedWarner(logger, interval=10.0, clock=clock)
     for _ in range(5):
         warner.warn("w")
-    clock.now = 10.0
+    clock.step(10.0)
     warner.warn("w")
     assert [r.getMessage() for r in caplog.records] == ["w", "w (4 similar warnings suppressed)"]

@@ -7,6 +7,7 @@ import datetime
 
 import pytest
 
+from kinrun.clock import FakeClock
 from kinrun.actions import compile_actions
 from kinrun.config import load_text
 from kinrun.plan import plan
@@ -16,26 +17,28 @@ EPOCH = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 UTC = datetime.timezone.utc
 
 
-class FakeWallClock:
-    """Unix seconds that move only when told."""
+class FakeWallClock(FakeClock):
+    """A fake clock whose wall is Unix seconds that move only when told (``seconds``),
+    counting its reads."""
 
     def __init__(self, now: float = EPOCH) -> None:
-        self.now = now
+        super().__init__()
+        self.seconds = now
         self.reads = 0
 
-    def __call__(self) -> float:
+    def wall(self) -> float:
         self.reads += 1
-        return self.now
+        return self.seconds
 
 
 def render(source: str, clock: FakeWallClock | None = None, **variables) -> str:
-    engine = TemplateEngine(wall_clock=clock or FakeWallClock())
+    engine = TemplateEngine(clock=clock or FakeWallClock())
     return engine.template(source).render(variables)
 
 
 def test_now_is_an_aware_utc_datetime_from_the_wall_clock():
     """now() is the injected wall clock's time, in UTC, with a time zone."""
-    engine = TemplateEngine(wall_clock=FakeWallClock(EPOCH + 0.25))
+    engine = TemplateEngine(clock=FakeWallClock(EPOCH + 0.25))
     value = engine.expression("now()").evaluate({})
     assert value == datetime.datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=UTC)
     assert value.utcoffset() == datetime.timedelta(0)
@@ -44,10 +47,10 @@ def test_now_is_an_aware_utc_datetime_from_the_wall_clock():
 def test_now_reads_the_clock_at_each_call():
     """now() follows the clock: move it, and the next render sees the new time."""
     clock = FakeWallClock()
-    engine = TemplateEngine(wall_clock=clock)
+    engine = TemplateEngine(clock=clock)
     template = engine.template("{{ now() | isoformat }}")
     assert template.render({}) == "2023-11-14T22:13:20Z"
-    clock.now += 3600
+    clock.seconds += 3600
     assert template.render({}) == "2023-11-14T23:13:20Z"
     assert clock.reads == 2
 
@@ -93,7 +96,7 @@ def test_older_than_an_hour_can_be_written(created, older):
     """now() - creationTimestamp | to_datetime > "1h" | duration reads as it should."""
     obj = {"metadata": {"creationTimestamp": created}}
     expr = "now() - obj.metadata.creationTimestamp | to_datetime > '1h' | duration"
-    engine = TemplateEngine(wall_clock=FakeWallClock())
+    engine = TemplateEngine(clock=FakeWallClock())
     assert engine.expression(expr).evaluate({"obj": obj}) is older
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kinrun.clock import RealClock
 from kinrun.admission.server import WebhookOptions, WebhookServer, build_webhook_server
 from kinrun.config import load_text
 from kinrun.metrics import Metrics
@@ -56,11 +57,13 @@ class Lister:
 LISTERS = {"quotas": Lister({"q/max": {"data": {"n": "1"}}})}
 
 
-class Clock:
+class Clock(RealClock):
+    """The real clock with a settable wall ``t`` (certificates' validity)."""
+
     def __init__(self) -> None:
         self.t = time.time() - 3600.0 * 0.7  # issued in the past: renewal is due by now
 
-    def __call__(self) -> float:
+    def wall(self) -> float:  # type: ignore[override]
         return self.t
 
 
@@ -71,7 +74,7 @@ def wall() -> Clock:
 
 @pytest.fixture
 def certs(wall: Clock) -> SelfSignedCerts:
-    return SelfSignedCerts(["127.0.0.1"], validity=3600.0, wall_clock=wall)
+    return SelfSignedCerts(["127.0.0.1"], validity=3600.0, clock=wall)
 
 
 @pytest.fixture

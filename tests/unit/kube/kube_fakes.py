@@ -18,6 +18,7 @@ import orjson
 import urllib3
 from kubernetes import client as k8s_client
 
+from kinrun.clock import RecordingClock
 from kinrun.kube import Client, RetryPolicy
 
 HOST = "http://fake-apiserver:6443"
@@ -86,9 +87,11 @@ def queue_handler(*answers: Any) -> Callable[[Call], urllib3.HTTPResponse]:
 def make_client(pool: FakePool, *, sleeps: list[float] | None = None,
                 retry: RetryPolicy | None = None, **kwargs: Any) -> Client:
     """A real Client over ``pool``; waits are recorded into ``sleeps`` instead of slept."""
-    recorded = sleeps if sleeps is not None else []
+    clock = RecordingClock()
+    if sleeps is not None:
+        clock.slept = sleeps
     api_client = k8s_client.ApiClient(k8s_client.Configuration(host=HOST))
-    client = Client(api_client, qps=0, burst=0, retry=retry, sleep=recorded.append, **kwargs)
+    client = Client(api_client, qps=0, burst=0, retry=retry, clock=clock, **kwargs)
     client.transport.pool = pool
     return client
 

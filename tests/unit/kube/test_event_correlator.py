@@ -52,7 +52,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def recorder(clock: FakeClock) -> EventRecorder:
-    return EventRecorder("kinrun/web", clock=clock.now)
+    return EventRecorder("kinrun/web", clock=clock)
 
 
 def record(recorder: EventRecorder, server: Server, message: str = "synced", *,
@@ -147,8 +147,8 @@ def test_a_patch_of_a_vanished_event_creates_it_again(recorder) -> None:
 
 def test_the_server_answer_updates_the_state() -> None:
     """update_state: the next identical event patches the Event the server named."""
-    correlator = EventCorrelator(FakeClock(EPOCH).now)
-    recorder = EventRecorder("c", clock=lambda: EPOCH, correlator=correlator)
+    correlator = EventCorrelator(FakeClock(EPOCH))
+    recorder = EventRecorder("c", clock=FakeClock(EPOCH), correlator=correlator)
     event = recorder.event(REF, type="Normal", reason="R", message="m").body
     assert correlator.correlate(event).patch is None
     correlator.update_state({**event, "metadata": {**event["metadata"], "name": "renamed",
@@ -161,8 +161,8 @@ def test_the_server_answer_updates_the_state() -> None:
 def test_the_cache_is_bounded() -> None:
     """The caches keep at most cache_size entries: the least recently used event is forgotten
     and created anew."""
-    recorder = EventRecorder("c", clock=lambda: EPOCH,
-                             correlator=EventCorrelator(lambda: EPOCH, cache_size=2))
+    recorder = EventRecorder("c", clock=FakeClock(EPOCH),
+                             correlator=EventCorrelator(FakeClock(EPOCH), cache_size=2))
     server = Server()
     for name in ("a", "b", "c", "a"):
         record(recorder, server, ref={**REF, "name": name, "uid": name})
@@ -172,11 +172,11 @@ def test_the_cache_is_bounded() -> None:
 def test_source_fields_follow_the_recorder() -> None:
     """component -> source.component and reportingComponent; host -> source.host and
     reportingInstance, left out without one."""
-    plain = EventRecorder("kinrun/web", clock=lambda: EPOCH).event(
+    plain = EventRecorder("kinrun/web", clock=FakeClock(EPOCH)).event(
         REF, type="Warning", reason="R", message="m").body
     assert plain["source"] == {"component": "kinrun/web"}
     assert plain["reportingComponent"] == "kinrun/web" and "reportingInstance" not in plain
-    hosted = EventRecorder("x", "pod-1", clock=lambda: EPOCH).event(
+    hosted = EventRecorder("x", "pod-1", clock=FakeClock(EPOCH)).event(
         REF, type="Normal", reason="R", message="m").body
     assert hosted["source"] == {"component": "x", "host": "pod-1"}
     assert hosted["reportingInstance"] == "pod-1"

@@ -8,6 +8,7 @@ import orjson
 import pytest
 import urllib3
 
+from kinrun.clock import FakeClock
 from kinrun.errors import (ApiConnectionError, ApiError, BadRequestError, ConflictError,
                            ExpiredError, ForbiddenError, InvalidError, NotFoundError, ServerError,
                            TooManyRequestsError, UnauthorizedError)
@@ -85,7 +86,7 @@ def test_parse_retry_after_http_date() -> None:
     """Retry-After as an HTTP date gives the seconds from now."""
     now = 1_800_000_000.0
     header = email.utils.formatdate(now + 30, usegmt=True)
-    assert parse_retry_after(header, now=lambda: now) == pytest.approx(30.0)
+    assert parse_retry_after(header, clock=FakeClock(wall=now)) == pytest.approx(30.0)
 
 
 def test_watch_error_event_410_is_expired_with_message() -> None:

@@ -6,35 +6,22 @@ import threading
 
 import pytest
 
+from kinrun.clock import RecordingClock
 from kinrun.kube.ratelimit import TokenBucket
-
-
-class FakeTime:
-    """A clock whose sleep advances it."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
 
 
 def test_burst_is_available_at_once() -> None:
     """A fresh bucket hands out `burst` tokens without waiting."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=2, burst=3, clock=t.clock, sleep=t.sleep)
+    t = RecordingClock(start=100.0)
+    bucket = TokenBucket(qps=2, burst=3, clock=t)
     assert [bucket.accept() for _ in range(3)] == [0.0, 0.0, 0.0]
     assert t.slept == []
 
 
 def test_after_burst_each_token_waits_one_over_qps_more() -> None:
     """Past the burst, callers queue up: waits of 1/qps, 2/qps, ..."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=4, burst=1, clock=t.clock, sleep=t.sleep)
+    t = RecordingClock(start=100.0)
+    bucket = TokenBucket(qps=4, burst=1, clock=t)
     bucket.accept()
     assert bucket.accept() == pytest.approx(0.25)
     assert bucket.accept() == pytest.approx(0.5)
@@ -42,11 +29,11 @@ def test_after_burst_each_token_waits_one_over_qps_more() -> None:
 
 def test_tokens_refill_with_time_up_to_burst() -> None:
     """Idle time refills tokens, never beyond burst."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=10, burst=2, clock=t.clock, sleep=t.sleep)
+    t = RecordingClock(start=100.0)
+    bucket = TokenBucket(qps=10, burst=2, clock=t)
     bucket.accept(), bucket.accept()
     assert not bucket.try_accept()
-    t.now += 100.0
+    t.step(100.0)
     assert bucket.try_accept() and bucket.try_accept()
     assert not bucket.try_accept()
 
@@ -66,8 +53,8 @@ def test_bucket_rejects_zero_burst_with_a_rate() -> None:
 
 def test_concurrent_callers_each_reserve_a_distinct_slot() -> None:
     """Threads sharing one bucket get distinct waits: 0 for the burst, then k/qps each."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=10, burst=2, clock=t.clock, sleep=t.sleep)
+    t = RecordingClock(start=100.0)
+    bucket = TokenBucket(qps=10, burst=2, clock=t)
     waits: list[float] = []
     lock = threading.Lock()
 

@@ -9,7 +9,7 @@ import queue
 
 import pytest
 
-from kinrun.clock import FakeClock
+from kinrun.clock import FakeClock, WallOverride
 from kinrun.config import load_text
 from kinrun.errors import ConfigError
 from kinrun.plan import plan
@@ -139,7 +139,7 @@ class Sink:
 def running(expr: str, keys: list[str], clock: FakeClock, sink: Sink,
             zone: str | None = None) -> Scheduler:
     scheduler = Scheduler("c", CronSchedule(expr, zone), lambda: list(keys), sink.keys.put,
-                          clock=clock, wall=lambda: EPOCH + clock.now())
+                          clock=clock, wall=WallOverride(clock, lambda: EPOCH + clock.now()))
     scheduler.start()
     assert clock.wait_for_waiters(1, WAIT, timed=True)
     return scheduler

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kinrun.clock import FakeClock
+from kinrun.clock import REAL_CLOCK, FakeClock, WallOverride
 from kinrun.tls import (CHECK_INTERVAL, DEFAULT_VALIDITY, RENEW_AT, DirectoryCerts,
                         SelfSignedCerts, ServerTLS, TLSError)
 
@@ -77,7 +77,7 @@ def test_renewal_after_two_thirds_is_served_at_the_next_handshake(serve) -> None
     CHECK_INTERVAL has passed on the monotonic clock, the next handshake gets it."""
     # issued in the past so that both certificates are valid at the real time clients check
     wall = [time.time() - RENEW_AT * DEFAULT_VALIDITY - 10 * 86400]
-    certs = SelfSignedCerts(["localhost"], wall_clock=lambda: wall[0])
+    certs = SelfSignedCerts(["localhost"], clock=WallOverride(REAL_CLOCK, lambda: wall[0]))
     clock = FakeClock()
     server = serve(ServerTLS(certs, clock=clock))
     first = server.peer(certs.ca_pem)
