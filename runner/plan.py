@@ -45,7 +45,6 @@ from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
 from jinja2 import nodes
 
-from kinrun.admission import compile_admission
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.plugin_manager import ReconcileHook
@@ -103,8 +102,12 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
                         for spec in config.controllers)
     _check_apply_keys(config)
     _check_template_reads(config, engine)
+    admission = None
+    if config.admission is not None:  # loaded only for configs that have webhooks
+        from kinrun.admission import compile_admission
+        admission = compile_admission(config.admission, engine)
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
-                sharded_informers(config), compile_admission(config.admission, engine))
+                sharded_informers(config), admission)
 
 
 # -- informers --------------------------------------------------------------------------------
@@ -258,6 +261,8 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     """Every read of ``obj``/``old`` in a controller's templates, vars, ``when`` and
     ``forEach`` checked against its primary kind's schema (``kinrun.template_reads``):
     ConfigError at the action (or var) for a field the kind does not have."""
+    if not _reads_anything(config):
+        return  # no template, no declared reads: no schema needs loading
     from kinrun.template_reads import check_template
     schemas = {name: _primary_schema(config, inf) for name, inf in config.informers.items()}
     lookups = {f"get:{name}": schema for name, schema in schemas.items()}
@@ -282,6 +287,16 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                 informer = read.root[4:] if read.root.startswith("get:") else spec.primary
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
                                 f"against the schema of informer {informer}'s kind)")
+
+
+def _reads_anything(config: Config) -> bool:
+    """Whether any template or declared read of ``config`` reads an object (cheap: it spares
+    a config of hooks alone the schemas' loading)."""
+    return any(ix.expression for inf in config.informers.values()
+               for ix in inf.indexers.values()) or any(
+        spec.watches or spec.reconcile.reads or spec.reconcile.vars or spec.reconcile.actions
+        or spec.reconcile.on_delete or spec.reconcile.finalize or spec.reconcile.on_error
+        for spec in config.controllers)
 
 
 def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, loc: Location,
@@ -387,6 +402,10 @@ def _check_apply_keys(config: Config) -> None:
     """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
     the kind's schema says (``kinrun.actions.manifest_keys``): a server-side apply that can
     never succeed. ConfigError at the action's manifest."""
+    if not any(action.kind in ("apply", "applySet") for spec in config.controllers
+               for action in (*spec.reconcile.actions, *spec.reconcile.on_delete,
+                              *spec.reconcile.finalize)):
+        return  # nothing applied: the schemas need not load
     from kinrun.actions.manifest_keys import apply_key_problems
     from kinrun.crds import CrdSet
 

@@ -8,13 +8,12 @@ thread-safe (compiled templates and programs are); no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field
 
 from pluggy import PluginManager
 
 from kinrun.actions import ActionProgram
-from kinrun.admission import AdmissionProgram
 from kinrun.config.model import (Config, ControllerSpec, InformerSpec, RateLimiterSpec,
                                  WatchSpec)
 from kinrun.kube.event_recorder import EventRecorder
@@ -23,6 +22,9 @@ from kinrun.reconcile import Matches
 from kinrun.schedule import CronSchedule
 from kinrun.spine.settings import RunSettings
 from kinrun.templating import KeyMapper, TemplateEngine
+
+if TYPE_CHECKING:  # loaded by plan only for configs with admission: webhooks
+    from kinrun.admission import AdmissionProgram
 
 IndexFunc = Callable[[dict], list[str]]
 
