@@ -29,6 +29,7 @@ the interpreter's own start-up (tens of ms before ``main`` runs) is unprotected.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import sys
@@ -636,13 +637,15 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     templates (``get``/``list``/``by_index``) see the ``cached`` objects (``--lookup``)."""
     from kinrun.bound import offline_reconciler
     from kinrun.plan import plan
-    from kinrun.clock import FakeClock
+    from kinrun.clock import FakeClock, WallOverride
     from kinrun.testing.recording import EPOCH
 
-    # the wall clock of `kinrun test` at its start: Event names and timestamps are the same
-    # run to run (and as a test case's first reconcile stamps them)
-    reconciler = offline_reconciler(plan(config, clock=FakeClock(wall=EPOCH)), controller.name,
-                                    cached or ())
+    # the wall clock of `kinrun test` at its start, one microsecond later at each reading:
+    # Event names and timestamps are the same run to run, and two Events of one render (one
+    # kept before a fail, one of onError) are two Events, as in a run
+    reads = itertools.count()
+    clock = WallOverride(FakeClock(wall=EPOCH), lambda: EPOCH + next(reads) * 1e-6)
+    reconciler = offline_reconciler(plan(config, clock=clock), controller.name, cached or ())
     rendered = reconciler.render(key, None if deleted else obj, old=old,
                                  reason=reason or ("deleted" if deleted else ""))
     if rendered.nothing is not None:

@@ -125,7 +125,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kinrun.actions.program import error_scope
+from kinrun.actions.program import ActionFailed, ActionFailedPermanently, error_scope
 from kinrun.actions.finalizer import (add_finalizer, has_finalizer, is_terminating,
                                       remove_finalizer)
 from kinrun.errors import ApiError, NotFoundError, PermanentError
@@ -440,8 +440,10 @@ class Reconciler:
         Reconciler's listers, between the finalizer patches the reconcile sends (the removal
         left out when the program asks for a requeue). ``obj`` None: a deletion, ``old`` its
         final state. Hooks are code: they are not called; the call a run would make is a step
-        (``{hook: kinrun_reconcile, plugins, controller, key, reason, obj, old}``). Raises what rendering raises
-        (RenderError, ActionFailed, VarError)."""
+        (``{hook: kinrun_reconcile, plugins, controller, key, reason, obj, old}``). A ``fail``
+        that fires is shown as a run carries it out (:meth:`_render_failed`): the Events and
+        log lines before it, the failure, then ``onError`` rendered with the error in scope.
+        Raises what rendering raises otherwise (RenderError, VarError)."""
         decision = self.decide(obj)
         if not decision.runs:
             return Rendered((), f"{key} is terminating without finalizer {self.finalizer}: "
@@ -455,10 +457,34 @@ class Reconciler:
             return Rendered(before, f"controller {self.name!r} has no {decision.what} to "
                                     "render")
         ctx = self._context(key, old, reason, None)
-        result = decision.program.render(key=key, obj=obj, old=old, ctx=ctx)
+        try:
+            result = decision.program.render(key=key, obj=obj, old=old, ctx=ctx)
+        except (ActionFailed, ActionFailedPermanently) as failed:
+            return Rendered((*before, *self._render_failed(key, obj, old, ctx, failed)))
         after = (decision.remove.describe(),) if decision.remove is not None \
             and not (result.requeue_after or 0) > 0 else ()
         return Rendered((*before, *result.describe(), *hook, *after))
+
+    def _render_failed(self, key: str, obj: Obj | None, old: Obj | None,
+                       ctx: ReconcileContext, failed: Exception) -> list[dict[str, Any]]:
+        """What a reconcile ended by ``fail`` carries out, described: the Events and log lines
+        rendered before it (``failed.kept``), ``{fail: {message, action, at, permanent}}``
+        (permanent: the key waits for its next change; else retried with backoff), then the
+        ``onError`` list rendered with ``error`` in scope, as ``_on_error`` runs it for a live
+        object (its own failure is a step ``{onErrorFailed: message}``, as a run logs it)."""
+        steps = [*failed.kept.describe(),  # type: ignore[attr-defined]
+                 {"fail": {"message": failed.detail,  # type: ignore[attr-defined]
+                           "action": failed.label,  # type: ignore[attr-defined]
+                           "at": str(failed.location),  # type: ignore[attr-defined]
+                           "permanent": isinstance(failed, ActionFailedPermanently)}}]
+        if self.on_error is None or obj is None:
+            return steps
+        try:
+            steps += self.on_error.render(key=key, obj=obj, old=old, ctx=ctx,
+                                          extra={"error": error_scope(failed)}).describe()
+        except Exception as failure:  # noqa: BLE001 - a run logs it and keeps the first error
+            steps.append({"onErrorFailed": str(failure)})
+        return steps
 
     def _hook_call(self, key: str, obj: Obj | None, old: Obj | None,
                    reason: str) -> dict[str, Any]:
