@@ -274,7 +274,8 @@ class Reconciler:
         self._local = threading.local()  # .target, .answer, .versions: see _OwnWrites
         self._client = _OwnWrites(client, self._local, self.logger) \
             if client is not None else None
-        self._ctx_base = {"controller": name, "listers": self.listers, "client": client,
+        hook_client = _HookWrites(client, self._local) if client is not None else None
+        self._ctx_base = {"controller": name, "listers": self.listers, "client": hook_client,
                           "logger": self.logger, "indexers": self.indexers}
 
     # -- recording (informer threads) ----------------------------------------------------------
@@ -615,6 +616,73 @@ class Reconciler:
         return delay
 
 
+class _HookWrites:
+    """``ctx.client`` as hooks get it: the controller's client, every attribute and method its
+    own (``isinstance`` sees the client's class), except that the answer to a write of the
+    object being reconciled on this thread (``create``/``update``/``apply``/``patch``/
+    ``patch_status``/``execute`` answering that object) is noted as ``_OwnWrites`` notes the
+    actions' (``local.answer``, ``local.versions``): read-your-writes and the staleness check
+    cover a hook's own writes (issue 28). A hook's requests are sent as written (not rebased:
+    the hook composed them). Thread-safe as the client (the notes are per thread); a dry-run
+    client's answers are not noted."""
+
+    __slots__ = ("_inner", "_local")
+
+    def __init__(self, client: Any, local: threading.local) -> None:
+        self._inner, self._local = client, local
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105 - isinstance(ctx.client, Client) holds
+        return type(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+    def __eq__(self, other: object) -> bool:  # the client it shows
+        inner = other._inner if type(other) is _HookWrites else other  # noqa: E721
+        return bool(self._inner == inner)
+
+    def __hash__(self) -> int:
+        return hash(self._inner)
+
+    def _noted(self, answer: Any) -> Any:
+        local = self._local
+        target = getattr(local, "target", None)
+        if target is not None and isinstance(answer, dict) and _identity(answer) == target \
+                and (answer.get("metadata") or {}).get("resourceVersion") \
+                and not getattr(self._inner, "dry_run", False):
+            local.answer = answer
+            local.versions.add(answer["metadata"]["resourceVersion"])
+        return answer
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``create``; its answer noted (class docstring)."""
+        return self._noted(self._inner.create(*args, **kwargs))
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``update``; its answer noted (class docstring)."""
+        return self._noted(self._inner.update(*args, **kwargs))
+
+    def apply(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``apply``; its answer noted (class docstring)."""
+        return self._noted(self._inner.apply(*args, **kwargs))
+
+    def patch(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``patch``; its answer noted (class docstring)."""
+        return self._noted(self._inner.patch(*args, **kwargs))
+
+    def patch_status(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``patch_status``; its answer noted (class docstring)."""
+        return self._noted(self._inner.patch_status(*args, **kwargs))
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """The client's ``execute``; its answer noted (class docstring)."""
+        return self._noted(self._inner.execute(*args, **kwargs))
+
+
 def _reference(obj: Obj | None) -> dict[str, Any] | None:
     """apiVersion, kind, namespace, name and resourceVersion of ``obj`` (None for None)."""
     if obj is None:
@@ -664,7 +732,8 @@ class _OwnWrites:
     (the reconciled object's identity), ``local.versions`` (the resourceVersion it read and
     those of the answers to its writes of it), ``local.answer`` (the last such answer). A write
     of the target is sent based on the last answer (:func:`_rebased`), and its answer kept.
-    Everything else is the client's; hooks get the client itself (``ctx.client``).
+    Everything else is the client's; hooks get it through :class:`_HookWrites`
+    (``ctx.client``), which notes their writes of the target too.
     A status patch whose answer lacks a field it set is logged once per field (a warning: the
     server pruned it, not in the CRD's schema, so every reconcile will send it again).
     Thread-safe as the client (the slots are per thread; ``_warned`` only grows, a field may

@@ -316,3 +316,32 @@ def test_an_action_rendered_after_a_write_sees_the_written_object(caplog):
     with caplog.at_level("INFO"):
         assert rec(KEY, server.obj).outcome == "done"
     assert "6 6 Ready" in [r.getMessage() for r in caplog.records]
+
+
+class HookClient:
+    """A client whose patch answers the ConfigMap at rv 9 (as the server would)."""
+
+    dry_run = False
+
+    def patch(self, api_version: str, kind: str, name: str, patch: Any, *,
+              namespace: str | None = None, **_: Any) -> Any:
+        return {**cm(), "metadata": {**cm()["metadata"], "resourceVersion": "9"}}
+
+
+def test_a_hooks_write_of_the_reconciled_object_is_read_your_writes():
+    """A kinrun_reconcile hook that patches its own object through ctx.client (issue 28): the
+    next reconcile waits until the cache holds the answer (rv 9), as for the actions' writes;
+    ctx.client is still a client of the client's class."""
+    seen = []
+
+    def hooks(controller: str, key: str, obj: Any, ctx: Any) -> None:
+        seen.append(isinstance(ctx.client, HookClient))
+        ctx.client.patch("v1", "ConfigMap", "cm", {"metadata": {"labels": {"a": "b"}}},
+                         namespace="ns")
+
+    rec = Reconciler("c", hooks=hooks, client=HookClient())
+    assert rec(KEY, cm()).outcome == "done" and seen == [True]
+    assert rec.stale(KEY, cm())                      # cached rv 5 < our write's rv 9
+    caught_up = cm()
+    caught_up["metadata"]["resourceVersion"] = "9"
+    assert not rec.stale(KEY, caught_up)
