@@ -29,6 +29,7 @@ the interpreter's own start-up (tens of ms before ``main`` runs) is unprotected.
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import logging
@@ -114,15 +115,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command != "run":
         return _main(command, args)
     from kinrun import signals  # standard library only: installed before the heavy imports
+    from kinrun.gc.policy import raise_thresholds
 
+    # The main job's GC thresholds (the policy the Manager applies when its caches start)
+    # from the first import on: the modules, functions and classes imported at start-up live
+    # as long as the process, and default thresholds walked them in two full collections
+    # (about 35 ms of a 0.4 s start, benchmarks/startup.py).
+    previous = raise_thresholds()
     watcher = signals.install()
     try:
         return _main(command, args)
     finally:
         if argv is None:
             watcher.ignore_from_now()
-        else:
+        else:  # an in-process caller gets its process back as it was
             watcher.uninstall()
+            gc.set_threshold(*previous)
 
 
 def _mistyped_command(args: Sequence[str]) -> str | None:
