@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kinrun.clock import Clock, RealClock, with_wall
+from kinrun.clock import REAL_CLOCK, Clock, with_wall
 from kinrun.errors import KinrunError
 
 DEFAULT_VALIDITY = 90 * 24 * 3600.0
@@ -170,7 +170,7 @@ class ServerTLS:
 
     def __init__(self, source: CertSource, *, clock: Clock | None = None) -> None:
         self.source = source
-        self._clock = clock or RealClock()
+        self._clock = clock or REAL_CLOCK
         self._lock = threading.Lock()
         pair = source.current()
         self._version, self._checked = pair.version, self._clock.now()

@@ -79,7 +79,8 @@ class Client:
     Construct with ``from_config`` (kubeconfig / in-cluster) or ``from_api_client`` (an
     existing ``kubernetes.client.ApiClient``, e.g. in tests). ``qps``/``burst``: client-side
     request budget (``qps <= 0``: unlimited); ``retry``: 429/5xx policy; ``clock``: the
-    rate limiter's time and the retry waits (a FakeClock in tests); ``dry_run``: send every write with
+    rate limiter's time, the retry waits and ``create_event``'s timestamps (a FakeClock in
+    tests); ``dry_run``: send every write with
     ``dryRun=All`` and log what it would change (see the module docstring).
 
     Thread-safe: every method may be called from any thread at once; ``dry_run`` is fixed at
@@ -93,6 +94,7 @@ class Client:
         api_client.user_agent = USER_AGENT  # the given ApiClient now identifies as kinrun
         self.api_client = api_client
         self.dry_run = dry_run  # read-only: every write of this Client is a dry run, or none is
+        self.clock = clock  # read-only: the retries', the rate limiter's and Events' time
         self.rate_limiter = TokenBucket(qps, burst, clock=clock)
         self.transport = Transport(api_client, rate_limiter=self.rate_limiter, retry=retry,
                                    connect_timeout=connect_timeout, read_timeout=read_timeout,
@@ -386,7 +388,7 @@ class Client:
         events), ValueError when ``involved`` has no name.
         """
         event = event_for(dict(involved), type=type, reason=reason, message=message,
-                          component=component)
+                          component=component, clock=self.clock)
         return self._create(EVENT, event, None, None)
 
     def get_lease(self, name: str, namespace: str) -> Obj:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kinrun.clock import Clock, RealClock
+from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ApiError
 
 CACHE_TTL = 10.0
@@ -63,7 +63,7 @@ class DelegatedAuth:
 
     def __init__(self, post: Post, *, clock: Clock | None = None, ttl: float = CACHE_TTL) -> None:
         self._post, self._ttl = post, ttl
-        self._clock = clock or RealClock()
+        self._clock = clock or REAL_CLOCK
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], tuple[float, Decision]] = {}
 

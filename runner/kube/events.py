@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from kinrun.clock import REAL_CLOCK
+from kinrun.clock import REAL_CLOCK, Clock
 
 MAX_MESSAGE = 1024
 """Characters kept of a message (events.k8s.io's limit on ``note``)."""
@@ -75,12 +75,12 @@ def event_about(ref: Mapping[str, Any], *, type: str, reason: str, message: str,
 
 def event_for(involved: dict[str, Any], *, type: str, reason: str, message: str,
               component: str = "kinrun", host: str | None = None,
-              now_ns: int | None = None) -> dict[str, Any]:
+              now_ns: int | None = None, clock: Clock = REAL_CLOCK) -> dict[str, Any]:
     """A core/v1 Event dict about ``involved`` (an object dict with metadata.name), as
     :func:`event_about`; ``host`` defaults to this machine's name, ``now_ns`` (epoch
-    nanoseconds) to ``REAL_CLOCK.wall()`` (pass the run's clock's time). Raises ValueError when ``involved`` has no name.
+    nanoseconds) to ``clock.wall()``. Raises ValueError when ``involved`` has no name.
     """
-    now_ns = int(REAL_CLOCK.wall() * 1e9) if now_ns is None else now_ns
+    now_ns = int(clock.wall() * 1e9) if now_ns is None else now_ns
     host = socket.gethostname() if host is None else host
     return event_about(object_reference(involved), type=type, reason=reason, message=message,
                        component=component, host=host, now_ns=now_ns)

@@ -81,12 +81,14 @@ def decode_status(data: bytes) -> dict[str, Any] | None:
 
 
 def error_from_response(status: int, data: bytes, headers: Mapping[str, str] | None = None,
-                        *, method: str = "", path: str = "", sent: bytes | None = None) -> ApiError:
+                        *, method: str = "", path: str = "", sent: bytes | None = None,
+                        clock: Clock = REAL_CLOCK) -> ApiError:
     """The ApiError for a non-2xx answer: ``status`` (HTTP code), ``data`` (raw body bytes),
-    ``headers`` (for Retry-After). ``method``/``path`` are named in the message when the body
-    carries no Status message of its own. ``sent``: the request's body bytes; the values it
-    carries are redacted from the answer (module docstring)."""
-    retry_after = parse_retry_after((headers or {}).get("Retry-After"))
+    ``headers`` (for Retry-After; a date in it counts from ``clock.wall()``). ``method``/``path``
+    are named in the message when the body carries no Status message of its own. ``sent``: the
+    request's body bytes; the values it carries are redacted from the answer (module
+    docstring)."""
+    retry_after = parse_retry_after((headers or {}).get("Retry-After"), clock=clock)
     body = decode_status(data)
     document, shown = _sent_document(sent), path.split("/")
     message = ""

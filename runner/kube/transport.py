@@ -98,7 +98,8 @@ class Transport:
 
     ``rate_limiter``: shared TokenBucket (None = unlimited). ``retry``: the 429/5xx policy.
     ``connect_timeout``/``read_timeout``: seconds for ordinary requests (``read_timeout`` is per
-    socket read, not the whole body). ``clock``: its ``sleep`` waits between retries.
+    socket read, not the whole body). ``clock``: its ``sleep`` waits between retries, and its
+    ``wall()`` is what a Retry-After date counts from.
 
     ``request_observer``: counts each try (see the module docstring); set it before requests
     are sent.
@@ -117,7 +118,7 @@ class Transport:
         self.retry = retry or RetryPolicy()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._sleep = clock.sleep
+        self._clock = clock
         # ``pool``: what requests go through; anything with urllib3.PoolManager.request's
         # signature (tests inject fakes). Default: the ApiClient's own pool manager.
         self.pool = pool if pool is not None else api_client.rest_client.pool_manager
@@ -218,7 +219,7 @@ class Transport:
                 delay = self.retry.delay(error, attempt=attempt)
                 log.info("retrying %s %s in %.2fs after %s (try %d of %d)", method, path, delay,
                          error.status, attempt, self.retry.attempts)
-                self._sleep(delay)
+                self._clock.sleep(delay)
 
     def _send_once(self, method: str, path: str, query: Query | None, body: bytes | None,
                    content_type: str, *, stream: bool, read_timeout: float | None,
@@ -247,8 +248,7 @@ class Transport:
             return resp
         raise self._error_of(resp, method, path, read_timeout, body)
 
-    @staticmethod
-    def _error_of(resp: urllib3.BaseHTTPResponse, method: str, path: str,
+    def _error_of(self, resp: urllib3.BaseHTTPResponse, method: str, path: str,
                   read_timeout: float | None, sent: bytes | None = None) -> ApiError:
         """Read a failed answer's body (releasing the connection) and map it to an ApiError,
         the values of the request body ``sent`` redacted from it (``kinrun.kube.http_errors``)."""
@@ -259,4 +259,4 @@ class Transport:
             return error_from_exception(exc, method=method, url=path, read_timeout=read_timeout)
         resp.release_conn()
         return error_from_response(resp.status, data or b"", resp.headers, method=method,
-                                   path=path, sent=sent)
+                                   path=path, sent=sent, clock=self._clock)

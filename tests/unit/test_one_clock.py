@@ -59,3 +59,51 @@ def test_the_scan_finds_a_direct_read() -> None:
               "a = time.monotonic()\nb = datetime.datetime.now()\ntime.sleep(1)\n")
     assert [what for _, what in _reads(ast.parse(sample))] == [
         "from time import monotonic", "time.monotonic", "datetime.datetime.now", "time.sleep"]
+
+
+REAL_TIME_BOUNDS = {
+    ("controller.py", "stop"): "joins the workers' real threads within a drain timeout",
+    ("manager.py", "_wait_for_sync"): "the start's sync timeout; the informers' threads are real",
+    ("manager.py", "stop_pipeline"): "joins the workers' real threads within a drain timeout",
+    ("cache/shared_informer.py", "wait_for_sync"): "a caller's real-time sync timeout",
+    ("cache/shared_informer.py", "wait_for_cache_sync"): "a caller's real-time sync timeout",
+    ("signals.py", "_on_signal"): "two OS signals within a grace: signals come in real time",
+    ("metrics.py", "config_loaded"): "a Prometheus timestamp of the process (to move onto the "
+                                      "run's clock: the metrics are not given one yet)",
+    ("reload.py", "_succeeded"): "a Prometheus timestamp (to move onto the reloader's clock)",
+}
+"""(module, function) -> why it calls ``REAL_CLOCK`` itself rather than the clock it was given:
+it bounds a wait on real threads, or stamps a process metric. Anything else takes a ``Clock``
+(``REAL_CLOCK`` only as a default), so a FakeClock given to the run reaches it."""
+
+
+def _real_clock_calls(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, enclosing function) of each ``REAL_CLOCK.<method>`` read (not the bare name,
+    which is how a default is written)."""
+    found = []
+    for func in ast.walk(tree):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(func):
+                if isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == \
+                        "REAL_CLOCK":
+                    found.append((node.lineno, func.name))
+    return sorted(set(found))
+
+
+def test_real_clock_is_only_a_default_outside_the_listed_real_time_bounds() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in EXEMPT:
+            continue
+        for line, func in _real_clock_calls(ast.parse(path.read_text(), str(path))):
+            if (rel.as_posix(), func) not in REAL_TIME_BOUNDS:
+                offenders.append(f"runner/{rel}:{line}: REAL_CLOCK.* in {func}()")
+    assert offenders == [], ("take the run's Clock (REAL_CLOCK as the default only):\n"
+                             + "\n".join(offenders))
+
+
+def test_the_real_clock_scan_finds_a_call_but_not_a_default() -> None:
+    sample = ("def f(clock=REAL_CLOCK):\n    return clock.now()\n"
+              "def g():\n    return REAL_CLOCK.wall()\n")
+    assert _real_clock_calls(ast.parse(sample)) == [(4, "g")]
