@@ -515,7 +515,8 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
         source = SelfSignedCerts(hosts, ca=ca, clock=options.clock)
         if client is not None:
             sync = CABundleSync(client, service, spec.webhooks, source.ca_pem)
-    server = WebhookServer(plan.admission, ServerTLS(source), listers=listers, metrics=metrics,
+    server = WebhookServer(plan.admission, ServerTLS(source, clock=options.clock),
+                           listers=listers, metrics=metrics,
                            port=spec.port if options.port is None else options.port,
                            address=options.address or spec.address, workers=options.workers,
                            ca_sync=sync, synced=options.synced, clock=options.clock)

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from kinrun.clock import RealClock
+from kinrun.clock import REAL_CLOCK, FakeClock, RealClock
 from kinrun.admission.server import WebhookOptions, WebhookServer, build_webhook_server
 from kinrun.config import load_text
 from kinrun.metrics import Metrics
 from kinrun.plan import plan
 from kinrun.probes import Probes
-from kinrun.tls import SelfSignedCerts, ServerTLS
+from kinrun.tls import DEFAULT_VALIDITY, SelfSignedCerts, ServerTLS
 
 CONFIG = """\
 apiVersion: kinrun.dev/v1alpha1
@@ -249,6 +249,24 @@ def test_built_server_serves_the_service_names(tmp_path: Any) -> None:
     assert srv is not None
     assert srv.tls.source.hosts[:2] == ("kinrun-quota-webhook.ns.svc",  # type: ignore[attr-defined]
                                          "kinrun-quota-webhook.ns.svc.cluster.local")
+
+
+def test_a_built_server_runs_on_the_clock_it_is_given(tmp_path: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One clock (issue 27): the certificates' validity and the serving TLS's checks read the
+    run's clock, never REAL_CLOCK (made to refuse here)."""
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError("read REAL_CLOCK although given a FakeClock")
+    for name in ("now", "wall", "sleep", "wait", "wait_until"):
+        monkeypatch.setattr(REAL_CLOCK, name, refuse)
+    wall = 1_750_000_000.0
+    compiled = plan(load_text(CONFIG, file=str(tmp_path / "quota.yaml")), clock=FakeClock())
+    srv = build_webhook_server(compiled, None, LISTERS, None, None,
+                               WebhookOptions(namespace="ns", port=0,
+                                              clock=FakeClock(wall=wall)))
+    assert srv is not None
+    assert srv.tls.source.current().not_after == wall + DEFAULT_VALIDITY  # type: ignore[attr-defined]
+    assert srv.tls.refresh() is False
 
 
 def test_no_admission_builds_nothing() -> None:
