@@ -673,7 +673,8 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     ``engine``: share one TemplateEngine (then ``templates_options``, ``base_dir`` and the
     plugins' filters are not used again). ``base_dir``: the config's folder, for ``read_file``.
     ``clock``: the run's Clock (None: ``REAL_CLOCK``; a bare callable of Unix seconds is
-    deprecated): its ``wall()`` stamps Event names and timestamps. ``vars``: the controller's
+    deprecated): its ``wall()`` stamps Event names and timestamps, and the engine built here
+    (no ``engine``) reads it for ``now()`` and its budgets. ``vars``: the controller's
     ``reconcile.vars``, in order: a mapping name -> expression, or a sequence of objects with
     ``name``, ``expression`` and ``location`` (``kinrun.config.model.VarSpec``); see
     :func:`compile_vars`. ``recorder``: the controller's EventRecorder, shared by all its
@@ -687,11 +688,12 @@ def compile_actions(specs: Sequence[Any], *, controller: str, templates_options:
     docstring: each keyword is public API, said here; the body is a dozen lines.
     """
     kinds = plugin_action_kinds(plugin_manager)
+    run_clock = clock_of(clock, where="compile_actions")
     engine = engine or TemplateEngine(templates_options, base_dir=base_dir,
-                                      extra_filters=plugin_template_filters(plugin_manager))
+                                      extra_filters=plugin_template_filters(plugin_manager),
+                                      clock=run_clock)
     base = as_location(source)
-    recorder = recorder or EventRecorder("kinrun", clock=clock_of(clock,
-                                                                  where="compile_actions"))
+    recorder = recorder or EventRecorder("kinrun", clock=run_clock)
     actions = []
     for index, spec in enumerate(specs):
         data, loc = _unwrap(spec, locations[index] if locations else None, base, index)

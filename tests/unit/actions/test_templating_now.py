@@ -125,3 +125,12 @@ def test_compile_actions_engines_default_to_the_real_clock():
     """Without a clock, now() is the real time (an engine built by compile_actions)."""
     prog = compile_actions([{"log": "{{ now().year >= 2024 }}"}], controller="c")
     assert [s.message for s in prog.render(key="k", obj={}).log_lines] == ["True"]
+
+
+def test_compile_actions_hands_its_clock_to_the_engine_it_builds():
+    """One clock (issue 27): ``compile_actions(clock=...)`` without an engine times its
+    templates' now() on that clock, as its Events are."""
+    prog = compile_actions([{"log": "{{ now() | isoformat }}"}], controller="c",
+                           clock=FakeWallClock())
+    assert [s.message for s in prog.render(key="k", obj={}).log_lines] == [
+        "2023-11-14T22:13:20Z"]
