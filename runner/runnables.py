@@ -65,7 +65,9 @@ class MetricsEndpoint:
 class WebhookServer:
     """The admission webhook server (``kinrun.admission.server``) of ``admission:``, on every
     replica, standby included: its rules read the Manager's caches (following reloads) and
-    its readiness is a ``/readyz`` check."""
+    its readiness is a ``/readyz`` check. With ``--embedded`` it also registers its webhook
+    configurations (``clientConfig.url``) on the embedded API server, which then calls it
+    for every matching write."""
 
     name, group, needs_gate = "webhooks", Group.SERVERS, False
 
@@ -74,15 +76,20 @@ class WebhookServer:
         self.server: Any = None
 
     def start(self, stop: threading.Event) -> bool:
-        from kinrun.admission.server import LiveListers, WebhookOptions, build_webhook_server
+        from kinrun.admission.server import (LiveListers, WebhookOptions, build_webhook_server,
+                                             register_locally)
 
         manager = self.manager
+        embedded = self.compiled.settings.embedded
         informers = lambda: manager.informers  # noqa: E731 - follows reloads
         self.server = build_webhook_server(
             self.compiled, manager.client, LiveListers(informers), manager.metrics, self.probes,
             WebhookOptions(synced=lambda: all(i.has_synced() for i in informers().values()),
-                           clock=manager.clock or REAL_CLOCK))
+                           clock=manager.clock or REAL_CLOCK,
+                           hosts=("127.0.0.1",) if embedded else ()))
         self.server.start()
+        if embedded:  # the embedded API server calls them as a cluster would
+            register_locally(self.compiled, manager.client, self.server)
         return True
 
     def stop(self) -> None:

@@ -219,6 +219,26 @@ def parse_label_selector(text: str | None) -> LabelSelector:
     return _LabelParser(text).parse()
 
 
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def label_selector_from(selector: Mapping[str, Any] | None) -> LabelSelector:
+    """A metav1.LabelSelector object (``matchLabels``, ``matchExpressions`` with In, NotIn,
+    Exists, DoesNotExist) as a LabelSelector (as ``metav1.LabelSelectorAsSelector``; None or
+    ``{}`` matches everything). Raises SelectorError for an unknown operator."""
+    if not selector:
+        return LabelSelector()
+    reqs = [Requirement(str(k), "=", (str(v),))
+            for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        op = _OPERATORS.get(str(expr.get("operator")))
+        if op is None:
+            raise SelectorError(f"{expr.get('operator')!r} is not a valid pod selector operator")
+        reqs.append(Requirement(str(expr.get("key")), op,
+                                tuple(str(v) for v in expr.get("values") or ())))
+    return LabelSelector(tuple(reqs))
+
+
 @dataclass(frozen=True, slots=True)
 class FieldSelector:
     """A parsed field selector: (field, op, value) terms, op in {"=", "!="}; empty = all."""

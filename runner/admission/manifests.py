@@ -17,6 +17,7 @@ Field semantics: admissionregistration.k8s.io/v1 (Kubernetes 1.16+). Pure: plain
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,23 @@ def webhook_objects(spec: AdmissionSpec, service: str, namespace: str,
             objects.append(_configuration(kind, hooks, service, namespace, labels,
                                           spec.cert_dir is not None))
     return objects
+
+
+def local_configurations(spec: AdmissionSpec, name: str, base_url: str,
+                         ca_pem: bytes) -> list[dict[str, Any]]:
+    """The webhook configurations (named ``name``) of a kinrun that serves at ``base_url``
+    (``https://127.0.0.1:PORT``, no cluster network in between: ``kinrun --embedded``):
+    as :func:`webhook_objects`' but each webhook's ``clientConfig`` is ``url`` (its path
+    under ``base_url``) with ``caBundle`` (base64 of ``ca_pem``)."""
+    bundle = base64.b64encode(ca_pem).decode()
+    out = []
+    for obj in webhook_objects(spec, name, "default", {})[1:]:
+        obj["metadata"] = {"name": name}
+        for hook in obj["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": base_url + path, "caBundle": bundle}
+        out.append(obj)
+    return out
 
 
 def _configuration(kind: str, hooks: list[WebhookSpec], service: str, namespace: str,

@@ -525,6 +525,24 @@ def build_webhook_server(plan: Any, client: Any, listers: Mapping[str, Any], met
     return server
 
 
+def register_locally(plan: Any, client: Any, server: WebhookServer) -> list[str]:
+    """Apply (server-side, forced) the webhook configurations of ``plan.admission`` pointing
+    at ``server`` on ``https://127.0.0.1:PORT`` with its CA as ``caBundle``: what ``kinrun
+    --embedded`` does, so that the embedded API server calls kinrun's webhooks as a cluster
+    would (``kinrun.admission.manifests.local_configurations``). Returns the kinds applied.
+    Raises ApiError."""
+    from kinrun.admission.manifests import local_configurations
+
+    ca = server.tls.source.current().ca
+    objects = local_configurations(plan.admission.spec, service_name(plan.config),
+                                   f"https://127.0.0.1:{server.port}", ca)
+    for obj in objects:
+        client.apply(obj, force=True)
+    _log.info("admission: %s registered on the embedded API server (https://127.0.0.1:%d)",
+              " and ".join(o["kind"] for o in objects), server.port)
+    return [o["kind"] for o in objects]
+
+
 def service_name(config: Any, default: str | None = None) -> str:
     """The webhook Service's name: ``$KINRUN_WEBHOOK_SERVICE`` (``kinrun manifests`` sets
     it), else ``default``, else ``admission.serviceName``, else ``kinrun manifests``'

@@ -13,7 +13,10 @@ through ``kinrun.testing.turnstile``, then one key reconciled, controllers takin
 so a case gives the same result every run. ``given`` is already in the cluster (step 0 is
 the initial reconciles), each ``when`` step is applied and the pipeline run until quiet, and
 what was recorded (``kinrun.testing.recording``) is compared with ``expect``
-(``kinrun.testing.expectations``). Two runs of one file print the same bytes: the output
+(``kinrun.testing.expectations``). With ``admission:``, the config's webhook configurations
+are on the case's server and answered in-process (``CaseRun._call_webhook``): the
+controller's writes are defaulted and refused by them as on a cluster (``given`` and
+``when`` objects are put in the store as they are, as seeds). Two runs of one file print the same bytes: the output
 holds no time but the duration of a failed case, unless ``durations=False``.
 
 Errors: ConfigError (ConfigErrors) for a bad test file, config or case (exit 2 in the CLI),
@@ -26,11 +29,14 @@ from __future__ import annotations
 import fnmatch
 import re
 import threading
+import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from kinrun.actions.status import merge_patch
 from kinrun.clock import REAL_CLOCK, WallOverride
@@ -48,6 +54,8 @@ from kinrun.testing.turnstile import Turnstile
 
 SEED = 20231114
 """The embedded server's seed in every case (uids, generateName suffixes)."""
+WEBHOOKS_URL = "https://kinrun-test.invalid"
+"""Where a case's webhook configurations point: answered in-process, never dialled."""
 
 
 @dataclass(frozen=True)
@@ -284,12 +292,9 @@ class _CaseRun:
 
     def run(self) -> Failure | None:
         from kinrun.kube import Client
-        from kinrun.testing.apiserver import EmbeddedAPIServer, StatusError, controllers_default
+        from kinrun.testing.apiserver import StatusError
 
-        server = EmbeddedAPIServer(seed=SEED, clock=self.clock.wall,
-                                   bookmark_interval=BOOKMARK_INTERVAL,
-                                   controllers=controllers_default())
-        server.start()
+        server = self._server()
         client = manager = None
         try:
             try:
@@ -305,7 +310,8 @@ class _CaseRun:
                 client, self.recorder, wall))).manager(clock=self.clock,
                                                         wrap=self.recorder.observe)
             turnstile.seal()  # the informers are wired: later LISTs are a reconcile's own
-            self.manager, self.server = manager, server
+            self.manager, self.server, self.compiled = manager, server, compiled
+            self._register_webhooks()
             self.quiet = Quiet(lambda: server.store.resource_version, turnstile,
                                manager.factory.informers().values(),
                                list(manager.controllers.items()), self.clock)
@@ -322,6 +328,39 @@ class _CaseRun:
             if client is not None:
                 client.close()
             server.stop()
+
+    def _server(self) -> Any:
+        """The case's embedded API server, started: seeded, on the case's clock, its
+        admission webhooks answered in-process (``_call_webhook``)."""
+        from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
+
+        server = EmbeddedAPIServer(seed=SEED, clock=self.clock.wall,
+                                   bookmark_interval=BOOKMARK_INTERVAL,
+                                   controllers=controllers_default(),
+                                   webhook_caller=self._call_webhook)
+        server.start()
+        return server
+
+    def _register_webhooks(self) -> None:
+        """The config's webhook configurations on the case's server (pointing at
+        ``WEBHOOKS_URL``): the controller's writes meet its webhooks, as on a cluster."""
+        if self.compiled.admission is None:
+            return
+        from kinrun.admission.manifests import local_configurations
+
+        for obj in local_configurations(self.compiled.admission.spec, "kinrun-test",
+                                        WEBHOOKS_URL, b""):
+            self.server.store.create(obj)
+
+    def _call_webhook(self, hook: Any, url: str, body: bytes) -> bytes:
+        """The embedded server's call of one of the config's webhooks, answered in-process
+        by its rules over the case's caches (no HTTPS: ``WEBHOOKS_URL`` is never dialled)."""
+        path = urllib.parse.urlsplit(url).path
+        program = self.compiled.admission.webhook(path)
+        if program is None:
+            raise OSError(f"no webhook of the config at {path}")
+        listers = {name: inf.lister for name, inf in self.manager.informers.items()}
+        return orjson.dumps(program.review(orjson.loads(body), listers))
 
     def _steps(self) -> Failure | None:
         from kinrun.testing.apiserver import StatusError

@@ -175,6 +175,12 @@ BUILTINS: tuple[ResourceType, ...] = (
              False, verbs=("create",)),
     _builtin("authorization.k8s.io", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
              False, verbs=("create",)),
+    _builtin("admissionregistration.k8s.io", "MutatingWebhookConfiguration",
+             "mutatingwebhookconfigurations", False, generation=True,
+             categories=["api-extensions"]),
+    _builtin("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
+             "validatingwebhookconfigurations", False, generation=True,
+             categories=["api-extensions"]),
     _builtin("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
              False, short=["crd", "crds"], status=True, generation=True, categories=["api-extensions"]),
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from . import managed_fields, openapi
 from . import partial, protobuf, tables
 from . import patch as patches
 from . import status as st
+from .admission import AdmittedWrites
 from .faults import Faults
 from .registry import ResourceType
 from kinrun.selectors import SelectorError, parse_field_selector, parse_label_selector
@@ -40,6 +41,7 @@ from .store import CRDS, Entry, Store
 from .validation import check_decodable
 from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
+from .webhooks import Webhooks
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -173,15 +175,19 @@ def _truthy(value: str | None) -> bool:
 
 class Api:
     """The request router over a ``Store`` and its ``Faults``; ``bookmark_interval`` seconds
-    between watch bookmarks; ``server_address`` ``host:port`` for ``/api``."""
+    between watch bookmarks; ``server_address`` ``host:port`` for ``/api``;
+    ``webhook_caller``: how admission webhooks are called (``webhooks.Webhooks``)."""
 
     def __init__(self, store: Store, faults: Faults, *, bookmark_interval: float = 60.0,
-                 server_address: str = "127.0.0.1:0") -> None:
+                 server_address: str = "127.0.0.1:0",
+                 webhook_caller: Callable[[Any, str, bytes], bytes] | None = None) -> None:
         self.store = store
         self.faults = faults
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
         self.schemas = SchemaCheck(store)
+        self.writes = AdmittedWrites(store, self.schemas.admit,
+                                     Webhooks(store, webhook_caller))
 
     def handle(self, req: Request) -> Answer | WatchAnswer:
         """Answer one request; never raises for request problems (they become Status)."""
@@ -516,9 +522,10 @@ class Api:
         self.schemas.admit(t.rtype, t.version, body)
         body = self._record(req, t, None, body)
         reset_status(t.rtype, body)
-        created = self.store.create_object(t.rtype, body, namespace=t.namespace,
-                                           dry_run=_dry_run(req))
-        return json_answer(201, self._out(t, created))
+        warnings: list[str] = []
+        created = self.writes.create(t.rtype, t.version, body, namespace=t.namespace,
+                                     dry_run=_dry_run(req), warnings=warnings)
+        return json_answer(201, self._out(t, created), _warning_headers(warnings))
 
     def _update(self, req: Request, t: Target) -> Answer:
         body = self._decode_body(req)
@@ -533,9 +540,7 @@ class Api:
             return prepare_for_update(t.rtype, self._record(req, t, current, body), current,
                                       t.subresource)
 
-        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
-                                              dry_run=_dry_run(req))
-        return json_answer(200, self._out(t, obj))
+        return self._admitted_update(req, t, mutate)
 
     def _patch(self, req: Request, t: Target) -> Answer:
         content_type = req.headers.get("Content-Type", "").split(";")[0].strip()
@@ -559,9 +564,7 @@ class Api:
             patched = self._record(req, t, current, patched)
             return prepare_for_update(t.rtype, patched, current, t.subresource)
 
-        obj, _ = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
-                                              dry_run=_dry_run(req))
-        return json_answer(200, self._out(t, obj))
+        return self._admitted_update(req, t, mutate)
 
     def _write_scale(self, req: Request, t: Target, new_scale: Any) -> Answer:
         """PUT/PATCH of ``/scale``: ``new_scale(current Scale) -> Scale`` gives the desired
@@ -601,9 +604,17 @@ class Api:
             reset_status(t.rtype, obj)
             return obj
 
-        obj, created = self.store.guaranteed_update(t.rtype, t.namespace, t.name, mutate,
-                                                    create=create, dry_run=_dry_run(req))
-        return json_answer(201 if created else 200, self._out(t, obj))
+        return self._admitted_update(req, t, mutate, create)
+
+    def _admitted_update(self, req: Request, t: Target, mutate: Any,
+                         create: Any = None) -> Answer:
+        """``mutate`` (and ``create`` for an apply) through the admission webhooks."""
+        warnings: list[str] = []
+        obj, created = self.writes.update(t.rtype, t.version, t.subresource, t.namespace,
+                                          t.name, mutate, dry_run=_dry_run(req),
+                                          warnings=warnings, create=create)
+        return json_answer(201 if created else 200, self._out(t, obj),
+                           _warning_headers(warnings))
 
     def _delete_options(self, req: Request) -> Obj:
         options: Obj = {}
@@ -630,14 +641,17 @@ class Api:
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if _truthy(str(options["orphanDependents"])) else "Background"
-        obj, gone = self.store.delete_object(t.rtype, t.namespace, t.name, uid=pre.get("uid"),
-                                             resource_version=pre.get("resourceVersion"),
-                                             grace_period=grace, propagation=policy,
-                                             dry_run=_dry_run(req))
+        warnings: list[str] = []
+        obj, gone = self.writes.delete(t.rtype, t.version, t.namespace, t.name,
+                                       uid=pre.get("uid"),
+                                       resource_version=pre.get("resourceVersion"),
+                                       grace_period=grace, propagation=policy,
+                                       dry_run=_dry_run(req), warnings=warnings)
+        headers = _warning_headers(warnings)
         if gone and not t.rtype.custom and t.rtype.key not in RETURNS_OBJECT_ON_DELETE:
             return json_answer(200, st.success(t.rtype.group, t.rtype.plural, t.name,
-                                               obj["metadata"].get("uid", "")))
-        return json_answer(200, self._out(t, obj))
+                                               obj["metadata"].get("uid", "")), headers)
+        return json_answer(200, self._out(t, obj), headers)
 
     def _deletecollection(self, req: Request, t: Target) -> Answer:
         self._delete_options(req)
@@ -645,10 +659,11 @@ class Api:
         fields = parse_field_selector(req.query.get("fieldSelector"))
         fields.check(t.rtype.field_keys, t.rtype.plural)
         result = self.store.list_entries(t.rtype, namespace=t.namespace, labels=labels, fields=fields)
-        items = []
+        items, warnings = [], []
         for entry in result.entries:
             try:
-                obj, _ = self.store.delete_object(t.rtype, entry.namespace or None, entry.name)
+                obj, _ = self.writes.delete(t.rtype, t.version, entry.namespace or None,
+                                            entry.name, dry_run=False, warnings=warnings)
                 items.append(self._out(t, obj))
             except st.StatusError as exc:
                 if exc.code != 404:
@@ -656,7 +671,16 @@ class Api:
         return json_answer(200, {"kind": t.rtype.list_kind_name,
                                  "apiVersion": t.rtype.api_version(t.version),
                                  "metadata": {"resourceVersion": str(self.store.resource_version)},
-                                 "items": items})
+                                 "items": items}, _warning_headers(warnings))
+
+
+def _warning_headers(warnings: list[str]) -> dict[str, str]:
+    """The ``Warning`` header of admission warnings (RFC 7234 code 299), each text once, as
+    kube-apiserver's warning recorder drops repeats."""
+    if not warnings:
+        return {}
+    return {"Warning": ", ".join('299 - "' + w.replace('"', "'") + '"'
+                                 for w in dict.fromkeys(warnings))}
 
 
 def _watch_timeout(q: Mapping[str, str]) -> float | None:

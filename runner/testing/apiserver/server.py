@@ -14,8 +14,8 @@ It emulates kube-apiserver 1.20.2 (``rest.EMULATED_VERSION``); docs/embedded.md 
 the user's account. How it differs from a real kube-apiserver (see also the module docstrings
 of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf``):
 
-- No authentication, authorization (SelfSubjectAccessReviews allow everything), admission,
-  audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON only) and ``/openapi/v3``
+- No authentication, authorization (SelfSubjectAccessReviews allow everything), built-in
+  admission plugins, audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON only) and ``/openapi/v3``
   serve ``kinrun.openapi``'s schemas plus CRDs' (``openapi``). No aggregated discovery
   (clients fall back to the legacy documents). JSON answers; protobuf request bodies only
   for Namespace, ConfigMap, Secret and the access reviews (``protobuf``). Tables for GET,
@@ -117,18 +117,24 @@ class EmbeddedAPIServer:
 
     ``controllers``: run the garbage collector and namespace controller (``gc``) after every
     write; off by default here (as envtest, which the differential tests compare with);
-    ``kinrun --embedded`` and ``kinrun test`` turn them on (``controllers_default``)."""
+    ``kinrun --embedded`` and ``kinrun test`` turn them on (``controllers_default``).
+
+    ``webhook_caller(webhook, url, body) -> answer bytes``: how admission webhooks are called
+    (``webhooks``; default HTTPS; ``kinrun test`` answers in-process). It may raise OSError
+    or ValueError (a failed call)."""
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", bookmark_interval: float = 60.0,
                  history_size: int = 10000, kubeconfig: str | os.PathLike[str] | None = None,
                  seed: int | None = None, clock: Callable[[], float] | None = None,
-                 controllers: bool = False) -> None:
+                 controllers: bool = False,
+                 webhook_caller: Callable[[Any, str, bytes], bytes] | None = None) -> None:
         self.store = Store(Registry(), history_size=history_size, clock=clock or time.time,
                            seed=seed)
         if controllers:
             self.store.controllers.append(Controllers(self.store).on_write_locked)
         self.faults = Faults(self.store)
-        self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval)
+        self._api = Api(self.store, self.faults, bookmark_interval=bookmark_interval,
+                        webhook_caller=webhook_caller)
         self._host, self._port = host, port
         self._kubeconfig_arg = kubeconfig
         self._httpd: APIHTTPServer | None = None

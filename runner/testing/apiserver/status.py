@@ -35,6 +35,8 @@ class StatusError(Exception):
         status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": self.metadata,
                                   "status": "Failure", "message": self.message,
                                   "reason": self.reason, "code": self.code}
+        if not self.reason:  # omitempty, as metav1.Status (a webhook's denial may have none)
+            del status["reason"]
         if self.details:
             status["details"] = self.details
         return status

@@ -229,6 +229,11 @@ class Store:
             return self.log_locked(rtype).cond.wait_for(
                 lambda: self._watchers.get(rtype.key, 0) >= count, timeout)
 
+    def holds_any(self, key: ResourceKey) -> bool:
+        """Whether any object of the resource ``key`` (group, plural) is stored: a lock-free
+        read (a write racing with it may or may not be seen)."""
+        return bool(self._objects.get(key))
+
     def entries_locked(self, rtype: ResourceType) -> dict[str, Entry]:
         """The live ``key -> Entry`` map of ``rtype`` (read-only; lock held while used)."""
         return self._objects.get(rtype.key, {})
@@ -284,15 +289,17 @@ class Store:
 
     @_then_controllers
     def create_object(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None,
-                      dry_run: bool = False) -> Obj:
+                      dry_run: bool = False, prepared: bool = False) -> Obj:
         """Store a new object of ``rtype``; returns it as stored.
 
         ``obj`` is not mutated. Namespaced objects land in ``namespace`` (else the body's,
         else ``default``), which must exist (404) and not be terminating (403). A missing name
         is generated from ``generateName``; raises 409 AlreadyExists, 422 Invalid, 400.
-        ``dry_run``: check everything, store nothing (no resourceVersion)."""
+        ``dry_run``: check everything, store nothing (no resourceVersion). ``prepared``: ``obj``
+        is a dry run's answer (validating admission webhooks saw it): its uid and
+        creationTimestamp are kept."""
         with self.lock:
-            new = self._new_object_locked(rtype, obj, namespace)
+            new = self._new_object_locked(rtype, obj, namespace, prepared)
             bucket = self._bucket_locked(rtype)
             meta = new["metadata"]
             key = object_key(meta.get("namespace"), meta["name"])
@@ -305,7 +312,8 @@ class Store:
             self._after_create_locked(rtype, new)
             return new
 
-    def _new_object_locked(self, rtype: ResourceType, obj: Obj, namespace: str | None) -> Obj:
+    def _new_object_locked(self, rtype: ResourceType, obj: Obj, namespace: str | None,
+                           prepared: bool = False) -> Obj:
         if not isinstance(obj, dict):
             raise st.bad_request("the object must be a JSON object")
         meta = dict(obj.get("metadata") or {})
@@ -321,8 +329,9 @@ class Store:
                     ("metadata.name", "FieldValueRequired",
                      "Required value: name or generateName is required")])
             meta["name"] = generate_name(str(meta["generateName"]), self._rng)
-        meta["uid"] = self._new_uid()
-        meta["creationTimestamp"] = self.now()
+        if not (prepared and meta.get("uid") and meta.get("creationTimestamp")):
+            meta["uid"] = self._new_uid()
+            meta["creationTimestamp"] = self.now()
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(field, None)
         if rtype.tracks_generation:

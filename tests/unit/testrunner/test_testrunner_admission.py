@@ -62,3 +62,74 @@ def test_a_bad_message_regex_is_a_located_error(tmp_path: Path) -> None:
     """expect.admission.message is a regex, checked at load."""
     with pytest.raises(ConfigError, match=r"expect\.admission\.message"):
         load_test_file(variant(tmp_path, 'message: "asks for 5', 'message: "(asks for 5'))
+
+
+COPIER = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  sources: {apiVersion: v1, kind: ConfigMap, labelSelector: role=source}
+controllers:
+  - name: copier
+    for: sources
+    reconcile:
+      actions:
+        - name: child
+          apply:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata: {name: "{{ obj.metadata.name }}-copy", namespace: default}
+              data: {{ obj.data | tojson }}
+        - log: "copy stamped={{ results.child.metadata.labels.stamped }}"
+admission:
+  webhooks:
+    - name: stamp.example.com
+      type: mutating
+      rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps],
+               operations: [CREATE, UPDATE]}]
+      objectSelector: {matchExpressions: [{key: role, operator: DoesNotExist}]}
+      mutate:
+        - mergePatch: |
+            metadata: {labels: {stamped: "yes"}}
+    - name: no-passwords.example.com
+      type: validating
+      rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps],
+               operations: [CREATE, UPDATE]}]
+      objectSelector: {matchExpressions: [{key: role, operator: DoesNotExist}]}
+      validate:
+        - when: "'password' in (object.data | default({}))"
+          deny: "no passwords in {{ name }}"
+"""
+COPIER_CASES = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerTest
+config: copier.yaml
+cases:
+  - name: the copy is stamped by the config's mutating webhook
+    given:
+      - {apiVersion: v1, kind: ConfigMap, data: {k: v},
+         metadata: {name: a, namespace: default, labels: {role: source}}}
+    expect:
+      logs: ["copy stamped=yes"]
+      results: {default/a: done}
+  - name: a copy with a password is refused by the config's validating webhook
+    given:
+      - {apiVersion: v1, kind: ConfigMap, data: {password: x},
+         metadata: {name: b, namespace: default, labels: {role: source}}}
+    expect:
+      results: {default/b: {outcome: retry, message: "no passwords in b-copy"}}
+"""
+
+
+def test_the_controllers_writes_meet_the_configs_webhooks(tmp_path: Path) -> None:
+    """As on a cluster (and on --embedded), the embedded server of a case sends the
+    controller's own writes to the config's webhooks: a child is stored as the mutating
+    webhook patched it (the apply's answer carries the label) and a child the validating
+    webhook refuses fails the reconcile with its message."""
+    (tmp_path / "copier.yaml").write_text(COPIER)
+    path = tmp_path / "copier.test.yaml"
+    path.write_text(COPIER_CASES)
+    outcomes = run(path)
+    assert [o.passed for o in outcomes] == [True, True], [
+        f.message for o in outcomes for f in o.failures]

@@ -1,0 +1,167 @@
+"""Differential: the embedded API server calls admission webhooks as kube-apiserver 1.20 does
+(issue 33). One webhook double (``tests/webhook_double.py``) answers both servers; each
+server's configurations are limited by a namespaceSelector to the test's namespace and
+deleted afterwards. What is compared: the answers the client gets (codes, Status, stored
+objects, Warning headers) and the AdmissionReview requests the webhook receives.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook_double import configuration, hook, json_patch, webhook_double
+
+from .conftest import Pair, Target
+from .normalize import status_view
+from .test_differential import check
+
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+WAIT = 30.0  # seconds: kube-apiserver notices a new configuration through an informer
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """Deny ``forbidden`` keys (403, or without explanation for ``silent``), label creates,
+    warn on dry runs."""
+    obj = request.get("object") or {}
+    data = obj.get("data") or {}
+    if "forbidden" in data:
+        return {"allowed": False, "status": {"code": 403, "reason": "Forbidden",
+                                             "message": "no forbidden keys"}}
+    if "silent" in data or (request["operation"] == "DELETE" and
+                            "keep" in ((request.get("oldObject") or {}).get("data") or {})):
+        return {"allowed": False}
+    out: dict[str, Any] = {"allowed": True}
+    if request["operation"] == "CREATE" and "uid" not in obj.get("metadata", {}):
+        out = json_patch([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+    if request.get("dryRun"):
+        out["warnings"] = ["saw a dry run"]
+    return out
+
+
+def seen(request: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a request that do not depend on the server (not uid, userInfo, times)."""
+    obj, old = request.get("object"), request.get("oldObject")
+    return {k: request.get(k) for k in ("kind", "resource", "requestKind", "requestResource",
+                                          "subResource", "operation", "dryRun", "name",
+                                          "namespace")} | {
+        "object": None if obj is None else {"labels": obj["metadata"].get("labels"),
+                                            "data": obj.get("data"),
+                                            "has_uid": "uid" in obj["metadata"]},
+        "oldObject": None if old is None else {"data": old.get("data")},
+        "options": (request.get("options") or {}).get("kind")}
+
+
+def until(check_: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if check_():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def registered(t: Target, hooks_of: Callable[[str], list[dict[str, Any]]],
+               kinds: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Label the namespace, create one configuration per kind named after it."""
+    patched = t.kube.request("PATCH", f"/api/v1/namespaces/{t.ns}",
+                             {"metadata": {"labels": {"webhook-test": t.ns}}},
+                             content_type="application/merge-patch+json")
+    assert patched.status == 200, patched.body
+    made = []
+    for kind in kinds:
+        plural = kind.lower() + "s"
+        resp = t.kube.request("POST", f"{ADMISSION}/{plural}",
+                              configuration(kind, f"diff-{t.ns}", hooks_of(kind)))
+        assert resp.status == 201, resp.body
+        made.append((plural, f"diff-{t.ns}"))
+    return made
+
+
+def unregister(t: Target, made: list[tuple[str, str]]) -> None:
+    for plural, name in made:
+        t.kube.request("DELETE", f"{ADMISSION}/{plural}/{name}")
+
+
+def go_error_cut(message: str) -> str:
+    """``...webhook "NAME": Post "URL"`` without the connection error after it (Go's and
+    Python's words for a refused connection differ)."""
+    return '": '.join(message.split('": ', 2)[:2])
+
+
+def cm(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def test_webhooks_mutate_deny_warn_and_see_what_kube_apiserver_sends(both: Pair) -> None:
+    """Creates, a dry run, a patch and deletes through a mutating and a validating webhook:
+    the same answers and the same requests on both servers."""
+    with webhook_double(answer) as wh:
+        def scenario(t: Target) -> Any:
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                name = "m.diff.example.com" if kind.startswith("Mutating") else \
+                    "v.diff.example.com"
+                return [hook(name, wh.url("/" + name), wh.ca_bundle, resources=["configmaps"],
+                             operations=["CREATE", "UPDATE", "DELETE"], namespace=t.ns)]
+            made = registered(t, hooks_of, ("MutatingWebhookConfiguration",
+                                             "ValidatingWebhookConfiguration"))
+            cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+            try:
+                until(lambda: t.kube.request("POST", cms, cm("probe", forbidden="1"),
+                                             query={"dryRun": "All"}).status == 403,
+                      f"{t.name}: the webhooks in force")
+                wh.requests.clear()
+                out: dict[str, Any] = {}
+                out["denied"] = status_view(t.kube.request("POST", cms, cm("a", forbidden="1")))
+                out["silent"] = status_view(t.kube.request("POST", cms, cm("b", silent="1")))
+                made_ok = t.kube.request("POST", cms, cm("c", keep="1"))
+                out["created"] = (made_ok.status, made_ok.body["metadata"].get("labels"))
+                dry = t.kube.request("POST", cms, cm("d", k="v"), query={"dryRun": "All"})
+                out["dry"] = (dry.status, dry.body["metadata"].get("labels"),
+                              dry.headers.get("Warning"),
+                              t.kube.get(f"{cms}/d").status)
+                out["patch_denied"] = status_view(t.kube.request(
+                    "PATCH", f"{cms}/c", {"data": {"forbidden": "1"}},
+                    content_type="application/merge-patch+json"))
+                out["delete_denied"] = status_view(t.kube.request("DELETE", f"{cms}/c"))
+                out["requests"] = [seen(r) for r in wh.requests]
+                return out
+            finally:
+                unregister(t, made)
+
+        check(both, scenario)
+
+
+def test_failure_policy_when_the_webhook_cannot_be_called(both: Pair) -> None:
+    """Nothing listening at the URL: Fail answers 500 InternalError naming the webhook and
+    the URL; Ignore lets the create through."""
+    with webhook_double(answer) as wh:
+        wh.close()   # its port now refuses connections
+
+        def scenario(t: Target) -> Any:
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook(f"{p}.diff.example.com", wh.url("/" + p), wh.ca_bundle,
+                             resources=["configmaps"], operations=["CREATE"], namespace=t.ns,
+                             policy=policy, objectSelector={"matchLabels": {"policy": p}})
+                        for p, policy in (("fail", "Fail"), ("ignore", "Ignore"))]
+            made = registered(t, hooks_of, ("ValidatingWebhookConfiguration",))
+            cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+
+            def create(name: str, policy: str) -> Any:
+                body = cm(name)
+                body["metadata"]["labels"] = {"policy": policy}
+                return t.kube.request("POST", cms, body)
+            try:
+                until(lambda: create("probe", "fail").status == 500,
+                      f"{t.name}: the webhook in force")
+                refused = status_view(create("a", "fail"))
+                refused["message"] = go_error_cut(refused["message"])
+                for cause in refused["details"]["causes"]:
+                    cause["message"] = go_error_cut(cause["message"])
+                return {"fail": refused, "ignore": create("b", "ignore").status}
+            finally:
+                unregister(t, made)
+
+        real = check(both, scenario)
+        assert real["ignore"] == 201 and real["fail"]["code"] == 500

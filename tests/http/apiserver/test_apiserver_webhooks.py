@@ -1,0 +1,218 @@
+"""The embedded API server calls admission webhooks as kube-apiserver 1.20 does (issue 33):
+mutating then validating, selectors and rules, denials, failurePolicy, dry runs, warnings,
+updates that stay consistent while a webhook runs, deletes. The webhook is a test double
+(``tests/webhook_double.py``); the differential test against 1.20 is in
+``tests/envtest/test_differential_webhooks.py``."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import kubernetes
+import pytest
+from apiserver_http import call
+from webhook_double import configuration, hook, json_patch, webhook_double
+
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def register(client: Any, kind: str, hooks: list[dict[str, Any]], name: str = "test") -> None:
+    plural = kind.lower() + "s"
+    made = call(client, "POST", f"{ADMISSION}/{plural}", body=configuration(kind, name, hooks))
+    assert made.status == 201, made.body
+
+
+def cm(name: str = "", data: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
+    metadata = {"name": name, **meta} if name else dict(meta)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data or {}}
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_mutating_then_validating_with_the_stored_identity(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """The mutating webhook's patch is stored; the validating one sees the patched object with
+    the generated name and the uid it is then stored with; warnings of both reach the
+    client as Warning headers."""
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        obj = request["object"]
+        if request["kind"]["kind"] != "ConfigMap":
+            return {"allowed": True}
+        if "uid" not in obj["metadata"]:   # the mutating call: no identity yet
+            return {**json_patch([{"op": "add", "path": "/metadata/labels",
+                                   "value": {"mutated": "yes"}}]), "warnings": ["mutated"]}
+        assert obj["metadata"]["labels"] == {"mutated": "yes"}
+        return {"allowed": True, "warnings": ["validated"]}
+
+    with webhook_double(answer) as wh:
+        register(embedded_api_client, "MutatingWebhookConfiguration", [
+            hook("m.example.com", wh.url("/m"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["CREATE"])])
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [
+            hook("v.example.com", wh.url("/v"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["CREATE"])])
+        made = call(embedded_api_client, "POST", CMS, body=cm(generateName="gen-"))
+        assert made.status == 201, made.body
+        assert made.body["metadata"]["labels"] == {"mutated": "yes"}
+        assert made.headers.get("Warning") == '299 - "mutated", 299 - "validated"'
+        mutating, validating = wh.requests
+        assert mutating["name"] == "" and mutating["operation"] == "CREATE"
+        assert validating["name"] == made.body["metadata"]["name"]
+        assert validating["object"]["metadata"]["uid"] == made.body["metadata"]["uid"]
+        assert validating["dryRun"] is False and validating["namespace"] == "default"
+
+
+def test_a_denial_is_the_webhooks_status_and_nothing_is_stored(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """The message is prefixed as kube-apiserver does; code below 400 becomes 400; an
+    update and a delete are refused the same way and the object stays as it was."""
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        data = (request.get("object") or {}).get("data") or {}
+        if "forbidden" in data:
+            return {"allowed": False, "status": {"code": 409, "message": "no forbidden keys"}}
+        if request["operation"] == "DELETE":
+            assert request["object"] is None and request["oldObject"]["data"] == {"k": "v"}
+            return {"allowed": False, "status": {"code": 200}}
+        return {"allowed": True}
+
+    with webhook_double(answer) as wh:
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [
+            hook("v.example.com", wh.url("/v"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["*"])])
+        denied = call(embedded_api_client, "POST", CMS, body=cm("a", {"forbidden": "1"}))
+        assert (denied.status, denied.body["message"]) == (
+            409, 'admission webhook "v.example.com" denied the request: no forbidden keys')
+        assert call(embedded_api_client, "GET", f"{CMS}/a").status == 404
+        assert call(embedded_api_client, "POST", CMS, body=cm("a", {"k": "v"})).status == 201
+        patched = call(embedded_api_client, "PATCH", f"{CMS}/a", body={"data": {"forbidden": "1"}},
+                       content_type="application/merge-patch+json")
+        assert patched.status == 409
+        deleted = call(embedded_api_client, "DELETE", f"{CMS}/a")
+        assert (deleted.status, deleted.body["message"]) == (
+            400, 'admission webhook "v.example.com" denied the request without explanation')
+        assert call(embedded_api_client, "GET", f"{CMS}/a").body["data"] == {"k": "v"}
+
+
+def test_failure_policy_decides_when_the_webhook_cannot_be_called(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """Nothing listening: Fail answers 500 InternalError 'failed calling webhook'; Ignore
+    lets the write through."""
+    url = f"https://127.0.0.1:{closed_port()}/v"
+    register(embedded_api_client, "ValidatingWebhookConfiguration", [
+        hook("fail.example.com", url, None, resources=["configmaps"], operations=["CREATE"],
+             objectSelector={"matchLabels": {"policy": "fail"}}),
+        hook("ignore.example.com", url, None, resources=["configmaps"], operations=["CREATE"],
+             policy="Ignore", objectSelector={"matchLabels": {"policy": "ignore"}})])
+    refused = call(embedded_api_client, "POST", CMS, body=cm("a", labels={"policy": "fail"}))
+    assert refused.status == 500 and refused.body["reason"] == "InternalError"
+    assert refused.body["message"].startswith(
+        f'Internal error occurred: failed calling webhook "fail.example.com": Post "{url}'
+        '?timeout=5s": ')
+    assert call(embedded_api_client, "POST", CMS,
+                body=cm("b", labels={"policy": "ignore"})).status == 201
+    assert call(embedded_api_client, "POST", CMS, body=cm("c")).status == 201  # no selector match
+
+
+def test_rules_and_selectors_choose_the_calls(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """A rule on configmaps is not called for a Secret, nor for another operation; a
+    namespaceSelector reads the namespace's labels; ``pods/status`` matches only the status
+    subresource; writes of webhook configurations are never sent."""
+    with webhook_double(lambda request: {"allowed": True}) as wh:
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [
+            hook("cm.example.com", wh.url("/cm"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["UPDATE"], namespaceSelector={"matchLabels": {"team": "a"}}),
+            hook("status.example.com", wh.url("/st"), wh.ca_bundle, resources=["pods/status"],
+                 operations=["UPDATE"]),
+            hook("any.example.com", wh.url("/any"), wh.ca_bundle, resources=["*"],
+                 operations=["CREATE"],
+                 rules=[{"apiGroups": ["admissionregistration.k8s.io"], "apiVersions": ["*"],
+                         "resources": ["*"], "operations": ["*"]}])])
+        for ns, labels in (("team-a", {"team": "a"}), ("team-b", {"team": "b"})):
+            call(embedded_api_client, "POST", "/api/v1/namespaces",
+                 body={"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": ns, "labels": labels}})
+            path = f"/api/v1/namespaces/{ns}/configmaps"
+            assert call(embedded_api_client, "POST", path, body=cm("x")).status == 201
+            assert call(embedded_api_client, "PATCH", f"{path}/x", body={"data": {"a": "1"}},
+                        content_type="application/merge-patch+json").status == 200
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        pods = "/api/v1/namespaces/default/pods"
+        assert call(embedded_api_client, "POST", pods, body=pod).status == 201
+        assert call(embedded_api_client, "PATCH", f"{pods}/p", body={"metadata": {"labels": {
+            "a": "b"}}}, content_type="application/merge-patch+json").status == 200
+        assert call(embedded_api_client, "PATCH", f"{pods}/p/status", body={"status": {
+            "phase": "Running"}}, content_type="application/merge-patch+json").status == 200
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [], name="another")
+        assert [(r["resource"]["resource"], r.get("subResource", ""), r.get("namespace"))
+                for r in wh.requests] == [("configmaps", "", "team-a"), ("pods", "status", "default")]
+
+
+def test_dry_runs_call_only_webhooks_without_side_effects(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """sideEffects None: called with dryRun true, nothing stored; Unknown: the dry run is
+    refused with 400 and the webhook is not called."""
+    with webhook_double(lambda request: {"allowed": True}) as wh:
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [
+            hook("none.example.com", wh.url("/n"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["CREATE"], objectSelector={"matchLabels": {"fx": "none"}}),
+            hook("unknown.example.com", wh.url("/u"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["CREATE"], sideEffects="Unknown",
+                 objectSelector={"matchLabels": {"fx": "unknown"}})])
+        dry = call(embedded_api_client, "POST", CMS, body=cm("a", labels={"fx": "none"}),
+                   query={"dryRun": "All"})
+        assert dry.status == 201 and wh.requests[-1]["dryRun"] is True
+        assert call(embedded_api_client, "GET", f"{CMS}/a").status == 404
+        refused = call(embedded_api_client, "POST", CMS, body=cm("b", labels={"fx": "unknown"}),
+                       query={"dryRun": "All"})
+        assert (refused.status, refused.body["message"]) == (
+            400, 'admission webhook "unknown.example.com" does not support dry run')
+        assert len(wh.requests) == 1
+
+
+def test_an_update_is_done_again_when_the_object_changed_during_the_webhook(
+        embedded_server: Any, embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """A write that lands while the webhook is called is not lost: the update is read,
+    patched and admitted again on the new version (as GuaranteedUpdate retries)."""
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if len(wh.requests) == 1:   # first call: someone else writes meanwhile
+            current = embedded_server.store.get("v1", "ConfigMap", "a", "default")
+            current["data"]["other"] = "write"
+            embedded_server.store.update(current)
+        return {"allowed": True}
+
+    with webhook_double(answer) as wh:
+        assert call(embedded_api_client, "POST", CMS, body=cm("a", {"k": "v"})).status == 201
+        register(embedded_api_client, "ValidatingWebhookConfiguration", [
+            hook("v.example.com", wh.url("/v"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["UPDATE"])])
+        patched = call(embedded_api_client, "PATCH", f"{CMS}/a", body={"data": {"mine": "1"}},
+                       content_type="application/merge-patch+json")
+        assert patched.status == 200
+        assert patched.body["data"] == {"k": "v", "other": "write", "mine": "1"}
+        assert len(wh.requests) == 2
+        assert wh.requests[1]["oldObject"]["data"] == {"k": "v", "other": "write"}
+
+
+@pytest.mark.parametrize("answer, message", [
+    ({"allowed": True, "patchType": "JSONPatch", "patch": "bm90IGpzb24="}, "does not apply"),
+    ({"allowed": True, "patchType": "Merge", "patch": "e30="}, "unsupported patch type"),
+])
+def test_a_bad_patch_is_an_internal_error(embedded_api_client: kubernetes.client.ApiClient,
+                                          answer: dict[str, Any], message: str) -> None:
+    """A mutating webhook's patch that is no JSON patch, or of another type: 500, nothing
+    stored."""
+    with webhook_double(lambda request: answer) as wh:
+        register(embedded_api_client, "MutatingWebhookConfiguration", [
+            hook("m.example.com", wh.url("/m"), wh.ca_bundle, resources=["configmaps"],
+                 operations=["CREATE"])])
+        bad = call(embedded_api_client, "POST", CMS, body=cm("a"))
+        assert bad.status == 500 and message in bad.body["message"]
+        assert call(embedded_api_client, "GET", f"{CMS}/a").status == 404
