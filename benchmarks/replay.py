@@ -352,7 +352,7 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
     dt = time.process_time() - t
     informer.stop()
     if ctrl is not None:
-        ctrl.stop(drain_timeout=0)
+        ctrl.stop(drain_timeout=5)  # drained already: the workers exit at once
     gc.callbacks.remove(pauses)
     gc_tuning.unfreeze(previous)
     LEAKED.setdefault(name, []).append(gc.collect())  # cyclic garbage the policy had frozen
