@@ -37,8 +37,18 @@ BUILTIN_DEFAULTS: dict[str, dict[str, Any]] = {
     "io.k8s.api.apps.v1.ReplicaSetSpec": {"replicas": 1},
     "io.k8s.api.apps.v1.StatefulSetSpec": {"replicas": 1},
     "io.k8s.api.core.v1.ReplicationControllerSpec": {"replicas": 1},
+    # pkg/apis/admissionregistration/v1/defaults.go
+    "io.k8s.api.admissionregistration.v1.MutatingWebhook": {
+        "failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": {},
+        "objectSelector": {}, "timeoutSeconds": 10, "reinvocationPolicy": "Never"},
+    "io.k8s.api.admissionregistration.v1.ValidatingWebhook": {
+        "failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": {},
+        "objectSelector": {}, "timeoutSeconds": 10},
+    "io.k8s.api.admissionregistration.v1.RuleWithOperations": {"scope": "*"},
+    "io.k8s.api.admissionregistration.v1.ServiceReference": {"port": 443},
 }
-"""Fields the Go defaulting of kube-apiserver 1.20 fills (``pkg/apis/core/v1/defaults.go``),
+"""Fields the Go defaulting of kube-apiserver 1.20 fills (``pkg/apis/core/v1/defaults.go``,
+``pkg/apis/admissionregistration/v1/defaults.go``),
 by definition name; only the ones kinrun's users meet (list-map keys first). Not in the
 OpenAPI v2 document, which carries no defaults for built-in kinds."""
 

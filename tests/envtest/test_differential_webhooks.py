@@ -165,3 +165,31 @@ def test_failure_policy_when_the_webhook_cannot_be_called(both: Pair) -> None:
 
         real = check(both, scenario)
         assert real["ignore"] == 201 and real["fail"]["code"] == 500
+
+
+def test_webhook_configurations_are_defaulted_and_validated_as_kube_apiserver(
+        both: Pair) -> None:
+    """A configuration is stored with 1.20's defaults (failurePolicy, matchPolicy, selectors,
+    timeoutSeconds, reinvocationPolicy, a rule's scope); one with an http URL, a bad
+    selector operator, an out-of-range timeout or a duplicate name is 422 on both, naming
+    the same fields."""
+    def scenario(t: Target) -> Any:
+        name = f"diff-{t.ns}"
+        path = f"{ADMISSION}/mutatingwebhookconfigurations"
+        good = hook("m.diff.example.com", "https://127.0.0.1:1/m", None,
+                    resources=["configmaps"], operations=["CREATE"])
+        for field in ("failurePolicy", "timeoutSeconds"):
+            del good[field]
+        made = t.kube.request("POST", path, configuration("MutatingWebhookConfiguration", name,
+                                                           [good]))
+        t.kube.request("DELETE", f"{path}/{name}")
+        bad = dict(good, timeoutSeconds=31, clientConfig={"url": "http://127.0.0.1:1/m"},
+                   objectSelector={"matchExpressions": [{"key": "a", "operator": "Foo"}]})
+        refused = t.kube.request("POST", path, configuration(
+            "MutatingWebhookConfiguration", name, [bad, dict(good)]))
+        return {"created": (made.status, made.body["webhooks"],
+                            made.body["metadata"].get("generation")),
+                "refused": (refused.status, refused.body.get("reason"), sorted(
+                    (c["field"], c["message"]) for c in refused.body["details"]["causes"]))}
+
+    check(both, scenario)

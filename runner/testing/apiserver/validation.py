@@ -6,6 +6,7 @@ CustomResourceDefinition names. Failures raise 422 Invalid with field causes lik
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 import secrets
@@ -70,6 +71,8 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
                            f'Invalid value: "{value}": {label_value_error(str(value)) or "must be a string"}'))
     if rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
         causes.extend(crd_errors(obj))
+    if rtype.group == "admissionregistration.k8s.io":
+        causes.extend(webhook_configuration_errors(obj, rtype.kind.startswith("Mutating")))
     if causes:
         raise _invalid(rtype, name, causes)
 
@@ -96,6 +99,103 @@ def crd_errors(crd: dict[str, Any]) -> list[tuple[str, str, str]]:
     if not versions or sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(("spec.versions", "FieldValueInvalid",
                        "Invalid value: must have exactly one version marked as storage version"))
+    return causes
+
+
+_WEBHOOK_ENUMS = {"sideEffects": ("None", "NoneOnDryRun"), "failurePolicy": ("Fail", "Ignore"),
+                  "matchPolicy": ("Equivalent", "Exact")}
+_OPERATIONS = ("*", "CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+def webhook_configuration_errors(config: dict[str, Any], mutating: bool
+                                 ) -> list[tuple[str, str, str]]:
+    """The problems of a Validating/MutatingWebhookConfiguration that kube-apiserver 1.20's
+    validation refuses (``pkg/apis/admissionregistration/validation``): duplicate webhook
+    names, a clientConfig without exactly one of ``url``/``service``, a URL that is not
+    https, a ``caBundle`` that is not base64, values outside the enums, ``timeoutSeconds``
+    outside 1-30, no ``v1``/``v1beta1`` review version, unknown operations and selector
+    operators. Messages follow the real ones; not every check of the real validation."""
+    causes: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for i, hook in enumerate(config.get("webhooks") or []):
+        at = f"webhooks[{i}]"
+        if hook.get("name") in seen:
+            causes.append((f"{at}.name", "FieldValueDuplicate",
+                           f'Duplicate value: "{hook.get("name")}"'))
+        seen.add(hook.get("name"))
+        causes += _webhook_errors(at, hook, mutating)
+    return causes
+
+
+def _webhook_errors(at: str, hook: dict[str, Any], mutating: bool
+                    ) -> list[tuple[str, str, str]]:
+    causes = _client_config_errors(f"{at}.clientConfig", hook.get("clientConfig") or {})
+    enums = dict(_WEBHOOK_ENUMS, **({"reinvocationPolicy": ("IfNeeded", "Never")}
+                                     if mutating else {}))
+    for field, allowed in enums.items():
+        if field in hook and hook[field] not in allowed:
+            supported = ", ".join(f'"{v}"' for v in allowed)
+            causes.append((f"{at}.{field}", "FieldValueNotSupported",
+                           f'Unsupported value: "{hook[field]}": supported values: '
+                           f"{supported}"))
+    timeout = hook.get("timeoutSeconds")
+    if isinstance(timeout, int) and not 1 <= timeout <= 30:
+        causes.append((f"{at}.timeoutSeconds", "FieldValueInvalid",
+                       f"Invalid value: {timeout}: the timeout value must be between 1 "
+                       "and 30 seconds"))
+    versions = hook.get("admissionReviewVersions") or []
+    if not {"v1", "v1beta1"} & set(versions):
+        causes.append((f"{at}.admissionReviewVersions", "FieldValueInvalid",
+                       f"Invalid value: {versions}: must include at least one of v1, "
+                       "v1beta1"))
+    for j, rule in enumerate(hook.get("rules") or []):
+        for op in rule.get("operations") or []:
+            if op not in _OPERATIONS:
+                causes.append((f"{at}.rules[{j}].operations", "FieldValueNotSupported",
+                               f'Unsupported value: "{op}": supported values: '
+                               + ", ".join(f'"{o}"' for o in _OPERATIONS)))
+    for field in ("namespaceSelector", "objectSelector"):
+        causes += _selector_errors(f"{at}.{field}", hook.get(field) or {})
+    return causes
+
+
+def _client_config_errors(at: str, client: dict[str, Any]) -> list[tuple[str, str, str]]:
+    causes = []
+    if ("url" in client) == ("service" in client):
+        causes.append((at, "FieldValueRequired",
+                       "Required value: exactly one of url or service is required"))
+    url = client.get("url")
+    if isinstance(url, str) and not url.startswith("https://"):
+        scheme = url.split("://", 1)[0] if "://" in url else ""
+        causes.append((f"{at}.url", "FieldValueInvalid",
+                       f"Invalid value: \"{scheme}\": 'https' is the only allowed URL scheme; "
+                       "desired format: https://host[/path]"))
+    bundle = client.get("caBundle")
+    if isinstance(bundle, str):
+        try:
+            base64.b64decode(bundle, validate=True)
+        except ValueError:
+            causes.append((f"{at}.caBundle", "FieldValueInvalid",
+                           "Invalid value: the caBundle is not base64"))
+    return causes
+
+
+def _selector_errors(at: str, selector: dict[str, Any]) -> list[tuple[str, str, str]]:
+    causes = []
+    for k, expr in enumerate(selector.get("matchExpressions") or []):
+        op, values = expr.get("operator"), expr.get("values") or []
+        where = f"{at}.matchExpressions[{k}]"
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            causes.append((f"{where}.operator", "FieldValueInvalid",
+                           f'Invalid value: "{op}": not a valid selector operator'))
+        elif op in ("In", "NotIn") and not values:
+            causes.append((f"{where}.values", "FieldValueRequired",
+                           "Required value: must be specified when `operator` is 'In' or "
+                           "'NotIn'"))
+        elif op in ("Exists", "DoesNotExist") and values:
+            causes.append((f"{where}.values", "FieldValueForbidden",
+                           "Forbidden: may not be specified when `operator` is 'Exists' or "
+                           "'DoesNotExist'"))
     return causes
 
 

@@ -25,13 +25,15 @@ webhook`` in 1.20):
   AdmissionReview of the request's uid) is ``failed calling webhook "NAME": ...``: 500
   InternalError with ``failurePolicy: Fail`` (the default), skipped with ``Ignore``.
   ``warnings`` become ``Warning: 299 - "..."`` headers of the answer. A ``dryRun`` request
-  calls only webhooks with ``sideEffects`` ``None`` or ``NoneOnDryRun``; any other that
-  matches refuses the request (400).
+  calls the webhooks too, with ``dryRun: true`` (v1 configurations, the only ones served,
+  declare ``sideEffects`` ``None`` or ``NoneOnDryRun``: validation refuses any other).
 - **Calls.** HTTPS POST of an ``admission.k8s.io/v1`` AdmissionReview to
   ``clientConfig.url`` with ``?timeout=Ns`` added, trusting ``caBundle`` (else the system's
-  roots), within ``timeoutSeconds`` (default 10). Each call outside the store's lock: an
-  update is then committed only if the object did not change meanwhile (else the whole
-  read, patch, webhooks, validation is done again, as the registry's GuaranteedUpdate does).
+  roots), within ``timeoutSeconds`` (default 10) per socket operation (kube-apiserver bounds
+  the whole call: a webhook that trickles its answer can take longer here). Each call
+  outside the store's lock: an update is then committed only if the object did not change
+  meanwhile (else the whole read, patch, webhooks, validation is done again, as the
+  registry's GuaranteedUpdate does).
 
 Departures (docs/embedded.md): ``clientConfig.service`` cannot be reached (no cluster
 network): such a webhook fails to be called, and its ``failurePolicy`` decides;
@@ -77,7 +79,6 @@ DEFAULT_TIMEOUT = 10
 """Seconds a webhook may take when ``timeoutSeconds`` is not set (admissionregistration/v1)."""
 USER = {"username": "kinrun-embedded", "groups": ["system:masters", "system:authenticated"]}
 """``userInfo`` of every request: the embedded server authenticates no one."""
-DRY_RUN_SAFE = ("None", "NoneOnDryRun")
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,6 @@ class Attributes:
     name: str
     dry_run: bool = False
 
-    @property
-    def resource(self) -> str:
-        """``plural`` or ``plural/subresource``, as rules name it."""
-        return f"{self.rtype.plural}/{self.subresource}" if self.subresource else \
-            self.rtype.plural
-
 
 @dataclass(frozen=True)
 class Webhook:
@@ -114,7 +109,6 @@ class Webhook:
     ca_bundle: bytes | None
     failure_policy: str
     timeout: int
-    side_effects: str
     namespace_selector: LabelSelector
     object_selector: LabelSelector
 
@@ -219,8 +213,7 @@ class Webhooks:
 
     def review(self, attrs: Attributes, obj: Obj | None, old: Obj | None) -> Review | None:
         """The Review of a write (None when no webhook's rules and selectors match: the write
-        goes on as without webhooks). Raises 400 StatusError for a dry run that a matching
-        webhook with side effects cannot take."""
+        goes on as without webhooks)."""
         if (attrs.rtype.group, attrs.rtype.plural) in (MUTATING, VALIDATING):
             return None
         hooks = [h for h in self._hooks() if h.matches(attrs)]
@@ -229,9 +222,6 @@ class Webhooks:
         hooks = [h for h in hooks if self._selected(h, attrs, obj, old)]
         if not hooks:
             return None
-        for hook in hooks:
-            if attrs.dry_run and hook.side_effects not in DRY_RUN_SAFE:
-                raise st.bad_request(f'admission webhook "{hook.name}" does not support dry run')
         return Review(self, attrs, hooks)
 
     def _selected(self, hook: Webhook, attrs: Attributes, obj: Obj | None,
@@ -388,7 +378,6 @@ def _parse(mutating: bool, config: Obj) -> list[Webhook]:
             url=client.get("url"), ca_bundle=base64.b64decode(bundle) if bundle else None,
             failure_policy=str(item.get("failurePolicy") or "Fail"),
             timeout=int(item.get("timeoutSeconds") or DEFAULT_TIMEOUT),
-            side_effects=str(item.get("sideEffects") or "Unknown"),
             namespace_selector=label_selector_from(item.get("namespaceSelector")),
             object_selector=label_selector_from(item.get("objectSelector"))))
     return out
