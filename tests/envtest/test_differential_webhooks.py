@@ -193,3 +193,63 @@ def test_webhook_configurations_are_defaulted_and_validated_as_kube_apiserver(
                     (c["field"], c["message"]) for c in refused.body["details"]["causes"]))}
 
     check(both, scenario)
+
+
+def test_apply_status_and_selectors_as_kube_apiserver(both: Pair) -> None:
+    """A server-side apply that creates and then changes an object, a write of the status
+    subresource and an objectSelector that matches only the old object: the same webhook
+    requests and answers on both servers."""
+    def labelled(request: dict[str, Any]) -> dict[str, Any]:
+        return {"allowed": True}
+
+    with webhook_double(labelled) as wh:
+        def scenario(t: Target) -> Any:
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook("sel.diff.example.com", wh.url("/sel"), wh.ca_bundle,
+                             resources=["configmaps", "pods/status"],
+                             operations=["CREATE", "UPDATE"], namespace=t.ns,
+                             objectSelector={"matchLabels": {"watched": "yes"}})]
+            made = registered(t, hooks_of, ("ValidatingWebhookConfiguration",))
+            cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+            try:
+                until(lambda: (wh.requests.clear(), t.kube.request(
+                    "POST", cms, {**cm("probe"), "metadata": {
+                        "name": "probe", "labels": {"watched": "yes"}}},
+                    query={"dryRun": "All"}))[1].status == 201 and bool(wh.requests),
+                    f"{t.name}: the webhook in force")
+                wh.requests.clear()
+                applied = {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "a", "labels": {"watched": "yes"}},
+                           "data": {"k": "1"}}
+                out: dict[str, Any] = {}
+                for step, data in (("create", "1"), ("update", "2")):
+                    applied["data"] = {"k": data}
+                    resp = t.kube.request("PATCH", f"{cms}/a", applied,
+                                          content_type="application/apply-patch+yaml",
+                                          query={"fieldManager": "diff"})
+                    out[step] = resp.status
+                # the label goes: the old object still matches, so the webhook is called
+                resp = t.kube.request("PATCH", f"{cms}/a", {"metadata": {"labels": None}},
+                                      content_type="application/merge-patch+json")
+                out["unlabel"] = resp.status
+                resp = t.kube.request("PATCH", f"{cms}/a", {"data": {"k": "3"}},
+                                      content_type="application/merge-patch+json")
+                out["unwatched"] = resp.status
+                pods = f"/api/v1/namespaces/{t.ns}/pods"
+                pod = {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "labels": {"watched": "yes"}},
+                       "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+                out["pod"] = t.kube.request("POST", pods, pod).status
+                out["pod_status"] = t.kube.request(
+                    "PATCH", f"{pods}/p/status", {"status": {"phase": "Running"}},
+                    content_type="application/merge-patch+json").status
+                out["requests"] = [seen(r) for r in wh.requests]
+                return out
+            finally:
+                unregister(t, made)
+
+        real = check(both, scenario)
+        assert [(r["operation"], r["resource"]["resource"], r["subResource"])
+                for r in real["requests"]] == [
+            ("CREATE", "configmaps", None), ("UPDATE", "configmaps", None),
+            ("UPDATE", "configmaps", None), ("UPDATE", "pods", "status")], real["requests"]
