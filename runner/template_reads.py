@@ -14,7 +14,9 @@ Checked against the schema of the controller's primary kind (``kinrun.openapi``:
 kinds of kube-apiserver 1.20.2, and the CRDs of the config's ``crds:``); maps
 (``additionalProperties``: labels, annotations, data) and ``x-kubernetes-preserve-unknown-
 fields`` are open; a dict method name (``items``, ``keys``, ``values``, ``get``) is not a
-field. A kind without a schema is not checked.
+field, and a field of such a name read with a dot (``vol.configMap.items``: Jinja2 reads the
+attribute first, so the template gets the method) is refused with the subscript to write
+instead (:func:`method_reads`). A kind without a schema is not checked.
 """
 
 from __future__ import annotations
@@ -220,7 +222,40 @@ def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None],
         why = problems(schema, read.path) if schema is not None else None
         if why is not None:
             out.append((read, why))
+    return out + method_reads(tree, schemas, given)
+
+
+def method_reads(tree: nodes.Node, schemas: Mapping[str, Schema | None],
+                 given: Mapping[str, Binding] | None = None) -> list[tuple[Read, str]]:
+    """Attribute reads of a field named as a dict method (``vol.configMap.items``,
+    ``expr.values``) where the schema has that field: Jinja2 reads the attribute first, so
+    the template gets the dict's method, not the field (``x['items']`` reads the field).
+    Calls (``labels.items()``) are what they look like and pass."""
+    called = {id(node.node) for node in tree.find_all(nodes.Call)}
+    names = bindings(tree, given)
+    out = []
+    for node in tree.find_all(nodes.Getattr):
+        if node.attr not in DICT_METHODS or id(node) in called:
+            continue
+        chain = _chain(node, names)
+        schema = schemas.get(chain[0]) if chain is not None else None
+        if chain is None or schema is None or not _has_field(schema, chain[1]):
+            continue
+        parent = ".".join(chain[1][:-1]).replace(".[]", "[]")
+        out.append((Read(chain[0], chain[1], node.lineno),
+                    f"{parent}.{node.attr} is the dict method {node.attr!r} in a template, not "
+                    f"the field (attributes are read first): write {parent}[{node.attr!r}]"))
     return out
+
+
+def _has_field(schema: Schema, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` (ending in a field name) names a field ``schema`` declares."""
+    node: Schema | None = schema
+    for name in path[:-1]:
+        if node is None:
+            return False
+        node = node.items if name == "[]" else node.child(name)
+    return node is not None and node.child(path[-1]) is not None
 
 
 def template_strings(value: Any) -> Iterator[str]:

@@ -190,3 +190,29 @@ def test_hooks_declare_what_they_read(tmp_path: Path) -> None:
     whole = subprocess.run([sys.executable, "-m", "kinrun.cli", "validate", "--explain",
                             str(config)], capture_output=True, text=True, timeout=120)
     assert "runs hooks that declare no reads:" in whole.stdout
+
+
+@pytest.mark.parametrize("template,said", [
+    ("{{ obj.spec.volumes[0].configMap.items }}",
+     "spec.volumes[].configMap.items is the dict method 'items' in a template, not the field"),
+    ("{% for v in obj.spec.volumes %}{{ v.configMap.items | length }}{% endfor %}",
+     "write spec.volumes[].configMap['items']"),
+    ("{{ obj.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+     ".nodeSelectorTerms[0].matchExpressions[0].values }}", "the dict method 'values'"),
+], ids=["attribute", "loop-variable", "values"])
+def test_a_field_named_as_a_dict_method_read_as_an_attribute_is_refused(
+        template: str, said: str) -> None:
+    """Jinja2 reads the attribute first: ``x.items`` on a dict is its method, so a field of
+    that name read with a dot renders as a method; validate says so and how to read it."""
+    with pytest.raises(ConfigError) as err:
+        compile_log(template)
+    assert said in str(err.value) and "c.yaml:" in str(err.value)
+
+
+@pytest.mark.parametrize("template", [
+    "{{ obj.spec.volumes[0].configMap['items'] }}",
+    "{% for k, v in obj.metadata.labels.items() %}{{ k }}{% endfor %}",
+    "{{ obj.metadata.annotations.get('a') }}",
+], ids=["subscript", "items-call", "get-call"])
+def test_dict_methods_called_and_fields_subscripted_pass(template: str) -> None:
+    compile_log(template)
