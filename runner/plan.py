@@ -281,6 +281,8 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
         for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
             for read, why in check_template(tree, roots, given) if tree is not None else ():
+                if read.root == "results":
+                    raise loc.error(f"{why} (template line {read.line})")
                 shown = ".".join(read.path).replace(".[]", "[]")
                 root = read.root.replace("get:", "get('") + ("', ...)" if
                                                              read.root.startswith("get:") else "")

@@ -228,14 +228,21 @@ def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None],
 def method_reads(tree: nodes.Node, schemas: Mapping[str, Schema | None],
                  given: Mapping[str, Binding] | None = None) -> list[tuple[Read, str]]:
     """Attribute reads of a field named as a dict method (``vol.configMap.items``,
-    ``expr.values``) where the schema has that field: Jinja2 reads the attribute first, so
-    the template gets the dict's method, not the field (``x['items']`` reads the field).
-    Calls (``labels.items()``) are what they look like and pass."""
+    ``expr.values``) where the schema has that field, and of an action's result so named
+    (``results.copy``): Jinja2 reads the attribute first, so the template gets the dict's
+    method, not the field (``x['items']`` reads the field). Calls (``labels.items()``) are
+    what they look like and pass."""
     called = {id(node.node) for node in tree.find_all(nodes.Call)}
     names = bindings(tree, given)
     out = []
     for node in tree.find_all(nodes.Getattr):
         if node.attr not in DICT_METHODS or id(node) in called:
+            continue
+        if isinstance(node.node, nodes.Name) and node.node.name == "results":
+            out.append((Read("results", (node.attr,), node.lineno),
+                        f"results.{node.attr} is the dict method {node.attr!r} in a template, "
+                        f"not the result of the action named {node.attr!r}: write "
+                        f"results[{node.attr!r}]"))
             continue
         chain = _chain(node, names)
         schema = schemas.get(chain[0]) if chain is not None else None

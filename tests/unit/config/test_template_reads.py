@@ -216,3 +216,23 @@ def test_a_field_named_as_a_dict_method_read_as_an_attribute_is_refused(
 ], ids=["subscript", "items-call", "get-call"])
 def test_dict_methods_called_and_fields_subscripted_pass(template: str) -> None:
     compile_log(template)
+
+
+def test_a_result_named_like_a_dict_method_read_as_an_attribute_is_refused() -> None:
+    """An action named ``copy`` read as ``results.copy`` would be the dict's method."""
+    def compile_with(template: str) -> None:
+        plan(load_text(HEAD + textwrap.dedent(f"""\
+            informers:
+              x: {{apiVersion: v1, kind: ConfigMap}}
+            controllers:
+              - name: c
+                for: x
+                reconcile:
+                  actions:
+                    - name: copy
+                      log: "copying"
+                    - log: "{template}"
+            """), file="c.yaml"))
+    with pytest.raises(ConfigError, match=r"write results\['copy'\] \(template line 1\)"):
+        compile_with("{{ results.copy }}")
+    compile_with("{{ results['copy'] }}")
