@@ -60,6 +60,7 @@ from kinrun.config.naming import default_name
 from kinrun.errors import ConfigError
 from kinrun import monitoring
 from kinrun.admission import manifests as admission_manifests
+from kinrun.sharding.admission import effective_admission
 from kinrun.plan import plan
 from kinrun.crds import CrdSet
 from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
@@ -212,9 +213,10 @@ def _add_optional(objects: dict[str, list[dict[str, Any]]], config: Config, name
         objects["service.yaml"] = [metrics_service(names, port)]
         if config.metrics is not None and config.metrics.secure:
             objects["rbac.yaml"].append(metrics_reader_role(names))
-    if config.admission is not None:  # the webhook Service and configurations
+    admission = effective_admission(config)  # admission: and sharding.admission's webhook
+    if admission is not None:  # the webhook Service and configurations
         objects["webhook.yaml"] = admission_manifests.webhook_objects(
-            config.admission, _webhook_service(config, names), names.namespace, names.labels)
+            admission, _webhook_service(config, names), names.namespace, names.labels)
     if replicas > 1:
         objects["pdb.yaml"] = [disruption_budget(names, kubernetes_version)]
 
@@ -241,7 +243,7 @@ def _monitoring(config: Config, names: Names, extras: Sequence[str], port: int |
     if "network-policy" in wanted and port is not None:
         out["networkpolicy.yaml"] = [monitoring.network_policy(
             f"{names.name}-metrics", names.namespace, names.labels, names.labels, port,
-            open_ports=[config.admission.port] if config.admission is not None else [])]
+            open_ports=[admission.port] if (admission := effective_admission(config)) else [])]
     return out
 
 

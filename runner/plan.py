@@ -103,9 +103,11 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     _check_apply_keys(config)
     _check_template_reads(config, engine)
     admission = None
-    if config.admission is not None:  # loaded only for configs that have webhooks
-        from kinrun.admission import compile_admission
-        admission = compile_admission(config.admission, engine)
+    if config.admission is not None or (config.sharding and config.sharding.admission):
+        from kinrun.admission import compile_admission  # only for configs that have webhooks
+        from kinrun.sharding.admission import builtin_webhooks, effective_admission
+        spec = effective_admission(config)
+        admission = compile_admission(spec, engine, builtin_webhooks(config, spec))
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
                 sharded_informers(config), admission)
 

@@ -487,7 +487,9 @@ class _Collector:
     def _admission(self) -> None:
         """Self-signed webhook certificates: the CA Secret and the caBundle
         (``kinrun.admission.certs``); mounted ones need nothing."""
-        spec = self.config.admission
+        from kinrun.sharding.admission import effective_admission
+
+        spec = effective_admission(self.config)  # admission:, sharding.admission's webhook
         if spec is None or spec.cert_dir is not None or self.dry_run:
             return
         from kinrun.admission.certs import CONFIGURATION_KINDS

@@ -87,10 +87,28 @@ class WebhookServer:
             WebhookOptions(synced=lambda: all(i.has_synced() for i in informers().values()),
                            clock=manager.clock or REAL_CLOCK,
                            hosts=("127.0.0.1",) if embedded else ()))
+        self._bind_shard_views()
         self.server.start()
         if embedded:  # the embedded API server calls them as a cluster would
             register_locally(self.compiled, manager.client, self.server)
         return True
+
+    def _bind_shard_views(self) -> None:
+        """With ``sharding.admission``: the shard webhook reads the ring's live members from
+        their Leases (``kinrun.sharding.admission.MemberView``)."""
+        sharding = self.compiled.settings.sharding
+        if sharding is None or not sharding.admission:
+            return
+        from kinrun.sharding import election_lease, sharder_election
+        from kinrun.sharding.admission import bind_views
+        from kinrun.sharding.membership import MembershipSpec
+
+        election = sharder_election(sharding, self.compiled.settings.election)
+        bind_views(self.compiled.admission, self.manager.client,
+                   MembershipSpec(sharding.ring, sharding.namespace, sharding.lease_duration,
+                                  sharding.renew_deadline, sharding.retry_period,
+                                  election_lease(sharding, election)),
+                   self.manager.clock or REAL_CLOCK)
 
     def stop(self) -> None:
         if self.server is not None:

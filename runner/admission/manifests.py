@@ -98,9 +98,11 @@ def container_additions(config: Config, service: str) -> dict[str, list[dict[str
     .SERVICE_ENV``), and with ``certificates.directory`` the ``volumes``/``volumeMounts`` of
     the Secret ``<service>-tls`` (cert-manager's Certificate writes it) at that folder."""
 
+    from kinrun.sharding.admission import effective_admission
+
     out: dict[str, list[dict[str, Any]]] = {"ports": [], "env": [], "volumes": [],
                                             "volumeMounts": []}
-    spec = config.admission
+    spec = effective_admission(config)
     if spec is None:
         return out
     out["ports"].append({"name": PORT_NAME, "containerPort": spec.port, "protocol": "TCP"})

@@ -141,20 +141,24 @@ class WebhookProgram:
 class AdmissionProgram:
     """Every webhook of ``admission:``, by URL path (``WebhookSpec.path``)."""
 
-    def __init__(self, spec: AdmissionSpec, engine: TemplateEngine) -> None:
+    def __init__(self, spec: AdmissionSpec, engine: TemplateEngine,
+                 builtins: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
-        self.webhooks = {w.path: WebhookProgram(w, engine) for w in spec.webhooks}
+        self.webhooks = {w.path: (builtins or {})[w.path] if w.builtin else
+                         WebhookProgram(w, engine) for w in spec.webhooks}
 
     def webhook(self, path: str) -> WebhookProgram | None:
         """The webhook served at ``path``, or None."""
         return self.webhooks.get(path)
 
 
-def compile_admission(spec: AdmissionSpec | None, engine: TemplateEngine
-                      ) -> AdmissionProgram | None:
-    """``admission:`` compiled (None when absent). Raises ConfigError at the rule's
-    file:line for template syntax, a patch in a validating webhook, rules of the other type,
-    a rule that does nothing, two webhooks of one name."""
+def compile_admission(spec: AdmissionSpec | None, engine: TemplateEngine,
+                      builtins: Mapping[str, Any] | None = None) -> AdmissionProgram | None:
+    """``admission:`` compiled (None when absent). ``builtins``: path -> the program of each
+    webhook kinrun serves itself (``WebhookSpec.builtin``: ``kinrun.sharding.admission``'s
+    shard webhook), with ``spec`` and ``review`` as WebhookProgram. Raises ConfigError at the
+    rule's file:line for template syntax, a patch in a validating webhook, rules of the other
+    type, a rule that does nothing, two webhooks of one name."""
     if spec is None:
         return None
     seen: set[str] = set()
@@ -167,7 +171,7 @@ def compile_admission(spec: AdmissionSpec | None, engine: TemplateEngine
             key = "validate" if w.type == "mutating" else "mutate"
             raise w.location.error(f"a {w.type} webhook takes "
                                    f"{'mutate' if key == 'validate' else 'validate'}:, not {key}:")
-    return AdmissionProgram(spec, engine)
+    return AdmissionProgram(spec, engine, builtins)
 
 
 # -- rules -------------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def _admission(ctx: _Ctx, data: dict[str, Any]) -> AdmissionSpec:
     certs = data.get("certificates") or {}
     cert_dir = certs.get("directory")
     return AdmissionSpec(
-        webhooks=tuple(_webhook(ctx, i, w) for i, w in enumerate(data["webhooks"])),
+        webhooks=tuple(_webhook(ctx, i, w) for i, w in enumerate(data.get("webhooks") or ())),
         port=_get(data, "admission", "port"), address=_get(data, "admission", "address"),
         service_name=data.get("serviceName"),
         cert_dir=str(resolve_path(cert_dir, ctx.base_dir)) if cert_dir else None,
@@ -118,6 +118,7 @@ def _sharding(data: dict[str, Any]) -> ShardingSpec:
     """``sharding:``; keys left out take the schema's defaults."""
     return ShardingSpec(
         ring=data["ring"], namespace=_get(data, "sharding", "namespace"),
+        admission=_get(data, "sharding", "admission"),
         **{field: parse_duration(_get(data, "sharding", key)) for field, key in (
             ("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
             ("retry_period", "retryPeriod"), ("sync_period", "syncPeriod"))})

@@ -412,10 +412,12 @@ class LeaderElectionSpec:
 class ShardingSpec:
     """``sharding:`` (``kinrun.sharding``): the ``ring`` name; ``namespace`` of the
     membership Leases; seconds ``lease_duration`` > ``renew_deadline`` > ``retry_period`` (as
-    leader election); ``sync_period``: seconds between the sharder's looks at every object."""
+    leader election); ``sync_period``: seconds between the sharder's looks at every object;
+    ``admission``: label new objects at admission (``kinrun.sharding.admission``)."""
 
     ring: str
     namespace: str = _d("sharding", "namespace")
+    admission: bool = _d("sharding", "admission")
     lease_duration: float = _seconds("sharding", "leaseDuration")
     renew_deadline: float = _seconds("sharding", "renewDeadline")
     retry_period: float = _seconds("sharding", "retryPeriod")
@@ -469,7 +471,9 @@ class WebhookSpec:
     ``mutating``), ``rules`` (the API server's RuleWithOperations, as written),
     ``namespace_selector``/``object_selector`` (label selectors as written, or None),
     ``failure_policy``, ``timeout_seconds``, ``validate``/``mutate`` (the rules, in order),
-    ``location``. Defaults: the schema's ``webhook``."""
+    ``location``; ``builtin``: None for a webhook of ``admission:``, ``"shard"`` for the one
+    ``sharding.admission`` adds (``kinrun.sharding.admission``). Defaults: the schema's
+    ``webhook``."""
 
     name: str
     type: str
@@ -481,6 +485,7 @@ class WebhookSpec:
     validate: tuple[AdmissionRuleSpec, ...] = ()
     mutate: tuple[AdmissionRuleSpec, ...] = ()
     location: Location = _NOWHERE
+    builtin: str | None = None
 
     @property
     def path(self) -> str:

@@ -44,6 +44,11 @@ def check_references(loaded: LoadedYaml, base_dir: Path) -> list[ConfigError]:
     errors += _check_leader_election(loaded, data.get("leaderElection"))
     errors += _check_leader_election(loaded, data.get("sharding"), ("sharding",))
     errors += _check_selectors(loaded, informers)
+    admission = data.get("admission")
+    if admission and not admission.get("webhooks") \
+            and not (data.get("sharding") or {}).get("admission"):
+        errors.append(locate(loaded, ("admission",), "no webhooks to serve: add webhooks, or "
+                             "set sharding.admission (the shard webhook)"))
     return errors
 
 

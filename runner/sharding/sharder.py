@@ -6,8 +6,9 @@ a Lease ``<ring>-sharder``: ``kinrun.sharding.sharder_election``; no replica may
 after it) elects the sharder role only; every replica, the sharder included,
 is a shard. The design is timebertt/kubernetes-controller-sharding's first iteration (the
 sharder watches the sharded objects, metadata only; docs/design.md "Don't Watch Sharded
-Objects" explains why its second iteration moved to an admission webhook; kinrun serves
-webhooks now (``kinrun.admission``), but the sharder does not label at admission yet):
+Objects" explains why its second iteration moved to an admission webhook, which kinrun
+adds with ``sharding.admission``: ``kinrun.sharding.admission``; the watch below stays, for
+what admission missed):
 
 * **metadata-only watches** (``kinrun.sharding.metadata``) of every sharded informer's objects,
   with the informer's own namespaces and selectors: the sharder caches a few hundred bytes per

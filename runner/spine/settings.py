@@ -98,7 +98,8 @@ def run_settings(config: Config, options: RunOptions | None = None) -> RunSettin
         + POOL_SPARE,
         metrics=config.metrics, probes=config.probes, election=config.leader_election,
         sharding=config.sharding, gc=config.gc, reload=config.reload, drain_timeout=drain,
-        watched_files=watched_files(source, config), webhooks=config.admission is not None,
+        watched_files=watched_files(source, config), webhooks=config.admission is not None
+        or (config.sharding is not None and config.sharding.admission),
         **({} if options is None else dict(
             embedded=options.embedded, seeds=tuple(options.seeds), dry_run=options.dry_run,
             shard_id=options.shard_id, log_fields=options.log_format in ("json", "zap"))))

@@ -56,3 +56,37 @@ def test_the_embedded_server_calls_kinruns_webhooks(tmp_path: Path) -> None:
         assert proc.stop() == 0
     finally:
         proc.kill()
+
+
+SHARDED = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  databases: {apiVersion: v1, kind: ConfigMap, labelSelector: example.com/database=true}
+controllers:
+  - name: c
+    for: databases
+    reconcile: {actions: [{log: "database {{ key }}"}]}
+admission: {port: 0, address: 127.0.0.1, webhooks: []}
+sharding: {ring: databases, admission: true}
+"""
+
+
+def test_sharding_labels_new_objects_at_admission(tmp_path: Path) -> None:
+    """With sharding.admission, a new object's create is answered with its shard label
+    (kinrun's shard webhook on the embedded server), and the replica reconciles it."""
+    config = tmp_path / "sharded.yaml"
+    config.write_text(SHARDED)
+    proc = KinrunProcess([str(config), "--embedded", "--shard-id", "r1"])
+    try:
+        client = Client.from_config(kubeconfig=proc.kubeconfig())
+        proc.wait_for(r"registered on the embedded API server")
+        proc.wait_for(r"ring members \['r1'\]")
+        made = client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "db1", "namespace": "default", "labels": {"example.com/database": "true"}}})
+        assert made["metadata"]["labels"]["shard.kinrun.dev/databases"] == "r1"
+        proc.wait_for(r"database default/db1")
+        client.close()
+        assert proc.stop() == 0
+    finally:
+        proc.kill()
