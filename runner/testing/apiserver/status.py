@@ -70,6 +70,20 @@ def already_exists(group: str, resource: str, name: str) -> StatusError:
                        _details(group, resource, name))
 
 
+def generated_name_taken(group: str, kind: str) -> StatusError:
+    """500 ServerTimeout for a create whose ``generateName`` suffix hit an existing name: as
+    kube-apiserver 1.20 ``rest.CheckGeneratedNameError`` (``apierrors.NewServerTimeoutForKind``
+    with the kind in ``details.kind``, the operation ``POST`` in ``details.name``, no
+    Retry-After). Nothing was stored, and metav1.StatusReasonServerTimeout asks the client to
+    try again (a new suffix is drawn)."""
+    details: dict[str, Any] = {"name": "POST", "kind": kind}
+    if group:
+        details["group"] = group
+    return StatusError(500, "ServerTimeout",
+                       f"The POST operation against {_qualified(group, kind)} could not be "
+                       "completed at this time, please try again.", details)
+
+
 def conflict(group: str, resource: str, name: str, why: str) -> StatusError:
     """409 Conflict: ``Operation cannot be fulfilled on pods "x": why`` (as apierrors.NewConflict)."""
     return StatusError(409, "Conflict",

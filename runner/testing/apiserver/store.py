@@ -294,7 +294,8 @@ class Store:
 
         ``obj`` is not mutated. Namespaced objects land in ``namespace`` (else the body's,
         else ``default``), which must exist (404) and not be terminating (403). A missing name
-        is generated from ``generateName``; raises 409 AlreadyExists, 422 Invalid, 400.
+        is generated from ``generateName``; raises 409 AlreadyExists, 422 Invalid, 400, and 500
+        ServerTimeout when a generated name is taken (as kube-apiserver 1.20).
         ``dry_run``: check everything, store nothing (no resourceVersion). ``prepared``: ``obj``
         is a dry run's answer (validating admission webhooks saw it): its uid and
         creationTimestamp are kept."""
@@ -304,6 +305,8 @@ class Store:
             meta = new["metadata"]
             key = object_key(meta.get("namespace"), meta["name"])
             if key in bucket:
+                if not (obj.get("metadata") or {}).get("name"):
+                    raise st.generated_name_taken(rtype.group, rtype.kind)
                 raise st.already_exists(rtype.group, rtype.plural, meta["name"])
             if dry_run:
                 return new

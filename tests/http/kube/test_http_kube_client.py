@@ -13,6 +13,7 @@ from kinrun.errors import (ApiConnectionError, ConflictError, InvalidError, NotF
                            ServerError, TooManyRequestsError)
 from kinrun.kube import ApiRequest, Client, RetryPolicy, UnknownKindError
 from kinrun.testing.apiserver import EmbeddedAPIServer
+from kinrun.testing.apiserver import store as store_module
 
 NS = "default"
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "namespace": NS},
@@ -221,6 +222,47 @@ def test_500_on_a_write_is_not_retried(embedded_server: EmbeddedAPIServer,
     with pytest.raises(ServerError):
         kube_client.create(CM)
     assert kube_client.sleeps == []
+
+
+def _suffixes(monkeypatch: pytest.MonkeyPatch, *suffixes: str) -> None:
+    """The embedded server's generated names take ``suffixes`` in turn."""
+    it = iter(suffixes)
+    monkeypatch.setattr(store_module, "generate_name", lambda prefix, rng=None: prefix + next(it))
+
+
+def test_taken_generated_name_is_server_timeout(embedded_server: EmbeddedAPIServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A create whose generated name is taken answers 500 ServerTimeout naming the POST (as
+    kube-apiserver 1.20 rest.CheckGeneratedNameError), and stores nothing."""
+    _suffixes(monkeypatch, "aaaaa", "aaaaa")
+    client = Client.from_config(kubeconfig=str(embedded_server.kubeconfig_path), qps=0,
+                                retry=RetryPolicy(attempts=1))
+    gen = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    try:
+        assert client.create(gen, namespace=NS)["metadata"]["name"] == "gen-aaaaa"
+        with pytest.raises(ServerError) as info:
+            client.create(gen, namespace=NS)
+    finally:
+        client.close()
+    assert info.value.status == 500 and info.value.body == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "The POST operation against ConfigMap could not be completed at this time, "
+                   "please try again.",
+        "reason": "ServerTimeout", "details": {"name": "POST", "kind": "ConfigMap"},
+        "code": 500}
+    assert len(embedded_server.store.list("v1", "ConfigMap", NS)) == 1
+
+
+def test_taken_generated_name_is_created_again_at_once(embedded_server: EmbeddedAPIServer,
+                                                       kube_client: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """kinrun sends that create again at once (a new suffix is drawn): the collision never
+    reaches a reconcile; a ServerTimeout to any other write is not retried."""
+    _suffixes(monkeypatch, "aaaaa", "aaaaa", "bbbbb")
+    gen = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    kube_client.create(gen, namespace=NS)
+    assert kube_client.create(gen, namespace=NS)["metadata"]["name"] == "gen-bbbbb"
+    assert kube_client.sleeps == [0.0]
 
 
 def test_persistent_429_gives_up_with_retry_after(embedded_server: EmbeddedAPIServer,

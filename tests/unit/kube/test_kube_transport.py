@@ -210,3 +210,20 @@ def test_request_pieces_ends_after_the_last_piece() -> None:
     pool = FakePool(lambda call: response(200, raw=b"abcdefghij"))
     pieces = make_client(pool).transport.request_pieces("/x", piece_bytes=4)
     assert list(pieces) == [b"abcd", b"efgh", b"ij"]
+
+
+@pytest.mark.parametrize(("method", "operation", "retried"), [
+    pytest.param("POST", "POST", True, id="generated-name-taken"),
+    pytest.param("PUT", "POST", False, id="not-a-create"),
+    pytest.param("POST", "create", False, id="storage-unreachable"),
+])
+def test_server_timeout_is_retried_only_for_a_taken_generated_name(
+        method: str, operation: str, retried: bool) -> None:
+    """500 ServerTimeout naming the POST (rest.CheckGeneratedNameError) is retried at once for
+    a create; a ServerTimeout from unreachable storage ("create") may have been applied."""
+    from kinrun.errors import api_error_from_status
+    error = api_error_from_status(500, {"code": 500, "reason": "ServerTimeout",
+                                        "details": {"name": operation, "kind": "ConfigMap"}})
+    assert RetryPolicy().should_retry(error, method=method, attempt=1) is retried
+    if retried:
+        assert RetryPolicy().delay(error, attempt=1) == 0.0
