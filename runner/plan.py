@@ -30,7 +30,10 @@ from pluggy import PluginManager
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
+from kinrun.actions.children import ChildrenAction, ChildrenTeardown
 from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
+from kinrun.actions.program import CompiledAction
+from kinrun.config.children import children_actions
 from kinrun.actions.kinds import literal_manifest, names_reconciled_object
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
@@ -248,11 +251,13 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
     _check_owner_references(spec, primary)
+    actions = _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events)
     return ControllerPlan(
-        spec, _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events),
+        spec, actions,
         _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
         rec.keeps_old, resync, watches,
-        _program(spec, rec.finalize, "finalize", pm, engine, clock, recorder=events),
+        _with_teardown(spec, actions, _program(spec, rec.finalize, "finalize", pm, engine,
+                                               clock, recorder=events), engine),
         spec.finalizer, schedule=_schedule(spec), recorder=events,
         on_error=_program(spec, _on_error_actions(spec), "onError", pm, engine, clock,
                           recorder=events),
@@ -406,7 +411,7 @@ def _check_apply_keys(config: Config) -> None:
     """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
     the kind's schema says (``kinrun.actions.manifest_keys``): a server-side apply that can
     never succeed. ConfigError at the action's manifest."""
-    if not any(action.kind in ("apply", "applySet") for spec in config.controllers
+    if not any(action.kind in ("apply", "applySet", "children") for spec in config.controllers
                for action in (*spec.reconcile.actions, *spec.reconcile.on_delete,
                               *spec.reconcile.finalize)):
         return  # nothing applied: the schemas need not load
@@ -420,18 +425,26 @@ def _check_apply_keys(config: Config) -> None:
     for spec in config.controllers:
         rec = spec.reconcile
         for action in (*rec.actions, *rec.on_delete, *rec.finalize):
-            if action.kind not in ("apply", "applySet"):
-                continue
-            key = "manifest" if action.kind == "apply" else "manifests"
-            text = thaw(action.raw[action.kind]).get(key)
-            if not isinstance(text, str):
-                continue
-            problems = apply_key_problems(text, crds)
-            if problems:
-                loc = action.field_locations.get(key, action.location)
-                raise loc.error(f"{action.kind}: {problems[0]}: a server-side apply of this entry "
-                                "can never succeed (kube-apiserver merges list entries by these "
-                                "keys); write the key out")
+            for key, text in _applied_manifests(action):
+                problems = apply_key_problems(text, crds) if isinstance(text, str) else []
+                if problems:
+                    loc = action.field_locations.get(key, action.location)
+                    raise loc.error(f"{action.kind}: {problems[0]}: a server-side apply of this "
+                                    "entry can never succeed (kube-apiserver merges list "
+                                    "entries by these keys); write the key out")
+
+
+def _applied_manifests(action: Any) -> list[tuple[str, Any]]:
+    """(field location key, manifest source) of each manifest an action server-side applies:
+    ``apply.manifest``, ``applySet.manifests``, each ``children.resources[I].manifest``."""
+    if action.kind not in ("apply", "applySet", "children") or action.plugin:
+        return []
+    value = thaw(action.raw[action.kind])
+    if action.kind == "children":
+        return [(f"resources[{i}].manifest", r.get("manifest"))
+                for i, r in enumerate(value.get("resources") or [])]
+    key = "manifest" if action.kind == "apply" else "manifests"
+    return [(key, value.get(key))]
 
 
 def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:
@@ -525,10 +538,27 @@ def _check_finalizer(spec: ControllerSpec, hooks: ReconcileHook | None) -> None:
     problem = finalizer_name_problem(spec.finalizer)
     if problem:
         raise spec.finalizer_location.error(problem)
-    if not rec.finalize and hooks is None:
+    if not rec.finalize and hooks is None and not children_actions(spec):
         raise spec.finalizer_location.error(
             "nothing would run while an object terminates: give reconcile.finalize (or "
             "hooks, which see the terminating object)")
+
+
+def _with_teardown(spec: ControllerSpec, actions: ActionProgram | None,
+                   finalize: ActionProgram | None, engine: TemplateEngine
+                   ) -> ActionProgram | None:
+    """``finalize`` preceded, for a controller with a finalizer and ``children`` actions, by
+    their teardown (``kinrun.actions.children.ChildrenTeardown``): the children are deleted
+    in reverse dependency order, and the user's ``finalize`` runs once none is left."""
+    impls = [a.impl for a in (actions.actions if actions is not None else ())
+             if isinstance(a.impl, ChildrenAction)]
+    if spec.finalizer is None or not impls:
+        return finalize
+    where = as_location(spec.finalizer_location, f"{spec.location.path}.finalizer")
+    teardown = [CompiledAction(-2, "children", where, None, ChildrenTeardown(impls)),
+                CompiledAction(-1, "children", where, None, ChildrenTeardown(impls, wait=True))]
+    return ActionProgram(spec.name, [*teardown, *(finalize.actions if finalize else ())],
+                         budgets=engine.budget, vars=finalize.vars if finalize else ())
 
 
 ON_ERROR_KINDS = ("log", "event", "status", "patch")

@@ -51,7 +51,6 @@ import base64
 import dataclasses
 import hashlib
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,13 +65,13 @@ from kinrun.actions.kinds import (
     compile_tree, is_itself, own, reconciled_target, resolve_target,
 )
 from kinrun.actions.steps import Step
+from kinrun.config.manifest_kinds import SAFE_LOADER, flatten_documents, literal_kinds
 from kinrun.errors import ConflictError, NotFoundError
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import split_api_version
 from kinrun.templating import SourceLocation, TemplateEngine, TemplateRenderError, as_location
+from kinrun.config.children import PART_OF  # the label on each child: the set's id
 
-PART_OF = "applyset.kubernetes.io/part-of"
-"""Label on each child: the id of the set it belongs to."""
 ID_LABEL = "applyset.kubernetes.io/id"
 """Label on the parent: its ApplySet id."""
 TOOLING = "applyset.kubernetes.io/tooling"
@@ -174,7 +173,9 @@ class ApplySetStep:
         return (f"applySet {self.set_id} of {self.parent.kind} {where}: "
                 f"{len(self.applies)} children")
 
-    def _parent_patch(self, body: dict[str, Any]) -> ApiRequest:
+    def parent_patch(self, body: dict[str, Any]) -> ApiRequest:
+        """The write of the parent's ApplySet metadata ``body`` (a merge patch of the
+        reconciled object; a server-side apply of a separate parent)."""
         p = self.parent
         if self.separate is not None:  # server-side apply: the parent may not exist yet
             return self.separate.apply(body)
@@ -196,15 +197,15 @@ class ApplySetStep:
         the final parent patch (its resourceVersion filled in when sent)."""
         out: list[ApiRequest | dict[str, Any]] = []
         if self.begin is not None:
-            out.append(self._parent_patch(self.begin))
+            out.append(self.parent_patch(self.begin))
         elif self.separate is not None:  # not read yet: what it records when it is new
-            out.append(self._parent_patch(self.separate.full(self.set_id,
+            out.append(self.parent_patch(self.separate.full(self.set_id,
                                                              self.separate.wanted)))
         out.extend(self.applies)
         if self.prune:
             out.append(self.prune_description())
         if self.end is not None:
-            out.append(self._parent_patch(self.end))
+            out.append(self.parent_patch(self.end))
         return out
 
     def describe_all(self) -> list[dict[str, Any]]:
@@ -224,19 +225,21 @@ class ApplySetStep:
         """Steps 1-4 with the parent's state decided (``execute``)."""
         rv = self.parent.resource_version
         if self.begin is not None:
-            answer = send(self._parent_patch(self.begin))
+            answer = send(self.parent_patch(self.begin))
             rv = ((answer or {}).get("metadata") or {}).get("resourceVersion") or rv
         answers = [send(req) for req in self.applies]
         if self.prune:
-            self._prune(send, client)
+            self.prune_listed(send, client)
         if self.end is not None:
             body = dict(self.end)
             if rv:
                 body["metadata"] = {**body["metadata"], "resourceVersion": rv}
-            send(self._parent_patch(body))
+            send(self.parent_patch(body))
         return answers
 
-    def _prune(self, send: Send, client: Any) -> None:
+    def prune_listed(self, send: Send, client: Any) -> None:
+        """Step 3 (module docstring): LIST each of ``kinds`` by this set's label, DELETE what
+        is not wanted (a 409 on the uid precondition: replaced meanwhile, left alone)."""
         selector = f"{PART_OF}={self.set_id}"
         for api_version, group, kind in self.kinds:
             ref = _resolve(client, api_version, group, kind)
@@ -529,28 +532,40 @@ class ApplySetAction:
 
     def _apply(self, manifest: Any, scope: Scope, parent: Target, set_id: str
                ) -> tuple[ApiRequest, tuple[str, str, str | None, str]]:
-        manifest = check_manifest(manifest, "applySet")
-        meta = manifest["metadata"]
-        namespace = _set_namespace(meta, scope, "applySet")
-        labels = meta.get("labels")
-        if labels is None:
-            labels = meta["labels"] = {}
-        if not isinstance(labels, dict):
-            raise CheckError(f"applySet: {meta['name']}: metadata.labels must be a mapping")
-        if labels.get(PART_OF) not in (None, set_id):
-            raise CheckError(f"applySet: {meta['name']} is labelled part of another ApplySet "
-                             f"({labels[PART_OF]})")
-        labels[PART_OF] = set_id
-        if self._owner and (parent.namespace is None or parent.namespace == namespace) \
-                and not is_itself(manifest, parent, namespace):  # never its own owner
-            _own(manifest, parent)
-        params: dict[str, Any] = {"fieldManager": self._field_manager}
-        if self._force:
-            params["force"] = True
-        api_version, kind = manifest["apiVersion"], manifest["kind"]
-        key = (split_api_version(api_version)[0], kind, namespace, meta["name"])
-        return ApiRequest("apply", api_version, kind, meta["name"], namespace, body=manifest,
-                          params=params), key
+        return member_apply(manifest, scope, parent, set_id, owner=self._owner,
+                            force=self._force, field_manager=self._field_manager,
+                            what="applySet")
+
+
+def member_apply(manifest: Any, scope: Scope, parent: Target, set_id: str, *, owner: bool,
+                 force: bool, field_manager: str, what: str
+                 ) -> tuple[ApiRequest, tuple[str, str, str | None, str]]:
+    """The server-side apply of one child of the set ``set_id`` and its key (group, kind,
+    namespace, name): ``manifest`` checked (CheckError naming ``what``), its namespace set by
+    the namespace rule, the part-of label added (CheckError when it names another set) and,
+    with ``owner``, ``parent`` as its controller owner where it can be one."""
+    manifest = check_manifest(manifest, what)
+    meta = manifest["metadata"]
+    namespace = _set_namespace(meta, scope, what)
+    labels = meta.get("labels")
+    if labels is None:
+        labels = meta["labels"] = {}
+    if not isinstance(labels, dict):
+        raise CheckError(f"{what}: {meta['name']}: metadata.labels must be a mapping")
+    if labels.get(PART_OF) not in (None, set_id):
+        raise CheckError(f"{what}: {meta['name']} is labelled part of another ApplySet "
+                         f"({labels[PART_OF]})")
+    labels[PART_OF] = set_id
+    if owner and (parent.namespace is None or parent.namespace == namespace) \
+            and not is_itself(manifest, parent, namespace):  # never its own owner
+        _own(manifest, parent)
+    params: dict[str, Any] = {"fieldManager": field_manager}
+    if force:
+        params["force"] = True
+    api_version, kind = manifest["apiVersion"], manifest["kind"]
+    key = (split_api_version(api_version)[0], kind, namespace, meta["name"])
+    return ApiRequest("apply", api_version, kind, meta["name"], namespace, body=manifest,
+                      params=params), key
 
 
 def _target_of(manifest: Mapping[str, Any]) -> Target:
@@ -623,63 +638,19 @@ def compile_documents(value: Any, engine: TemplateEngine, loc: SourceLocation
         template = engine.template(value, loc)
 
         def render(variables: Mapping[str, Any]) -> list[Any]:
-            return _flatten(parse_yaml_documents(template.render(variables)))
+            return flatten_documents(parse_yaml_documents(template.render(variables)))
         return render
     tree = compile_tree(value, engine, loc)
-    return lambda variables: _flatten([tree(variables)])
+    return lambda variables: flatten_documents([tree(variables)])
 
 
 def parse_yaml_documents(text: str) -> list[Any]:
     """Every YAML document of rendered text; errors -> CheckError naming the rendered line."""
     try:
-        return safe_yaml.load_all(text, _SAFE_LOADER)
+        return safe_yaml.load_all(text, SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise CheckError(f"rendered YAML is invalid{where}: {problem}") from exc
 
-
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-_EXPR = re.compile(r"\{\{.*?\}\}", re.S)
-_TAG = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
-
-
-def literal_kinds(manifests: Any) -> tuple[tuple[str, str], ...]:
-    """(apiVersion, kind) of each child ``manifests`` names with literal text (a template read
-    with each ``{{ }}`` as a placeholder and tags dropped); () when it cannot be read so."""
-    if isinstance(manifests, str):
-        try:
-            docs = safe_yaml.load_all(_EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)),
-                                      _SAFE_LOADER)
-        except yaml.YAMLError:
-            return ()
-    else:
-        docs = [manifests]
-    found: dict[tuple[str, str], None] = {}
-    for item in _flatten(docs):
-        if not isinstance(item, Mapping):
-            continue
-        api_version, kind = item.get("apiVersion"), item.get("kind")
-        if all(isinstance(v, str) and v and "{" not in v and "kinrun-placeholder" not in v
-               for v in (api_version, kind)):
-            try:
-                split_api_version(api_version)
-            except ValueError:
-                continue
-            found[(api_version, kind)] = None
-    return tuple(found)
-
-
-def _flatten(documents: Iterable[Any]) -> list[Any]:
-    out: list[Any] = []
-    for doc in documents:
-        if doc is None:
-            continue
-        if isinstance(doc, list):
-            out.extend(item for item in doc if item is not None)
-        else:
-            out.append(doc)
-    return out

@@ -721,5 +721,5 @@ class PluginAction:
 
 
 BUILTIN_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop", "fail",
-                 "status", "create", "applySet")
+                 "status", "create", "applySet", "children")
 """The action kinds kinrun defines; plugin kinds may not reuse these names."""

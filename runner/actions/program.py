@@ -65,6 +65,7 @@ from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
 from kinrun.actions.steps import is_compound
 from kinrun.actions.applyset import ApplySetAction
+from kinrun.actions.children import ChildrenAction
 from kinrun.actions.create import CreateAction
 from kinrun.actions.results import RESULTS, answer_of, placeholders, result_reads
 from kinrun.actions.results import template_sources
@@ -92,7 +93,8 @@ _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
                       "by_index", "error", "index_keys", "cron_next", "cron_prev",
-                      "now", "range", "env", "read_file", "results")
+                      "now", "range", "env", "read_file", "results", "children",
+                      "children_ready", "children_not_ready")
 """Names a ``reconcile.vars`` entry may not take: the template variables and functions every
 action sees (a var would shadow them)."""
 _JINJA_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "elif", "for",
@@ -878,6 +880,8 @@ def _builtin(kind: str, value: Any, engine: TemplateEngine, loc: SourceLocation,
         return StatusAction(value, engine, loc, engine.clock)
     if kind == "applySet":
         return ApplySetAction(value, engine, loc, field_manager, fields)
+    if kind == "children":
+        return ChildrenAction(value, engine, loc, field_manager, fields)
     if kind == "create":
         return CreateAction(value, engine, loc)
     return {"log": LogAction, "patch": PatchAction, "delete": DeleteAction,

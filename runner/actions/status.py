@@ -167,6 +167,11 @@ class StatusAction:
                                    f"{observed!r}")
         self._observed = observed
         self._clock = clock
+        graph = _setting(value, "status", "graphCondition")
+        if graph is not None and (not isinstance(graph, str) or not graph):
+            raise loc.config_error(f"status.graphCondition must be a condition type or null, "
+                                   f"got {graph!r}")
+        self._graph: str | None = graph
 
     def render(self, scope: Scope) -> list[Step]:
         target = reconciled_target(scope, "status")
@@ -197,16 +202,36 @@ class StatusAction:
         observed = self._observed and isinstance(generation, int)
         if observed:
             desired["observedGeneration"] = generation
-        if self._conditions is not None:
+        graph = self.graph_condition(scope.variables)
+        if self._conditions is not None or graph is not None:
             desired["conditions"] = self._merged_conditions(scope, desired, generation,
-                                                            observed)
+                                                            observed, graph)
         return desired
 
+    def graph_condition(self, variables: Mapping[str, Any]) -> Obj | None:
+        """The ``graphCondition`` from a ``children`` action's ``children_ready`` and
+        ``children_not_ready`` (``kinrun.actions.children``): True with reason
+        ``ChildrenReady``; False with ``ChildWaiting`` or ``ChildNotReady`` and the message
+        ``NAME: why``. None without a graph in ``variables`` or with ``graphCondition: null``."""
+        if self._graph is None or "children_ready" not in variables:
+            return None
+        if variables["children_ready"]:
+            return {"type": self._graph, "status": "True", "reason": "ChildrenReady",
+                    "message": "every child is ready"}
+        first = variables.get("children_not_ready") or {}
+        reason = "ChildWaiting" if first.get("state") == "waiting" else "ChildNotReady"
+        return {"type": self._graph, "status": "False", "reason": reason,
+                "message": f"{first.get('name')}: {first.get('reason')}"}
+
     def _merged_conditions(self, scope: Scope, desired: Obj, generation: Any,
-                           observed: bool) -> list[Obj]:
-        rendered = _json(self._conditions(scope.variables), "conditions")
+                           observed: bool, graph: Obj | None = None) -> list[Obj]:
+        rendered = (_json(self._conditions(scope.variables), "conditions")
+                    if self._conditions is not None else [])
         if not isinstance(rendered, list):
             raise CheckError(f"status: conditions must render to a list, got {rendered!r}")
+        if graph is not None and not any(isinstance(c, Mapping) and c.get("type") == graph["type"]
+                                         for c in rendered):
+            rendered.append(graph)
         merged = desired.get("conditions")
         merged = merged if isinstance(merged, list) else []
         now = rfc3339(self._clock.wall())

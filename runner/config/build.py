@@ -24,6 +24,7 @@ from kinrun.config.model import ShardingSpec
 from kinrun.config.model import AdmissionRuleSpec, AdmissionSpec, WebhookSpec
 from kinrun.config.model import EventsSpec
 from kinrun.config.schema import action_fields, action_required, default, load_schema
+from kinrun.config.children import with_child_informers
 from kinrun.config.paths import resolve_path
 from kinrun.templating import BudgetLimits
 
@@ -43,11 +44,12 @@ class _Ctx:
 
 
 def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
-    """The Config for valid ``loaded.data``; relative paths resolved against ``base_dir``."""
+    """The Config for valid ``loaded.data``; relative paths resolved against ``base_dir``;
+    with the informers of ``children`` actions added (``kinrun.config.children``)."""
     ctx = _Ctx(loaded, base_dir)
     data = loaded.data
     le, metrics = data.get("leaderElection"), data.get("metrics")
-    return Config(
+    return with_child_informers(Config(
         file=loaded.file, base_dir=base_dir,
         api_version=data["apiVersion"], kind=data["kind"],
         cluster=_cluster(ctx, data.get("cluster") or {}),
@@ -66,7 +68,7 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         reload=_reload(data.get("reload") or {}),
         rbac=_rbac(ctx, data.get("rbac") or {}),
         sharding=_sharding(data["sharding"]) if data.get("sharding") is not None else None,
-    )
+    ))
 
 
 def _metrics(ctx: _Ctx, data: dict[str, Any]) -> MetricsSpec:
@@ -275,6 +277,11 @@ def _action(ctx: _Ctx, path: PathKey, data: dict[str, Any]) -> ActionSpec:
         fields = {f: ctx.at(path + (key, f)) for f in value}
     else:  # the scalar forms: log "...", requeueAfter 30s / "{{ ... }}"
         fields = {f: ctx.at(path + (key,)) for f in spec}
+    if kind == "children" and isinstance(value, dict):  # each child's item and keys
+        for i, item in enumerate(value.get("resources") or []):
+            fields[f"resources[{i}]"] = ctx.at(path + (key, "resources", i))
+            for f in item if isinstance(item, dict) else ():
+                fields[f"resources[{i}].{f}"] = ctx.at(path + (key, "resources", i, f))
     for key_name in ("when", "forEach", "as"):
         if key_name in data:
             fields[key_name] = ctx.at(path + (key_name,))

@@ -236,7 +236,7 @@ class EventsSpec:
 
 
 BUILTIN_ACTION_KINDS = ("log", "apply", "patch", "delete", "event", "requeueAfter", "stop",
-                        "fail", "status", "create", "applySet")
+                        "fail", "status", "create", "applySet", "children")
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,9 @@ class ActionSpec:
     - create: ``{manifest, ownerReference (default True)}``
     - applySet: ``{manifests, forEach (None), as (default item), parent (None: the
       reconciled object), ownerReference (default
-      True), prune (default True), force (default False), fieldManager}``
+      True), prune (default True), force (default False), fieldManager}
+    - children: ``{resources: [{name, manifest, dependsOn?, readyWhen?, includeWhen?}],
+      ownerReference, prune, force, fieldManager}`` (``kinrun.config.children``)``
     - plugin kinds: the ``with`` mapping as given (empty if omitted)
 
     ``target`` values are FrozenMaps ``{apiVersion, kind, name, namespace?}`` of templates.

@@ -210,3 +210,27 @@ def test_tables_and_access_reviews(both: Pair) -> None:
     real = check(both, scenario)
     assert real["pods"] == ("Table", ["Name", "Ready", "Status", "Restarts", "Age"],
                             [["p", "0/1", "Pending", 0]])
+
+
+def test_services_get_a_cluster_ip_at_create(both: Pair) -> None:
+    """A Service without clusterIP gets one (an IPv4 address; clusterIPs repeats it); a
+    headless one keeps None; an ExternalName one gets none. The addresses differ (the real
+    server draws them at random from its range): only their shape is compared."""
+    def scenario(t: Target) -> Any:
+        services = f"/api/v1/namespaces/{t.ns}/services"
+        out = []
+        for name, spec in (("plain", {"ports": [{"port": 80}]}),
+                           ("headless", {"clusterIP": "None", "ports": [{"port": 80}]}),
+                           ("external", {"type": "ExternalName",
+                                         "externalName": "db.example.com"})):
+            got = post(t, services, {"apiVersion": "v1", "kind": "Service",
+                                     "metadata": {"name": name}, "spec": spec}).body["spec"]
+            ip = got.get("clusterIP")
+            shape = "ipv4" if ip and ip.count(".") == 3 else ip
+            out.append({"clusterIP": shape, "clusterIPs": [shape] * len(got.get("clusterIPs")
+                                                                      or []),
+                        "same": got.get("clusterIPs", [ip])[0] == ip})
+        return out
+
+    real = check(both, scenario)
+    assert [r["clusterIP"] for r in real] == ["ipv4", "None", None]

@@ -169,6 +169,8 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("apps", "DaemonSet", "daemonsets", short=["ds"], status=True, generation=True,
              categories=["all"]),
     _builtin("batch", "Job", "jobs", status=True, generation=True, categories=["all"]),
+    _builtin("networking.k8s.io", "Ingress", "ingresses", short=["ing"], status=True,
+             generation=True),
     _builtin("coordination.k8s.io", "Lease", "leases"),
     _builtin("events.k8s.io", "Event", "events", short=["ev"], fields=EVENTS_V1_FIELDS),
     _builtin("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",

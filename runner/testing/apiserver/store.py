@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import ipaddress
 import random
 import threading
 import time
@@ -68,6 +69,11 @@ def object_key(namespace: str | None, name: str) -> str:
     MetaNamespaceKeyFunc; keys sort like etcd's."""
     return f"{namespace}/{name}" if namespace else name
 
+
+SERVICE_IP_RANGE = ipaddress.ip_network("10.96.0.0/12")
+"""Where new Services' cluster IPs come from (kube-apiserver's default
+``--service-cluster-ip-range``); the first ten addresses are left out, as the real range's
+first one is the ``kubernetes`` Service's."""
 
 class Entry:
     """One stored object version: ``raw`` (its JSON bytes, apiVersion = storage version),
@@ -157,6 +163,7 @@ class Store:
         self._defer_finish = False                     # True while a deleted CRD empties itself
         self._watchers: dict[ResourceKey, int] = {}    # open watch streams per resource
         self._now_cache: tuple[int, str] = (-1, "")
+        self._service_ips = 9                          # Services' addresses handed out
         first = uuid.UUID(int=self._rng.getrandbits(128), version=4) if self._rng else uuid.uuid4()
         self._uid_prefix = str(first)[:23]             # 8-4-4-4 hex groups
         self._uid_counter = 0
@@ -342,8 +349,23 @@ class Store:
         else:
             meta.pop("generation", None)
         apply_defaults(rtype, new, meta["creationTimestamp"])
+        self._allocate_cluster_ip_locked(rtype, new)
         validate_object(rtype, new)
         return new
+
+    def _allocate_cluster_ip_locked(self, rtype: ResourceType, obj: Obj) -> None:
+        """A new Service without ``spec.clusterIP`` gets the next address of
+        :data:`SERVICE_IP_RANGE` (kube-apiserver's Service registry allocates one at create,
+        at random from ``--service-cluster-ip-range``; here in order), and ``clusterIPs``
+        repeats it (1.20); ``None`` (headless) is kept; ``type: ExternalName`` gets none."""
+        spec = obj.get("spec")
+        if rtype.group or rtype.kind != "Service" or not isinstance(spec, dict) \
+                or spec.get("type") == "ExternalName":
+            return
+        if not spec.get("clusterIP"):
+            self._service_ips += 1
+            spec["clusterIP"] = str(SERVICE_IP_RANGE[self._service_ips])
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
 
     def _check_namespace_locked(self, rtype: ResourceType, namespace: str, name: str) -> None:
         ns = self._objects.get(NAMESPACES, {}).get(namespace)
