@@ -348,7 +348,8 @@ class _Collector:
             self.grant(scopes, res.group, res.plural, parent_verbs + dry, f"{why}: parent")
         verbs = tuple(impl.VERBS if impl.prune else impl.APPLY_VERBS) + dry
         try:
-            children = _children_fields(value.get("manifests"))
+            children = ([_document_fields(r.get("manifest")) for r in value.get("resources") or []]
+                        if spec.kind == "children" else _children_fields(value.get("manifests")))
         except _Unknown as exc:
             self._uncovered(loc, f"{spec.kind}: {exc}", exc.group, verbs)
             return

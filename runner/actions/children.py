@@ -39,7 +39,8 @@ conditions):
 
 Drift: a child is sent when it is absent from the cache, when its rendered manifest differs
 from the one this process last applied (a digest), when the live object is another one (uid),
-or when it changed since that apply (resourceVersion) and the live object no longer contains
+or when it changed since that apply (a resourceVersion newer than the answer: an older one is
+the cache not having caught up with our own write) and the live object no longer contains
 every field the manifest sets (a metadata-only cache holds no spec: such a child that
 changed is sent). So a hand edit of
 a field the config sets is reverted, a deleted child is recreated, a status update of a
@@ -180,11 +181,13 @@ class ChildrenAction:
     never rendered by two workers at once (the workqueue's guarantee)."""
 
     kind = CHILDREN
-    VERBS = ApplySetAction.VERBS
+    VERBS: tuple[str, ...] = ("patch", "create", "delete")
+    """RBAC verbs on each child's resource (``kinrun.rbac``): server-side apply (``patch``,
+    ``create``) and prune's DELETE; its reads are the child informers' LIST and WATCH,
+    granted as any informer's. Without ``prune``: :attr:`APPLY_VERBS`."""
     APPLY_VERBS = ApplySetAction.APPLY_VERBS
     PARENT_VERBS = ApplySetAction.PARENT_VERBS
     DRY_RUN_VERBS = ApplySetAction.DRY_RUN_VERBS
-    """RBAC verbs (``kinrun.rbac``): as ``applySet``'s, on each child's resource and the parent."""
 
     def __init__(self, value: Any, engine: TemplateEngine, loc: SourceLocation,
                  field_manager: str, fields: Mapping[str, Any] | None = None) -> None:
@@ -202,6 +205,8 @@ class ChildrenAction:
         self._records: dict[tuple[str, str], tuple[str, str, str]] = {}
         """(informer, cache key) -> (uid, manifest digest, resourceVersion) of the last apply
         this process sent and the server answered; under ``_lock``."""
+        self._deleted: dict[tuple[str, str], str] = {}
+        """(informer, cache key) -> uid of a child this process deleted; under ``_lock``."""
         self._lock = threading.Lock()
         self._swept = 64
 
@@ -231,29 +236,41 @@ class ChildrenAction:
                       self.literal_kinds, parent.namespace, prune)
         mine = {(split_api_version(v)[0], k) for v, k in self.literal_kinds}
         leftover = tuple(k for k in plan.kinds if (k[1], k[2]) not in mine)
-        deletes = tuple(self._unwanted(scope, parent, set_id, graph.keep)) if prune else ()
+        unwanted = self._unwanted(scope, parent, set_id, graph.keep) if prune else []
+        deletes, deleting = tuple(r for r, _ in unwanted), tuple(w for _, w in unwanted)
         inner = ApplySetStep(parent, set_id, plan.begin, tuple(r for r, _ in graph.applies),
                              bool(leftover), leftover, plan.namespaces, frozenset(graph.keep),
                              plan.end)
         return ChildrenStep(inner, tuple(rec for _, rec in graph.applies), deletes,
                             tuple((d.name, graph.states[d.name]) for d in self.decls),
-                            self._record)
+                            self._record, deleting, self._record_delete)
 
-    def _unwanted(self, scope: Scope, parent: Target, set_id: str,
-                  keep: set[ChildKey]) -> list[ApiRequest]:
+    def _unwanted(self, scope: Scope, parent: Target, set_id: str, keep: set[ChildKey]
+                  ) -> list[tuple[ApiRequest, tuple[str, str, str]]]:
         """The DELETEs of this set's children in the cache that are not wanted, the kinds in
-        reverse dependency order (module docstring, "Pruning")."""
+        reverse dependency order (module docstring, "Pruning"), each with (informer, cache
+        key, uid); a child this process deleted already is left out."""
         out = []
         for api_version, kind in reversed(self.literal_kinds):
-            lister = _lister(scope, child_informer_name(scope.controller, api_version, kind))
+            informer = child_informer_name(scope.controller, api_version, kind)
             group = split_api_version(api_version)[0]
-            for item in sorted(lister.by_index(INDEX, set_id), key=_cache_key):
+            for item in sorted(_lister(scope, informer).by_index(INDEX, set_id), key=_cache_key):
                 m = item.get("metadata") or {}
                 key = (group, kind, m.get("namespace") or None, m.get("name"))
                 if key in keep or m.get("deletionTimestamp") or m.get("uid") == parent.uid:
                     continue
-                out.append(_delete(api_version, kind, m))
+                with self._lock:  # sent already: the cache has not seen it go yet
+                    if self._deleted.get((informer, _cache_key(item))) == m.get("uid"):
+                        continue
+                out.append((_delete(api_version, kind, m),
+                            (informer, _cache_key(item), str(m.get("uid")))))
         return out
+
+    def _record_delete(self, where: tuple[str, str, str]) -> None:
+        """Remember that the child (informer, cache key, uid) was deleted (or found gone), so
+        a reconcile on a cache that still holds it does not delete it again."""
+        with self._lock:
+            self._deleted[where[:2]] = where[2]
 
     # -- drift records ------------------------------------------------------------------------
 
@@ -270,8 +287,9 @@ class ChildrenAction:
             record = self._records.get((informer, key))
         if record is None or record[:2] != (meta.get("uid"), digest):
             return True
-        if record[2] == meta.get("resourceVersion"):
-            return False
+        if record[2] == meta.get("resourceVersion") or _older(meta.get("resourceVersion"),
+                                                               record[2]):
+            return False  # ours, or older than ours: the cache has not caught up yet
         if contains(live, body):
             with self._lock:
                 self._records[(informer, key)] = (record[0], digest,
@@ -294,15 +312,16 @@ class ChildrenAction:
         """Drop the records of children no longer in the cache, once the records doubled
         since the last sweep (amortized O(1) per reconcile; bounds them by the cache)."""
         with self._lock:
-            if len(self._records) < 2 * self._swept:
+            if len(self._records) + len(self._deleted) < 2 * self._swept:
                 return
-            keys = list(self._records)
+            keys = [*self._records, *self._deleted]
         gone = [k for k in keys if k[0] in scope.ctx.listers
                 and scope.ctx.listers[k[0]].get(k[1]) is None]
         with self._lock:
             for k in gone:
                 self._records.pop(k, None)
-            self._swept = max(64, len(self._records))
+                self._deleted.pop(k, None)
+            self._swept = max(64, len(self._records) + len(self._deleted))
 
     # -- deletion -----------------------------------------------------------------------------
 
@@ -404,13 +423,17 @@ class ChildrenStep:
     order, and the server-side prune of kinds the config no longer names); ``records``: per
     apply, (informer, cache key, digest) to remember its answer by; ``deletes``: the cached
     unwanted children, in reverse dependency order; ``states``: (name, ChildState) per child,
-    for logs and ``kinrun render``; ``record``: called with each apply's answer."""
+    for logs and ``kinrun render``; ``record``: called with each apply's answer;
+    ``deleting``: per delete, (informer, cache key, uid), given to ``record_delete`` once
+    sent."""
 
     inner: ApplySetStep
     records: tuple[tuple[str, str, str], ...]
     deletes: tuple[ApiRequest, ...]
     states: tuple[tuple[str, ChildState], ...]
     record: Any
+    deleting: tuple[tuple[str, str, str], ...] = ()
+    record_delete: Any = None
 
     def summary(self) -> str:
         """``children of Foo ns/name: 1 applied, 0 deleted, ready`` (or the first waiting)."""
@@ -451,11 +474,12 @@ class ChildrenStep:
             answer = send(request)
             self.record(where, answer)
             answers.append(answer)
-        for request in self.deletes:
+        for request, where in zip(self.deletes, self.deleting):
             try:
                 send(request)
             except (NotFoundError, ConflictError):
-                pass
+                pass  # gone already, or replaced meanwhile (uid precondition): left alone
+            self.record_delete(where)
         if inner.prune:
             inner.prune_listed(send, client)
         if inner.end is not None:
@@ -505,6 +529,16 @@ def contains(live: Any, wanted: Any) -> bool:
     return live == wanted
 
 
+def _older(cached: Any, written: Any) -> bool:
+    """Whether the cached resourceVersion is older than the one our apply was answered with:
+    compared as integers, as kinrun's read-your-writes does (KEP-5647's staleness check in
+    client-go 1.36; kube-apiserver's versions are etcd revisions). Unparsable: False."""
+    try:
+        return int(cached) < int(written)
+    except (TypeError, ValueError):
+        return False
+
+
 def _lister(scope: Scope, informer: str) -> Any:
     try:
         return scope.ctx.listers[informer]
@@ -519,6 +553,8 @@ def _cache_key(item: Mapping[str, Any]) -> str:
 
 
 def _delete(api_version: str, kind: str, meta: Mapping[str, Any]) -> ApiRequest:
+    """The DELETE of a cached child, with a uid precondition (a replaced object is left
+    alone: 409)."""
     uid = meta.get("uid")
     return ApiRequest("delete", api_version, kind, str(meta.get("name")),
                       meta.get("namespace") or None,

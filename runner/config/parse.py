@@ -78,4 +78,9 @@ def load_text(text: str, *, file: str = "<config>", base_dir: str | Path | None 
     errors = sort_errors(check_references(loaded, base) + check_templates(loaded))
     if errors:
         raise ConfigErrors(errors)
-    return build_config(loaded, base)
+    try:
+        return build_config(loaded, base)
+    except ConfigErrors:
+        raise
+    except ConfigError as exc:  # the children graph's checks (kinrun.config.children)
+        raise ConfigErrors([exc]) from None

@@ -16,6 +16,7 @@ from kinrun.errors import ConfigError
 
 OBJECT_KINDS = [k for k in BUILTIN_KINDS if action_fields(k)]
 TARGET = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}
+CHILD = {"name": "config", "manifest": "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}"}
 
 
 def _schema_ok(action: dict[str, Any]) -> bool:
@@ -45,6 +46,10 @@ def _sample(prop: dict[str, Any]) -> Any:
     if "pattern" in prop and "default" in prop:  # a name with a syntax: its default is one
         return prop["default"]
     kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
+    if kind == "array":  # children.resources: one child with its required fields
+        item = prop["items"]
+        return [{name: CHILD.get(name, _sample(item["properties"][name]))
+                 for name in item.get("required", ())}]
     return {"boolean": True, "string": "kinrun-test", "object": {}}[kind]
 
 

@@ -48,13 +48,17 @@ def test_every_builtin_action_kind_declares_its_verbs() -> None:
         {"event": {"reason": "R", "message": "m"}}, {"requeueAfter": "1s"},
         {"stop": "s"}, {"fail": {"message": "f"}}, {"status": {}},
         {"create": {"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: n-}"}},
-        {"applySet": {"manifests": "[]"}}], controller="c")
+        {"applySet": {"manifests": "[]"}},
+        {"children": {"resources": [{"name": "c", "manifest": "{apiVersion: v1, kind: ConfigMap, "
+                                                              "metadata: {name: n}}"}]}}],
+        controller="c")
     verbs = {a.impl.kind: a.impl.VERBS for a in program.actions}
     assert set(verbs) == set(BUILTIN_KINDS)
     assert verbs == {"log": (), "apply": ("patch", "create"), "patch": ("patch",),
                      "delete": ("delete",), "event": ("create", "patch"), "requeueAfter": (),
                      "stop": (), "fail": (), "status": ("patch",), "create": ("create",),
-                     "applySet": ("patch", "create", "list", "delete")}
+                     "applySet": ("patch", "create", "list", "delete"),
+                     "children": ("patch", "create", "delete")}
 
 
 def test_builtin_plurals_without_discovery() -> None:
