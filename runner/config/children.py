@@ -40,7 +40,7 @@ from kinrun.config.model import (ActionSpec, Config, ControllerSpec, FrozenMap, 
                                  InformerSpec, WatchSpec, thaw)
 from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.resources import split_api_version
-from kinrun.templating import SourceLocation, as_location
+from kinrun.templating import SourceLocation, as_location, split_expression
 
 PART_OF = "applyset.kubernetes.io/part-of"
 """Label on each child of an ApplySet: the id of the set it belongs to (KEP-3659)."""
@@ -166,14 +166,22 @@ def _declared(item: Mapping[str, Any], here: SourceLocation,
             if not kinds else f"children: {name!r}: the manifest names {len(kinds)} kinds; "
             "give each child its own entry")
     try:
-        reads = child_reads([*template_strings(manifest), item.get("readyWhen") or "",
-                             item.get("includeWhen") or ""])
+        reads = child_reads([*template_strings(manifest), _as_template(item.get("readyWhen")),
+                             _as_template(item.get("includeWhen"))])
     except ValueError as exc:
         raise here.config_error(f"children: {name!r}: {exc}") from None
     explicit = tuple(item.get("dependsOn") or ())
     depends = explicit + tuple(sorted(r for r in reads if r not in explicit))
     return ChildDecl(name, kinds[0][0], kinds[0][1], manifest, depends, reads,
                      item.get("readyWhen"), item.get("includeWhen"), here, manifest_at)
+
+
+def _as_template(expression: Any) -> str:
+    """An expression (with or without ``{{ }}``) as template text, for :func:`child_reads`."""
+    if not isinstance(expression, str):
+        return ""
+    bare = split_expression(expression)
+    return "{{ " + bare + " }}" if bare else expression
 
 
 def topological(decls: Sequence[ChildDecl]) -> tuple[ChildDecl, ...]:
@@ -186,7 +194,8 @@ def topological(decls: Sequence[ChildDecl]) -> tuple[ChildDecl, ...]:
         ready = next((d for d in pending if all(dep in done for dep in d.depends_on)), None)
         if ready is None:
             cycle = _cycle(pending)
-            where = "; ".join(f"{d.name} at {d.location}" for d in cycle)
+            where = "; ".join(f"{d.name} at {d.location.file}:{d.location.line}"
+                              for d in cycle)
             raise cycle[0].location.config_error(
                 "children: a dependency cycle: " + " -> ".join(d.name for d in cycle)
                 + f" -> {cycle[0].name} ({where}); break it by removing a dependsOn or a "
@@ -288,7 +297,13 @@ def _child_informers(config: Config, spec: ControllerSpec,
 
 def _read_by_templates(spec: ControllerSpec) -> frozenset[str]:
     """The children any template of the controller's actions reads (``children.NAME``)."""
-    sources = [s for action in spec.reconcile.actions for s in template_strings(thaw(action.raw))]
+    sources = []
+    for action in spec.reconcile.actions:
+        raw = thaw(action.raw)
+        sources += [*template_strings(raw), _as_template(raw.get("when"))]
+        for item in (raw.get(CHILDREN) or {}).get("resources") or () if action.kind == CHILDREN \
+                else ():
+            sources += [_as_template(item.get("readyWhen")), _as_template(item.get("includeWhen"))]
     try:
         return child_reads(sources)
     except ValueError as exc:

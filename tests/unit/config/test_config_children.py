@@ -1,0 +1,149 @@
+"""The children graph at load time (kinrun.config.children): edges from children.NAME reads
+and dependsOn, a stable topological order, cycles refused with every member's file:line, the
+informers a config gets for its child kinds (metadata-only unless status or a read needs the
+whole object) and the mapTo: owner watches on them."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinrun.config import ConfigErrors, load_text
+from kinrun.config.children import (PART_OF, child_informer_name, child_reads, dependents,
+                                    declared_children)
+
+CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  apps: {apiVersion: example.com/v1, kind: App}
+controllers:
+  - name: app
+    for: apps
+    reconcile:
+      actions:
+        - children:
+            resources:
+%s
+"""
+
+
+def _child(name: str, kind: str = "ConfigMap", api: str = "v1", extra: str = "",
+           body: str = "") -> str:
+    return (f"              - name: {name}\n"
+            f"                manifest: |\n"
+            f"                  apiVersion: {api}\n"
+            f"                  kind: {kind}\n"
+            f"                  metadata: {{name: x{body}}}\n" + extra)
+
+
+def test_reads_by_attribute_and_constant_index() -> None:
+    """children.a and children['b'] are reads of a and b; other names are not children."""
+    assert child_reads(["{{ children.a.metadata.name }} {{ children['b'].data }}",
+                        "{{ obj.children }}"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("source", ["{{ children[name] }}", "{% for c in children %}{% endfor %}",
+                                    "{{ children | length }}"])
+def test_a_computed_read_is_refused(source: str) -> None:
+    """A read the graph cannot know (computed index, a loop, the whole mapping)."""
+    with pytest.raises(ValueError, match="children.NAME"):
+        child_reads([source])
+
+
+def _items(*names_deps: tuple[str, tuple[str, ...]]) -> list[dict]:
+    return [{"name": n, "dependsOn": list(d),
+             "manifest": "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}"}
+            for n, d in names_deps]
+
+
+def test_order_puts_dependencies_first_and_keeps_the_written_order() -> None:
+    """Dependencies first; independent children in the order written (Kahn, stable)."""
+    order = declared_children(_items(("svc", ("deploy",)), ("cm", ()), ("deploy", ("cm",)),
+                                     ("extra", ())), {}, None)
+    assert [d.name for d in order] == ["cm", "deploy", "svc", "extra"]
+
+
+def test_reads_in_manifest_ready_and_include_make_edges() -> None:
+    items = _items(("a", ()), ("b", ()), ("c", ()))
+    items[0]["manifest"] = "{apiVersion: v1, kind: ConfigMap, metadata: {name: '{{ children.c.metadata.name }}'}}"
+    items[1]["readyWhen"] = "children.a is not none"
+    order = declared_children(items, {}, None)
+    assert [(d.name, d.depends_on) for d in order] == [("c", ()), ("a", ("c",)), ("b", ("a",))]
+
+
+def test_a_cycle_names_every_member_with_its_line() -> None:
+    """a -> b -> c -> a: one ConfigError naming the cycle and each child's file:line."""
+    children = (_child("a", extra="                dependsOn: [c]\n")
+                + _child("b", extra="                dependsOn: [a]\n")
+                + _child("c", extra="                dependsOn: [b]\n"))
+    with pytest.raises(ConfigErrors) as info:
+        load_text(CONFIG % children.rstrip("\n"), file="graph.yaml")
+    text = str(info.value)
+    assert "dependency cycle: a -> c -> b -> a" in text
+    for name, line in (("a", 12), ("b", 18), ("c", 24)):
+        assert f"{name} at graph.yaml:{line}" in text
+
+
+@pytest.mark.parametrize("extra,message", [
+    ("                dependsOn: [nope]\n", "depends on 'nope', which is no child"),
+    ("                dependsOn: [a]\n", "'a' depends on itself"),
+])
+def test_unknown_and_self_dependencies_are_refused(extra: str, message: str) -> None:
+    with pytest.raises(ConfigErrors, match=message):
+        load_text(CONFIG % _child("a", extra=extra).rstrip("\n"), file="g.yaml")
+
+
+def test_a_templated_kind_is_refused_at_the_manifest() -> None:
+    with pytest.raises(ConfigErrors, match="apiVersion and kind are written without templates"):
+        load_text(CONFIG % _child("a", kind="'{{ obj.spec.kind }}'").rstrip("\n"), file="g.yaml")
+
+
+def test_children_outside_actions_is_refused() -> None:
+    text = (CONFIG % _child("a").rstrip("\n")).replace("      actions:", "      onDelete:")
+    with pytest.raises(ConfigErrors, match="children runs in reconcile.actions only"):
+        load_text(text, file="g.yaml")
+
+
+def test_dependents_closure() -> None:
+    decls = declared_children(_items(("a", ()), ("b", ("a",)), ("c", ("b",)), ("d", ())), {},
+                              None)
+    assert dependents(decls, ["a"]) == {"a", "b", "c"}
+
+
+def test_child_kinds_get_informers_and_owner_watches() -> None:
+    """One informer per child kind, selected by the ApplySet label, indexed by its value, in
+    the primary's namespaces; metadata-only unless its readiness needs the status or another
+    template reads it; a mapTo: owner watch of the controller on each."""
+    children = (_child("cm") + _child("secret", kind="Secret")
+                + _child("deploy", kind="Deployment", api="apps/v1",
+                         body="-{{ children.cm.metadata.name }}")
+                + _child("reader", kind="Secret", extra="                readyWhen: 'true'\n")
+                + _child("widget", kind="Widget", api="example.com/v1"))
+    config = load_text((CONFIG % children.rstrip("\n")).replace(
+        "kind: App}", "kind: App, namespaces: [team-a]}"), file="g.yaml")
+    added = {n: i for n, i in config.informers.items() if n != "apps"}
+    assert {n: (i.kind, i.metadata_only) for n, i in added.items()} == {
+        "app-children-configmap": ("ConfigMap", False),     # read by deploy's manifest
+        "app-children-secret": ("Secret", False),           # readyWhen reads it
+        "app-children-deployment": ("Deployment", False),   # readiness needs status
+        "app-children-widget-example-com": ("Widget", False)}  # a CR: its Ready condition
+    assert all(i.label_selector == PART_OF and i.namespaces == ("team-a",)
+               and list(i.indexers) == ["applyset"] for i in added.values())
+    watches = config.controller("app").watches
+    assert [(w.informer, w.map_to) for w in watches] == [(n, "owner") for n in added]
+
+
+def test_an_unread_configmap_is_watched_metadata_only() -> None:
+    config = load_text(CONFIG % _child("cm").rstrip("\n"), file="g.yaml")
+    assert config.informer("app-children-configmap").metadata_only is True
+
+
+def test_a_config_without_children_is_unchanged() -> None:
+    text = (CONFIG % _child("cm").rstrip("\n")).split("        - children:")[0] + "        - log: x\n"
+    assert list(load_text(text, file="g.yaml").informers) == ["apps"]
+
+
+def test_informer_names_are_dns_labels() -> None:
+    long = child_informer_name("c" * 50, "example.com/v1", "VeryLongKindName")
+    assert len(long) <= 63 and long.startswith("c" * 50)
+    assert child_informer_name("app", "apps/v1", "Deployment") == "app-children-deployment"
