@@ -320,8 +320,12 @@ def _render_parser() -> argparse.ArgumentParser:
     parser = _new("kinrun render", "Render a controller's actions for one object and print the "
                   "resulting steps (API requests, log lines, requeues) without sending anything.")
     parser.add_argument("config", metavar="CONFIG", help="the config file")
-    parser.add_argument("--object", metavar="FILE", required=True,
-                        help="the object (YAML or JSON, one document)")
+    parser.add_argument("--object", metavar="FILE",
+                        help="the object (YAML or JSON, one document); required unless --graph")
+    parser.add_argument("--graph", choices=("mermaid", "dot"),
+                        help="print the controller's children graphs instead (children "
+                             "actions: each child, its kind, what it waits for; dashed: "
+                             "includeWhen), as a Mermaid flowchart or Graphviz DOT")
     parser.add_argument("--old", metavar="FILE", help="its previous version, if the reconcile uses `old`")
     parser.add_argument("--lookup", metavar="FILE", action="append", default=[],
                         help="objects (YAML or JSON, one or more documents) the caches hold for "
@@ -529,6 +533,12 @@ def _cmd_render(ns: argparse.Namespace) -> int:
     configure_logging(ns.log_level, ns.log_format)
     config = load(ns.config)
     controller = _pick_controller(config, ns.controller)
+    if ns.graph:
+        from kinrun.config.children import graph_picture
+        print(graph_picture(controller, ns.graph), end="")
+        return EXIT_OK
+    if not ns.object:
+        raise UsageError("kinrun render needs --object FILE (or --graph)")
     if ns.reason and not ns.deleted:
         raise UsageError("--reason needs --deleted (a live render's reason is added, or "
                          "updated with --old)")

@@ -322,3 +322,28 @@ def child_informer_name(controller: str, api_version: str, kind: str) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[:54].rstrip('-')}-{digest}"
     return name
+
+
+def graph_picture(spec: ControllerSpec, style: str) -> str:
+    """The children graphs of ``spec``'s ``children`` actions as text: ``mermaid`` (a
+    flowchart) or ``dot`` (Graphviz). A node per child (name and kind), an edge from each
+    dependency to its dependent, in apply order; a child with ``includeWhen`` is dashed. A
+    controller without ``children`` gives an empty graph."""
+    decls = [d for action in children_actions(spec) for d in declared_children(
+        thaw(action.spec).get("resources") or [], action.field_locations, action.location)]
+    if style == "dot":
+        lines = [f'digraph "{spec.name}" {{', "  rankdir=LR;"]
+        for d in decls:
+            dashed = ", style=dashed" if d.include_when else ""
+            lines.append(f'  "{d.name}" [label="{d.name}\\n{d.kind}"{dashed}];')
+        lines += [f'  "{dep}" -> "{d.name}";' for d in decls for dep in d.depends_on]
+        return "\n".join(lines) + "\n}\n"
+    lines = ["flowchart LR"]
+    for d in decls:
+        lines.append(f'  {d.name}["{d.name}: {d.kind}"]')
+    lines += [f"  {dep} --> {d.name}" for d in decls for dep in d.depends_on]
+    conditional = [d.name for d in decls if d.include_when]
+    if conditional:
+        lines += ["  classDef conditional stroke-dasharray: 5 5",
+                  f"  class {','.join(conditional)} conditional"]
+    return "\n".join(lines) + "\n"

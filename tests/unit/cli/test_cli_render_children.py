@@ -55,3 +55,37 @@ controllers:
     steps = yaml.safe_load(result.stdout)
     assert steps[0]["verb"] == "create" and steps[0]["body"]["metadata"]["generateName"] == "cm-"
     assert steps[1]["log"] == "created <result of action 'make-job' at metadata.name>"
+
+
+def test_render_graph_draws_the_children_graph() -> None:
+    """--graph mermaid|dot: a node per child with its kind, an edge per dependency (from
+    children.NAME reads and dependsOn), includeWhen children dashed; no --object needed."""
+    config = "examples/configs/web-application.yaml"
+    mermaid = kinrun("render", config, "--graph", "mermaid")
+    assert mermaid.returncode == 0, mermaid.stderr
+    lines = mermaid.stdout.splitlines()
+    assert lines[0] == "flowchart LR" and '  deployment["deployment: Deployment"]' in lines
+    assert [l.strip() for l in lines if "-->" in l] == [
+        "config --> deployment", "deployment --> service", "service --> ingress"]
+    assert "  class ingress conditional" in lines
+    dot = kinrun("render", config, "--graph", "dot")
+    assert '"ingress" [label="ingress\\nIngress", style=dashed];' in dot.stdout
+    assert '  "config" -> "deployment";' in dot.stdout.splitlines()
+    missing = kinrun("render", config)
+    assert missing.returncode != 0 and "--object" in missing.stderr
+
+
+def test_render_shows_each_childs_state(tmp_path: Path) -> None:
+    """A render of a new WebApplication applies the ConfigMap and lists the graph: the
+    Deployment waits for it, the Ingress for the Service."""
+    app = tmp_path / "app.yaml"
+    app.write_text("apiVersion: example.com/v1alpha1\nkind: WebApplication\nmetadata: {name: shop, "
+                   "namespace: default, uid: u1}\nspec: {image: nginx, replicas: 1, port: 80, "
+                   "ingress: {enabled: true, host: h}}\n")
+    result = kinrun("render", "examples/configs/web-application.yaml", "--object", app)
+    assert result.returncode == 0, result.stderr
+    steps = yaml.safe_load(result.stdout)
+    graph = next(s["children"] for s in steps if "children" in s)
+    assert {n: s["state"] for n, s in graph.items()} == {
+        "config": "not-ready", "deployment": "waiting", "service": "waiting", "ingress": "waiting"}
+    assert [s["kind"] for s in steps if s.get("verb") == "apply"] == ["ConfigMap"]
