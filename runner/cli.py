@@ -67,7 +67,8 @@ commands (give one as the first argument; anything else is a config file to run)
   plugins CONFIG          list the plugins found and the hooks each implements
   render CONFIG --object FILE [--old FILE] [--lookup FILE]... [--controller NAME]
          [--deleted [--reason R]] [-o yaml|json] [--show-secrets]
-                          print the API requests a controller's actions would send for an object
+                          print the API requests a controller's actions would send for an object;
+                          with --graph mermaid|dot instead of --object: draw its children graphs
   rbac CONFIG [--namespace NS] [--name NAME] [--service-account NAME]
        [--service-account-namespace NS] [--kubeconfig PATH [--context NAME]] [--crd FILE|DIR]
        [--dry-run] [--explain]
