@@ -296,6 +296,53 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                 informer = read.root[4:] if read.root.startswith("get:") else spec.primary
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
                                 f"against the schema of informer {informer}'s kind)")
+        _check_children_reads(config, spec, engine, schemas, roots, given)
+
+
+def _check_children_reads(config: Config, spec: ControllerSpec, engine: TemplateEngine,
+                          schemas: Mapping[str, Any], roots: Mapping[str, Any],
+                          given: Mapping[str, Any]) -> None:
+    """A ``children`` action's reads: ``children.NAME.path`` in every template of the
+    controller, and ``child.path`` in NAME's ``readyWhen``, checked against the schema of
+    NAME's kind; ``obj`` in ``readyWhen``/``includeWhen`` against the primary's. ConfigError
+    at the template's place."""
+    from kinrun.config.children import child_informer_name, children_actions, declared_children
+    from kinrun.template_reads import check_template, problems, reads
+
+    actions = children_actions(spec)
+    if not actions:
+        return
+    decls = {d.name: d for a in actions for d in declared_children(
+        thaw(a.spec).get("resources") or [], a.field_locations, a.location)}
+    kinds = {n: schemas.get(child_informer_name(spec.name, d.api_version, d.kind))
+             for n, d in decls.items()}
+    bound = {**given, "children": ("children", ())}
+    sources = [(s, e, loc, bound) for s, e, loc in _template_sources(spec) if "children" in s]
+    for name, decl in decls.items():
+        for key in ("readyWhen", "includeWhen"):
+            text = getattr(decl, "ready_when" if key == "readyWhen" else "include_when")
+            if text:
+                sources.append((text, True, decl.location.child(f".{key}"),
+                                {**bound, "child": ("children", (name,))}))
+    for source, expression, loc, names in sources:
+        tree = engine.syntax_tree(source, expression=expression)
+        found = [(r, why) for r, why in check_template(tree, roots, names)] if tree else []
+        for read in reads(tree, names) if tree is not None else ():
+            schema = kinds.get(read.path[0]) if read.root == "children" and read.path else None
+            why = problems(schema, read.path[1:]) if schema is not None else None
+            if why is not None:
+                found.append((read, why))
+        for read, why in found:
+            shown = ".".join(read.path).replace(".[]", "[]")
+            what = (decls[read.path[0]].kind if read.root == "children"
+                    else f"informer {spec.primary}'s kind")
+            raise _error_at(loc, f"{read.root}.{shown}: {why} (template line {read.line}; "
+                                 f"checked against the schema of {what})")
+
+
+def _error_at(loc: Any, message: str) -> ConfigError:
+    """A ConfigError at ``loc``: a config Location or a template SourceLocation."""
+    return loc.error(message) if hasattr(loc, "error") else loc.config_error(message)
 
 
 def _reads_anything(config: Config) -> bool:

@@ -147,3 +147,26 @@ def test_informer_names_are_dns_labels() -> None:
     long = child_informer_name("c" * 50, "example.com/v1", "VeryLongKindName")
     assert len(long) <= 63 and long.startswith("c" * 50)
     assert child_informer_name("app", "apps/v1", "Deployment") == "app-children-deployment"
+
+
+@pytest.mark.parametrize("extra,body,message", [
+    pytest.param("", "-{{ children.cm.metadata.nmae }}", "children.cm.metadata.nmae: ",
+                 id="children-read-in-a-manifest"),
+    pytest.param("                readyWhen: 'child.status.availableReplicaz > 0'\n", "",
+                 "children.deploy.status.availableReplicaz: status has no field",
+                 id="child-in-readyWhen"),
+    pytest.param("                includeWhen: 'obj.spec.enabeld'\n", "", "obj.spec.enabeld",
+                 id="obj-in-includeWhen"),
+])
+def test_reads_of_children_are_checked_against_their_kinds(extra: str, body: str,
+                                                            message: str) -> None:
+    """validate (the plan) checks children.NAME.path against NAME's kind, child.path in
+    readyWhen against its own, and obj in readyWhen/includeWhen against the primary's."""
+    from kinrun.errors import ConfigError
+    from kinrun.plan import plan
+
+    crd_free = CONFIG.replace("example.com/v1, kind: App", "v1, kind: ConfigMap")
+    children = _child("cm") + _child("deploy", kind="Deployment", api="apps/v1", body=body,
+                                     extra=extra)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        plan(load_text(crd_free % children.rstrip("\n"), file="g.yaml"))
