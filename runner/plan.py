@@ -297,6 +297,76 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
                                 f"against the schema of informer {informer}'s kind)")
         _check_children_reads(config, spec, engine, schemas, roots, given)
+    if config.admission is not None:
+        _check_admission_reads(config, engine, lookups)
+
+
+def _check_admission_reads(config: Config, engine: TemplateEngine,
+                           lookups: Mapping[str, Any]) -> None:
+    """Every admission rule's reads of ``object``/``oldObject`` checked against the schemas of
+    the kinds its webhook's ``rules`` name (refused only when every one of them lacks the
+    field: a webhook may serve several kinds), and its lookups against their informers'
+    kinds. Kinds that cannot be named offline (``*``, an unknown plural) are not checked
+    (``validate --explain`` says which are). ConfigError at the rule."""
+    from kinrun.template_reads import check_template
+
+    names = {"object": ("object", ()), "oldObject": ("object", ())}
+    for webhook in config.admission.webhooks if config.admission else ():
+        kinds = _webhook_schemas(config, webhook.rules)
+        for rule in (*webhook.validate, *webhook.mutate):
+            for source, expression in ((rule.when, True), (rule.deny, False), (rule.field, False),
+                                       (rule.warn, False), (rule.merge_patch, False),
+                                       (rule.json_patch, False)):
+                tree = engine.syntax_tree(source, expression=expression) if source else None
+                if tree is None:
+                    continue
+                per_kind = [check_template(tree, {**lookups, "object": schema}, names)
+                            for schema in kinds.values()] or [
+                    check_template(tree, dict(lookups), names)]
+                refused = [found for found in per_kind if found]
+                if len(refused) == len(per_kind):
+                    read, why = refused[0][0]
+                    shown = ".".join(read.path).replace(".[]", "[]")
+                    root = "object" if read.root == "object" else read.root
+                    against = ", ".join(kinds) if read.root == "object" else read.root[4:]
+                    raise rule.location.error(f"{root}.{shown}: {why} (template line "
+                                              f"{read.line}; checked against {against})")
+
+
+def _webhook_schemas(config: Config, rules: Any) -> dict[str, Any]:
+    """Kind name -> schema of each kind a webhook's ``rules`` name by group, version and
+    plural (built-in kinds, or the ``crds:`` files); kinds without a schema left out."""
+    from kinrun.kube.builtin_kinds import builtin_kind
+
+    out: dict[str, Any] = {}
+    for rule in rules or ():
+        rule = thaw(rule) if isinstance(rule, Mapping) else {}
+        for group in rule.get("apiGroups") or ():
+            for version in rule.get("apiVersions") or ():
+                for resource in rule.get("resources") or ():
+                    if "*" in (group, version) or "*" in resource or "/" in resource:
+                        continue
+                    api_version = f"{group}/{version}" if group else version
+                    kind = builtin_kind(api_version, resource) or _crd_kind(config, api_version,
+                                                                             resource)
+                    if kind is None:
+                        continue
+                    schema = _primary_schema(config, InformerSpec(name=kind, api_version=api_version,
+                                                                  kind=kind))
+                    if schema is not None:
+                        out[kind] = schema
+    return out
+
+
+def _crd_kind(config: Config, api_version: str, plural: str) -> str | None:
+    """The kind a ``crds:`` file serves as ``plural`` in ``api_version``, or None."""
+    from kinrun.crds import CrdSet
+
+    try:
+        found = CrdSet.load(config.crds, config.base_dir).lookup(api_version, plural)
+    except ConfigError:
+        return None
+    return found.kind if found is not None else None
 
 
 def _check_children_reads(config: Config, spec: ControllerSpec, engine: TemplateEngine,
