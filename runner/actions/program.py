@@ -817,7 +817,8 @@ def _compile_loop(data: Mapping[str, Any], kind: str, engine: TemplateEngine,
                   loc: SourceLocation, fields: Mapping[str, Any]) -> ActionLoop | None:
     """An action's ``forEach``/``as`` (None without forEach). ConfigError for ``as`` without
     ``forEach``, a forEach that is not an expression, an ``as`` that is no name or hides one
-    the templates need, and for ``applySet``, which loops inside (``applySet.forEach``)."""
+    the templates need, for ``applySet``, which loops inside (``applySet.forEach``), and for
+    ``children`` (one set per parent)."""
     each, name = data.get("forEach"), data.get("as", "item")
     if each is None:
         if "as" in data:
@@ -825,10 +826,12 @@ def _compile_loop(data: Mapping[str, Any], kind: str, engine: TemplateEngine,
         return None
     where = as_location(fields["forEach"], f"{loc.path}.forEach") if fields.get("forEach") \
         else loc.child(".forEach")
-    if kind in ("applySet", "stop"):
+    if kind in ("applySet", "stop", "children"):
         raise where.config_error(
             "applySet loops inside: write applySet.forEach (its children form one set)"
-            if kind == "applySet" else "stop ends the whole reconcile, so it does not loop: "
+            if kind == "applySet" else "children is one set per parent: name each child "
+            "under resources (a loop would make sets that prune each other)"
+            if kind == "children" else "stop ends the whole reconcile, so it does not loop: "
             "test the list in its when (such as items | selectattr(...) | list)")
     if not isinstance(each, str) or not each.strip():
         raise where.config_error(f"forEach must be an expression giving a list, got {each!r}")

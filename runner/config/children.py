@@ -270,6 +270,13 @@ def _child_informers(config: Config, spec: ControllerSpec,
     actions = children_actions(spec)
     if not actions:
         return {}
+    sets = [a for a in spec.reconcile.actions if not a.plugin and (
+        a.kind == CHILDREN or (a.kind == "applySet" and thaw(a.spec).get("parent") is None))]
+    if len(sets) > 1:
+        raise sets[1].location.error(
+            f"{sets[1].kind}: the reconciled object is already the ApplySet parent of "
+            f"{sets[0].kind} at line {sets[0].location.line}; one set per parent (each would "
+            "prune the other's children): put every child in one children action")
     decls = [d for action in actions for d in declared_children(
         thaw(action.spec).get("resources") or [], action.field_locations, action.location)]
     read = _read_by_templates(spec)

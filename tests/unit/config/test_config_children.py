@@ -170,3 +170,18 @@ def test_reads_of_children_are_checked_against_their_kinds(extra: str, body: str
                                      extra=extra)
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         plan(load_text(crd_free % children.rstrip("\n"), file="g.yaml"))
+
+
+def test_one_set_per_parent_and_no_loop() -> None:
+    """A second children (or applySet) action on the same parent would prune the first's
+    children; a forEach over children would too."""
+    two = CONFIG % (_child("a").rstrip("\n")) + "        - children: {resources: [{name: b, manifest: " \
+        "'{apiVersion: v1, kind: Secret, metadata: {name: b}}'}]}\n"
+    with pytest.raises(ConfigErrors, match="one set per parent"):
+        load_text(two, file="g.yaml")
+    from kinrun.plan import plan
+    looped = (CONFIG % _child("a").rstrip("\n")).replace(
+        "        - children:", "        - forEach: '[1, 2]'\n          children:")
+    from kinrun.errors import ConfigError
+    with pytest.raises(ConfigError, match="children is one set per parent"):
+        plan(load_text(looped, file="g.yaml"))
