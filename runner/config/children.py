@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from kinrun.config.model import (ActionSpec, Config, ControllerSpec, FrozenMap, 
                                  InformerSpec, WatchSpec, thaw)
 from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.resources import split_api_version
+from kinrun.template_reads import template_strings
 from kinrun.templating import SourceLocation, as_location, split_expression
 
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -113,18 +114,6 @@ def _reads_in(tree: Any) -> set[str]:
             raise ValueError("children is read other than as children.NAME or "
                              "children['NAME'] (the dependency graph must be known)")
     return found
-
-
-def template_strings(value: Any) -> Iterator[str]:
-    """Every string in ``value`` (a template, or a mapping/list of them), keys excluded."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from template_strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from template_strings(item)
 
 
 def declared_children(items: Sequence[Mapping[str, Any]], fields: Mapping[str, Any],
