@@ -173,8 +173,7 @@ class ChildrenAction:
     """``children: {resources: [{name, manifest, dependsOn, readyWhen, includeWhen}],
     ownerReference, prune, force, fieldManager}`` (module docstring).
 
-    ``render(scope)`` gives one :class:`ChildrenStep` (or none in ``kinrun render`` terms: a
-    step whose writes may be empty) and sets ``children``, ``children_ready`` and
+    ``render(scope)`` gives one :class:`ChildrenStep` (whose writes may be none) and sets ``children``, ``children_ready`` and
     ``children_not_ready`` in ``scope.variables``. CheckError (the reconcile fails, nothing
     sent) for a rendered manifest that is not one object, a child of another set, or a parent
     managed by another tool. Thread-safe: the drift records are kept under a lock; one key is
@@ -235,7 +234,7 @@ class ChildrenAction:
         plan = layout(scope.obj.get("metadata") or {}, set_id, wanted, wanted_gk,
                       self.literal_kinds, parent.namespace, prune)
         mine = {(split_api_version(v)[0], k) for v, k in self.literal_kinds}
-        leftover = tuple(k for k in plan.kinds if (k[1], k[2]) not in mine)
+        leftover = tuple(k for k in plan.kinds if (k[1], k[2]) not in mine) if prune else ()
         unwanted = self._unwanted(scope, parent, set_id, graph.keep) if prune else []
         deletes, deleting = tuple(r for r, _ in unwanted), tuple(w for _, w in unwanted)
         inner = ApplySetStep(parent, set_id, plan.begin, tuple(r for r, _ in graph.applies),
