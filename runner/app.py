@@ -44,6 +44,7 @@ from kinrun.bound import Bound, Wrap
 from kinrun.config import load
 from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
+from kinrun.crds import CRD_KIND, crd_files
 from kinrun.controller import Reconcile
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
@@ -237,12 +238,18 @@ def _observers(bound: Bound, probes: Probes | None, log_fields: bool) -> Wrap | 
 def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
                     stop: threading.Event) -> tuple[str | None, str | None]:
     """The kubeconfig path and context to use; with ``--embedded``, start that server first
-    and load the seeds (cut short, object by object, once ``stop`` is set)."""
+    and load the config's ``crds:`` (their CRDs only) and then the seeds (cut short, object
+    by object, once ``stop`` is set)."""
     if not settings.embedded:
         return settings.cluster.kubeconfig, settings.cluster.context
     from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
 
-    seeds = {path: load_seed_file(path) for path in dict.fromkeys(settings.seeds)}
+    seeds = {path: [o for o in load_seed_file(path) if o.get("kind") == CRD_KIND]
+             for path in crd_files(settings.crds)}
+    served = {o["metadata"]["name"] for objects in seeds.values() for o in objects}
+    for path in dict.fromkeys(settings.seeds):  # a CRD also under crds: is loaded once
+        seeds[path] = [o for o in load_seed_file(path) if not (
+            o.get("kind") == CRD_KIND and o["metadata"]["name"] in served)]
     server = EmbeddedAPIServer(controllers=controllers_default())
     server.start()
     stack.callback(server.stop)

@@ -34,6 +34,7 @@ CRD_API_VERSIONS = ("apiextensions.k8s.io/v1",)
 """What is read: v1beta1 CRDs were removed in Kubernetes 1.22 and kinrun never served them."""
 
 SUFFIXES = (".yaml", ".yml", ".json")
+CRD_KIND = "CustomResourceDefinition"
 """The files a folder contributes (others, such as README.md, are skipped)."""
 
 
@@ -104,12 +105,21 @@ def _resolve(path: str | Path, base_dir: Path | None) -> Path:
 
 
 def _read_path(path: Path) -> list[CrdNames]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
-        return [names for file in files for names in _read_file(file)]
-    if not path.exists():
-        raise ConfigError("no such CRD file or folder", file=str(path))
-    return _read_file(path)
+    return [names for file in crd_files([path]) for names in _read_file(file)]
+
+
+def crd_files(paths: Iterable[Path]) -> list[Path]:
+    """The files of ``paths`` (a folder gives its .yaml/.yml/.json files, recursively,
+    sorted); ConfigError naming a path that does not exist."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+        elif not path.exists():
+            raise ConfigError("no such CRD file or folder", file=str(path))
+        else:
+            out.append(path)
+    return out
 
 
 def _read_file(path: Path) -> list[CrdNames]:
@@ -121,7 +131,7 @@ def _read_file(path: Path) -> list[CrdNames]:
                           file=str(path)) from None
     out: list[CrdNames] = []
     for i, doc in enumerate(_flatten(docs)):
-        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition" \
+        if isinstance(doc, dict) and doc.get("kind") == CRD_KIND \
                 and doc.get("apiVersion") in CRD_API_VERSIONS:
             out.extend(_versions(doc, f"{path}#{i}"))
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 from kinrun.config.model import (ClusterSpec, Config, GCSpec, LeaderElectionSpec, MetricsSpec,
                                  ProbesSpec, ReloadSpec, ShardingSpec)
 from kinrun.config.options import RunOptions
-from kinrun.config.paths import is_plugin_path
+from kinrun.config.paths import is_plugin_path, resolve_path
 
 POOL_SPARE = 4
 """Connections of the client's pool beyond one per worker and two per informer (discovery,
@@ -28,6 +28,8 @@ class RunSettings:
     ``cluster``: the ClusterSpec with ``--kubeconfig``/``--context`` applied; ``pool_size``:
     connections of the client's pool (every worker, two per informer, ``POOL_SPARE``);
     ``embedded``/``seeds``: run on the embedded API server, loaded with those files;
+    ``crds``: with ``embedded``, the config's ``crds:`` files and folders (resolved), whose
+    CustomResourceDefinitions the embedded server serves before the seeds are loaded;
     ``dry_run``: every write with ``dryRun=All``, no Lease (election and sharding skipped, see
     :attr:`elects`, :attr:`shards`); ``metrics``/``probes``: the endpoints (None: not served);
     ``election``/``sharding``: as configured; ``shard_id``: ``--shard-id``; ``gc``: the GC
@@ -52,6 +54,7 @@ class RunSettings:
     watched_files: tuple[str, ...]
     embedded: bool = False
     seeds: tuple[Path, ...] = ()
+    crds: tuple[Path, ...] = ()
     dry_run: bool = False
     shard_id: str | None = None
     log_fields: bool = False
@@ -102,6 +105,8 @@ def run_settings(config: Config, options: RunOptions | None = None) -> RunSettin
         or (config.sharding is not None and config.sharding.admission),
         **({} if options is None else dict(
             embedded=options.embedded, seeds=tuple(options.seeds), dry_run=options.dry_run,
+            crds=tuple(resolve_path(c, config.base_dir) for c in config.crds)
+            if options.embedded else (),
             shard_id=options.shard_id, log_fields=options.log_format in ("json", "zap"))))
 
 
