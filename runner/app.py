@@ -244,16 +244,16 @@ def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
         return settings.cluster.kubeconfig, settings.cluster.context
     from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
 
-    seeds = {path: [o for o in load_seed_file(path) if o.get("kind") == CRD_KIND]
-             for path in crd_files(settings.crds)}
-    served = {o["metadata"]["name"] for objects in seeds.values() for o in objects}
+    seeds = [(path, [o for o in load_seed_file(path) if o.get("kind") == CRD_KIND])
+             for path in crd_files(settings.crds)]
+    served = {o["metadata"]["name"] for _path, objects in seeds for o in objects}
     for path in dict.fromkeys(settings.seeds):  # a CRD also under crds: is loaded once
-        seeds[path] = [o for o in load_seed_file(path) if not (
-            o.get("kind") == CRD_KIND and o["metadata"]["name"] in served)]
+        seeds.append((path, [o for o in load_seed_file(path) if not (
+            o.get("kind") == CRD_KIND and o["metadata"]["name"] in served)]))
     server = EmbeddedAPIServer(controllers=controllers_default())
     server.start()
     stack.callback(server.stop)
-    loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds.items())
+    loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds)
     if stop.is_set():
         return server.kubeconfig_path, None  # the run stops: nothing to point kubectl at
     _log.info("embedded API server at %s (%d seed object(s))", server.url, loaded)
