@@ -458,7 +458,7 @@ def read_report(compiled: CompiledPlan) -> list[str]:
     objects (``obj``/``old`` of the controllers it is the primary of, ``get`` lookups of it),
     and whether they were checked against a schema (or why not). What a hook reads is not
     known: a controller with hooks reads whole objects."""
-    from kinrun.template_reads import reads
+    from kinrun.template_reads import reads, whole_reads
 
     config, engine = compiled.config, compiled.engine
     paths: dict[str, set[str]] = {name: set() for name in config.informers}
@@ -469,14 +469,21 @@ def read_report(compiled: CompiledPlan) -> list[str]:
                                        "reads:")
         paths[spec.primary].update(r.replace(".[]", "[]") for r in spec.reconcile.reads or ())
         given = _var_bindings(spec, engine)
-        for source, expression, _loc in _template_sources(spec):
+        for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
             for read in reads(tree, given) if tree is not None else ():
                 name = read.root[4:] if read.root.startswith("get:") else spec.primary
                 if name in paths:
                     paths[name].add(".".join(read.path).replace(".[]", "[]"))
+            var = any(source == v.expression for v in spec.reconcile.vars)
+            for root, line, how in whole_reads(tree, given, var) if tree is not None else ():
+                name = root[4:] if root.startswith("get:") else spec.primary
+                if name in whole:
+                    whole[name].append(f"{how} at {loc.file}:{(loc.line or 0) + line - 1}")
+        _implicit_reads(spec, paths, whole)
     lines = ["reads followed: chains from obj, old, get('INFORMER', key) and the loop variables "
-             "and vars bound to them; not by_index() items, nor objects passed to filters"]
+             "and vars bound to them; an object used whole (passed to a filter or function, "
+             "looped over, list()/by_index() items) is listed as a whole read"]
     for name, informer in config.informers.items():
         checked = "checked against its kind's schema" if _primary_schema(config, informer) \
             is not None else "not checked: no schema for its kind (a CRD without crds:?)"
@@ -485,6 +492,18 @@ def read_report(compiled: CompiledPlan) -> list[str]:
         lines += [f"  {p}" for p in sorted(paths[name])]
         lines += [f"  (whole objects: {why})" for why in whole[name]]
     return lines
+
+
+def _implicit_reads(spec: ControllerSpec, paths: dict[str, set[str]],
+                    whole: dict[str, list[str]]) -> None:
+    """What kinrun's own action kinds read of the primary's objects besides their templates:
+    ``status`` the whole ``status`` (it writes only what differs); a plugin action kind the
+    whole object (its code is not analysed)."""
+    for action in (*spec.reconcile.actions, *spec.reconcile.finalize, *spec.reconcile.on_error):
+        if action.plugin:
+            whole[spec.primary].append(f"plugin action {action.kind} at {action.location}")
+        elif action.kind == "status":
+            paths[spec.primary].add("status")
 
 
 def _primary_schema(config: Config, informer: InformerSpec) -> Any:

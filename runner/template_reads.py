@@ -111,6 +111,74 @@ def reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None) -> list[
             if id(node) not in inner]
 
 
+def whole_reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None,
+                expression: bool = False) -> list[tuple[str, int, str]]:
+    """Where a template reads objects whole, so no list of paths says what it needs:
+    ``(root, template line, how)`` for each ``obj``/``old`` (or a name bound to one, or a
+    ``get('INFORMER', ...)``) used other than as the start of a chain of attributes or
+    subscripts (passed to a filter or function, such as ``obj | to_json``; compared; looped
+    over), and for each ``list('INFORMER')``/``by_index('INFORMER', ...)`` (their items are
+    not followed). Not whole: a test of truth (``x is none``, ``if x``, ``not x``, ``a and
+    x``) and a value bound to a name (``{% set d = get(...) %}``, a loop, a var given as
+    ``expression``, whose uses are followed where they are). Roots as :func:`reads` names
+    them (``get:INFORMER``). Conservative: a projection of the cache must keep whole objects
+    for these."""
+    names = bindings(tree, given)
+    chained = {id(node.node) for node in tree.find_all((nodes.Getattr, nodes.Getitem))}
+    chained |= _truth_tests(tree) | _bound_values(tree, expression)
+    found: list[tuple[str, int, str]] = []
+    for node in tree.find_all(nodes.Name):
+        if node.ctx != "load" or id(node) in chained:
+            continue
+        if node.name in ROOTS:
+            found.append((node.name, node.lineno, f"{node.name} used whole"))
+        elif node.name in names and not names[node.name][1] and names[node.name][0] != "list":
+            found.append((names[node.name][0], node.lineno, f"{node.name} used whole"))
+    for call in tree.find_all(nodes.Call):
+        if not (isinstance(call.node, nodes.Name) and call.args
+                and isinstance(call.args[0], nodes.Const) and isinstance(call.args[0].value, str)):
+            continue
+        function, informer = call.node.name, call.args[0].value
+        if function in ("list", "by_index") or (function == "get" and id(call) not in chained):
+            found.append((f"get:{informer}", call.lineno, f"{function}('{informer}', ...) "
+                          "items" if function != "get" else f"get('{informer}', ...) used whole"))
+    return found
+
+
+def _truth_tests(tree: nodes.Node) -> set[int]:
+    """Ids of the nodes only tested for truth or none-ness (they read nothing under them)."""
+    out: set[int] = set()
+    for node in tree.find_all((nodes.Test, nodes.CondExpr, nodes.If, nodes.Not, nodes.And,
+                               nodes.Or)):
+        if isinstance(node, nodes.Test) and node.name in ("none", "defined", "undefined"):
+            out.add(id(node.node))
+        elif isinstance(node, (nodes.CondExpr, nodes.If)):
+            out.add(id(node.test))
+        elif isinstance(node, nodes.Not):
+            out.add(id(node.node))
+        elif isinstance(node, (nodes.And, nodes.Or)):
+            out |= {id(node.left), id(node.right)}
+    return out
+
+
+def _bound_values(tree: nodes.Node, expression: bool) -> set[int]:
+    """Ids of the values bound to a name (``set``, a loop's iterable, the whole expression of
+    a var), through ``a if c else b`` and ``x | default(...)``."""
+    values = [n.node if isinstance(n, nodes.Assign) else n.iter
+              for n in tree.find_all((nodes.Assign, nodes.For))]
+    if expression:
+        values += [node for out in tree.find_all(nodes.Output) for node in out.nodes]
+    out: set[int] = set()
+    while values:
+        value = values.pop()
+        out.add(id(value))
+        if isinstance(value, nodes.CondExpr):
+            values += [value.expr1] + ([value.expr2] if value.expr2 is not None else [])
+        elif isinstance(value, nodes.Filter) and value.name in ("default", "d") and value.node:
+            values.append(value.node)
+    return out
+
+
 def _links(node: nodes.Node) -> Iterator[nodes.Node]:
     """The shorter chains inside ``node`` (its own ``node.node`` links)."""
     current = getattr(node, "node", None)

@@ -236,3 +236,45 @@ def test_a_result_named_like_a_dict_method_read_as_an_attribute_is_refused() -> 
     with pytest.raises(ConfigError, match=r"write results\['copy'\] \(template line 1\)"):
         compile_with("{{ results.copy }}")
     compile_with("{{ results['copy'] }}")
+
+
+@pytest.mark.parametrize("source,expression,whole", [
+    pytest.param("{{ obj | to_json }}", False, [("obj", "obj used whole")], id="filter"),
+    pytest.param("{{ old == obj }}", False, [("obj", "obj used whole"), ("old", "old used whole")],
+                 id="compared"),
+    pytest.param("{{ obj.spec | to_json }}", False, [], id="a-chain-filtered-is-a-path"),
+    pytest.param("{{ 'x' if obj is none else obj.metadata.name }}", False, [], id="truth"),
+    pytest.param("{% if not old %}{{ obj.spec.a }}{% endif %}", False, [], id="not"),
+    pytest.param("{% set d = get('cms', key) %}{{ d.data.a }}", False, [], id="set-bound"),
+    pytest.param("get('cms', key) if obj else none", True, [], id="a-var-binding"),
+    pytest.param("{{ get('cms', key) | to_yaml }}", False,
+                 [("get:cms", "get('cms', ...) used whole")], id="lookup-whole"),
+    pytest.param("{% for c in list('cms') %}{{ c.data }}{% endfor %}", False,
+                 [("get:cms", "list('cms', ...) items")], id="list-items"),
+])
+def test_whole_reads(source: str, expression: bool, whole: list[tuple[str, str]]) -> None:
+    """Where a template reads an object whole (what a projection of the cache must keep)."""
+    from kinrun.template_reads import whole_reads
+    from kinrun.templating import TemplateEngine
+
+    tree = TemplateEngine().syntax_tree(source, expression=expression)
+    assert sorted((root, how) for root, _line, how in whole_reads(tree, {}, expression)) == whole
+
+
+def test_explain_lists_whole_reads_with_their_line(tmp_path: Path) -> None:
+    from kinrun.plan import read_report
+    config = plan(load_text(textwrap.dedent("""\
+        apiVersion: kinrun.dev/v1alpha1
+        kind: ControllerConfig
+        informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+        controllers:
+          - name: c
+            for: cms
+            reconcile:
+              actions:
+                - log: "{{ obj | to_json }}"
+                - status: {fields: {a: "1"}}
+        """), file="w.yaml"))
+    report = read_report(config)
+    assert "  (whole objects: obj used whole at w.yaml:9)" in report
+    assert "  status" in report  # the status action reads the whole status
