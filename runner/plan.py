@@ -100,7 +100,9 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir, clock=run_clock)
-    informers = {name: _informer(spec, pm, engine) for name, spec in config.informers.items()}
+    index_funcs: dict[str, IndexFunc] = {}  # one function per expression: equal indexes share
+    informers = {name: _informer(spec, pm, engine, index_funcs)
+                 for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, run_clock)
                         for spec in config.controllers)
     _check_apply_keys(config)
@@ -118,7 +120,11 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
 # -- informers --------------------------------------------------------------------------------
 
 
-def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine) -> InformerPlan:
+def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine,
+              index_funcs: dict[str, IndexFunc] | None = None) -> InformerPlan:
+    """One informer compiled; ``index_funcs``: expression -> its compiled index function,
+    shared across the plan, so two informers of the same objects with the same index
+    expression (two controllers' child informers) can share one informer."""
     unserved = unserved_builtin(spec.api_version, spec.kind, spec.resource)
     if unserved is not None:  # apps/v1 Pod: the API server would refuse it at start
         raise spec.location.error(f"informer {spec.name}: {unserved}")
@@ -131,7 +137,11 @@ def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine) -> 
                     f"no plugin supplies index {name!r} (kinrun_index_funcs)")
             indexers[name] = from_plugins[name]
         else:
-            indexers[name] = compile_index_func(ix.expression or "", ix.location, engine=engine)
+            cache = index_funcs if index_funcs is not None else {}
+            if ix.expression not in cache:
+                cache[ix.expression or ""] = compile_index_func(ix.expression or "", ix.location,
+                                                                engine=engine)
+            indexers[name] = cache[ix.expression or ""]
     for name, func in from_plugins.items():
         indexers.setdefault(name, func)
     matches = selector_matcher(spec)  # refuses a malformed selector first

@@ -88,9 +88,10 @@ from kinrun.actions.kinds import (CheckError, Scope, Stop, Target, _bool, _optio
                                   compile_document, reconciled_target)
 from kinrun.actions.readiness import Readiness, default_ready
 from kinrun.actions.steps import RequeueAfter, Step
-from kinrun.config.children import (CHILDREN, INDEX, ChildDecl, child_informer_name,
-                                    declared_children)
+from kinrun.config.children import (CHILDREN, INDEX, PART_OF, ChildDecl,
+                                    child_informer_name, declared_children)
 from kinrun.errors import ConflictError, NotFoundError
+from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import split_api_version
 from kinrun.templating import SourceLocation, TemplateEngine, TemplateRenderError
@@ -100,6 +101,10 @@ READY, NOT_READY, WAITING, EXCLUDED = "ready", "not-ready", "waiting", "excluded
 TEARDOWN_RECHECK = 60.0
 """Seconds after which a finalize that waits for children to go runs again even without their
 deletion events (a safety net: each deleted child's event queues the parent at once)."""
+CORRECTION_RECHECK = 10.0
+"""Seconds after which a reconcile that held back the readers of a drifted child runs again
+even without the corrected child's event (a safety net: an apply that changes nothing on the
+server sends no event)."""
 _FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 ChildKey = tuple[str, str, "str | None", str]
 
@@ -199,6 +204,8 @@ class ChildrenAction:
         self.prune = _bool(_setting(value, CHILDREN, "prune"), loc, "children.prune")
         self._force = _bool(_setting(value, CHILDREN, "force"), loc, "children.force")
         self._field_manager = str(value.get("fieldManager") or field_manager)
+        self.read_by_others = frozenset(r for d in decls for r in d.reads)
+        """Children whose live state another child's templates read."""
         self.literal_kinds = tuple(dict.fromkeys((d.api_version, d.kind) for d in decls))
         """(apiVersion, kind) of the children, dependencies first: what the parent records."""
         self._records: dict[tuple[str, str], tuple[str, str, str]] = {}
@@ -224,7 +231,10 @@ class ChildrenAction:
         graph.walk()
         scope.variables.update(graph.variables())
         self._sweep(scope)
-        return [self._step(scope, parent, set_id, graph)]
+        step: list[Step] = [self._step(scope, parent, set_id, graph)]
+        if graph.drifted:  # its corrected version's event queues the parent; a safety net
+            step.append(RequeueAfter(CORRECTION_RECHECK))
+        return step
 
     def _step(self, scope: Scope, parent: Target, set_id: str, graph: _Graph) -> ChildrenStep:
         wanted_gk = {group_kind(v, k): v for v, k in self.literal_kinds}
@@ -302,7 +312,7 @@ class ChildrenAction:
         meta = (answer or {}).get("metadata") if isinstance(answer, dict) else None
         if not meta:
             return
-        informer, key, digest = where
+        informer, key, digest = where[:3]
         with self._lock:
             self._records[(informer, key)] = (meta.get("uid"), digest,
                                               meta.get("resourceVersion"))
@@ -350,7 +360,8 @@ class _Graph:
         self.view: dict[str, Any] = {}
         self.states: dict[str, ChildState] = {}
         self.keep: set[ChildKey] = set()
-        self.applies: list[tuple[ApiRequest, tuple[str, str, str]]] = []
+        self.applies: list[tuple[ApiRequest, tuple[str, str, str, bool]]] = []
+        self.drifted: set[str] = set()
 
     def walk(self) -> None:
         """Decide every child's state, render and check the wanted ones."""
@@ -389,6 +400,14 @@ class _Graph:
         if key in self.keep:
             raise CheckError(f"children: {decl.name}: {request.kind} {request.name} is "
                              "another child's object too")
+        if request.namespace is None and builtin_scope(decl.api_version, decl.kind):
+            raise CheckError(f"children: {decl.name}: a {decl.kind} is namespaced and the "
+                             "parent is cluster-scoped: give metadata.namespace")
+        if self.parent.namespace is not None and request.namespace != self.parent.namespace:
+            raise CheckError(f"children: {decl.name}: {request.kind} {request.name} is in "
+                             f"namespace {request.namespace}, the parent in "
+                             f"{self.parent.namespace}: a child lives in its parent's namespace "
+                             "(its owner reference is how kinrun hears of its changes)")
         self.keep.add(key)
         informer = child_informer_name(self.scope.controller, decl.api_version, decl.kind)
         cache_key = f"{key[2]}/{key[3]}" if key[2] else key[3]
@@ -398,8 +417,12 @@ class _Graph:
                                            default=str).encode()).hexdigest()
         applied = action.drifted(informer, cache_key, digest, live, request.body or {})
         if applied:
-            self.applies.append((request, (informer, cache_key, digest)))
+            self.applies.append((request, (informer, cache_key, digest, live is None)))
         ready, why = child.readiness(live, {**variables, CHILDREN: dict(self.view)})
+        if applied and decl.name in action.read_by_others and live is not None \
+                and not contains(live, request.body or {}):
+            ready, why = False, "being corrected (its cached version drifted)"
+            self.drifted.add(decl.name)  # who reads it waits for the corrected version
         self.states[decl.name] = ChildState(READY if ready else NOT_READY, why, applied)
 
     def waiting(self) -> bool:
@@ -422,12 +445,14 @@ class ChildrenStep:
     order, and the server-side prune of kinds the config no longer names); ``records``: per
     apply, (informer, cache key, digest) to remember its answer by; ``deletes``: the cached
     unwanted children, in reverse dependency order; ``states``: (name, ChildState) per child,
-    for logs and ``kinrun render``; ``record``: called with each apply's answer;
+    for logs and ``kinrun render``; ``record``: called with each apply's answer (``records``
+    hold a 4th item: the child was absent from the cache, so it is read first and refused
+    when someone else's object has its name);
     ``deleting``: per delete, (informer, cache key, uid), given to ``record_delete`` once
     sent."""
 
     inner: ApplySetStep
-    records: tuple[tuple[str, str, str], ...]
+    records: tuple[tuple[str, str, str, bool], ...]
     deletes: tuple[ApiRequest, ...]
     states: tuple[tuple[str, ChildState], ...]
     record: Any
@@ -458,6 +483,24 @@ class ChildrenStep:
         out.append({"children": {name: s.describe() for name, s in self.states}})
         return out
 
+    def _check_not_taken(self, request: ApiRequest, client: Any) -> None:
+        """A child absent from the cache may still exist, made by someone else (the cache
+        holds this set's children only): GET it, and refuse to take over an object that does
+        not carry this set's part-of label (it would be overwritten, owned and later pruned).
+        Raises ChildTakenError."""
+        try:
+            current = client.get(request.api_version, request.kind, request.name,
+                                 request.namespace)
+        except NotFoundError:
+            return
+        labels = ((current or {}).get("metadata") or {}).get("labels") or {}
+        if current and labels.get(PART_OF) != self.inner.set_id:
+            where = f"{request.namespace}/{request.name}" if request.namespace else request.name
+            raise ChildTakenError(
+                f"children: {request.kind} {where} exists and is not a child of this parent "
+                f"(no {PART_OF}={self.inner.set_id}): kinrun does not take over an object "
+                "it did not make; delete or rename it, or label it to adopt it")
+
     def execute(self, send: Send, client: Any) -> list[Any]:
         """Send the writes in order: parent metadata (step 1), the applies (each answer
         remembered for drift), the deletes (404: gone already, 409: replaced meanwhile; both
@@ -470,6 +513,8 @@ class ChildrenStep:
             rv = ((answer or {}).get("metadata") or {}).get("resourceVersion") or rv
         answers = []
         for request, where in zip(inner.applies, self.records):
+            if where[3]:
+                self._check_not_taken(request, client)
             answer = send(request)
             self.record(where, answer)
             answers.append(answer)
@@ -487,6 +532,10 @@ class ChildrenStep:
                 body["metadata"] = {**body["metadata"], "resourceVersion": rv}
             send(inner.parent_patch(body))
         return answers
+
+
+class ChildTakenError(CheckError):
+    """A child's name is taken by an object that is not this set's (ChildrenStep)."""
 
 
 class ChildrenTeardown:

@@ -35,12 +35,12 @@ from typing import Any
 import jinja2
 import jinja2.nodes
 
-from kinrun.config.manifest_kinds import literal_kinds
+from kinrun.config.manifest_kinds import literal_documents, literal_kinds
 from kinrun.config.model import (ActionSpec, Config, ControllerSpec, FrozenMap, IndexerSpec,
                                  InformerSpec, WatchSpec, thaw)
 from kinrun.kube.builtin_kinds import builtin_scope
 from kinrun.kube.resources import split_api_version
-from kinrun.template_reads import template_strings
+from kinrun.template_reads import DICT_METHODS, template_strings
 from kinrun.templating import SourceLocation, as_location, split_expression
 
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -147,6 +147,13 @@ def declared_children(items: Sequence[Mapping[str, Any]], fields: Mapping[str, A
 def _declared(item: Mapping[str, Any], here: SourceLocation,
               manifest_at: SourceLocation) -> ChildDecl:
     name, manifest = item["name"], item["manifest"]
+    if name in DICT_METHODS:
+        raise here.config_error(f"children: a child may not be named {name!r}: "
+                                f"children.{name} is the dict method (name it otherwise)")
+    documents = len(literal_documents(manifest))
+    if documents > 1:
+        raise manifest_at.config_error(f"children: {name!r}: the manifest has {documents} "
+                                       "documents; give each child its own entry")
     kinds = literal_kinds(manifest)
     if len(kinds) != 1:
         raise manifest_at.config_error(
@@ -239,6 +246,7 @@ def with_child_informers(config: Config) -> Config:
                 raise action.location.error(
                     "children runs in reconcile.actions only (its children are deleted, in "
                     "reverse order, before a finalizer is removed)")
+    _one_set_per_kind(config)
     informers = dict(config.informers)
     controllers = []
     for spec in config.controllers:
@@ -252,6 +260,23 @@ def with_child_informers(config: Config) -> Config:
         return config
     return dataclasses.replace(config, informers=FrozenMap(informers),
                                controllers=tuple(controllers))
+
+
+def _one_set_per_kind(config: Config) -> None:
+    """Two controllers of one primary kind whose ``children`` make ApplySets of the same
+    parents would prune each other's children: ConfigError at the second."""
+    seen: dict[tuple[str, str], ControllerSpec] = {}
+    for spec in config.controllers:
+        if not children_actions(spec):
+            continue
+        primary = config.informers[spec.primary]
+        kind = (primary.api_version, primary.kind or primary.resource or "")
+        if kind in seen:
+            raise children_actions(spec)[0].location.error(
+                f"children: controller {seen[kind].name!r} already makes the children of "
+                f"{kind[1]} objects (one ApplySet per parent: each would prune the other's "
+                "children); put every child in one controller's children action")
+        seen[kind] = spec
 
 
 def _child_informers(config: Config, spec: ControllerSpec,
@@ -284,9 +309,8 @@ def _child_informers(config: Config, spec: ControllerSpec,
             name=name, api_version=api_version, kind=kind, namespaces=primary.namespaces,
             label_selector=PART_OF, metadata_only=not whole,
             resync_period=0.0,
-            indexers=FrozenMap({INDEX: IndexerSpec(
-                INDEX, expression=f"obj.metadata.labels['{PART_OF}']",
-                location=actions[0].location)}),
+            indexers=FrozenMap({INDEX: IndexerSpec(  # no location: equal in every controller,
+                INDEX, expression=f"obj.metadata.labels['{PART_OF}']")}),  # so one is shared
             location=actions[0].location)
     return out
 

@@ -23,19 +23,23 @@ _EXPR = re.compile(r"\{\{.*?\}\}", re.S)
 _TAG = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
 
 
+def literal_documents(manifests: Any) -> list[Any]:
+    """The objects ``manifests`` holds, read as YAML with each ``{{ }}`` as a placeholder and
+    tags dropped (a mapping or list given as is); [] when it cannot be read so."""
+    if not isinstance(manifests, str):
+        return flatten_documents([manifests])
+    try:
+        return flatten_documents(safe_yaml.load_all(
+            _EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)), SAFE_LOADER))
+    except yaml.YAMLError:
+        return []
+
+
 def literal_kinds(manifests: Any) -> tuple[tuple[str, str], ...]:
     """(apiVersion, kind) of each child ``manifests`` names with literal text (a template read
     with each ``{{ }}`` as a placeholder and tags dropped); () when it cannot be read so."""
-    if isinstance(manifests, str):
-        try:
-            docs = safe_yaml.load_all(_EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)),
-                                      SAFE_LOADER)
-        except yaml.YAMLError:
-            return ()
-    else:
-        docs = [manifests]
     found: dict[tuple[str, str], None] = {}
-    for item in flatten_documents(docs):
+    for item in literal_documents(manifests):
         if not isinstance(item, Mapping):
             continue
         api_version, kind = item.get("apiVersion"), item.get("kind")

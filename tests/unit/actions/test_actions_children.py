@@ -138,7 +138,7 @@ def test_a_ready_graph_applies_nothing_that_did_not_drift() -> None:
     """Everything cached and answered by our own applies: no apply; an unwanted child of
     the set (the Ingress, excluded) is deleted; Ready True."""
     program = compile_actions(ACTIONS, controller="app")
-    cm = _obj("ConfigMap", "web-config")
+    cm = _obj("ConfigMap", "web-config", data={"a": "b"})
     deploy = _obj("Deployment", "web", "apps/v1", status=AVAILABLE)
     svc = _obj("Service", "web", spec={"clusterIP": "10.0.0.9"})
     ing = _obj("Ingress", "web", "networking.k8s.io/v1")
@@ -202,3 +202,78 @@ def test_teardown_deletes_the_last_kind_first_and_holds_the_finalizer() -> None:
     empty = ReconcileContext(controller="app", key="ns/web", listers=_caches())
     assert [s.message for s in finalize.render(key="ns/web", obj=PARENT, ctx=empty).steps] \
         == ["bye"]
+
+
+def test_readers_of_a_drifted_child_wait_for_its_corrected_version() -> None:
+    """The ConfigMap (read by the Deployment's manifest) was edited by hand after our apply:
+    it is re-applied, and the Deployment is not rendered from the edited data (it waits, and
+    the reconcile asks to run again as a safety net)."""
+    program = compile_actions(ACTIONS, controller="app")
+    cm = _obj("ConfigMap", "web-config", data={"a": "b"})
+    deploy = _obj("Deployment", "web", "apps/v1", spec={"replicas": 2}, status=AVAILABLE)
+    caches = _caches(configmap=[cm], deployment=[deploy])
+    _, steps = _render(caches, program)
+    for where in _children(steps).records:
+        program.actions[0].impl._record(where, caches[where[0]].get(where[1]))
+    caches["app-children-configmap"] = FakeLister(
+        _obj("ConfigMap", "web-config", rv="30", data={"a": "edited"}))
+    _, steps = _render(caches, program)
+    step = _children(steps)
+    assert [r.kind for r in step.inner.applies] == ["ConfigMap"]
+    assert dict(step.states)["deploy"].state == "waiting"
+    assert any(getattr(s, "seconds", None) for s in steps)
+
+
+@pytest.mark.parametrize("manifest,message", [
+    pytest.param({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "x", "namespace": "elsewhere"}},
+                 "a child lives in its parent's namespace", id="another-namespace"),
+])
+def test_a_child_outside_its_parents_namespace_is_refused(manifest: dict, message: str) -> None:
+    program = compile_actions([{"children": {"resources": [{"name": "c", "manifest": manifest}]}}],
+                              controller="app")
+    from kinrun.actions.errors import RenderError
+    with pytest.raises(RenderError, match=message):
+        _render(_caches(), program)
+
+
+def test_a_namespaced_child_of_a_cluster_scoped_parent_needs_a_namespace() -> None:
+    from kinrun.actions.errors import RenderError
+    program = compile_actions([{"children": {"resources": [{"name": "c", "manifest": {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}}]}}],
+        controller="app")
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": "team", "uid": "n-uid", "resourceVersion": "1"}}
+    ctx = ReconcileContext(controller="app", key="team", listers=_caches())
+    with pytest.raises(RenderError, match="is namespaced and the parent is cluster-scoped"):
+        program.render(key="team", obj=ns, ctx=ctx)
+
+
+def test_an_object_of_someone_else_is_never_taken_over() -> None:
+    """A child absent from the cache is read first: an object of that name without this
+    set's label is refused (never applied, owned or pruned); one of this set is applied."""
+    from kinrun.actions.children import ChildTakenError
+    from kinrun.errors import NotFoundError
+
+    _, steps = _render(_caches())
+    step = _children(steps)
+
+    class Server:
+        def __init__(self, labels: dict | None) -> None:
+            self.labels, self.sent = labels, []
+
+        def get(self, api_version: str, kind: str, name: str, namespace: str) -> Any:
+            if self.labels is None:
+                raise NotFoundError("absent")
+            return {"metadata": {"name": name, "labels": self.labels}}
+
+    for labels, taken in ((None, False), ({PART_OF: SET_ID}, False), ({"owner": "db"}, True)):
+        server = Server(labels)
+        send = lambda request: server.sent.append(request.verb) or {}  # noqa: E731
+        if taken:
+            with pytest.raises(ChildTakenError, match="does not take over an object"):
+                step.execute(send, server)
+            assert "apply" not in server.sent
+        else:
+            step.execute(send, server)
+            assert "apply" in server.sent

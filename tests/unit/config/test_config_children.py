@@ -185,3 +185,37 @@ def test_one_set_per_parent_and_no_loop() -> None:
     from kinrun.errors import ConfigError
     with pytest.raises(ConfigError, match="children is one set per parent"):
         plan(load_text(looped, file="g.yaml"))
+
+
+def test_a_dict_method_name_and_a_two_document_manifest_are_refused() -> None:
+    with pytest.raises(ConfigErrors, match="may not be named 'items'"):
+        load_text(CONFIG % _child("items").rstrip("\n"), file="g.yaml")
+    two = _child("a").rstrip("\n") + "\n                  ---\n                  apiVersion: v1\n" \
+        "                  kind: ConfigMap\n                  metadata: {name: y}"
+    with pytest.raises(ConfigErrors, match="the manifest has 2 documents"):
+        load_text(CONFIG % two, file="g.yaml")
+
+
+def test_two_controllers_with_children_of_one_kind_compile() -> None:
+    """Two controllers of different parent kinds with ConfigMap children: their child
+    informers have equal specs (the index included), so one informer is shared; two of the
+    same parent kind would prune each other's children and are refused."""
+    from kinrun.plan import plan
+    other = """\
+  - name: other
+    for: %s
+    reconcile:
+      actions:
+        - children:
+            resources:
+              - name: b
+                manifest: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"
+"""
+    same = CONFIG % _child("a").rstrip("\n") + other % "apps"
+    with pytest.raises(ConfigErrors, match="already makes the children of App objects"):
+        load_text(same, file="g.yaml")
+    two = (CONFIG % _child("a").rstrip("\n") + other % "secrets").replace(
+        "informers:\n", "informers:\n  secrets: {apiVersion: v1, kind: Secret}\n")
+    config = load_text(two, file="g.yaml")
+    assert {"app-children-configmap", "other-children-configmap"} <= set(config.informers)
+    plan(config)
