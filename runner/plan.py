@@ -412,11 +412,14 @@ def _check_children_reads(config: Config, spec: ControllerSpec, engine: Template
             why = problems(schema, read.path[1:]) if schema is not None else None
             if why is not None:
                 found.append((read, why))
+        own = names.get("child", ("", ("",)))[1][0]  # readyWhen's child is children.<own>
         for read, why in found:
-            shown = ".".join(read.path).replace(".[]", "[]")
+            shown = f"{read.root}.{'.'.join(read.path)}".replace(".[]", "[]")
+            if read.root == "children" and own and read.path[0] == own:
+                shown = "child." + ".".join(read.path[1:]).replace(".[]", "[]")
             what = (decls[read.path[0]].kind if read.root == "children"
                     else f"informer {spec.primary}'s kind")
-            raise _error_at(loc, f"{read.root}.{shown}: {why} (template line {read.line}; "
+            raise _error_at(loc, f"{shown}: {why} (template line {read.line}; "
                                  f"checked against the schema of {what})")
 
 

@@ -153,7 +153,7 @@ def test_informer_names_are_dns_labels() -> None:
     pytest.param("", "-{{ children.cm.metadata.nmae }}", "children.cm.metadata.nmae: ",
                  id="children-read-in-a-manifest"),
     pytest.param("                readyWhen: 'child.status.availableReplicaz > 0'\n", "",
-                 "children.deploy.status.availableReplicaz: status has no field",
+                 "child.status.availableReplicaz: status has no field",
                  id="child-in-readyWhen"),
     pytest.param("                includeWhen: 'obj.spec.enabeld'\n", "", "obj.spec.enabeld",
                  id="obj-in-includeWhen"),
