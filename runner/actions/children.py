@@ -404,10 +404,12 @@ class _Graph:
             raise CheckError(f"children: {decl.name}: a {decl.kind} is namespaced and the "
                              "parent is cluster-scoped: give metadata.namespace")
         if self.parent.namespace is not None and request.namespace != self.parent.namespace:
-            raise CheckError(f"children: {decl.name}: {request.kind} {request.name} is in "
-                             f"namespace {request.namespace}, the parent in "
-                             f"{self.parent.namespace}: a child lives in its parent's namespace "
-                             "(its owner reference is how kinrun hears of its changes)")
+            where = (f"is in namespace {request.namespace}" if request.namespace else
+                     "is cluster-scoped")
+            raise CheckError(f"children: {decl.name}: {request.kind} {request.name} {where}, "
+                             f"the parent in {self.parent.namespace}: a child lives in its "
+                             "parent's namespace (its owner reference is how kinrun hears of "
+                             "its changes)")
         self.keep.add(key)
         informer = child_informer_name(self.scope.controller, decl.api_version, decl.kind)
         cache_key = f"{key[2]}/{key[3]}" if key[2] else key[3]
