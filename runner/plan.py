@@ -396,15 +396,7 @@ def _check_children_reads(config: Config, spec: ControllerSpec, engine: Template
         thaw(a.spec).get("resources") or [], a.field_locations, a.location)}
     kinds = {n: schemas.get(child_informer_name(spec.name, d.api_version, d.kind))
              for n, d in decls.items()}
-    bound = {**given, "children": ("children", ())}
-    sources = [(s, e, loc, bound) for s, e, loc in _template_sources(spec) if "children" in s]
-    for name, decl in decls.items():
-        for key in ("readyWhen", "includeWhen"):
-            text = getattr(decl, "ready_when" if key == "readyWhen" else "include_when")
-            if text:
-                sources.append((text, True, decl.location.child(f".{key}"),
-                                {**bound, "child": ("children", (name,))}))
-    for source, expression, loc, names in sources:
+    for source, expression, loc, names in _children_sources(spec, decls, given):
         tree = engine.syntax_tree(source, expression=expression)
         found = [(r, why) for r, why in check_template(tree, roots, names)] if tree else []
         for read in reads(tree, names) if tree is not None else ():
@@ -421,6 +413,21 @@ def _check_children_reads(config: Config, spec: ControllerSpec, engine: Template
                     else f"informer {spec.primary}'s kind")
             raise _error_at(loc, f"{shown}: {why} (template line {read.line}; "
                                  f"checked against the schema of {what})")
+
+
+def _children_sources(spec: ControllerSpec, decls: Mapping[str, Any], given: Mapping[str, Any]
+                      ) -> list[tuple[str, bool, Any, dict[str, Any]]]:
+    """(source, is an expression, location, names bound) of every template that may read
+    ``children`` (any of the controller's) and of each child's ``readyWhen``/``includeWhen``
+    (where ``child`` stands for ``children.NAME``)."""
+    bound = {**given, "children": ("children", ())}
+    sources = [(s, e, loc, bound) for s, e, loc in _template_sources(spec) if "children" in s]
+    for name, decl in decls.items():
+        for key, text in (("readyWhen", decl.ready_when), ("includeWhen", decl.include_when)):
+            if text:
+                sources.append((text, True, decl.location.child(f".{key}"),
+                                {**bound, "child": ("children", (name,))}))
+    return sources
 
 
 def _error_at(loc: Any, message: str) -> ConfigError:
