@@ -85,9 +85,10 @@ from kinrun.actions.applyset import (
     layout, member_apply,
 )
 from kinrun.actions.kinds import (CheckError, Scope, Stop, Target, _bool, _options, _setting,
-                                  compile_document, reconciled_target)
+                                  compile_document, is_true, reconciled_target)
 from kinrun.actions.readiness import Readiness, default_ready
 from kinrun.actions.steps import RequeueAfter, Step
+from kinrun.cache.store import meta_namespace_key
 from kinrun.config.children import (CHILDREN, INDEX, PART_OF, ChildDecl,
                                     child_informer_name, declared_children)
 from kinrun.errors import ConflictError, NotFoundError
@@ -105,7 +106,6 @@ CORRECTION_RECHECK = 10.0
 """Seconds after which a reconcile that held back the readers of a drifted child runs again
 even without the corrected child's event (a safety net: an apply that changes nothing on the
 server sends no event)."""
-_FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 ChildKey = tuple[str, str, "str | None", str]
 
 
@@ -150,13 +150,13 @@ class _Child:
     def included(self, variables: Mapping[str, Any]) -> bool:
         if self.include_when is None:
             return True
-        return _truthy(_evaluate(self.include_when, variables, self.decl, "includeWhen"))
+        return is_true(_evaluate(self.include_when, variables, self.decl, "includeWhen"))
 
     def readiness(self, live: Any, variables: Mapping[str, Any]) -> Readiness:
         if self.ready_when is None or live is None:
             return default_ready(live)
         value = _evaluate(self.ready_when, {**variables, "child": live}, self.decl, "readyWhen")
-        return (True, "") if _truthy(value) else (False, f"readyWhen is {value!r}")
+        return (True, "") if is_true(value) else (False, f"readyWhen is {value!r}")
 
 
 def _evaluate(expression: Any, variables: Mapping[str, Any], decl: ChildDecl,
@@ -166,12 +166,6 @@ def _evaluate(expression: Any, variables: Mapping[str, Any], decl: ChildDecl,
     except TemplateRenderError as exc:
         exc.location = decl.location.child(f".{key}")
         raise
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in _FALSE_TEXT
-    return bool(value)
 
 
 class ChildrenAction:
@@ -263,16 +257,17 @@ class ChildrenAction:
         for api_version, kind in reversed(self.literal_kinds):
             informer = child_informer_name(scope.controller, api_version, kind)
             group = split_api_version(api_version)[0]
-            for item in sorted(_lister(scope, informer).by_index(INDEX, set_id), key=_cache_key):
+            items = _lister(scope, informer).by_index(INDEX, set_id)
+            for cache_key, item in sorted((meta_namespace_key(i), i) for i in items):
                 m = item.get("metadata") or {}
                 key = (group, kind, m.get("namespace") or None, m.get("name"))
                 if key in keep or m.get("deletionTimestamp") or m.get("uid") == parent.uid:
                     continue
                 with self._lock:  # sent already: the cache has not seen it go yet
-                    if self._deleted.get((informer, _cache_key(item))) == m.get("uid"):
+                    if self._deleted.get((informer, cache_key)) == m.get("uid"):
                         continue
                 out.append((_delete(api_version, kind, m),
-                            (informer, _cache_key(item), str(m.get("uid")))))
+                            (informer, cache_key, str(m.get("uid")))))
         return out
 
     def _record_delete(self, where: tuple[str, str, str]) -> None:
@@ -343,7 +338,7 @@ class ChildrenAction:
                              split_api_version(parent.api_version)[0])
         for api_version, kind in reversed(self.literal_kinds):
             lister = _lister(scope, child_informer_name(scope.controller, api_version, kind))
-            items = sorted(lister.by_index(INDEX, set_id), key=_cache_key)
+            items = sorted(lister.by_index(INDEX, set_id), key=meta_namespace_key)
             if items:
                 deletes = [_delete(api_version, kind, i.get("metadata") or {}) for i in items
                            if not (i.get("metadata") or {}).get("deletionTimestamp")]
@@ -412,7 +407,7 @@ class _Graph:
                              "its changes)")
         self.keep.add(key)
         informer = child_informer_name(self.scope.controller, decl.api_version, decl.kind)
-        cache_key = f"{key[2]}/{key[3]}" if key[2] else key[3]
+        cache_key = meta_namespace_key(request.body)  # as the informer keys it
         live = _lister(self.scope, informer).get(cache_key)
         self.view[decl.name] = live
         digest = hashlib.sha256(json.dumps(request.body, sort_keys=True,
@@ -595,11 +590,6 @@ def _lister(scope: Scope, informer: str) -> Any:
     except KeyError:
         raise CheckError(f"children: the informer {informer!r} of this controller's children "
                          "is not running (the config was not loaded by kinrun.config?)") from None
-
-
-def _cache_key(item: Mapping[str, Any]) -> str:
-    m = item.get("metadata") or {}
-    return f"{m.get('namespace') or ''}/{m.get('name') or ''}"
 
 
 def _delete(api_version: str, kind: str, meta: Mapping[str, Any]) -> ApiRequest:

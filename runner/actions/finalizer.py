@@ -103,9 +103,6 @@ def remove_finalizer(obj: Obj, name: str) -> ApiRequest:
                            "value": [f for f in current if f != name]}])
 
 
-_FALSE_TEXT = ("", "false", "no", "0", "none", "off")
-
-
 class FinalizerCondition:
     """A controller's ``finalizer.when``: which live objects hold the finalizer.
 
@@ -122,6 +119,7 @@ class FinalizerCondition:
     def __call__(self, obj: Obj) -> bool:
         """Whether ``obj`` (a live object) is selected: it should carry the finalizer."""
         from kinrun.actions.errors import RenderError
+        from kinrun.actions.kinds import is_true
         from kinrun.templating import TemplateRenderError
 
         try:
@@ -130,7 +128,5 @@ class FinalizerCondition:
             raise RenderError(exc.detail, controller=self.controller, index=0,
                               label="finalizer.when", location=self.location,
                               template_line=exc.template_line) from exc
-        if isinstance(value, str):
-            return value.strip().lower() not in _FALSE_TEXT
-        return bool(value)
+        return is_true(value)
 

@@ -69,6 +69,18 @@ class Scope:
     namespace: str | None = None
 
 
+FALSE_TEXT = ("", "false", "no", "0", "none", "off")
+"""Text a ``when:`` (or ``finalizer.when``, ``includeWhen``, ``readyWhen``) treats as false."""
+
+
+def is_true(value: Any) -> bool:
+    """Whether a rendered condition holds: text is false when :data:`FALSE_TEXT` (stripped,
+    any case), anything else by Python truth. Used by every ``when``-like key."""
+    if isinstance(value, str):
+        return value.strip().lower() not in FALSE_TEXT
+    return bool(value)
+
+
 def loop_items(expression: Any, location: SourceLocation, variables: Mapping[str, Any],
                what: str = "") -> list[Any]:
     """The items a ``forEach`` expression gives (a mapping's ``(key, value)`` pairs); a render

@@ -59,7 +59,7 @@ from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
-    loop_items,
+    is_true, loop_items,
 )
 from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
@@ -89,7 +89,6 @@ DEFAULT_FIELD_MANAGER: str = action_default("apply", "fieldManager")
 _RESERVED_KEYS = ("when", "name", "plugin", "with", "forEach", "as")
 _LOOP_SHADOWED = ("obj", "old", "key", "controller", "reason", "results")
 """Template names an action's ``as:`` may not hide (its templates need them)."""
-_FALSE_TEXT = ("", "false", "no", "0", "none", "off")
 
 RESERVED_VAR_NAMES = ("obj", "old", "key", "controller", "reason", "initial_list", "get", "list",
                       "by_index", "error", "index_keys", "cron_next", "cron_prev",
@@ -268,10 +267,7 @@ class CompiledAction:
     def _wanted(self, scope: Scope) -> bool:
         if self.when is None or isinstance(self.when, bool):
             return self.when is not False
-        value = self.when.evaluate(scope.variables)
-        if isinstance(value, str):
-            return value.strip().lower() not in _FALSE_TEXT
-        return bool(value)
+        return is_true(self.when.evaluate(scope.variables))
 
     def _error(self, controller: str, detail: str, line: int | None,
                location: SourceLocation | None = None) -> RenderError:
