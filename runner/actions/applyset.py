@@ -221,13 +221,20 @@ class ApplySetStep:
             return self.separate.read(self, client)._write(send, client)
         return self._write(send, client)
 
-    def _write(self, send: Send, client: Any) -> list[Any]:
-        """Steps 1-4 with the parent's state decided (``execute``)."""
+    def _write(self, send: Send, client: Any, *,
+               apply: Callable[[int, ApiRequest], Any] | None = None,
+               before_prune: Callable[[], None] | None = None) -> list[Any]:
+        """Steps 1-4 with the parent's state decided (``execute``). ``apply(i, request)``:
+        sends apply number ``i`` (default ``send``); ``before_prune``: writes of the caller
+        between the applies and step 3 (the ``children`` action's cached deletes)."""
         rv = self.parent.resource_version
         if self.begin is not None:
             answer = send(self.parent_patch(self.begin))
             rv = ((answer or {}).get("metadata") or {}).get("resourceVersion") or rv
-        answers = [send(req) for req in self.applies]
+        answers = [apply(i, req) if apply is not None else send(req)
+                   for i, req in enumerate(self.applies)]
+        if before_prune is not None:
+            before_prune()
         if self.prune:
             self.prune_listed(send, client)
         if self.end is not None:

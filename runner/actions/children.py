@@ -499,36 +499,27 @@ class ChildrenStep:
                 "it did not make; delete or rename it, or label it to adopt it")
 
     def execute(self, send: Send, client: Any) -> list[Any]:
-        """Send the writes in order: parent metadata (step 1), the applies (each answer
-        remembered for drift), the deletes (404: gone already, 409: replaced meanwhile; both
-        left alone), the prune of leftover kinds, parent metadata (step 4). Returns the
-        applies' answers. Raises the ApiError of a failed write (the later ones not sent)."""
-        inner = self.inner
-        rv = inner.parent.resource_version
-        if inner.begin is not None:
-            answer = send(inner.parent_patch(inner.begin))
-            rv = ((answer or {}).get("metadata") or {}).get("resourceVersion") or rv
-        answers = []
-        for request, where in zip(inner.applies, self.records):
-            if where[3]:
+        """Send the writes in order, as ``applySet``'s (``ApplySetStep``): parent metadata
+        (step 1), the applies (a child absent from the cache read first; each answer
+        remembered for drift), the cached deletes (404: gone already, 409: replaced
+        meanwhile; both left alone), the prune of leftover kinds, parent metadata (step 4).
+        Returns the applies' answers. Raises the ApiError of a failed write, or
+        ChildTakenError (the later writes are not sent)."""
+        def apply(i: int, request: ApiRequest) -> Any:
+            if self.records[i][3]:
                 self._check_not_taken(request, client)
             answer = send(request)
-            self.record(where, answer)
-            answers.append(answer)
-        for request, where in zip(self.deletes, self.deleting):
-            try:
-                send(request)
-            except (NotFoundError, ConflictError):
-                pass  # gone already, or replaced meanwhile (uid precondition): left alone
-            self.record_delete(where)
-        if inner.prune:
-            inner.prune_listed(send, client)
-        if inner.end is not None:
-            body = dict(inner.end)
-            if rv:
-                body["metadata"] = {**body["metadata"], "resourceVersion": rv}
-            send(inner.parent_patch(body))
-        return answers
+            self.record(self.records[i], answer)
+            return answer
+
+        def delete_unwanted() -> None:
+            for request, where in zip(self.deletes, self.deleting):
+                try:
+                    send(request)
+                except (NotFoundError, ConflictError):
+                    pass  # gone already, or replaced meanwhile (uid precondition): left alone
+                self.record_delete(where)
+        return self.inner._write(send, client, apply=apply, before_prune=delete_unwanted)
 
 
 class ChildTakenError(CheckError):
