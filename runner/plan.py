@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+import itertools
 from typing import Any
 
 from pluggy import PluginManager
@@ -281,7 +282,8 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     if not _reads_anything(config):
         return  # no template, no declared reads: no schema needs loading
     from kinrun.template_reads import check_template
-    schemas = {name: _primary_schema(config, inf) for name, inf in config.informers.items()}
+    crds = _config_crds(config)  # read once for every informer
+    schemas = {name: _primary_schema(config, inf, crds) for name, inf in config.informers.items()}
     lookups = {f"get:{name}": schema for name, schema in schemas.items()}
     for name, informer in config.informers.items():  # indexers read the informer's objects
         for ix in informer.indexers.values():
@@ -345,38 +347,27 @@ def _check_admission_reads(config: Config, engine: TemplateEngine,
 
 def _webhook_schemas(config: Config, rules: Any) -> dict[str, Any]:
     """Kind name -> schema of each kind a webhook's ``rules`` name by group, version and
-    plural (built-in kinds, or the ``crds:`` files); kinds without a schema left out."""
+    plural (built-in kinds, or the ``crds:`` files, read once); kinds without a schema, and
+    ``*`` or subresource rules, left out."""
     from kinrun.kube.builtin_kinds import builtin_kind
 
+    crds = _config_crds(config)
     out: dict[str, Any] = {}
     for rule in rules or ():
         rule = thaw(rule) if isinstance(rule, Mapping) else {}
-        for group in rule.get("apiGroups") or ():
-            for version in rule.get("apiVersions") or ():
-                for resource in rule.get("resources") or ():
-                    if "*" in (group, version) or "*" in resource or "/" in resource:
-                        continue
-                    api_version = f"{group}/{version}" if group else version
-                    kind = builtin_kind(api_version, resource) or _crd_kind(config, api_version,
-                                                                             resource)
-                    if kind is None:
-                        continue
-                    schema = _primary_schema(config, InformerSpec(name=kind, api_version=api_version,
-                                                                  kind=kind))
-                    if schema is not None:
-                        out[kind] = schema
+        for group, version, resource in itertools.product(
+                rule.get("apiGroups") or (), rule.get("apiVersions") or (),
+                rule.get("resources") or ()):
+            if "*" in (group, version) or "*" in resource or "/" in resource:
+                continue
+            api_version = f"{group}/{version}" if group else version
+            found = crds.lookup(api_version, resource)
+            kind = builtin_kind(api_version, resource) or (found.kind if found else None)
+            schema = _primary_schema(config, InformerSpec(name=kind, api_version=api_version,
+                                                          kind=kind), crds) if kind else None
+            if schema is not None:
+                out[kind] = schema
     return out
-
-
-def _crd_kind(config: Config, api_version: str, plural: str) -> str | None:
-    """The kind a ``crds:`` file serves as ``plural`` in ``api_version``, or None."""
-    from kinrun.crds import CrdSet
-
-    try:
-        found = CrdSet.load(config.crds, config.base_dir).lookup(api_version, plural)
-    except ConfigError:
-        return None
-    return found.kind if found is not None else None
 
 
 def _check_children_reads(config: Config, spec: ControllerSpec, engine: TemplateEngine,
@@ -526,9 +517,20 @@ def _implicit_reads(spec: ControllerSpec, paths: dict[str, set[str]],
             paths[spec.primary].add("status")
 
 
-def _primary_schema(config: Config, informer: InformerSpec) -> Any:
-    """The schema of an informer's kind: a built-in kind's, a ``crds:`` file's, or None."""
+def _config_crds(config: Config) -> Any:
+    """The config's ``crds:`` as a CrdSet (empty when unreadable: that is validate's own
+    error, ``kinrun.rbac.config_crds``)."""
     from kinrun.crds import CrdSet
+
+    try:
+        return CrdSet.load(config.crds, config.base_dir)
+    except ConfigError:
+        return CrdSet()
+
+
+def _primary_schema(config: Config, informer: InformerSpec, crds: Any = None) -> Any:
+    """The schema of an informer's kind: a built-in kind's, a ``crds:`` file's, or None.
+    ``crds``: the config's CrdSet when the caller read it already (else read here)."""
     from kinrun.kube.builtin_kinds import builtin_kind
     from kinrun.openapi import builtin_schemas, crd_schema
 
@@ -539,11 +541,8 @@ def _primary_schema(config: Config, informer: InformerSpec) -> Any:
     schema = builtin_schemas().for_gvk(group, version, kind)
     if schema is not None:
         return schema
-    try:
-        crds = CrdSet.load(config.crds, config.base_dir)
-    except ConfigError:
-        return None
-    found = crds.lookup(informer.api_version, kind)
+    found = (crds if crds is not None else _config_crds(config)).lookup(informer.api_version,
+                                                                       kind)
     return crd_schema({"schema": {"openAPIV3Schema": found.schema}}) \
         if found is not None and found.schema else None
 
@@ -572,12 +571,8 @@ def _check_apply_keys(config: Config) -> None:
                               *spec.reconcile.finalize)):
         return  # nothing applied: the schemas need not load
     from kinrun.actions.manifest_keys import apply_key_problems
-    from kinrun.crds import CrdSet
 
-    try:
-        crds = list(CrdSet.load(config.crds, config.base_dir))
-    except ConfigError:
-        crds = []  # an unreadable crds: entry is validate's own error (kinrun.rbac.config_crds)
+    crds = list(_config_crds(config))
     for spec in config.controllers:
         rec = spec.reconcile
         for action in (*rec.actions, *rec.on_delete, *rec.finalize):
