@@ -36,6 +36,8 @@ from kinrun.kube import Client
 from kinrun.plan import plan
 from kinrun.testing.envtest import EnvtestServer
 
+from polling import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "configs" / "web-application.yaml"
 CRD = ROOT / "examples" / "crds" / "webapplication.yaml"
@@ -69,15 +71,6 @@ class Recording:
                     if kind in CHILD_KINDS and ns == self._ns]
 
 
-def _wait(condition: Any, what: str) -> None:
-    event = threading.Event()
-    for _ in range(int(WAIT / 0.05)):
-        if condition():
-            return
-        event.wait(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _served(server: EnvtestServer) -> bool:
     """Whether a new client's discovery finds the WebApplication kind."""
     with Client.from_config(kubeconfig=server.kubeconfig_path) as client:
@@ -97,7 +90,7 @@ def running(envtest_server: EnvtestServer, envtest_namespace: str) -> Iterator[A
         mine.create(yaml.safe_load(CRD.read_text()))
     except ConflictError:
         pass  # installed by an earlier test of this session
-    _wait(lambda: _served(envtest_server), "the WebApplication CRD served")
+    wait_until(lambda: _served(envtest_server), "the WebApplication CRD served")
     recording = Recording(Client.from_config(kubeconfig=envtest_server.kubeconfig_path), ns)
     manager = plan(load(str(CONFIG))).bind(recording).manager()
     assert manager.start(threading.Event(), WAIT)
@@ -143,7 +136,7 @@ def _quiet(client: Client, manager: Any, ns: str) -> None:
                         cached["metadata"]["resourceVersion"]:
                     return False
         return manager.controllers["webapp"].queue.idle()
-    _wait(caught_up, "the caches caught up and an idle queue")
+    wait_until(caught_up, "the caches caught up and an idle queue")
 
 
 def test_children_graph_on_kube_apiserver(running: Any) -> None:
@@ -151,7 +144,7 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
     mine.create({"apiVersion": APP, "kind": KIND, "metadata": {"name": "shop", "namespace": ns},
                  "spec": {"image": "nginx", "replicas": 2, "config": {"MODE": "prod"},
                           "ingress": {"enabled": True, "host": "shop.example.com"}}}, namespace=ns)
-    _wait(lambda: _ready(mine, ns).get("message", "").startswith("deployment:"),
+    wait_until(lambda: _ready(mine, ns).get("message", "").startswith("deployment:"),
           "Ready False, naming the Deployment")
     assert mine.get("v1", "ConfigMap", "shop-config", ns)["data"] == {"MODE": "prod"}
     assert _get(mine, "apps/v1", "Deployment", "shop", ns) is not None
@@ -160,7 +153,7 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
 
     # Available: the Service (with a real cluster IP), then the Ingress that reads it.
     _make_available(mine, ns)
-    _wait(lambda: _ready(mine, ns).get("status") == "True", "Ready True")
+    wait_until(lambda: _ready(mine, ns).get("status") == "True", "Ready True")
     service = mine.get("v1", "Service", "shop", ns)
     assert service["spec"]["clusterIP"].count(".") == 3  # allocated by kube-apiserver
     ingress = mine.get("networking.k8s.io/v1", "Ingress", "shop", ns)
@@ -173,13 +166,13 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
     _quiet(mine, manager, ns)
     mark = len(recording.writes)
     mine.patch("apps/v1", "Deployment", "shop", {"spec": {"replicas": 5}}, namespace=ns)
-    _wait(lambda: mine.get("apps/v1", "Deployment", "shop", ns)["spec"]["replicas"] == 2,
+    wait_until(lambda: mine.get("apps/v1", "Deployment", "shop", ns)["spec"]["replicas"] == 2,
           "the hand edit reverted")
     _quiet(mine, manager, ns)
     assert recording.since(mark) == [("apply", "Deployment", "shop")]
     assert _ready(mine, ns)["message"] == "deployment: generation 3 not observed yet"
     _make_available(mine, ns)
-    _wait(lambda: _ready(mine, ns).get("status") == "True", "Ready True again")
+    wait_until(lambda: _ready(mine, ns).get("status") == "True", "Ready True again")
 
     # A field the config does not set: nothing to correct, no write.
     _quiet(mine, manager, ns)
@@ -193,7 +186,7 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
     uid = mine.get("v1", "Service", "shop", ns)["metadata"]["uid"]
     mark = len(recording.writes)
     mine.delete("v1", "Service", "shop", ns)
-    _wait(lambda: ((_get(mine, "v1", "Service", "shop", ns) or {}).get("metadata") or {}).get(
+    wait_until(lambda: ((_get(mine, "v1", "Service", "shop", ns) or {}).get("metadata") or {}).get(
         "uid", uid) != uid, "the deleted Service recreated")
     _quiet(mine, manager, ns)
     assert set(recording.since(mark)) == {("apply", "Service", "shop")}  # see docs/children.md
@@ -201,7 +194,7 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
     # A child no longer wanted is deleted.
     mark = len(recording.writes)
     mine.patch(APP, KIND, "shop", {"spec": {"ingress": {"enabled": False}}}, namespace=ns)
-    _wait(lambda: _get(mine, "networking.k8s.io/v1", "Ingress", "shop", ns) is None,
+    wait_until(lambda: _get(mine, "networking.k8s.io/v1", "Ingress", "shop", ns) is None,
           "the Ingress no longer wanted deleted")
     _quiet(mine, manager, ns)
     assert recording.since(mark) == [("delete", "Ingress", "shop")]
@@ -209,7 +202,7 @@ def test_children_graph_on_kube_apiserver(running: Any) -> None:
     # Deleting the parent: its children in reverse order, then the finalizer goes.
     mark = len(recording.writes)
     mine.delete(APP, KIND, "shop", ns)
-    _wait(lambda: _get(mine, APP, KIND, "shop", ns) is None, "the WebApplication gone")
+    wait_until(lambda: _get(mine, APP, KIND, "shop", ns) is None, "the WebApplication gone")
     assert recording.since(mark) == [("delete", "Service", "shop"),
                                      ("delete", "Deployment", "shop"),
                                      ("delete", "ConfigMap", "shop-config")]

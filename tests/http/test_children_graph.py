@@ -21,10 +21,11 @@ from kinrun.kube import Client
 from kinrun.plan import plan
 from kinrun.testing.apiserver import EmbeddedAPIServer
 
+from polling import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "configs" / "web-application.yaml"
 CRD = ROOT / "examples" / "crds" / "webapplication.yaml"
-WAIT = 60.0
 NS = "default"
 APP = "example.com/v1alpha1"
 APP_KIND = "WebApplication"
@@ -51,15 +52,6 @@ class Recording:
         """The writes of child kinds sent after the first ``mark`` writes."""
         with self._lock:
             return [w for w in self.writes[mark:] if w[1] in kinds]
-
-
-def _wait(condition: Any, what: str) -> None:
-    event = threading.Event()
-    for _ in range(int(WAIT / 0.02)):
-        if condition():
-            return
-        event.wait(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -111,7 +103,7 @@ def _quiet(server: EmbeddedAPIServer, manager: Any) -> None:
                     return False
         queue = manager.controllers["webapp"].queue
         return queue.idle()
-    _wait(caught_up, "the caches caught up and an empty queue")
+    wait_until(caught_up, "the caches caught up and an empty queue")
 
 
 def test_children_apply_in_order_correct_drift_and_delete_in_reverse(running: Any) -> None:
@@ -120,7 +112,7 @@ def test_children_apply_in_order_correct_drift_and_delete_in_reverse(running: An
                  "spec": {"image": "nginx", "replicas": 2, "config": {"MODE": "prod"},
                           "ingress": {"enabled": True, "host": "shop.example.com"}}},
                 namespace=NS)
-    _wait(lambda: _ready(server).get("message", "").startswith("deployment:"),
+    wait_until(lambda: _ready(server).get("message", "").startswith("deployment:"),
           "Ready False, naming the Deployment")
     assert _get(server, "v1", "ConfigMap", "shop-config")["data"] == {"MODE": "prod"}
     assert _get(server, "apps/v1", "Deployment", "shop") is not None
@@ -128,7 +120,7 @@ def test_children_apply_in_order_correct_drift_and_delete_in_reverse(running: An
     assert (_ready(server)["status"], _ready(server)["reason"]) == ("False", "ChildNotReady")
 
     _make_available(mine)
-    _wait(lambda: _ready(server).get("status") == "True", "Ready True")
+    wait_until(lambda: _ready(server).get("status") == "True", "Ready True")
     ingress = _get(server, "networking.k8s.io/v1", "Ingress", "shop")
     assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == "shop"
     applies = [w[1] for w in recording.since(0) if w[0] == "apply"]
@@ -139,13 +131,13 @@ def test_children_apply_in_order_correct_drift_and_delete_in_reverse(running: An
     _quiet(server, manager)
     mark = len(recording.writes)
     mine.patch("apps/v1", "Deployment", "shop", {"spec": {"replicas": 5}}, namespace=NS)
-    _wait(lambda: _get(server, "apps/v1", "Deployment", "shop")["spec"]["replicas"] == 2,
+    wait_until(lambda: _get(server, "apps/v1", "Deployment", "shop")["spec"]["replicas"] == 2,
           "the hand edit reverted")
     _quiet(server, manager)
     assert recording.since(mark) == [("apply", "Deployment", "shop")]
     assert _ready(server)["message"] == "deployment: generation 3 not observed yet"
     _make_available(mine)
-    _wait(lambda: _ready(server).get("status") == "True", "Ready True again")
+    wait_until(lambda: _ready(server).get("status") == "True", "Ready True again")
 
     mark = len(recording.writes)
     mine.patch("v1", "ConfigMap", "shop-config", {"metadata": {"labels": {"team": "x"}}},
@@ -156,21 +148,21 @@ def test_children_apply_in_order_correct_drift_and_delete_in_reverse(running: An
     uid = _get(server, "v1", "Service", "shop")["metadata"]["uid"]
     mark = len(recording.writes)
     mine.delete("v1", "Service", "shop", NS)
-    _wait(lambda: (_get(server, "v1", "Service", "shop") or {}).get("metadata", {}).get(
+    wait_until(lambda: (_get(server, "v1", "Service", "shop") or {}).get("metadata", {}).get(
         "uid", uid) != uid, "the deleted Service recreated")
     _quiet(server, manager)
     assert set(recording.since(mark)) == {("apply", "Service", "shop")}  # see docs/children.md
 
     mark = len(recording.writes)
     mine.patch(APP, APP_KIND, "shop", {"spec": {"ingress": {"enabled": False}}}, namespace=NS)
-    _wait(lambda: _get(server, "networking.k8s.io/v1", "Ingress", "shop") is None,
+    wait_until(lambda: _get(server, "networking.k8s.io/v1", "Ingress", "shop") is None,
           "the Ingress no longer wanted deleted")
     _quiet(server, manager)
     assert recording.since(mark) == [("delete", "Ingress", "shop")]
 
     mark = len(recording.writes)
     mine.delete(APP, APP_KIND, "shop", NS)
-    _wait(lambda: _get(server, APP, APP_KIND, "shop") is None, "the WebApplication gone")
+    wait_until(lambda: _get(server, APP, APP_KIND, "shop") is None, "the WebApplication gone")
     assert recording.since(mark) == [("delete", "Service", "shop"),
                                      ("delete", "Deployment", "shop"),
                                      ("delete", "ConfigMap", "shop-config")]
