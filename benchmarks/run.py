@@ -40,9 +40,10 @@ import servers  # noqa: E402  (benchmarks/servers.py)
 PY = sys.executable
 PROFILE_DIR: Path | None = None  # --profile: run every contender under py-spy (slower)
 SERVER_CPU, CONTENDER_CPU = 0, 1
-WORKLOADS = ("events", "sync", "memory", "latency", "envtest", "workqueue")
+WORKLOADS = ("events", "sync", "memory", "latency", "envtest", "envtest-events",
+             "envtest-latency", "workqueue")
 #: Accepted by --workloads, not in the default run.
-OPTIONAL_WORKLOADS = ("envtest-latency", "scale")
+OPTIONAL_WORKLOADS = ("scale",)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class Scale:
     latency_rate: float = 1_000.0      # writes/s
     latency_seconds: float = 10.0
     envtest_pods: int = 10_000
+    #: envtest-events: Pods of the history written through kube-apiserver (x updates_per_pod
+    #: events + 1). Smaller than ``event_pods``: every event is an HTTP write here (a few
+    #: hundred per second on 2 cores), and the history must be written before the first run.
+    envtest_event_pods: int = 2_000
     repeat: int = 3
     wq_items: int = 200_000
     scale_pods: tuple[int, ...] = (10_000, 100_000)  # scale: the sizes, each in its namespace
@@ -68,11 +73,15 @@ class Scale:
     def events(self) -> int:
         return self.event_pods * self.updates_per_pod + 1
 
+    @property
+    def envtest_events(self) -> int:
+        return self.envtest_event_pods * self.updates_per_pod + 1
+
 
 FULL = Scale()
 QUICK = Scale(event_pods=1_000, updates_per_pod=10, sync_pods=1_000, latency_pods=200,
-              latency_seconds=3.0, envtest_pods=1_000, repeat=1, wq_items=20_000,
-              scale_pods=(1_000, 10_000), scale_updates=1_000)
+              latency_seconds=3.0, envtest_pods=1_000, envtest_event_pods=200, repeat=1,
+              wq_items=20_000, scale_pods=(1_000, 10_000), scale_updates=1_000)
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,7 @@ class Contender:
     name: str
     argv: tuple[str, ...]
     workloads: tuple[str, ...] = ("events", "sync", "memory", "latency", "envtest",
-                                  "envtest-latency")
+                                  "envtest-events", "envtest-latency")
     slow: bool = False  # handles every event, one by one: its event rate is taken over a prefix
     default: bool = True  # in the run when --contenders is not given
     native: bool = False  # a binary (client-go): built first by CLIENTGO_BUILD, never under py-spy
@@ -92,7 +101,7 @@ class Contender:
 
 #: A contender's workloads unless it names its own (``scale`` is added only where named: the
 #: contenders that hold 100,000 Pods in minutes, not hours).
-ALL = ("events", "sync", "memory", "latency", "envtest", "envtest-latency")
+ALL = ("events", "sync", "memory", "latency", "envtest", "envtest-events", "envtest-latency")
 
 
 def script(name: str, *extra: str) -> tuple[str, ...]:
@@ -136,6 +145,9 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
               kinrun_config="bench-pods.yaml"),
     Contender("kinrun-cli-action", script("kinrun_cli.py", "--variant", "action"),
               ("events", "latency"), kinrun_config="bench-pods-action.yaml"),
+    # The main job on an example as shipped: `kinrun examples/configs/pod-logger.yaml` (a log
+    # action per reconcile, written at the default level info), timed from outside the config.
+    Contender("kinrun-pod-logger", script("kinrun_pod_logger.py"), ALL),
     Contender("client-watch", script("client_watch.py"), slow=True),
     Contender("client-informer", script("client_informer.py"), slow=True),
     Contender("kopf", script("kopf_operator.py"), slow=True),
@@ -145,7 +157,7 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in (
     # embedded server speaks only JSON.
     Contender("client-go", clientgo("--variant", "json"), ALL + ("scale",), native=True),
     Contender("client-go-protobuf", clientgo("--variant", "protobuf"),
-              ("envtest", "envtest-latency"), native=True),
+              ("envtest", "envtest-events", "envtest-latency"), native=True),
     # Not in the default run: what slows a client-go contender down (HISTORY.md, client-go).
     Contender("client-go-unpinned", clientgo("--variant", "json", "--no-pin"),
               ("events", "latency"), default=False, native=True),
@@ -247,18 +259,28 @@ def spawn(c: Contender, workload: str, kubeconfig: str, namespace: str, *, n: in
 
 # -- workloads ---------------------------------------------------------------------------------
 
-def run_events(srv: servers.Embedded, scale: Scale, names: list[str]) -> list[dict]:
-    """Workload 1: every contender replays the same history of ``scale.events`` watch events."""
-    since = srv.prepare_history("bench-events", scale.event_pods, scale.updates_per_pod)
+def run_events(srv: servers.Server, scale: Scale, names: list[str],
+               workload: str = "events") -> list[dict]:
+    """Workload 1: every contender replays the same history of ``scale.events`` watch events
+    (``envtest-events``: ``scale.envtest_events``, written through kube-apiserver, which must
+    run with ``servers.REPLAY_FLAGS``)."""
+    pods, events = ((scale.envtest_event_pods, scale.envtest_events)
+                    if workload == "envtest-events" else (scale.event_pods, scale.events))
+    since = srv.prepare_history("bench-events", pods, scale.updates_per_pod)
     out = []
     for rep in range(scale.repeat):
         for name in rotate(names, rep):
             c = CONTENDERS[name]
-            if "events" not in c.workloads:
+            if workload not in c.workloads:
                 continue
-            limit = min(scale.slow_events, scale.events) if c.slow else c.events_limit
+            limit = min(scale.slow_events, events) if c.slow else c.events_limit
+            before = server_cpu(srv)
             r = spawn(c, "events", srv.kubeconfig, "bench-events", since=since, limit=limit)
-            r.update(rep=rep, events=limit or scale.events)
+            after = server_cpu(srv)
+            r.update(rep=rep, events=limit or events, server=srv.name, measure=workload)
+            if before and after:  # kube-apiserver's and etcd's CPU while this contender ran
+                r["server_cpu_s"] = {k: after[k] - before[k] for k in after if k in before}
+                r["server_cpu_total_s"] = sum(r["server_cpu_s"].values())
             if r.get("ok"):
                 r["events_per_s"] = r["events"] / (r["t_last"] - r["t_open"])
                 r["events_per_cpu_s"] = r["events"] / r["cpu_s"]
@@ -566,6 +588,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--sync-pods", type=int, metavar="N",
                    help="Pods of the sync and memory workloads (default 10,000; --quick 1,000)")
+    p.add_argument("--envtest-event-pods", type=int, metavar="N",
+                   help="Pods of the envtest-events history (N x 10 + 1 events; default "
+                   "2,000; --quick 200)")
     p.add_argument("--scale-pods", metavar="N,M",
                    help="the sizes of the scale workload (default 10000,100000)")
     p.add_argument("--scale-updates", type=int, metavar="N",
@@ -591,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         scale = Scale(**(asdict(scale) | {"repeat": args.repeat}))
     if args.sync_pods:
         scale = Scale(**(asdict(scale) | {"sync_pods": args.sync_pods}))
+    if args.envtest_event_pods:
+        scale = Scale(**(asdict(scale) | {"envtest_event_pods": args.envtest_event_pods}))
     if args.scale_pods:
         scale = Scale(**(asdict(scale) | {"scale_pods": tuple(
             int(v) for v in args.scale_pods.split(",") if v)}))
@@ -649,6 +676,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"scale: sync of {', '.join(map(str, scale.scale_pods))} Pods, then "
                       f"{scale.scale_updates} writes at {scale.scale_rate:.0f}/s", flush=True)
                 res["runs"]["scale"] = run_scale(srv, scale, names)
+    if "envtest-events" in workloads:
+        # its own kube-apiserver: the Pods' watch cache off (a watch from an old
+        # resourceVersion is then served from etcd), which would change the other workloads
+        with servers.Envtest.start_or_none(servers.REPLAY_FLAGS) as srv:
+            if srv is None:
+                res["runs"]["envtest-events"] = [{"ok": False,
+                                                  "skipped": servers.Envtest.why_not}]
+                print(f"envtest-events: skipped ({servers.Envtest.why_not})", flush=True)
+            else:
+                print(f"envtest-events: {scale.envtest_events} watch events replayed by "
+                      f"kube-apiserver ({' '.join(servers.REPLAY_FLAGS)})", flush=True)
+                res["runs"]["envtest-events"] = run_events(srv, scale, names, "envtest-events")
     on_envtest = [w for w in workloads if w in ("envtest", "envtest-latency")]
     if on_envtest:
         with servers.Envtest.start_or_none() as srv:

@@ -7,7 +7,8 @@ writer's stamp is taken at the server's write itself.
 
 ``Envtest``: a real kube-apiserver + etcd (``kinrun.testing.envtest.EnvtestServer``, assets
 from ``$KUBEBUILDER_ASSETS`` or ``scripts/envtest-assets.sh``), filled once per run through its
-HTTP API with concurrent creates.
+HTTP API with concurrent creates. ``Envtest.start_or_none(REPLAY_FLAGS)`` starts one that can
+replay a long watch history (the ``envtest-events`` workload): see ``REPLAY_FLAGS``.
 """
 
 from __future__ import annotations
@@ -153,6 +154,20 @@ class StampWriter:
         self.store.create(self._stamp(marker(self.ns, final=True)))
 
 
+#: kube-apiserver flags for a watch from an old resourceVersion over a long history (the
+#: ``envtest-events`` workload). kube-apiserver 1.20 serves a watch with a resourceVersion from
+#: its watch cache, which keeps only the last ~75 s of events (between 100 and 102,400 per
+#: resource, sized dynamically; a size other than 0 in ``--watch-cache-sizes`` is ignored since
+#: 1.19): a watch from before that answers 410 Gone ("too old resource version"). ``pods#0``
+#: turns the cache off for Pods, so the watch is served from etcd's own history (each watcher
+#: its own etcd watch, every event decoded from etcd's protobuf and encoded again for the
+#: client, as the cache does once per event); ``--etcd-compaction-interval=0`` stops
+#: kube-apiserver compacting etcd every 5 minutes, which would expire the history between the
+#: first contender and the last. Pod LISTs are then served from etcd too: only the events
+#: workload runs on a server started with these.
+REPLAY_FLAGS = ("--watch-cache-sizes=pods#0", "--etcd-compaction-interval=0")
+
+
 class Envtest(Server):
     """A real kube-apiserver (envtest). ``start_or_none()`` yields None (and sets ``why_not``)
     when the assets cannot be found or built."""
@@ -166,7 +181,8 @@ class Envtest(Server):
 
     @classmethod
     @contextlib.contextmanager
-    def start_or_none(cls) -> Iterator[Envtest | None]:
+    def start_or_none(cls, flags: tuple[str, ...] = ()) -> Iterator[Envtest | None]:
+        """Start kube-apiserver (with extra ``flags``) and etcd; yield None when it cannot."""
         from kinrun.testing.envtest import EnvtestServer
 
         assets = os.environ.get("KUBEBUILDER_ASSETS") or _build_assets()
@@ -174,7 +190,7 @@ class Envtest(Server):
             yield None
             return
         try:
-            srv = EnvtestServer(assets).start()
+            srv = EnvtestServer(assets, apiserver_flags=flags).start()
         except Exception as exc:  # noqa: BLE001  (reported, the other workloads go on)
             cls.why_not = f"envtest did not start: {exc}"[:500]
             yield None
@@ -209,6 +225,54 @@ class Envtest(Server):
             sizes = list(pool.map(create, range(n)))
         print(f"  created {n} Pods in {time.perf_counter() - t:.1f}s, mean "
               f"{sum(sizes) / len(sizes):,.0f} bytes", flush=True)
+
+    def prepare_history(self, ns: str, pods: int, updates_per_pod: int,
+                        workers: int = 16) -> str:
+        """As ``Embedded.prepare_history`` through kube-apiserver's HTTP API: ``pods``
+        creations, then ``updates_per_pod - 1`` rounds of one merge-PATCH per Pod (the
+        annotation ``bench/generation`` changes), then the marker Pod with ``bench/final``;
+        ``workers`` concurrent requests, each round finished before the next starts. Returns
+        the resourceVersion before them (a quorum LIST's): a watch from it replays
+        ``pods * updates_per_pod + 1`` events, on a server started with ``REPLAY_FLAGS``."""
+        self.srv.create_namespace(ns)
+        since = self.get_json(f"/api/v1/namespaces/{ns}/pods?limit=1")["metadata"][
+            "resourceVersion"]
+        base = f"/api/v1/namespaces/{ns}/pods"
+        names = [podgen.make_pod(i, namespace=ns)["metadata"]["name"] for i in range(pods)]
+
+        def create(i: int) -> None:
+            pod = podgen.make_pod(i, namespace=ns, with_managed_fields=False)
+            for k in ("uid", "resourceVersion", "creationTimestamp"):
+                pod["metadata"].pop(k, None)
+            self.request("POST", base, pod)
+
+        def update(i: int, u: int) -> None:
+            self.request("PATCH", f"{base}/{names[i]}",
+                         {"metadata": {"annotations": {"bench/generation": str(u)}}},
+                         content_type="application/merge-patch+json")
+
+        t = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            list(pool.map(create, range(pods)))
+            for u in range(1, updates_per_pod):
+                list(pool.map(update, range(pods), [u] * pods))
+        pod = marker(ns, final=True)
+        for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+            pod["metadata"].pop(k, None)
+        self.request("POST", base, pod)
+        took = time.perf_counter() - t
+        print(f"  wrote {pods * updates_per_pod + 1} events through kube-apiserver in "
+              f"{took:.1f}s ({(pods * updates_per_pod + 1) / took:,.0f} writes/s)", flush=True)
+        return since
+
+    def get_json(self, path: str) -> Any:
+        """GET ``path`` as the admin (a fresh connection), decoded JSON."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        req = urllib.request.Request(f"{self.srv.url}{path}", headers={
+            "Authorization": f"Bearer {self.srv.token}", "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+            return json.loads(resp.read())
 
     def stamp_writer(self, ns: str, pods: int, rate: float, writes: int,
                      workers: int = 16) -> EnvtestStampWriter:
