@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;
      "admission"),                                         # cron schedules; a ring's replicas;
                                                            # admission webhooks
-    ("spine", "manager", "bound", "plan", "rbac", "reload"),  # the spine: its types; run,
+    ("spine", "manager", "bound", "plan", "kept_paths", "rbac", "reload"),  # the spine: its types; run,
                                                            # bind, compile; the RBAC a plan
                                                            # needs; reload
     ("testing",),                                          # embedded API server, fault proxy

@@ -267,7 +267,8 @@ class _Wiring:
             self._refs_by_id[key.resource], namespace=key.namespace,
             label_selector=key.label_selector or None, field_selector=key.field_selector or None,
             drop_managed_fields=key.transform.startswith(STRIP_MANAGED_FIELDS),
-            **({"metadata_only": True} if key.metadata_only else {}))
+            **({"metadata_only": True} if key.metadata_only else {}),
+            **({"projection": key.projection} if key.projection is not None else {}))
 
     def _informer(self, plan: InformerPlan) -> Informer:
         spec, ref = plan.spec, self.refs[plan.name]
@@ -280,7 +281,7 @@ class _Wiring:
         if plan.name in self.sharded:  # this replica's objects only
             labels = self.shard.selector(labels)
         key = InformerKey(ref.id, None, labels, spec.field_selector or "",
-                          plan.transform_id, spec.metadata_only)
+                          plan.transform_id, spec.metadata_only, plan.projection)
         try:
             informer = self.factory.informer_for_namespaces(
                 key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler

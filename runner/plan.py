@@ -45,6 +45,7 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location,
 from kinrun.clock import Clock, clock_of
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
+from kinrun.kept_paths import InformerReads, informer_reads, projection_for
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
 from jinja2 import nodes
@@ -102,7 +103,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir, clock=run_clock)
     index_funcs: dict[str, IndexFunc] = {}  # one function per expression: equal indexes share
-    informers = {name: _informer(spec, pm, engine, index_funcs)
+    found = informer_reads(config, engine, pm)
+    informers = {name: _informer(spec, pm, engine, index_funcs, found[name])
                  for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, run_clock)
                         for spec in config.controllers)
@@ -122,10 +124,12 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
 
 
 def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine,
-              index_funcs: dict[str, IndexFunc] | None = None) -> InformerPlan:
+              index_funcs: dict[str, IndexFunc] | None = None,
+              found: InformerReads | None = None) -> InformerPlan:
     """One informer compiled; ``index_funcs``: expression -> its compiled index function,
     shared across the plan, so two informers of the same objects with the same index
-    expression (two controllers' child informers) can share one informer."""
+    expression (two controllers' child informers) can share one informer; ``found``: what the
+    config reads of its objects (``kinrun.kept_paths``; None: whole objects)."""
     unserved = unserved_builtin(spec.api_version, spec.kind, spec.resource)
     if unserved is not None:  # apps/v1 Pod: the API server would refuse it at start
         raise spec.location.error(f"informer {spec.name}: {unserved}")
@@ -149,7 +153,8 @@ def _informer(spec: InformerSpec, pm: PluginManager, engine: TemplateEngine,
     if spec.metadata_only:
         check_metadata_only(spec)
     transform, transform_id = informer_transform(spec)
-    return InformerPlan(spec, indexers, matches, transform, transform_id)
+    projection = projection_for(spec, found) if found is not None else None
+    return InformerPlan(spec, indexers, matches, transform, transform_id, projection, found)
 
 
 def informer_transform(spec: InformerSpec) -> tuple[Callable[[dict], dict] | None, str]:
@@ -248,7 +253,8 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         if name not in PREDICATES:
             raise spec.location.error(f"unknown predicate {name!r}")
     try:
-        hooks = plugins.reconcile_caller(pm, rec.hook_selection)
+        hooks = plugins.reconcile_caller(pm, rec.hook_selection,
+                                         informers[spec.primary].projection is not None)
     except ConfigError as exc:
         loc = spec.location
         raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,

@@ -43,6 +43,7 @@ from kinrun import hooks
 from kinrun.cache.store import DeletedFinalStateUnknown
 from kinrun.clock import REAL_CLOCK, Clock
 from kinrun.errors import ConfigError, KinrunError
+from kinrun.kube.projection import ProjectedObject
 from kinrun.result import hook_delay, smallest_delay
 from kinrun.templating import RateLimitedWarner, index_values
 
@@ -267,11 +268,12 @@ def combine_delays(results: Iterable[Any]) -> float | None:
 ReconcileHook = Callable[..., "float | None"]
 
 
-def reconcile_caller(pm: pluggy.PluginManager,
-                     selection: bool | Sequence[str] | None) -> ReconcileHook | None:
+def reconcile_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str] | None,
+                     projected: bool = False) -> ReconcileHook | None:
     """A function ``(controller, key, obj, ctx) -> float | None`` calling ``kinrun_reconcile``
     on the plugins a controller's ``reconcile.hooks`` selects (True: all; a list: those plugin
-    names; False/None/[]: none -> returns None). Results combine with :func:`combine_delays`;
+    names; False/None/[]: none -> returns None). ``projected``: the primary's cache is
+    projected (``obj`` and ``ctx.old`` are given as ``ProjectedObject``). Results combine with :func:`combine_delays`;
     exceptions propagate (PermanentError, TemporaryError, others). Unknown names, or no selected
     plugin implementing ``kinrun_reconcile``: ConfigError.
     """
@@ -296,8 +298,9 @@ def reconcile_caller(pm: pluggy.PluginManager,
     def call(controller: str, key: str, obj: dict | None, ctx: hooks.ReconcileContext
              ) -> float | None:
         try:
-            return combine_delays(caller(controller=controller, key=key, obj=private_copy(obj),
-                                         ctx=private_context(ctx)))
+            return combine_delays(caller(controller=controller, key=key,
+                                         obj=private_copy(obj, projected),
+                                         ctx=private_context(ctx, projected)))
         except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             raise HookExited("kinrun_reconcile", exc) from None
         except Exception as exc:
@@ -335,15 +338,18 @@ def scrub_secret_values(exc: BaseException, *objs: Any) -> None:
         exc = exc.__cause__ or exc.__context__
 
 
-def private_copy(obj: Any) -> Any:
+def private_copy(obj: Any, projected: bool = False) -> Any:
     """What a plugin is given instead of a cached object: a copy of ``obj`` (a dict, or a list
     of dicts; a tombstone's last state) made by a JSON round trip (orjson), so that nothing a
     plugin does to it reaches the informer cache, whose objects are shared and read-only.
     Costs about 1.6x the decode of the same object from JSON (``benchmarks/hook_copy.py``: 23
     against 14 us for the benchmark's Pod), per object a plugin is given or reads, so once per
-    hook call, not per event; None and other values pass unchanged."""
+    hook call, not per event; None and other values pass unchanged. ``projected``: ``obj`` is
+    from a projected cache: the copy is a ``ProjectedObject``, which kinrun's client refuses
+    to write whole (``kinrun.kube.projection``)."""
     if isinstance(obj, dict):
-        return orjson.loads(orjson.dumps(obj))
+        copy = orjson.loads(orjson.dumps(obj))
+        return ProjectedObject(copy) if projected else copy
     if isinstance(obj, list):
         return [private_copy(o) for o in obj]
     if isinstance(obj, DeletedFinalStateUnknown):
@@ -386,7 +392,8 @@ class _CopyingMap(Mapping[str, Any]):
         return len(self._inner)
 
 
-def private_context(ctx: hooks.ReconcileContext) -> hooks.ReconcileContext:
+def private_context(ctx: hooks.ReconcileContext, projected: bool = False
+                    ) -> hooks.ReconcileContext:
     """``ctx`` as a hook gets it: ``old`` a private copy, the listers' and indexers' answers
     private copies (on use: a hook that reads nothing pays nothing). Every other field carried
     over: its ``__dict__`` filled in one C call from ``ctx``'s, as ``Reconciler._context``
@@ -394,7 +401,7 @@ def private_context(ctx: hooks.ReconcileContext) -> hooks.ReconcileContext:
     hook_ctx = object.__new__(hooks.ReconcileContext)
     fields = hook_ctx.__dict__
     fields.update(ctx.__dict__)
-    fields["old"] = private_copy(ctx.old)
+    fields["old"] = private_copy(ctx.old, projected)
     fields["listers"], fields["indexers"] = _CopyingMap(ctx.listers), _CopyingMap(ctx.indexers)
     return hook_ctx
 
@@ -488,11 +495,17 @@ def _key_of(obj: Any) -> str:
     return "/".join(p for p in (meta.get("namespace"), meta.get("name")) if p) or "?"
 
 
+def event_hooks_implemented(pm: pluggy.PluginManager) -> bool:
+    """Whether any plugin implements a raw event hook (``kinrun_on_add``/``_update``/
+    ``_delete``): they see every informer's objects whole."""
+    return any(getattr(pm.hook, h).get_hookimpls() for h in _EVENT_HOOKS)
+
+
 def event_handler(pm: pluggy.PluginManager, informer: str,
                   logger: logging.Logger | None = None) -> EventHookHandler | None:
     """An :class:`EventHookHandler` for ``informer``, or None when no plugin implements any raw
     event hook (so the informer does not pay for a listener nobody uses)."""
-    if not any(getattr(pm.hook, h).get_hookimpls() for h in _EVENT_HOOKS):
+    if not event_hooks_implemented(pm):
         return None
     return EventHookHandler(pm, informer, logger)
 

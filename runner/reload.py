@@ -134,12 +134,14 @@ def _without(value: Any, names: Iterable[str]) -> Any:
 
 
 def _watch_identity(informer: InformerPlan, ref: Any) -> Any:
-    """What decides what an informer lists and watches (not its indexes nor resync)."""
-    return _without(informer.spec, ("name", "indexers", "resync_period")), ref
+    """What decides what an informer lists and watches and what it decodes (not its indexes
+    nor resync): a projection that keeps other fields needs a new LIST."""
+    return _without(informer.spec, ("name", "indexers", "resync_period")), ref, \
+        informer.projection
 
 
 def _informer_fingerprint(informer: InformerPlan, ref: Any) -> Any:
-    return _without(informer.spec, ("name",)), ref
+    return _without(informer.spec, ("name",)), ref, informer.projection
 
 
 def _context(plan: CompiledPlan) -> Any:
@@ -168,7 +170,9 @@ class PlanDiff:
     ``controllers_swapped``, ``controllers_unchanged``; ``waiting``: controller of the new
     config that cannot run yet -> the informers it waits for (kinds not served yet; shown
     in the summary). ``plugins_changed``; ``restart_only``: the top-level keys whose change
-    waits for a restart (camelCase)."""
+    waits for a restart (camelCase); ``relisted``: changed informer whose watch is the same
+    but whose projection keeps other fields -> what changed (``+spec.x -status``): it lists
+    again, the only informer that does (``kinrun.kube.projection``)."""
 
     informers_added: tuple[str, ...] = ()
     informers_removed: tuple[str, ...] = ()
@@ -183,6 +187,7 @@ class PlanDiff:
     plugins_changed: bool = False
     restart_only: tuple[str, ...] = ()
     waiting: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    relisted: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -198,6 +203,9 @@ class PlanDiff:
         text = (f"informers added {names(self.informers_added)} removed "
                 f"{names(self.informers_removed)} changed {names(self.informers_changed)} "
                 f"kept {names(self.informers_kept)}")
+        if self.relisted:
+            text += " (relisted for the fields read: " + "; ".join(
+                f"{n} {what}" for n, what in self.relisted.items()) + ")"
         if self.indexes:
             text += " (indexes: " + "; ".join(
                 f"{n} +{','.join(a) or '-'} ~{','.join(c) or '-'} -{','.join(r) or '-'}"
@@ -234,6 +242,9 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
     waits = {c: tuple(ns) for c, ns in waiting.items()} if isinstance(waiting, Mapping) \
         else {c: () for c in waiting}
     added, removed, changed, kept, indexes = _informer_changes(old, new, old_refs, new_refs)
+    relisted = {name: _projection_change(old.informers[name], new.informers[name])
+                for name in changed if _watch_identity(old.informers[name], old_refs.get(name))[:2]
+                == _watch_identity(new.informers[name], new_refs.get(name))[:2]}
     c_added, c_removed, c_swapped, c_same = _controller_changes(old, new, old_refs, new_refs,
                                                                 running, set(waits))
     restart = tuple(_CAMEL.get(f, f) for f in RESTART_ONLY
@@ -243,7 +254,20 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
                     tuple(c_added), tuple(c_removed), tuple(c_swapped), tuple(c_same),
                     plugin_fingerprint(old) != plugin_fingerprint(new), restart,
                     {c: ns for c, ns in waits.items()  # newly waiting: not already before
-                     if c in running or c not in {o.name for o in old.controllers}})
+                     if c in running or c not in {o.name for o in old.controllers}},
+                    relisted)
+
+
+def _projection_change(old: InformerPlan, new: InformerPlan) -> str:
+    """``+path -path`` between two informers' projections (``whole objects`` for none)."""
+    def paths(informer: InformerPlan) -> set[str] | None:
+        projection = informer.projection
+        return None if projection is None else {".".join(p) for p in projection.paths}
+    before, after = paths(old), paths(new)
+    if before is None or after is None:
+        return "now decodes whole objects" if after is None else "now projected"
+    return " ".join([*(f"+{p}" for p in sorted(after - before)),
+                     *(f"-{p}" for p in sorted(before - after))])
 
 
 def _informer_changes(old: CompiledPlan, new: CompiledPlan, old_refs: Mapping[str, Any],

@@ -4,7 +4,7 @@ client-go ``informers.SharedInformerFactory``)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
 from kinrun.cache.index import IndexConflictError, Indexers
@@ -23,7 +23,9 @@ class InformerKey:
     ``label_selector`` / ``field_selector``: as sent to the server ("" = none); ``transform``: an
     id naming the transform ("" = none), e.g. "stripManagedFields" (``FieldPruner.id`` for a
     pruning transform); ``metadata_only``: objects are listed and watched as
-    PartialObjectMetadata (apiVersion, kind, metadata), as client-go's metadata informers.
+    PartialObjectMetadata (apiVersion, kind, metadata), as client-go's metadata informers;
+    ``projection``: the fields decoded (a hashable ``kinrun.kube.projection.Projection``, which
+    the ListerWatcher builder reads), or None for whole objects.
     """
 
     resource: str
@@ -32,6 +34,7 @@ class InformerKey:
     field_selector: str = ""
     transform: str = ""
     metadata_only: bool = False
+    projection: Hashable | None = None
 
 
 class SharedInformerFactory:

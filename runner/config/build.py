@@ -174,6 +174,7 @@ def _informer(ctx: _Ctx, name: str, data: dict[str, Any]) -> InformerSpec:
         label_selector=data.get("labelSelector"), field_selector=data.get("fieldSelector"),
         resync_period=parse_duration(_get(data, "informer", "resyncPeriod")),
         metadata_only=bool(_get(data, "informer", "metadataOnly")),
+        projection=_get(data, "informer", "projection"),
         transform=TransformSpec(strip_managed_fields=_get(transform, "transform",
                                                           "stripManagedFields"),
                                 drop=tuple(transform.get("drop") or ())),

@@ -164,7 +164,9 @@ class InformerSpec:
     resources, where any namespaces given are ignored at discovery — including the one set by
     :meth:`Config.with_namespace`); ``label_selector``/``field_selector``: None or the string
     sent to the server; ``resync_period`` seconds (0.0 = no resync); ``metadata_only``: list
-    and watch PartialObjectMetadata (apiVersion, kind, metadata only); ``transform``;
+    and watch PartialObjectMetadata (apiVersion, kind, metadata only); ``projection``:
+    ``auto`` (decode only the fields the config reads, ``kinrun.kept_paths``) or ``off``;
+    ``transform``;
     ``indexers``: name -> IndexerSpec; ``watch_inactivity_timeout``: seconds (> 0) a watch may
     stay silent (no event, no bookmark) before it is re-opened, or None for the reflector's
     default (``kinrun.cache.reflector.DEFAULT_INACTIVITY_TIMEOUT``, the one place it is written).
@@ -179,6 +181,7 @@ class InformerSpec:
     field_selector: str | None = None
     resync_period: float = _seconds("informer", "resyncPeriod")
     metadata_only: bool = _d("informer", "metadataOnly")
+    projection: str = _d("informer", "projection")
     transform: TransformSpec = field(default_factory=TransformSpec)
     indexers: FrozenMap = field(default_factory=FrozenMap)
     watch_inactivity_timeout: float | None = None

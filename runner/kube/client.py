@@ -43,6 +43,7 @@ from kinrun.kube.discovery import Discovery
 from kinrun.kube.events import event_for
 from kinrun.kube.kubeconfig import load_configuration
 from kinrun.kube.listwatch import KubeListerWatcher
+from kinrun.kube.projection import Projection, refuse_whole_write
 from kinrun.kube.ratelimit import TokenBucket
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import ResourceRef
@@ -154,20 +155,21 @@ class Client:
     def lister_watcher(self, ref: ResourceRef, *, namespace: str | None = None,
                        label_selector: str | None = None, field_selector: str | None = None,
                        page_size: int = 500, watch_read_timeout: float | None = None,
-                       drop_managed_fields: bool = False,
-                       metadata_only: bool = False) -> KubeListerWatcher:
+                       drop_managed_fields: bool = False, metadata_only: bool = False,
+                       projection: Projection | None = None) -> KubeListerWatcher:
         """A ListerWatcher of ``ref`` in ``namespace`` (None = all namespaces).
 
         ``page_size``: LIST page size (0 = unpaged). ``watch_read_timeout``: socket read
         timeout of watches in seconds (None = the watch's timeoutSeconds + 30).
         ``drop_managed_fields``: cut ``metadata.managedFields`` before decoding where possible;
-        ``metadata_only``: list and watch PartialObjectMetadata (see ``KubeListerWatcher``).
+        ``metadata_only``: list and watch PartialObjectMetadata (see ``KubeListerWatcher``);
+        ``projection``: decode only its paths (``kinrun.kube.projection``).
         """
         return KubeListerWatcher(self.transport, ref, namespace=namespace,
                                  label_selector=label_selector, field_selector=field_selector,
                                  page_size=page_size, watch_read_timeout=watch_read_timeout,
                                  drop_managed_fields=drop_managed_fields,
-                                 metadata_only=metadata_only)
+                                 metadata_only=metadata_only, projection=projection)
 
     # -- single objects ----------------------------------------------------------------------
 
@@ -238,6 +240,8 @@ class Client:
 
     def _create(self, ref: ResourceRef, body: Mapping[str, Any], namespace: str | None,
                 params: Mapping[str, Any] | None) -> Obj:
+        refuse_whole_write(body, "create")
+
         def send(query: Mapping[str, Any] | None) -> Obj:
             return writes.create_object(self.transport, ref, body, namespace=namespace,
                                         params=query)
@@ -250,6 +254,8 @@ class Client:
     def _update(self, ref: ResourceRef, body: Mapping[str, Any], namespace: str | None,
                 subresource: str | None, params: Mapping[str, Any] | None,
                 current: Current) -> Obj:
+        refuse_whole_write(body, "update")
+
         def send(query: Mapping[str, Any] | None) -> Obj:
             return writes.replace_object(self.transport, ref, body, namespace=namespace,
                                          subresource=subresource, params=query)
@@ -261,6 +267,8 @@ class Client:
     def _apply(self, ref: ResourceRef, body: Mapping[str, Any], namespace: str | None,
                force: bool, field_manager: str, subresource: str | None,
                params: Mapping[str, Any] | None, current: Current) -> Obj:
+        refuse_whole_write(body, "apply")
+
         def send(query: Mapping[str, Any] | None) -> Obj:
             return writes.apply_object(self.transport, ref, body, namespace=namespace,
                                        force=force, field_manager=field_manager,

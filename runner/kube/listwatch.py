@@ -60,6 +60,7 @@ from kinrun.kube.managed_fields import (
     loads_without_managed_fields,
     the_object,
 )
+from kinrun.kube.projection import Projection
 from kinrun.kube.resources import ResourceRef
 from kinrun.kube.transport import (
     PARTIAL_OBJECT_METADATA,
@@ -99,6 +100,8 @@ class KubeListerWatcher:
     from the raw JSON before decoding (``kinrun.kube.managed_fields``; where it cannot, they
     keep it, so an informer still strips it with its transform). ``metadata_only``: objects
     are listed and watched as PartialObjectMetadata (see the module docstring).
+    ``projection``: objects are decoded with only its paths (``kinrun.kube.projection``;
+    ignored with ``metadata_only``, which asks the server for less still).
 
     Thread-safety: as the ListerWatcher protocol says, ``list``/``watch`` run on the
     reflector's thread; the returned Watch's ``close`` may be called from any thread. Holds no
@@ -108,10 +111,12 @@ class KubeListerWatcher:
     def __init__(self, transport: Transport, ref: ResourceRef, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  page_size: int = 500, watch_read_timeout: float | None = None,
-                 drop_managed_fields: bool = False, metadata_only: bool = False) -> None:
+                 drop_managed_fields: bool = False, metadata_only: bool = False,
+                 projection: Projection | None = None) -> None:
         self.transport = transport
         self.drop_managed_fields = drop_managed_fields
         self.metadata_only = metadata_only
+        self.projection = None if metadata_only else projection
         # only a metadata-only watcher passes ``accept`` (test transports need not know it)
         self._list_accept = {"accept": PARTIAL_OBJECT_METADATA_LIST} if metadata_only else {}
         self._watch_accept = {"accept": PARTIAL_OBJECT_METADATA} if metadata_only else {}
@@ -126,7 +131,8 @@ class KubeListerWatcher:
     def __repr__(self) -> str:
         return (f"KubeListerWatcher({self.ref.id}, namespace={self.namespace!r}, "
                 f"labels={self.label_selector!r}, fields={self.field_selector!r}"
-                + (", metadataOnly" if self.metadata_only else "") + ")")
+                + (", metadataOnly" if self.metadata_only else "")
+                + (f", {self.projection!r}" if self.projection is not None else "") + ")")
 
     def _selectors(self) -> dict[str, Any]:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
@@ -183,7 +189,7 @@ class KubeListerWatcher:
         Nothing was returned from the first read, so that is the same LIST: a continue token
         names the same snapshot (or expires, handled as any expired token), and a first page
         is any consistent snapshot, as it would have been."""
-        loads_item, loads_whole = list_page_loaders(self.drop_managed_fields)
+        loads_item, loads_whole = list_page_loaders(self.drop_managed_fields, self.projection)
         try:
             return self._read_page(query, ListDecoder(loads_item, loads_whole))
         except NotItemwise:
@@ -242,7 +248,7 @@ class KubeListerWatcher:
         return StreamWatch(resp, api_version=self.ref.api_version, kind=self.ref.kind,
                            description=f"WATCH {self.path}", read_timeout=read_timeout,
                            drop_managed_fields=self.drop_managed_fields,
-                           metadata_only=self.metadata_only)
+                           metadata_only=self.metadata_only, projection=self.projection)
 
 
 def loads_list_page(data: bytes, *, drop_managed_fields: bool, min_bytes: int = MIN_BYTES) -> Any:
@@ -254,9 +260,13 @@ def loads_list_page(data: bytes, *, drop_managed_fields: bool, min_bytes: int = 
     return loads_list(data, *list_page_loaders(drop_managed_fields), min_bytes=min_bytes)
 
 
-def list_page_loaders(drop_managed_fields: bool) -> tuple[Loads, Loads]:
+def list_page_loaders(drop_managed_fields: bool,
+                      projection: Projection | None = None) -> tuple[Loads, Loads]:
     """(item loader, whole-page loader) for ``kinrun.kube.list_body``: ``orjson.loads`` twice,
-    or the loaders that cut ``metadata.managedFields`` from the bytes first."""
+    the loaders that cut ``metadata.managedFields`` from the bytes first, or a projection's
+    (which never build ``managedFields``)."""
+    if projection is not None:
+        return projection.loads_object, projection.loads_page
     if not drop_managed_fields:
         return orjson.loads, orjson.loads
     return _item_without_managed_fields, _page_without_managed_fields
@@ -285,7 +295,7 @@ class StreamWatch:
     Iterate once, on one thread: yields WatchEvent(type, object) per line; ends when the server
     ends the stream or after ``close()``; raises ExpiredError/ApiError for ERROR events, and
     ApiConnectionError when the connection breaks or a read times out. ``drop_managed_fields``,
-    ``metadata_only``: as for ``KubeListerWatcher`` (a metadata-only watch gives every object
+    ``metadata_only``, ``projection``: as for ``KubeListerWatcher`` (a metadata-only watch gives every object
     but a BOOKMARK's ``api_version``/``kind``, and cuts whole objects down to metadata).
 
     Each read takes every byte that has arrived (``ChunkedBody``); each event is decoded just
@@ -300,9 +310,11 @@ class StreamWatch:
 
     def __init__(self, response: urllib3.BaseHTTPResponse, *, api_version: str, kind: str,
                  description: str = "WATCH", read_timeout: float | None = None,
-                 drop_managed_fields: bool = False, metadata_only: bool = False) -> None:
+                 drop_managed_fields: bool = False, metadata_only: bool = False,
+                 projection: Projection | None = None) -> None:
         self._resp = response
         self._drop_managed_fields = drop_managed_fields
+        self._projection = projection
         self._metadata_only = metadata_only
         self._api_version = api_version
         self._kind = kind
@@ -445,7 +457,9 @@ class StreamWatch:
 
     def _decode(self, line: bytes, since: int | None = None) -> WatchEvent:
         try:
-            if self._drop_managed_fields:
+            if self._projection is not None:
+                event = self._projection.loads_event(line)
+            elif self._drop_managed_fields:
                 event = loads_without_managed_fields(line, event_object, 1)
             else:
                 event = orjson.loads(line)

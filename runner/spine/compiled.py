@@ -35,13 +35,18 @@ class InformerPlan:
     (the config's expressions and the plugins' ``kinrun_index_funcs``); ``matches``: the
     label/field selector test (None without selectors; field keys read as dotted paths);
     ``transform``: applied to each object before it is cached (``kinrun.cache.transform``), or
-    None; ``transform_id``: the id naming it in the informer's key ("" for None)."""
+    None; ``transform_id``: the id naming it in the informer's key ("" for None);
+    ``projection``: the fields decoded (``kinrun.kube.projection.Projection``, worked out by
+    ``kinrun.kept_paths``), or None for whole objects; ``reads``: what the config reads of
+    the informer's objects (``kinrun.kept_paths.InformerReads``; ``validate --explain``)."""
 
     spec: InformerSpec
     indexers: Mapping[str, IndexFunc]
     matches: Matches | None
     transform: Callable[[dict], dict] | None = None
     transform_id: str = ""
+    projection: Any = None
+    reads: Any = None
 
     @property
     def resync_period(self) -> float:

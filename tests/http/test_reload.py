@@ -337,7 +337,7 @@ def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path
         def wrap(controller, reconcile):
             def gate(key, obj, *args):
                 if version == "v1" and controller == "a" and key == "default/gate" \
-                        and (obj or {}).get("data"):
+                        and ((obj or {}).get("metadata") or {}).get("annotations"):
                     entered.set()
                     release.wait(WAIT)
                 return reconcile(key, obj, *args)
@@ -346,7 +346,9 @@ def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path
     calls.wrap_for = wrap_for
     manager, reloader = start(path, client, calls)
     try:
-        client.patch("v1", "ConfigMap", "gate", {"data": {"x": "1"}}, namespace="default")
+        # an annotation: the config reads no data, so its cache holds none (projection)
+        client.patch("v1", "ConfigMap", "gate", {"metadata": {"annotations": {"x": "1"}}},
+                     namespace="default")
         assert entered.wait(WAIT)
         path.write_text(config("v2"))
         done = []

@@ -1,0 +1,247 @@
+"""What a config reads of each informer's objects, and so what its cache must keep.
+
+``informer_reads(config, engine, pm)`` walks every reader of cached objects a config has and
+gives, per informer, the paths read (``spec.replicas``, ``spec.containers.[].image``) and the
+reasons its objects are read whole, if any. ``projection_for`` turns that into the informer's
+``kinrun.kube.projection.Projection`` (``projection: auto``), or None (whole objects).
+
+Readers, and what they count for:
+
+* every string of a controller's reconcile (``vars``, ``actions``, ``onDelete``,
+  ``finalize``, ``onError``, ``finalizer.when``): each is analysed both as a template and as a
+  bare expression (whichever it is at run time, its reads are counted); ``obj``/``old`` are the
+  primary's objects, ``get('INFORMER', ...)`` another informer's
+  (``kinrun.template_reads.reads``); an object used whole (``whole_reads``: passed to a
+  filter or function, looped over, ``list()``/``by_index()`` items) makes that informer whole;
+* ``mapTo`` templates (``obj`` is the watched informer's object), index expressions (the
+  informer's own), admission rules' lookups (their ``object`` is the request's, not cached);
+* ``status`` actions read the primary's whole ``status``; field selectors their keys;
+* whole objects everywhere for what is not analysed: a controller's hooks without ``reads:``
+  (with ``reads:``, the primary gets those paths, and every other informer is whole: hooks
+  may read any lister), plugin actions, plugin indexes and plugin event hooks, a template
+  that includes or imports another (``{% include %}``); child informers of a ``children``
+  action (their drift check compares whole objects).
+
+A path step that names a dict method (``items``, ``keys``, ``values``, ``get``, ``copy``) ends
+the path: the value before it is kept whole (``obj.spec.items()`` reads all of ``spec``).
+``metadata`` (without ``managedFields``), ``apiVersion`` and ``kind`` are always kept.
+
+The analysis is conservative by construction: where it cannot know, it keeps more. Proven
+against the whole decode by ``tests/unit/test_projection_differential.py`` (every example
+config, random objects, projection on and off: the same requests and logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import nodes
+
+from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
+from kinrun.kube.projection import ITEMS, Projection
+from kinrun.template_reads import DICT_METHODS, bound_to, reads, whole_reads
+
+Path = tuple[str, ...]
+
+_INCLUDES = (nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)
+
+
+@dataclass(frozen=True)
+class InformerReads:
+    """What a config reads of one informer's objects: ``paths`` (tuples of map keys, ``[]``
+    for list items; a path reads the whole value it ends on) and ``whole``: why its objects
+    are read whole (``"... at FILE:LINE"``; empty when the paths say it all)."""
+
+    paths: frozenset[Path] = frozenset()
+    whole: tuple[str, ...] = ()
+
+
+class _Reads:
+    """The analysis' accumulator: informer name -> paths, and -> whole-object reasons."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.paths: dict[str, set[Path]] = {name: set() for name in names}
+        self.whole: dict[str, list[str]] = {name: [] for name in self.paths}
+
+    def path(self, informer: str | None, path: Path) -> None:
+        if informer not in self.paths:
+            return  # an unknown informer fails validate elsewhere
+        for i, step in enumerate(path):
+            if step in DICT_METHODS:
+                path = path[:i]  # a method of the value before it: that value whole
+                break
+        if path:
+            self.paths[informer].add(path)
+        else:
+            self.whole[informer].append("the object read with a dict method")
+
+    def whole_of(self, informer: str | None, why: str) -> None:
+        if informer in self.whole:
+            self.whole[informer].append(why)
+
+    def all_whole(self, why: str, but: str | None = None) -> None:
+        for name in self.whole:
+            if name != but:
+                self.whole[name].append(why)
+
+    def result(self) -> dict[str, InformerReads]:
+        return {name: InformerReads(frozenset(self.paths[name]), tuple(self.whole[name]))
+                for name in self.paths}
+
+
+def informer_reads(config: Config, engine: Any, pm: Any) -> dict[str, InformerReads]:
+    """Per informer of ``config``, what its readers read (module docstring). ``engine``: the
+    plan's TemplateEngine (parses templates); ``pm``: the plugin manager (event hooks and
+    index functions make whole reads)."""
+    acc = _Reads(config.informers)
+    for spec in config.controllers:
+        _controller_reads(acc, config, spec, engine)
+    for name, informer in config.informers.items():
+        _informer_reads(acc, name, informer, engine)
+    _admission_reads(acc, config, engine)
+    _plugin_reads(acc, pm)
+    return acc.result()
+
+
+def projection_for(spec: InformerSpec, found: InformerReads) -> Projection | None:
+    """The informer's Projection, or None when it caches whole objects: ``projection: off``,
+    a metadata-only informer (the server sends less still), or a whole read."""
+    if spec.projection == "off" or spec.metadata_only or found.whole:
+        return None
+    return Projection(found.paths,
+                      keep_managed_fields=not spec.transform.strip_managed_fields)
+
+
+def declared_path(text: str) -> Path:
+    """A ``reads:`` entry as a path: ``spec.containers[].image`` -> ``("spec", "containers",
+    "[]", "image")``."""
+    out: list[str] = []
+    for part in text.split("."):
+        bare = part.replace("[]", "")
+        if bare:
+            out.append(bare)
+        out += [ITEMS] * part.count("[]")
+    return tuple(out)
+
+
+def var_bindings(spec: ControllerSpec, engine: Any) -> dict[str, Any]:
+    """The controller's vars that stand for a read (``deploy: get('deployments', k)``), in
+    order, each seeing the ones before (``kinrun.template_reads.bound_to``)."""
+    given: dict[str, Any] = {}
+    for var in spec.reconcile.vars:
+        tree = engine.syntax_tree(var.expression, expression=True)
+        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
+        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
+            bound = bound_to(outputs[0].nodes[0], given)
+            if bound is not None and bound[0] != "list":
+                given[var.name] = bound
+    return given
+
+
+def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Location]]:
+    """(source, is a var's expression, location) of every string a controller's reconcile
+    holds (vars, every action list's strings, ``finalizer.when``)."""
+    rec = spec.reconcile
+    for var in rec.vars:
+        yield var.expression, True, var.location
+    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        for text in _strings(thaw(action.raw)):
+            yield text, False, action.location
+    if spec.finalizer_when:
+        yield spec.finalizer_when, False, spec.location
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine: Any) -> None:
+    given = var_bindings(spec, engine)
+    for text, is_var, loc in reconcile_strings(spec):
+        _source_reads(acc, engine, text, spec.primary, given, is_var, loc)
+    for watch in spec.watches:
+        if watch.template:
+            _source_reads(acc, engine, watch.template, watch.informer, {}, False, watch.location)
+    rec = spec.reconcile
+    if rec.hooks:
+        if rec.reads is None:
+            acc.all_whole(f"controller {spec.name} runs hooks that declare no reads:")
+        else:
+            for text in rec.reads:
+                acc.path(spec.primary, declared_path(text))
+            acc.all_whole(f"controller {spec.name}'s hooks may read any lister",
+                          but=spec.primary)
+    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        if action.plugin:
+            acc.all_whole(f"plugin action {action.kind} at {action.location}")
+        elif action.kind == "status":
+            acc.path(spec.primary, ("status",))
+        elif action.kind == "children":
+            for watch in spec.watches:  # the child informers: drift compares whole objects
+                if (config.informers[watch.informer].label_selector or "").startswith(
+                        "applyset.kubernetes.io/part-of"):
+                    acc.whole_of(watch.informer, f"children of controller {spec.name}")
+
+
+def _informer_reads(acc: _Reads, name: str, spec: InformerSpec, engine: Any) -> None:
+    for index in spec.indexers.values():
+        if index.plugin:
+            acc.whole_of(name, f"plugin index {index.name}")
+        elif index.expression:
+            _source_reads(acc, engine, index.expression, name, {}, True, index.location)
+    for term in (spec.field_selector or "").split(","):
+        key = term.replace("!=", "=").split("=")[0].strip()
+        if key:
+            acc.path(name, tuple(key.split(".")))
+
+
+def _admission_reads(acc: _Reads, config: Config, engine: Any) -> None:
+    if config.admission is None:
+        return
+    for hook in config.admission.webhooks:
+        for rule in (*hook.validate, *hook.mutate):
+            for text in (rule.when, rule.deny, rule.field, rule.warn, rule.merge_patch,
+                         rule.json_patch):
+                if text:
+                    _source_reads(acc, engine, text, None, {}, False, rule.location)
+
+
+def _plugin_reads(acc: _Reads, pm: Any) -> None:
+    from kinrun.plugin_manager import event_hooks_implemented
+
+    if pm is not None and event_hooks_implemented(pm):
+        acc.all_whole("a plugin implements event hooks (kinrun_on_add/update/delete)")
+
+
+def _source_reads(acc: _Reads, engine: Any, text: str, primary: str | None,
+                  given: Mapping[str, Any], is_var: bool, loc: Location) -> None:
+    """One string's reads, as a template and as an expression (module docstring)."""
+    trees = [engine.syntax_tree(text, expression=True)]
+    if "{{" in text or "{%" in text:
+        trees.append(engine.syntax_tree(text))
+    for tree in trees:
+        if tree is None:
+            continue
+        if any(True for _ in tree.find_all(_INCLUDES)):
+            acc.all_whole(f"a template includes or imports another at {loc}")
+            return
+        for read in reads(tree, given):
+            acc.path(_informer(read.root, primary), read.path)
+        for root, line, how in whole_reads(tree, given, is_var):
+            at = f"{loc.file}:{(loc.line or 1) + line - 1}"
+            acc.whole_of(_informer(root, primary), f"{how} at {at}")
+
+
+def _informer(root: str, primary: str | None) -> str | None:
+    if root.startswith("get:"):
+        return root[4:]
+    return primary if root in ("obj", "old") else None
