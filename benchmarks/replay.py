@@ -132,8 +132,10 @@ class QuietWatch:
 class ReplayListerWatcher:
     """An empty LIST, then one watch replaying ``data``; later watches are quiet."""
 
-    def __init__(self, data: bytes, metadata_only: bool = False) -> None:
+    def __init__(self, data: bytes, metadata_only: bool = False,
+                 projection: Any = None) -> None:
         self.data, self.watched, self.metadata_only = data, False, metadata_only
+        self.projection = projection
 
     def list(self, *, resource_version: str = "") -> ObjectList:
         return ObjectList(items=[], resource_version="1000", kind="PodList")
@@ -144,7 +146,8 @@ class ReplayListerWatcher:
         self.watched = True
         data = METADATA_DATA if self.metadata_only else self.data
         return StreamWatch(FakeResponse(data), api_version="v1", kind="Pod",
-                           drop_managed_fields=True, metadata_only=self.metadata_only)
+                           drop_managed_fields=True, metadata_only=self.metadata_only,
+                           projection=self.projection)
 
 
 def run_bare(data: bytes, n: int,
@@ -256,21 +259,30 @@ def main_job_reconcile(informer: SharedIndexInformer, tick: Callable[[], None]) 
 
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compiled_config(config: str) -> Any:
+    """The Plan of ``config`` (a file of ``configs/``, or a path from the repository's root),
+    as ``kinrun CONFIG`` compiles it."""
+    from kinrun.config import load
+    from kinrun.plan import plan
+
+    path = CONFIGS / config if (CONFIGS / config).exists() else ROOT / config
+    return plan(load(str(path)))
 
 
 def config_reconcile(informer: SharedIndexInformer, tick: Callable[[], None],
-                     config: str) -> Any:
-    """The Reconciler ``kinrun CONFIG`` builds for the first controller of ``config`` (its
-    plugin's hook does nothing without KINRUN_BENCH_ARGS), calling ``tick`` after each
+                     compiled: Any) -> Any:
+    """The Reconciler ``kinrun CONFIG`` builds for the first controller of ``compiled`` (a
+    bench plugin's hook does nothing without KINRUN_BENCH_ARGS), calling ``tick`` after each
     reconcile; returns (reconcile, reconciler)."""
     import logging
 
-    from kinrun.config import load
-    from kinrun.plan import plan
     from kinrun.reconcile import Reconciler
 
     logging.getLogger("kinrun").setLevel(logging.WARNING)
-    cp = plan(load(str(CONFIGS / config))).controllers[0]
+    cp = compiled.controllers[0]
     reconciler = Reconciler(cp.spec.name, actions=cp.actions, on_delete=cp.on_delete,
                             hooks=cp.hooks, keep_old=cp.keep_old,
                             listers={"pods": informer.lister}, indexers={"pods": informer.indexer})
@@ -315,21 +327,26 @@ METADATA_DATA = b""  # the metadata-only history, made by main() when a variant 
 
 
 def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False,
-                 config: str = "", name: str = "", metadata_only: bool = False) -> float:
+                 config: str = "", name: str = "", metadata_only: bool = False,
+                 whole: bool = False) -> float:
+    """One run of a pipeline variant over ``data`` (``n`` events); CPU seconds. ``config``:
+    the reconcile and the projection (unless ``whole``) ``kinrun CONFIG`` compiles for it."""
+    compiled = compiled_config(config) if config else None
+    projection = None if whole or compiled is None else compiled.informers["pods"].projection
     counter = _Counter(n)
     previous = gc_tuning.manage(*([GC_THRESHOLDS] if GC_THRESHOLDS else []))
     pauses = GcPauses()
     gc.callbacks.append(pauses)
     GC.setdefault(name, []).append(pauses)
     t = time.process_time()
-    informer = SharedIndexInformer(ReplayListerWatcher(data, metadata_only), kind="Pod",
-                                   transform=strip_managed_fields, name="replay")
+    informer = SharedIndexInformer(ReplayListerWatcher(data, metadata_only, projection),
+                                   kind="Pod", transform=strip_managed_fields, name="replay")
     ctrl = None
     reconciles = _Counter(1 << 62)  # counts reconciles; the run ends on events and a drain
     if controller:
         recorder = None
         if config:
-            reconcile, recorder = config_reconcile(informer, reconciles.tick, config)
+            reconcile, recorder = config_reconcile(informer, reconciles.tick, compiled)
         else:
             reconcile = (main_job_reconcile(informer, reconciles.tick) if main_job
                          else lambda key, obj: reconciles.tick())
@@ -375,6 +392,18 @@ VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "reconciler-metadata": lambda d, n: run_informer(d, n, controller=True, main_job=True,
                                                      name="reconciler-metadata",
                                                      metadata_only=True),
+    "reconciler-action-whole": lambda d, n: run_informer(
+        d, n, controller=True, main_job=True, config="bench-pods-action.yaml",
+        name="reconciler-action-whole", whole=True),
+    "reconciler-reads": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                                  config="bench-pods.yaml",
+                                                  name="reconciler-reads"),
+    "pod-logger": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                            config="examples/configs/pod-logger.yaml",
+                                            name="pod-logger"),
+    "pod-logger-whole": lambda d, n: run_informer(d, n, controller=True, main_job=True,
+                                                  config="examples/configs/pod-logger.yaml",
+                                                  name="pod-logger-whole", whole=True),
 }
 
 STEPS = (("read, de-chunk, split lines", "frames", None),

@@ -432,13 +432,15 @@ def offline_reconciler(plan: CompiledPlan, controller: str,
                        objects: Iterable[dict[str, Any]] = ()) -> Reconciler:
     """The Reconciler of ``controller`` over caches holding ``objects`` (each put in every
     informer that would deliver it: apiVersion, kind, namespaces, selectors; transformed as
-    it would be) with no client: what ``kinrun render`` runs, having no cluster."""
+    it would be, and projected as its informer decodes it) with no client: what ``kinrun
+    render`` runs, having no cluster."""
     indexers = {name: KeyedIndexer(indexers=dict(informer.indexers))
                 for name, informer in plan.informers.items()}
     for obj in objects:
         for name, informer in plan.informers.items():
             if _delivers(informer, obj):
-                indexers[name].add(informer.transform(obj) if informer.transform else obj)
+                cached = informer.projection.project(obj) if informer.projection else obj
+                indexers[name].add(informer.transform(cached) if informer.transform else cached)
     listers = {name: Lister(indexer) for name, indexer in indexers.items()}
     return reconciler(plan.controller(controller), listers=listers)
 

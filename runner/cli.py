@@ -664,7 +664,14 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     # kept before a fail, one of onError) are two Events, as in a run
     reads = itertools.count()
     clock = WallOverride(FakeClock(wall=EPOCH), lambda: EPOCH + next(reads) * 1e-6)
-    reconciler = offline_reconciler(plan(config, clock=clock), controller.name, cached or ())
+    compiled = plan(config, clock=clock)
+    reconciler = offline_reconciler(compiled, controller.name, cached or ())
+    projection = compiled.informers[controller.primary].projection
+    if projection is not None:  # as the run's cache holds them
+        logging.getLogger("kinrun.render").debug(
+            "informer %s is projected: templates see %s and metadata (projection: auto)",
+            controller.primary, ", ".join(sorted(".".join(p) for p in projection.paths)))
+        obj, old = (projection.project(o) if o is not None else None for o in (obj, old))
     rendered = reconciler.render(key, None if deleted else obj, old=old,
                                  reason=reason or ("deleted" if deleted else ""))
     if rendered.nothing is not None:

@@ -41,7 +41,8 @@ from jinja2 import nodes
 
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
 from kinrun.kube.projection import ITEMS, Projection
-from kinrun.template_reads import DICT_METHODS, bound_to, reads, whole_reads
+from kinrun.template_reads import (DICT_METHODS, bound_to, reads, template_strings,
+                                   whole_reads)
 
 Path = tuple[str, ...]
 
@@ -114,6 +115,61 @@ def projection_for(spec: InformerSpec, found: InformerReads) -> Projection | Non
                       keep_managed_fields=not spec.transform.strip_managed_fields)
 
 
+_TYPICAL_META = {
+    "name": "web-5d8f7c9b6d-x2k4p", "generateName": "web-5d8f7c9b6d-",
+    "namespace": "default", "uid": "0f6a3c52-8f6d-4d3e-9d1c-2b7e5a9c1f00",
+    "resourceVersion": "123456", "creationTimestamp": "2026-01-01T00:00:00Z",
+    "labels": {"app": "web", "pod-template-hash": "5d8f7c9b6d", "team": "a"},
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6d",
+                         "uid": "0f6a3c52-8f6d-4d3e-9d1c-2b7e5a9c1f01", "controller": True,
+                         "blockOwnerDeletion": True}]}
+"""A typical object's metadata (a Deployment's Pod) for :func:`estimated_bytes`."""
+
+
+def estimated_bytes(projection: Projection) -> int:
+    """An estimate of the bytes one projected object holds (Python objects, as tracemalloc
+    counts them): a typical ``metadata`` (``_TYPICAL_META``), ``apiVersion``, ``kind``, and a
+    16-character string where each kept path ends (a whole ``spec.containers`` counts as one:
+    the real figure grows with what those values hold)."""
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(_TYPICAL_META)}
+    for path in projection.paths:
+        node = obj
+        for step in path[:-1]:
+            if step == ITEMS:
+                continue
+            node = node.setdefault(step, {}) if isinstance(node.get(step, {}), dict) else {}
+        if path[-1] != ITEMS and path[0] != "metadata":
+            node.setdefault(path[-1], "x" * 16)
+    return _traced_size(obj)
+
+
+def _traced_size(value: Any) -> int:
+    import sys
+
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        size += sum(_traced_size(k) + _traced_size(v) for k, v in value.items())
+    elif isinstance(value, list):
+        size += sum(_traced_size(v) for v in value)
+    return size
+
+
+def kept_description(informer: Any) -> str:
+    """What an InformerPlan's cache keeps, for ``validate --explain``."""
+    spec, projection = informer.spec, informer.projection
+    if projection is not None:
+        fields = sorted(".".join(p).replace(".[]", "[]") for p in projection.paths
+                        if p[0] not in ("apiVersion", "kind", "metadata"))
+        return (f"apiVersion, kind, metadata (without managedFields), {', '.join(fields) or '-'}"
+                f" (projection: auto; about {estimated_bytes(projection):,} bytes per object "
+                "with a typical metadata, more where a kept value is large)")
+    if spec.metadata_only:
+        return "apiVersion, kind, metadata (metadataOnly)"
+    if spec.projection == "off":
+        return "whole objects (projection: off)"
+    return "whole objects (read whole, see above)"
+
+
 def declared_path(text: str) -> Path:
     """A ``reads:`` entry as a path: ``spec.containers[].image`` -> ``("spec", "containers",
     "[]", "image")``."""
@@ -147,21 +203,10 @@ def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Locatio
     for var in rec.vars:
         yield var.expression, True, var.location
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
-        for text in _strings(thaw(action.raw)):
+        for text in template_strings(thaw(action.raw)):
             yield text, False, action.location
     if spec.finalizer_when:
         yield spec.finalizer_when, False, spec.location
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
 
 
 def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine: Any) -> None:

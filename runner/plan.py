@@ -45,7 +45,8 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location,
 from kinrun.clock import Clock, clock_of
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
-from kinrun.kept_paths import InformerReads, informer_reads, projection_for
+from kinrun.kept_paths import (InformerReads, informer_reads, kept_description, projection_for,
+                               var_bindings)
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
 from jinja2 import nodes
@@ -302,7 +303,7 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
         for declared in spec.reconcile.reads or ():  # what the hooks say they read
             _check_reads(engine, "{{ obj." + declared.replace("[]", "[0]") + " }}", False,
                          spec.reconcile.reads_location, roots, spec.primary)
-        given = _var_bindings(spec, engine)
+        given = var_bindings(spec, engine)
         for source, expression, loc in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
             for read, why in check_template(tree, roots, given) if tree is not None else ():
@@ -454,73 +455,28 @@ def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, l
                         f"against the schema of informer {informer}'s kind)")
 
 
-def _var_bindings(spec: ControllerSpec, engine: TemplateEngine) -> dict[str, Any]:
-    """The controller's vars that stand for a read (``deploy: get('deployments', k)``), in
-    order, each seeing the ones before (``kinrun.template_reads.bound_to``)."""
-    from kinrun.template_reads import bound_to
-
-    given: dict[str, Any] = {}
-    for var in spec.reconcile.vars:
-        tree = engine.syntax_tree(var.expression, expression=True)
-        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
-        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
-            bound = bound_to(outputs[0].nodes[0], given)
-            if bound is not None and bound[0] != "list":
-                given[var.name] = bound
-    return given
-
-
 def read_report(compiled: CompiledPlan) -> list[str]:
-    """``validate --explain``: per informer, the paths the controllers' templates read of its
-    objects (``obj``/``old`` of the controllers it is the primary of, ``get`` lookups of it),
-    and whether they were checked against a schema (or why not). What a hook reads is not
-    known: a controller with hooks reads whole objects."""
-    from kinrun.template_reads import reads, whole_reads
-
-    config, engine = compiled.config, compiled.engine
-    paths: dict[str, set[str]] = {name: set() for name in config.informers}
-    whole: dict[str, list[str]] = {name: [] for name in config.informers}
-    for spec in config.controllers:
-        if spec.reconcile.hooks and spec.reconcile.reads is None:
-            whole[spec.primary].append(f"controller {spec.name} runs hooks that declare no "
-                                       "reads:")
-        paths[spec.primary].update(r.replace(".[]", "[]") for r in spec.reconcile.reads or ())
-        given = _var_bindings(spec, engine)
-        for source, expression, loc in _template_sources(spec):
-            tree = engine.syntax_tree(source, expression=expression)
-            for read in reads(tree, given) if tree is not None else ():
-                name = read.root[4:] if read.root.startswith("get:") else spec.primary
-                if name in paths:
-                    paths[name].add(".".join(read.path).replace(".[]", "[]"))
-            var = any(source == v.expression for v in spec.reconcile.vars)
-            for root, line, how in whole_reads(tree, given, var) if tree is not None else ():
-                name = root[4:] if root.startswith("get:") else spec.primary
-                if name in whole:
-                    whole[name].append(f"{how} at {loc.file}:{(loc.line or 0) + line - 1}")
-        _implicit_reads(spec, paths, whole)
+    """``validate --explain``: per informer, the paths the config reads of its objects
+    (``kinrun.kept_paths``: templates, hooks' ``reads:``, indexes, field selectors), whether
+    they were checked against a schema (or why not), why objects are read whole, and what its
+    cache keeps (the projected fields and an estimate of bytes per object, or whole
+    objects)."""
+    config = compiled.config
     lines = ["reads followed: chains from obj, old, get('INFORMER', key) and the loop variables "
              "and vars bound to them; an object used whole (passed to a filter or function, "
              "looped over, list()/by_index() items) is listed as a whole read"]
-    for name, informer in config.informers.items():
-        checked = "checked against its kind's schema" if _primary_schema(config, informer) \
+    for name, informer in compiled.informers.items():
+        found = informer.reads or InformerReads()
+        paths = sorted(".".join(p).replace(".[]", "[]") for p in found.paths)
+        checked = "checked against its kind's schema" if _primary_schema(config, informer.spec) \
             is not None else "not checked: no schema for its kind (a CRD without crds:?)"
-        lines.append(f"informer {name} ({informer.api_version} {informer.kind or informer.resource}"
-                     f"): {len(paths[name])} path(s) read, {checked}")
-        lines += [f"  {p}" for p in sorted(paths[name])]
-        lines += [f"  (whole objects: {why})" for why in whole[name]]
+        spec = informer.spec
+        lines.append(f"informer {name} ({spec.api_version} {spec.kind or spec.resource}): "
+                     f"{len(paths)} path(s) read, {checked}")
+        lines += [f"  {p}" for p in paths]
+        lines += [f"  (whole objects: {why})" for why in found.whole]
+        lines.append(f"  cache keeps: {kept_description(informer)}")
     return lines
-
-
-def _implicit_reads(spec: ControllerSpec, paths: dict[str, set[str]],
-                    whole: dict[str, list[str]]) -> None:
-    """What kinrun's own action kinds read of the primary's objects besides their templates:
-    ``status`` the whole ``status`` (it writes only what differs); a plugin action kind the
-    whole object (its code is not analysed)."""
-    for action in (*spec.reconcile.actions, *spec.reconcile.finalize, *spec.reconcile.on_error):
-        if action.plugin:
-            whole[spec.primary].append(f"plugin action {action.kind} at {action.location}")
-        elif action.kind == "status":
-            paths[spec.primary].add("status")
 
 
 def _config_crds(config: Config) -> Any:

@@ -172,9 +172,9 @@ def _object_type(tree: Mapping[str, Any], keep_managed_fields: bool) -> Any:
     """The TypedDict of a whole object: the tree's top-level fields, and ``metadata``."""
     fields = {step: _value_type(child, step) for step, child in tree.items() if step}
     meta = tree.get("metadata")
-    if keep_managed_fields or (meta is not None and "" not in meta):
+    if keep_managed_fields:
         fields["metadata"] = Any  # kept whole
-    else:
+    else:  # whole or not, metadata is every ObjectMeta field but managedFields
         extra = [step for step in (meta or {}) if step and step not in OBJECT_META_FIELDS]
         fields["metadata"] = typing.TypedDict(
             "ObjectMeta", dict.fromkeys([*OBJECT_META_FIELDS, *extra], Any), total=False)
