@@ -254,8 +254,8 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
         if name not in PREDICATES:
             raise spec.location.error(f"unknown predicate {name!r}")
     try:
-        hooks = plugins.reconcile_caller(pm, rec.hook_selection,
-                                         informers[spec.primary].projection is not None)
+        projected = frozenset(n for n, i in informers.items() if i.projection is not None)
+        hooks = plugins.reconcile_caller(pm, rec.hook_selection, projected, spec.primary)
     except ConfigError as exc:
         loc = spec.location
         raise ConfigError(exc.message, file=loc.file, line=loc.line, column=loc.column,

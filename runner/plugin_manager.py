@@ -269,11 +269,14 @@ ReconcileHook = Callable[..., "float | None"]
 
 
 def reconcile_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str] | None,
-                     projected: bool = False) -> ReconcileHook | None:
+                     projected: frozenset[str] = frozenset(),
+                     primary: str = "") -> ReconcileHook | None:
     """A function ``(controller, key, obj, ctx) -> float | None`` calling ``kinrun_reconcile``
     on the plugins a controller's ``reconcile.hooks`` selects (True: all; a list: those plugin
-    names; False/None/[]: none -> returns None). ``projected``: the primary's cache is
-    projected (``obj`` and ``ctx.old`` are given as ``ProjectedObject``). Results combine with :func:`combine_delays`;
+    names; False/None/[]: none -> returns None). ``projected``: the informers whose caches
+    are projected, ``primary`` the reconciled objects' (their objects, ``obj`` and
+    ``ctx.old`` too, are given as ``ProjectedObject``: kinrun's client refuses to write one
+    whole). Results combine with :func:`combine_delays`;
     exceptions propagate (PermanentError, TemporaryError, others). Unknown names, or no selected
     plugin implementing ``kinrun_reconcile``: ConfigError.
     """
@@ -299,8 +302,8 @@ def reconcile_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str] |
              ) -> float | None:
         try:
             return combine_delays(caller(controller=controller, key=key,
-                                         obj=private_copy(obj, projected),
-                                         ctx=private_context(ctx, projected)))
+                                         obj=private_copy(obj, primary in projected),
+                                         ctx=private_context(ctx, projected, primary)))
         except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             raise HookExited("kinrun_reconcile", exc) from None
         except Exception as exc:
@@ -351,20 +354,21 @@ def private_copy(obj: Any, projected: bool = False) -> Any:
         copy = orjson.loads(orjson.dumps(obj))
         return ProjectedObject(copy) if projected else copy
     if isinstance(obj, list):
-        return [private_copy(o) for o in obj]
+        return [private_copy(o, projected) for o in obj]
     if isinstance(obj, DeletedFinalStateUnknown):
-        return DeletedFinalStateUnknown(obj.key, private_copy(obj.obj))
+        return DeletedFinalStateUnknown(obj.key, private_copy(obj.obj, projected))
     return obj
 
 
 class _Copying:
     """A lister or indexer whose answers (objects, lists of objects) are private copies
-    (:func:`private_copy`); every other attribute passes through."""
+    (:func:`private_copy`; ``projected``: ProjectedObjects); every other attribute passes
+    through."""
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_projected")
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    def __init__(self, inner: Any, projected: bool = False) -> None:
+        self._inner, self._projected = inner, projected
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -372,18 +376,20 @@ class _Copying:
             return attr
 
         def copied(*args: Any, **kwargs: Any) -> Any:
-            return private_copy(attr(*args, **kwargs))
+            return private_copy(attr(*args, **kwargs), self._projected)
         return copied
 
 
 class _CopyingMap(Mapping[str, Any]):
-    """name -> :class:`_Copying` of the mapping's value, made on lookup."""
+    """name -> :class:`_Copying` of the mapping's value, made on lookup; the names in
+    ``projected`` hold projected caches."""
 
-    def __init__(self, inner: Mapping[str, Any]) -> None:
-        self._inner = inner
+    def __init__(self, inner: Mapping[str, Any], projected: frozenset[str] = frozenset()
+                 ) -> None:
+        self._inner, self._projected = inner, projected
 
     def __getitem__(self, name: str) -> Any:
-        return _Copying(self._inner[name])
+        return _Copying(self._inner[name], name in self._projected)
 
     def __iter__(self) -> Any:
         return iter(self._inner)
@@ -392,17 +398,20 @@ class _CopyingMap(Mapping[str, Any]):
         return len(self._inner)
 
 
-def private_context(ctx: hooks.ReconcileContext, projected: bool = False
-                    ) -> hooks.ReconcileContext:
+def private_context(ctx: hooks.ReconcileContext, projected: frozenset[str] = frozenset(),
+                    primary: str = "") -> hooks.ReconcileContext:
     """``ctx`` as a hook gets it: ``old`` a private copy, the listers' and indexers' answers
     private copies (on use: a hook that reads nothing pays nothing). Every other field carried
     over: its ``__dict__`` filled in one C call from ``ctx``'s, as ``Reconciler._context``
-    builds contexts (about 0.8 against 2.4 us for ``dataclasses.replace``, per reconcile)."""
+    builds contexts (about 0.8 against 2.4 us for ``dataclasses.replace``, per reconcile).
+    ``projected``: the informers whose caches are projected (their objects are given as
+    ``ProjectedObject``); ``primary``: the reconciled objects' informer."""
     hook_ctx = object.__new__(hooks.ReconcileContext)
     fields = hook_ctx.__dict__
     fields.update(ctx.__dict__)
-    fields["old"] = private_copy(ctx.old, projected)
-    fields["listers"], fields["indexers"] = _CopyingMap(ctx.listers), _CopyingMap(ctx.indexers)
+    fields["old"] = private_copy(ctx.old, primary in projected)
+    fields["listers"] = _CopyingMap(ctx.listers, projected)
+    fields["indexers"] = _CopyingMap(ctx.indexers, projected)
     return hook_ctx
 
 

@@ -89,3 +89,37 @@ def test_a_reload_that_reads_new_fields_relists_only_that_informer() -> None:
     assert "relisted for the fields read: pods +status.phase" in change.summary()
     same = diff(old, plan(load_text(CONFIG.replace("TEMPLATE", "obj.spec.nodeName ~ '!'"))))
     assert not same.informers_changed and "nodes" in same.informers_kept
+
+
+def test_a_hook_gets_projected_objects_it_cannot_write_whole() -> None:
+    """obj, ctx.old and the primary lister's answers of a projected cache are
+    ProjectedObjects; an update of one through kinrun's client is refused, a patch is not."""
+    from kinrun.cache import KeyedIndexer, Lister
+    from kinrun.hooks import ReconcileContext, hookimpl
+    from kinrun.kube.client import Client
+    from kinrun.plugin_manager import new_plugin_manager, reconcile_caller
+
+    seen: dict[str, object] = {}
+
+    class Writer:
+        @hookimpl
+        def kinrun_reconcile(self, controller, key, obj, ctx):
+            seen["obj"], seen["old"] = obj, ctx.old
+            seen["listed"] = ctx.listers["pods"].get(key)
+            seen["other"] = ctx.listers["nodes"].get("n")
+            with pytest.raises(PermanentError, match="projected"):
+                Client.update(client, obj)  # refused before anything is sent
+
+    client = object.__new__(Client)
+    client._ref_of = lambda body: None  # type: ignore[method-assign]  # no discovery here
+    pm = new_plugin_manager()
+    pm.register(Writer())
+    pods, nodes = KeyedIndexer(), KeyedIndexer()
+    cached = Projection([("spec", "nodeName")]).project(POD)
+    pods.add(cached)
+    nodes.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
+    ctx = ReconcileContext(controller="c", key="d/p", old=cached,
+                           listers={"pods": Lister(pods), "nodes": Lister(nodes)})
+    reconcile_caller(pm, True, frozenset({"pods"}), "pods")("c", "d/p", cached, ctx)
+    assert all(type(seen[k]) is ProjectedObject for k in ("obj", "old", "listed"))
+    assert type(seen["other"]) is dict  # a whole cache's objects are plain copies
