@@ -278,6 +278,30 @@ def test_a_gained_index_is_built_from_the_cache_without_a_list(
         manager.stop(2.0)
 
 
+def test_a_reload_reading_new_fields_relists_that_informer_once(
+        client: Client, tmp_path: Path) -> None:
+    """Projection: v1 reads only names, so the cache holds no data; a config whose template
+    reads data relists the informer once (the summary names it), and the cache then holds
+    the data the new template reads."""
+    counting = CountingClient(client)
+    client.create({**cm("one"), "data": {"k": "v"}})
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    manager, reloader = start(path, client, Calls())
+    try:
+        assert "data" not in manager.informers["cms"].lister.get("default/one")
+        path.write_text(config("v1").replace("{{ obj.metadata.name }}\"\n  - name: b",
+                                             "{{ obj.metadata.name }} {{ obj.data.k }}\"\n"
+                                             "  - name: b", 1))
+        assert reloader.reload()
+        assert reloader.last_diff.relisted == {"cms": "+data.k"}
+        assert "relisted for the fields read: cms +data.k" in reloader.last_diff.summary()
+        assert counting.lists == {"configmaps": 2}  # the start's LIST and the new informer's
+        assert manager.informers["cms"].lister.get("default/one")["data"] == {"k": "v"}
+    finally:
+        manager.stop(2.0)
+
+
 def test_under_a_writer_no_key_is_lost_or_reconciled_by_two_definitions(
         client: Client, tmp_path: Path) -> None:
     """A writer updates 20 ConfigMaps continuously while the config is replaced 4 times; the
