@@ -414,6 +414,38 @@ STEPS = (("read, de-chunk, split lines", "frames", None),
          ("templated action (render, keepOld)", "reconciler-action", "reconciler"))
 
 
+def cache_bytes(pods: int) -> None:
+    """Bytes per cached Pod (tracemalloc, the objects kept as a cache keeps them) of each
+    decode of the same ``pods`` watch lines, and each as a ratio to kinrun's whole decode."""
+    import tracemalloc
+
+    from kinrun.kube.listwatch import event_object
+
+    lines = [orjson.dumps({"type": "ADDED", "object": make_pod(i, namespace="ev")})
+             for i in range(pods)]
+    decoders = {"bare (orjson.loads)": orjson.loads,
+                "kinrun whole (managedFields cut)":
+                    lambda line: loads_without_managed_fields(line, event_object, 1)}
+    for config in ("examples/configs/pod-logger.yaml", "bench-pods-action.yaml",
+                   "bench-pods.yaml"):
+        projection = compiled_config(config).informers["pods"].projection
+        decoders[f"projected: {Path(config).name}"] = projection.loads_event
+    sizes = {}
+    for name, decode in decoders.items():
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [decode(line)["object"] for line in lines]
+        sizes[name] = (tracemalloc.get_traced_memory()[0] - before) / pods
+        tracemalloc.stop()
+        del kept
+    whole = sizes["kinrun whole (managedFields cut)"]
+    print(f"{pods} Pods, {sum(map(len, lines)) / pods:,.0f} bytes each on the wire; bytes "
+          "traced per cached Pod")
+    for name, size in sizes.items():
+        print(f"  {name:40s} {size:8,.0f}   {size / whole:5.2f}x kinrun whole")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pods", type=int, default=3000)
@@ -429,6 +461,9 @@ def main() -> None:
                         "reconcile (reconciler variants); reports what the policy froze")
     p.add_argument("--steps", action="store_true",
                    help="also print the per-step differences (needs every variant)")
+    p.add_argument("--bytes", action="store_true",
+                   help="print the bytes tracemalloc traces per cached Pod for each decode "
+                        "(bare, kinrun whole, the configs' projections) instead")
     p.add_argument("--cpu", type=int, default=1,
                    help="pin the process to this CPU, as run.py pins contenders (-1: unpinned)")
     args = p.parse_args()
@@ -441,6 +476,9 @@ def main() -> None:
     if args.gc_threshold:
         global GC_THRESHOLDS
         GC_THRESHOLDS = (args.gc_threshold, *gc_tuning.DEFAULT_THRESHOLDS[1:])
+    if args.bytes:
+        cache_bytes(args.pods)
+        return
     data, n = history(args.pods, args.updates)
     if "reconciler-metadata" in args.variants.split(","):
         global METADATA_DATA

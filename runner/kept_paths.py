@@ -24,7 +24,10 @@ Readers, and what they count for:
 
 A path step that names a dict method (``items``, ``keys``, ``values``, ``get``, ``copy``) ends
 the path: the value before it is kept whole (``obj.spec.items()`` reads all of ``spec``).
-``metadata`` (without ``managedFields``), ``apiVersion`` and ``kind`` are always kept.
+``apiVersion``, ``kind`` and the ``metadata`` fields kinrun reads itself are always kept
+(``kinrun.kube.projection.METADATA_KEPT``); ``metadata.annotations`` when a template reads
+them, an ``annotationsChanged`` predicate compares them, or an ``applySet``/``children``
+action makes the primary object an ApplySet parent (its annotations record the set).
 
 The analysis is conservative by construction: where it cannot know, it keeps more. Proven
 against the whole decode by ``tests/unit/test_projection_differential.py`` (every example
@@ -37,6 +40,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from jinja2 import nodes
 
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
@@ -120,37 +124,41 @@ _TYPICAL_META = {
     "namespace": "default", "uid": "0f6a3c52-8f6d-4d3e-9d1c-2b7e5a9c1f00",
     "resourceVersion": "123456", "creationTimestamp": "2026-01-01T00:00:00Z",
     "labels": {"app": "web", "pod-template-hash": "5d8f7c9b6d", "team": "a"},
+    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6d",
                          "uid": "0f6a3c52-8f6d-4d3e-9d1c-2b7e5a9c1f01", "controller": True,
                          "blockOwnerDeletion": True}]}
 """A typical object's metadata (a Deployment's Pod) for :func:`estimated_bytes`."""
 
 
-def estimated_bytes(projection: Projection) -> int:
-    """An estimate of the bytes one projected object holds (Python objects, as tracemalloc
-    counts them): a typical ``metadata`` (``_TYPICAL_META``), ``apiVersion``, ``kind``, and a
-    16-character string where each kept path ends (a whole ``spec.containers`` counts as one:
-    the real figure grows with what those values hold)."""
+def estimated_bytes(projection: Projection, copies: int = 64) -> int:
+    """An estimate of the bytes one projected object holds (as tracemalloc counts them): the
+    projection's decode of ``copies`` objects with a typical ``metadata`` (``_TYPICAL_META``)
+    and a 16-character string where each kept path ends (a whole ``spec.containers`` counts
+    as one: the real figure grows with what those values hold), measured."""
+    import tracemalloc
+
     obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(_TYPICAL_META)}
     for path in projection.paths:
         node = obj
         for step in path[:-1]:
-            if step == ITEMS:
-                continue
-            node = node.setdefault(step, {}) if isinstance(node.get(step, {}), dict) else {}
+            if step != ITEMS:
+                node = node.setdefault(step, {}) if isinstance(node.get(step, {}), dict) else {}
         if path[-1] != ITEMS and path[0] != "metadata":
             node.setdefault(path[-1], "x" * 16)
-    return _traced_size(obj)
-
-
-def _traced_size(value: Any) -> int:
-    import sys
-
-    size = sys.getsizeof(value)
-    if isinstance(value, dict):
-        size += sum(_traced_size(k) + _traced_size(v) for k, v in value.items())
-    elif isinstance(value, list):
-        size += sum(_traced_size(v) for v in value)
+    data = [orjson.dumps({**obj, "metadata": {**obj["metadata"], "name": f"pod-{i:05d}",
+                                              "uid": f"{i:036d}"}}) for i in range(copies)]
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [projection.loads_object(one) for one in data]
+        size = (tracemalloc.get_traced_memory()[0] - before) // copies
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    del kept
     return size
 
 
@@ -160,9 +168,13 @@ def kept_description(informer: Any) -> str:
     if projection is not None:
         fields = sorted(".".join(p).replace(".[]", "[]") for p in projection.paths
                         if p[0] not in ("apiVersion", "kind", "metadata"))
-        return (f"apiVersion, kind, metadata (without managedFields), {', '.join(fields) or '-'}"
+        meta = sorted(p[1] for p in projection.paths if p[0] == "metadata" and len(p) > 1)
+        whole_meta = ("metadata",) in projection.paths
+        shown = "metadata (without managedFields)" if whole_meta else \
+            f"metadata ({', '.join(['name, namespace, uid, labels, owners, finalizers', *meta])})"
+        return (f"apiVersion, kind, {shown}, {', '.join(fields) or '-'}"
                 f" (projection: auto; about {estimated_bytes(projection):,} bytes per object "
-                "with a typical metadata, more where a kept value is large)")
+                "with a typical Pod's metadata, more where a kept value is large)")
     if spec.metadata_only:
         return "apiVersion, kind, metadata (metadataOnly)"
     if spec.projection == "off":
@@ -225,11 +237,15 @@ def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine:
                 acc.path(spec.primary, declared_path(text))
             acc.all_whole(f"controller {spec.name}'s hooks may read any lister",
                           but=spec.primary)
+    if "annotationsChanged" in spec.predicates:
+        acc.path(spec.primary, ("metadata", "annotations"))
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
         if action.plugin:
             acc.all_whole(f"plugin action {action.kind} at {action.location}")
         elif action.kind == "status":
             acc.path(spec.primary, ("status",))
+        elif action.kind in ("applySet", "children"):  # the parent's ApplySet annotations
+            acc.path(spec.primary, ("metadata", "annotations"))
         elif action.kind == "children":
             for watch in spec.watches:  # the child informers: drift compares whole objects
                 if (config.informers[watch.informer].label_selector or "").startswith(

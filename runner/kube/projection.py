@@ -8,10 +8,13 @@ types built once from the paths), never built as a Python object and never freed
 result is the same ``dict``/``list``/``str`` tree ``orjson.loads`` gives, minus what was not
 asked for, so listers, templates and hooks read it as before.
 
-Always kept: ``apiVersion``, ``kind`` and every ``metadata`` field but ``managedFields``
-(names, uid, resourceVersion, generation, labels, annotations, ownerReferences, finalizers,
-deletionTimestamp: what keys, the DeltaFIFO, predicates, owner mapping and finalizers read;
-``metadata`` is small once ``managedFields`` is gone). A path keeps the whole value at its
+Always kept: ``apiVersion``, ``kind`` and the ``metadata`` fields kinrun itself reads
+(``METADATA_KEPT``: name, namespace, uid, resourceVersion, generation, labels,
+ownerReferences, finalizers, deletionTimestamp and its grace period: what keys, the
+DeltaFIFO, selectors, owner mapping, sharding, finalizers and Events read). Other metadata
+fields (``annotations``, ``creationTimestamp``, ...) are kept when a path names them
+(``metadata.annotations``; a path below one keeps it whole), all of them (but
+``managedFields``) when a path is ``metadata`` itself. A path keeps the whole value at its
 end; ``[]`` in a path stands for every item of a list (``spec.containers.[].image``). Where a
 path expects a map and the object holds a scalar or a list instead, that value is kept as it
 is, so a projection never fails to decode what ``orjson.loads`` decodes, and a value a path
@@ -19,6 +22,12 @@ ends on is identical to the whole decode's (one exception: an integer beyond 64 
 an ``int``, where orjson gives a ``float``).
 
 An ERROR watch event (a ``Status``) is decoded whole again, so its message survives.
+
+Strings repeated from object to object (``apiVersion``, ``kind``, the namespace, label values,
+owners' apiVersion and kind) are shared: each decoded object points at one copy of each
+(:meth:`Projection.share`, a table of at most ``SHARED_STRINGS`` strings per projection), so
+a cached Pod's metadata costs about 1.4 KB instead of 1.8 (``benchmarks/replay.py --bytes``)
+for about 1 us per object.
 
 A hook with ``reads:`` is given its projected objects as :class:`ProjectedObject` (a dict);
 kinrun's client refuses to write one whole (:func:`refuse_whole_write`): a PUT, create or
@@ -50,9 +59,20 @@ OBJECT_META_FIELDS = (
     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
     "annotations", "ownerReferences", "finalizers", "clusterName")
 """ObjectMeta's fields in kube-apiserver 1.20 but ``managedFields`` (``kinrun.openapi``'s
-``io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta``): what a projection always keeps."""
+``io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta``): what a projection keeps of a
+``metadata`` read whole."""
+
+METADATA_KEPT = (
+    "name", "namespace", "uid", "resourceVersion", "generation", "labels", "ownerReferences",
+    "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds")
+"""The ``metadata`` fields every projection keeps (module docstring)."""
 
 _ALWAYS: tuple[Path, ...] = (("apiVersion",), ("kind",))
+
+
+SHARED_STRINGS = 16384
+"""The most strings one projection's table shares (then it only looks up): hostile label values
+never grow it without bound (about 1 MB at most)."""
 
 
 class Projection:
@@ -62,12 +82,13 @@ class Projection:
     ``keep_managed_fields``). ``paths`` is the normalised set (covered paths dropped); ``id`` a
     stable string naming it. Raises ValueError for an empty path."""
 
-    __slots__ = ("paths", "keep_managed_fields", "id", "_object", "_event", "_page")
+    __slots__ = ("paths", "keep_managed_fields", "id", "_object", "_event", "_page", "_strings")
 
     def __init__(self, paths: Iterable[Path], *, keep_managed_fields: bool = False) -> None:
         tree = _tree([*_ALWAYS, *paths])
         self.paths = frozenset(_leaves(tree))
         self.keep_managed_fields = keep_managed_fields
+        self._strings: dict[str, str] = {}
         self.id = "projection:" + ",".join(sorted(".".join(p) for p in self.paths)) + (
             ";managedFields" if keep_managed_fields else "")
         obj = _object_type(tree, keep_managed_fields)
@@ -90,7 +111,7 @@ class Projection:
     def loads_object(self, data: bytes) -> Any:
         """One object (a LIST item) projected. Raises orjson.JSONDecodeError (a ValueError) for
         bytes that are not one JSON object."""
-        return _decode(self._object, data)
+        return self.share(_decode(self._object, data))
 
     def loads_event(self, data: bytes) -> Any:
         """One watch event line: ``{"type": ..., "object": projected}``; an ERROR event's
@@ -98,17 +119,51 @@ class Projection:
         event = _decode(self._event, data)
         if event.get("type") == "ERROR":
             return orjson.loads(data)
+        self.share(event.get("object"))
         return event
 
     def loads_page(self, data: bytes) -> Any:
         """A whole LIST page: ``{"apiVersion", "kind", "metadata", "items": [projected]}``.
         Raises orjson.JSONDecodeError as :meth:`loads_object`."""
-        return _decode(self._page, data)
+        page = _decode(self._page, data)
+        for item in page.get("items") or ():
+            self.share(item)
+        return page
 
     def project(self, obj: Mapping[str, Any]) -> Any:
         """``obj`` (a decoded object) as :meth:`loads_object` would have decoded its JSON: a
         new tree sharing nothing with ``obj`` (tests, fake lister-watchers, ``render``)."""
-        return self._object.decode(orjson.dumps(obj))
+        return self.share(self._object.decode(orjson.dumps(obj)))
+
+    def share(self, obj: Any) -> Any:
+        """``obj`` (a freshly decoded object, changed in place) with its repeated strings
+        replaced by the table's copy of each (module docstring); equal values, fewer bytes."""
+        if obj.__class__ is not dict:
+            return obj
+        strings = self._strings
+        one = strings.setdefault if len(strings) < SHARED_STRINGS else strings.get
+        for key in ("apiVersion", "kind"):
+            value = obj.get(key)
+            if value.__class__ is str:
+                obj[key] = one(value, value)
+        meta = obj.get("metadata")
+        if meta.__class__ is not dict:
+            return obj
+        value = meta.get("namespace")
+        if value.__class__ is str:
+            meta["namespace"] = one(value, value)
+        labels = meta.get("labels")
+        if labels.__class__ is dict:
+            for key, value in labels.items():
+                if value.__class__ is str:
+                    labels[key] = one(value, value)
+        for owner in meta.get("ownerReferences") or ():
+            if owner.__class__ is dict:
+                for key in ("apiVersion", "kind"):
+                    value = owner.get(key)
+                    if value.__class__ is str:
+                        owner[key] = one(value, value)
+        return obj
 
 
 class ProjectedObject(dict):  # type: ignore[type-arg]
@@ -144,8 +199,10 @@ def _tree(paths: Iterable[Path]) -> dict[str, Any]:
     for path in sorted(set(map(tuple, paths)), key=len):
         if not path:
             raise ValueError("a projection path cannot be empty (that is the whole object)")
-        if len(path) > 1 and path[0] == "metadata" and path[1] in OBJECT_META_FIELDS:
-            continue  # always kept whole
+        if len(path) > 1 and path[0] == "metadata":
+            if path[1] in METADATA_KEPT:
+                continue  # always kept whole
+            path = path[:2]  # a metadata field is kept whole (a map of strings at most)
         node = tree
         for step in path[:-1]:
             child = node.setdefault(step, {"": None})  # "": an inner node, not yet a leaf
@@ -174,10 +231,12 @@ def _object_type(tree: Mapping[str, Any], keep_managed_fields: bool) -> Any:
     meta = tree.get("metadata")
     if keep_managed_fields:
         fields["metadata"] = Any  # kept whole
-    else:  # whole or not, metadata is every ObjectMeta field but managedFields
-        extra = [step for step in (meta or {}) if step and step not in OBJECT_META_FIELDS]
-        fields["metadata"] = typing.TypedDict(
-            "ObjectMeta", dict.fromkeys([*OBJECT_META_FIELDS, *extra], Any), total=False)
+    else:  # read whole: every ObjectMeta field but managedFields; else the kept and the read
+        names = OBJECT_META_FIELDS if meta is not None and "" not in meta else (
+            *METADATA_KEPT, *(step for step in (meta or {}) if step and step not in
+                              METADATA_KEPT))
+        fields["metadata"] = typing.TypedDict("ObjectMeta", dict.fromkeys(names, Any),
+                                              total=False)
     return typing.TypedDict("Object", fields, total=False)
 
 
