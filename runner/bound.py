@@ -282,6 +282,10 @@ class _Wiring:
             labels = self.shard.selector(labels)
         key = InformerKey(ref.id, None, labels, spec.field_selector or "",
                           plan.transform_id, spec.metadata_only, plan.projection)
+        if plan.projection is not None:
+            _log.info("informer %s decodes only %s and metadata (projection: auto; kinrun "
+                      "validate --explain says why)", spec.name, ", ".join(sorted(
+                          ".".join(p) for p in plan.projection.paths if p[0] != "metadata")))
         try:
             informer = self.factory.informer_for_namespaces(
                 key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler
