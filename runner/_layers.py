@@ -27,9 +27,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;
      "admission"),                                         # cron schedules; a ring's replicas;
                                                            # admission webhooks
-    ("spine", "manager", "bound", "plan", "kept_paths", "rbac", "reload"),  # the spine: its types; run,
-                                                           # bind, compile; the RBAC a plan
-                                                           # needs; reload
+    ("spine", "manager", "bound", "plan", "kept_paths",    # the spine: its types; run,
+     "rbac", "reload"),                                    # bind, compile; what a config
+                                                           # reads of each cache; the RBAC a
+                                                           # plan needs; reload
     ("testing",),                                          # embedded API server, fault proxy
     ("signals", "runnables", "app", "manifests", "reference",  # the main job, its runnables;
      "plugin_reference",                                   # the generated plugin API page;

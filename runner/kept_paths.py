@@ -277,10 +277,18 @@ def _admission_reads(acc: _Reads, config: Config, engine: Any) -> None:
 
 
 def _plugin_reads(acc: _Reads, pm: Any) -> None:
+    """Plugins' event hooks see every informer's objects; their index functions (listed in
+    the config or not) see their informer's."""
     from kinrun.plugin_manager import event_hooks_implemented
 
-    if pm is not None and event_hooks_implemented(pm):
+    if pm is None:
+        return
+    if event_hooks_implemented(pm):
         acc.all_whole("a plugin implements event hooks (kinrun_on_add/update/delete)")
+    if pm.hook.kinrun_index_funcs.get_hookimpls():
+        for name in acc.whole:
+            if any(pm.hook.kinrun_index_funcs(informer=name)):
+                acc.whole_of(name, "a plugin's index functions (kinrun_index_funcs)")
 
 
 def _source_reads(acc: _Reads, engine: Any, text: str, primary: str | None,

@@ -125,3 +125,32 @@ def test_hooks_without_reads_read_every_informer_whole() -> None:
     assert found["nodes"].whole  # a hook may read any lister
     no_reads = load_text(text.replace("      reads: [spec.nodeName]\n", ""))
     assert informer_reads(no_reads, compiled.engine, None)["pods"].whole
+
+
+def test_plugins_event_hooks_and_index_functions_read_whole_objects() -> None:
+    """A plugin's index functions (named in the config or not) see their informer's objects,
+    its event hooks every informer's: whole objects for those."""
+    from kinrun.hooks import hookimpl
+    from kinrun.kept_paths import informer_reads
+    from kinrun.plugin_manager import new_plugin_manager
+
+    class Indexes:
+        @hookimpl
+        def kinrun_index_funcs(self, informer):
+            return {"byNode": lambda o: [o["spec"]["nodeName"]]} if informer == "pods" else None
+
+    class Events:
+        @hookimpl
+        def kinrun_on_add(self, informer, obj, is_in_initial_list):
+            return None
+
+    text = config("{{ obj.metadata.name }}").replace(
+        "informers:\n", "informers:\n  nodes: {apiVersion: v1, kind: Node}\n")
+    compiled = plan(load_text(text))
+    pm = new_plugin_manager()
+    pm.register(Indexes())
+    found = informer_reads(compiled.config, compiled.engine, pm)
+    assert found["pods"].whole and not found["nodes"].whole
+    pm.register(Events())
+    found = informer_reads(compiled.config, compiled.engine, pm)
+    assert found["pods"].whole and found["nodes"].whole
