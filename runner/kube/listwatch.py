@@ -295,8 +295,9 @@ class StreamWatch:
     Iterate once, on one thread: yields WatchEvent(type, object) per line; ends when the server
     ends the stream or after ``close()``; raises ExpiredError/ApiError for ERROR events, and
     ApiConnectionError when the connection breaks or a read times out. ``drop_managed_fields``,
-    ``metadata_only``, ``projection``: as for ``KubeListerWatcher`` (a metadata-only watch gives every object
-    but a BOOKMARK's ``api_version``/``kind``, and cuts whole objects down to metadata).
+    ``metadata_only``, ``projection``: as for ``KubeListerWatcher`` (a metadata-only watch gives
+    every object but a BOOKMARK's ``api_version``/``kind``, and cuts whole objects down to
+    metadata).
 
     Each read takes every byte that has arrived (``ChunkedBody``); each event is decoded just
     before it is yielded, so the consumer works on an object still in the CPU cache (decoding
