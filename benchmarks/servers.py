@@ -178,6 +178,8 @@ class Envtest(Server):
     def __init__(self, srv: Any) -> None:
         self.srv = srv
         self.kubeconfig = srv.kubeconfig_path
+        # each thread's kept-alive connection to this server (per server: a run starts two)
+        self._local = threading.local()
 
     @classmethod
     @contextlib.contextmanager
@@ -284,7 +286,6 @@ class Envtest(Server):
                      ok=(200, 202, 404))
         return EnvtestStampWriter(self, ns, pods, rate, writes, workers)
 
-    _local = threading.local()
     _ssl: ssl.SSLContext | None = None
 
     def request(self, method: str, path: str, body: Any = None, *,

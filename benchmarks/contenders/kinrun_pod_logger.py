@@ -18,10 +18,11 @@ process, before ``main`` runs:
   ``--since`` (as ``benchmarks/configs/bench_plugin.py`` does for ``kinrun-cli``), so that the
   watch replays the server's history.
 
-Nothing else of kinrun is changed. If a future kinrun keeps only the fields a config reads in
-its objects (the example reads ``metadata.name``), the annotations may be gone: in the
-``events`` workload the marker is then recognised by its name alone (it is written once, last);
-the ``latency`` workloads need the ``bench/stamp`` annotation and would end at ``--timeout``.
+Nothing else of kinrun is changed. kinrun decodes only the fields a config reads (the
+example reads ``metadata.name``; ``kinrun.kept_paths``), so the objects carry no annotations:
+in the ``events`` workload the marker is recognised by its name alone (it is written once,
+last), and the ``latency`` workloads, which need the ``bench/stamp`` annotation, are not run
+for this contender (``run.py``).
 """
 
 from __future__ import annotations
