@@ -191,9 +191,10 @@ def run_frames(data: bytes, n: int) -> float:
     return dt
 
 
-def run_stream(data: bytes, n: int) -> float:
+def run_stream(data: bytes, n: int, projection: Any = None) -> float:
     t = time.process_time()
-    count = sum(1 for _ in StreamWatch(FakeResponse(data), api_version="v1", kind="Pod"))
+    count = sum(1 for _ in StreamWatch(FakeResponse(data), api_version="v1", kind="Pod",
+                                       projection=projection))
     dt = time.process_time() - t
     assert count == n, count
     return dt
@@ -328,11 +329,14 @@ METADATA_DATA = b""  # the metadata-only history, made by main() when a variant 
 
 def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = False,
                  config: str = "", name: str = "", metadata_only: bool = False,
-                 whole: bool = False) -> float:
+                 whole: bool = False, projected: bool = False) -> float:
     """One run of a pipeline variant over ``data`` (``n`` events); CPU seconds. ``config``:
-    the reconcile and the projection (unless ``whole``) ``kinrun CONFIG`` compiles for it."""
+    the reconcile and the projection (unless ``whole``) ``kinrun CONFIG`` compiles for it;
+    ``projected``: the pod-logger example's projection without its reconcile."""
     compiled = compiled_config(config) if config else None
     projection = None if whole or compiled is None else compiled.informers["pods"].projection
+    if projected:
+        projection, compiled = pod_logger_projection(), None
     counter = _Counter(n)
     previous = gc_tuning.manage(*([GC_THRESHOLDS] if GC_THRESHOLDS else []))
     pauses = GcPauses()
@@ -377,6 +381,11 @@ def run_informer(data: bytes, n: int, *, controller: bool, main_job: bool = Fals
     return dt
 
 
+def pod_logger_projection() -> Any:
+    """The projection ``kinrun examples/configs/pod-logger.yaml`` decodes its Pods with."""
+    return compiled_config("examples/configs/pod-logger.yaml").informers["pods"].projection
+
+
 VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "bare": run_bare,
     "floor": run_floor,
@@ -398,6 +407,11 @@ VARIANTS: dict[str, Callable[[bytes, int], float]] = {
     "reconciler-reads": lambda d, n: run_informer(d, n, controller=True, main_job=True,
                                                   config="bench-pods.yaml",
                                                   name="reconciler-reads"),
+    "stream-projected": lambda d, n: run_stream(d, n, pod_logger_projection()),
+    "informer-projected": lambda d, n: run_informer(d, n, controller=False, projected=True,
+                                                    name="informer-projected"),
+    "controller-projected": lambda d, n: run_informer(d, n, controller=True, projected=True,
+                                                      name="controller-projected"),
     "pod-logger": lambda d, n: run_informer(d, n, controller=True, main_job=True,
                                             config="examples/configs/pod-logger.yaml",
                                             name="pod-logger"),
@@ -411,7 +425,14 @@ STEPS = (("read, de-chunk, split lines", "frames", None),
          ("reflector, DeltaFIFO, transform, indexer, processor", "informer", "stream"),
          ("enqueue, workqueue, worker, no-op reconcile", "controller", "informer"),
          ("main job reconcile (causes, context, pluggy hook)", "reconciler", "controller"),
-         ("templated action (render, keepOld)", "reconciler-action", "reconciler"))
+         ("templated action (render, keepOld)", "reconciler-action", "reconciler"),
+         ("projected decode (pod-logger's paths) and free", "stream-projected", "frames"),
+         ("reflector ... processor, projected objects", "informer-projected",
+          "stream-projected"),
+         ("enqueue, workqueue, worker, no-op reconcile, projected", "controller-projected",
+          "informer-projected"),
+         ("pod-logger's reconcile (causes, context, log action)", "pod-logger",
+          "controller-projected"))
 
 
 def cache_bytes(pods: int) -> None:

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates
     ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its
-     "crds", "template_reads"),                            # files; the Jinja2 sandbox; CRD
+     "crds", "template_reads", "cache_reads"),                            # files; the Jinja2 sandbox; CRD
                                                            # files read offline
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
     ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;

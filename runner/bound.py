@@ -55,6 +55,7 @@ from kinrun.controller import (Controller, Reconcile, enqueue_mapped, enqueue_ow
                                enqueue_owner_key)
 from kinrun.kube import Client, ResourceRef
 from kinrun.kube.builtin_kinds import builtin_group
+from kinrun.kube.projection import shown
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.manager import Manager
 from kinrun.predicates import filter_updates
@@ -285,7 +286,7 @@ class _Wiring:
         if plan.projection is not None:
             _log.info("informer %s decodes only %s and metadata (projection: auto; kinrun "
                       "validate --explain says why)", spec.name, ", ".join(sorted(
-                          ".".join(p) for p in plan.projection.paths if p[0] != "metadata")))
+                          shown(p) for p in plan.projection.paths if p[0] != "metadata")))
         try:
             informer = self.factory.informer_for_namespaces(
                 key, namespaces, kind=ref.kind, resync_period=0.0,  # resync is per handler

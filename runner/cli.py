@@ -668,9 +668,11 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     reconciler = offline_reconciler(compiled, controller.name, cached or ())
     projection = compiled.informers[controller.primary].projection
     if projection is not None:  # as the run's cache holds them
+        from kinrun.kube.projection import shown
+
         logging.getLogger("kinrun.render").debug(
             "informer %s is projected: templates see %s and metadata (projection: auto)",
-            controller.primary, ", ".join(sorted(".".join(p) for p in projection.paths)))
+            controller.primary, ", ".join(sorted(shown(p) for p in projection.paths)))
         obj, old = (projection.project(o) if o is not None else None for o in (obj, old))
     rendered = reconciler.render(key, None if deleted else obj, old=old,
                                  reason=reason or ("deleted" if deleted else ""))

@@ -36,6 +36,7 @@ config, random objects, projection on and off: the same requests and logs).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,9 +45,10 @@ import orjson
 from jinja2 import nodes
 
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
-from kinrun.kube.projection import ITEMS, Projection
-from kinrun.template_reads import (DICT_METHODS, bound_to, reads, template_strings,
-                                   whole_reads)
+from kinrun.kube.projection import ITEMS, Projection, shown
+from kinrun.cache_reads import (DICT_METHODS, EVERY, ROOTS, CacheReads, bound_names,
+                                argument_reads, cache_reads, literal_informer)
+from kinrun.template_reads import template_strings
 
 Path = tuple[str, ...]
 
@@ -166,13 +168,13 @@ def kept_description(informer: Any) -> str:
     """What an InformerPlan's cache keeps, for ``validate --explain``."""
     spec, projection = informer.spec, informer.projection
     if projection is not None:
-        fields = sorted(".".join(p).replace(".[]", "[]") for p in projection.paths
+        fields = sorted(shown(p) for p in projection.paths
                         if p[0] not in ("apiVersion", "kind", "metadata"))
         meta = sorted(p[1] for p in projection.paths if p[0] == "metadata" and len(p) > 1)
         whole_meta = ("metadata",) in projection.paths
-        shown = "metadata (without managedFields)" if whole_meta else \
+        metadata = "metadata (all of it)" if whole_meta else \
             f"metadata ({', '.join(['name, namespace, uid, labels, owners, finalizers', *meta])})"
-        return (f"apiVersion, kind, {shown}, {', '.join(fields) or '-'}"
+        return (f"apiVersion, kind, {metadata}, {', '.join(fields) or '-'}"
                 f" (projection: auto; about {estimated_bytes(projection):,} bytes per object "
                 "with a typical Pod's metadata, more where a kept value is large)")
     if spec.metadata_only:
@@ -183,29 +185,15 @@ def kept_description(informer: Any) -> str:
 
 
 def declared_path(text: str) -> Path:
-    """A ``reads:`` entry as a path: ``spec.containers[].image`` -> ``("spec", "containers",
-    "[]", "image")``."""
+    """A ``reads:`` entry as a path: ``spec.containers[].image`` (or ``[0]``) ->
+    ``("spec", "containers", "[]", "image")``."""
     out: list[str] = []
-    for part in text.split("."):
+    for part in re.sub(r"\[\d+\]", "[]", text).split("."):
         bare = part.replace("[]", "")
         if bare:
             out.append(bare)
         out += [ITEMS] * part.count("[]")
     return tuple(out)
-
-
-def var_bindings(spec: ControllerSpec, engine: Any) -> dict[str, Any]:
-    """The controller's vars that stand for a read (``deploy: get('deployments', k)``), in
-    order, each seeing the ones before (``kinrun.template_reads.bound_to``)."""
-    given: dict[str, Any] = {}
-    for var in spec.reconcile.vars:
-        tree = engine.syntax_tree(var.expression, expression=True)
-        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
-        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
-            bound = bound_to(outputs[0].nodes[0], given)
-            if bound is not None and bound[0] != "list":
-                given[var.name] = bound
-    return given
 
 
 def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Location]]:
@@ -222,12 +210,18 @@ def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Locatio
 
 
 def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine: Any) -> None:
-    given = var_bindings(spec, engine)
+    aliases, calls = _aliases(spec, engine)
+    for var in spec.reconcile.vars:  # an alias var's own expression: its arguments only
+        call = calls.get(var.name)
+        if call is not None:
+            _add(acc, argument_reads(call, spec.primary, aliases), var.location)
     for text, is_var, loc in reconcile_strings(spec):
-        _source_reads(acc, engine, text, spec.primary, given, is_var, loc)
+        if not (is_var and any(text == v.expression and v.name in calls
+                               for v in spec.reconcile.vars)):
+            _source_reads(acc, engine, text, spec.primary, aliases, loc)
     for watch in spec.watches:
         if watch.template:
-            _source_reads(acc, engine, watch.template, watch.informer, {}, False, watch.location)
+            _source_reads(acc, engine, watch.template, watch.informer, {}, watch.location)
     rec = spec.reconcile
     if rec.hooks:
         if rec.reads is None:
@@ -246,7 +240,7 @@ def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine:
             acc.path(spec.primary, ("status",))
         elif action.kind in ("applySet", "children"):  # the parent's ApplySet annotations
             acc.path(spec.primary, ("metadata", "annotations"))
-        elif action.kind == "children":
+        if action.kind == "children" and not action.plugin:
             for watch in spec.watches:  # the child informers: drift compares whole objects
                 if (config.informers[watch.informer].label_selector or "").startswith(
                         "applyset.kubernetes.io/part-of"):
@@ -254,11 +248,16 @@ def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine:
 
 
 def _informer_reads(acc: _Reads, name: str, spec: InformerSpec, engine: Any) -> None:
+    """An informer's own readers: its indexes, its field selector's keys, and, for Secrets,
+    kinrun's redaction (``kinrun.redact.secret_values`` reads ``data`` and ``stringData``)."""
+    if spec.api_version == "v1" and (spec.kind == "Secret" or spec.resource == "secrets"):
+        acc.path(name, ("data",))
+        acc.path(name, ("stringData",))
     for index in spec.indexers.values():
         if index.plugin:
             acc.whole_of(name, f"plugin index {index.name}")
         elif index.expression:
-            _source_reads(acc, engine, index.expression, name, {}, True, index.location)
+            _source_reads(acc, engine, index.expression, name, {}, index.location)
     for term in (spec.field_selector or "").split(","):
         key = term.replace("!=", "=").split("=")[0].strip()
         if key:
@@ -273,7 +272,7 @@ def _admission_reads(acc: _Reads, config: Config, engine: Any) -> None:
             for text in (rule.when, rule.deny, rule.field, rule.warn, rule.merge_patch,
                          rule.json_patch):
                 if text:
-                    _source_reads(acc, engine, text, None, {}, False, rule.location)
+                    _source_reads(acc, engine, text, None, {}, rule.location)
 
 
 def _plugin_reads(acc: _Reads, pm: Any) -> None:
@@ -292,25 +291,55 @@ def _plugin_reads(acc: _Reads, pm: Any) -> None:
 
 
 def _source_reads(acc: _Reads, engine: Any, text: str, primary: str | None,
-                  given: Mapping[str, Any], is_var: bool, loc: Location) -> None:
-    """One string's reads, as a template and as an expression (module docstring)."""
+                  aliases: Mapping[str, str], loc: Location) -> None:
+    """One string's reads (``kinrun.cache_reads``), as a template and as an expression
+    (module docstring)."""
     trees = [engine.syntax_tree(text, expression=True)]
     if "{{" in text or "{%" in text:
         trees.append(engine.syntax_tree(text))
     for tree in trees:
-        if tree is None:
+        if tree is not None:
+            _add(acc, cache_reads(tree, primary, aliases), loc)
+
+
+def _add(acc: _Reads, found: CacheReads, loc: Location) -> None:
+    for informer, paths in found.paths.items():
+        for path in paths:
+            if informer == EVERY:
+                acc.all_whole(f"a lookup whose informer is not written out at {loc}")
+            else:
+                acc.path(informer, path)
+    for informer, how, line in found.whole:
+        at = f"{how} at {loc.file}:{(loc.line or 1) + line - 1}"
+        if informer == EVERY:
+            acc.all_whole(at)
+        else:
+            acc.whole_of(informer, at)
+
+
+def _aliases(spec: ControllerSpec, engine: Any
+             ) -> tuple[dict[str, str], dict[str, nodes.Node | None]]:
+    """The controller's vars that stand for a root (``deploy: get('deployments', key)``,
+    ``o: obj``; in order, ``b: a`` too) -> informer, unless a template binds that name
+    somewhere (a loop variable or ``set`` of the same name would shadow it); and, per such
+    var, its lookup call (None for a name): only the call's arguments are its own reads."""
+    trees = [t for text, _, _ in reconcile_strings(spec)
+             for t in (engine.syntax_tree(text, expression=True), engine.syntax_tree(text))
+             if t is not None]
+    shadowed = {name for tree in trees for name in bound_names(tree)}
+    aliases: dict[str, str] = {}
+    calls: dict[str, nodes.Node | None] = {}
+    for var in spec.reconcile.vars:
+        tree = engine.syntax_tree(var.expression, expression=True)
+        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
+        if var.name in shadowed or len(outputs) != 1 or len(outputs[0].nodes) != 1:
             continue
-        if any(True for _ in tree.find_all(_INCLUDES)):
-            acc.all_whole(f"a template includes or imports another at {loc}")
-            return
-        for read in reads(tree, given):
-            acc.path(_informer(read.root, primary), read.path)
-        for root, line, how in whole_reads(tree, given, is_var):
-            at = f"{loc.file}:{(loc.line or 1) + line - 1}"
-            acc.whole_of(_informer(root, primary), f"{how} at {at}")
-
-
-def _informer(root: str, primary: str | None) -> str | None:
-    if root.startswith("get:"):
-        return root[4:]
-    return primary if root in ("obj", "old") else None
+        value = outputs[0].nodes[0]
+        if isinstance(value, nodes.Name) and (value.name in ROOTS or value.name in aliases):
+            aliases[var.name] = aliases.get(value.name, spec.primary)
+            calls[var.name] = None
+        elif isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) \
+                and value.node.name == "get" and literal_informer(value) is not None:
+            aliases[var.name] = literal_informer(value)  # type: ignore[assignment]
+            calls[var.name] = value
+    return aliases, calls

@@ -102,12 +102,13 @@ class Manager:
         for controller in self.controllers.values():
             controller.fence = fence
 
-    def swap(self, name: str, new: Wired, *, keep_pending: bool, new_limiter: bool) -> None:
+    def swap(self, name: str, new: Wired, *, keep_pending: bool, keep_last: bool,
+             new_limiter: bool) -> None:
         """Hot reload: the paused controller ``name`` (``Controller.pause``) takes its
         definition in ``new`` (``Bound.rewire``): new handlers registered first (the cache
         replayed into the same workqueue), the old ones removed (a deletion under way records
         into the new Reconciler), with ``keep_pending`` the pending deletions carried over
-        (same primary informer), with ``new_limiter`` the new rate limiter set on the running
+        (same primary informer; with ``keep_last`` the last reconciled versions too), with ``new_limiter`` the new rate limiter set on the running
         queue (per-key backoff restarts), then resumed with the successor's reconcile. The
         caller adopts ``new`` afterwards. Called on the reload thread."""
         old = self._wired
@@ -120,7 +121,7 @@ class Manager:
                 entry.handler.retarget(fresh)
             entry.unregister()
         if keep_pending:
-            fresh.take_over(stale)
+            fresh.take_over(stale, keep_last=keep_last)
         if new_limiter:
             controller.queue.rate_limiter = new.limiters[name]
         controller.resume(successor)

@@ -45,13 +45,14 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location,
 from kinrun.clock import Clock, clock_of
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
-from kinrun.kept_paths import (InformerReads, informer_reads, kept_description, projection_for,
-                               var_bindings)
+from kinrun.kept_paths import InformerReads, informer_reads, kept_description, projection_for
+from kinrun.template_reads import var_bindings
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope
 from jinja2 import nodes
 
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
+from kinrun.kube.projection import shown
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.plugin_manager import ReconcileHook
 from kinrun.predicates import PREDICATES
@@ -467,7 +468,7 @@ def read_report(compiled: CompiledPlan) -> list[str]:
              "looped over, list()/by_index() items) is listed as a whole read"]
     for name, informer in compiled.informers.items():
         found = informer.reads or InformerReads()
-        paths = sorted(".".join(p).replace(".[]", "[]") for p in found.paths)
+        paths = sorted(shown(p) for p in found.paths)
         checked = "checked against its kind's schema" if _primary_schema(config, informer.spec) \
             is not None else "not checked: no schema for its kind (a CRD without crds:?)"
         spec = informer.spec

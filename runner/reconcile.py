@@ -322,17 +322,17 @@ class Reconciler:
         self._last.pop(key, None)
         self._written.pop(key, None)
 
-    def take_over(self, old: Reconciler) -> None:
+    def take_over(self, old: Reconciler, *, keep_last: bool = True) -> None:
         """Hot reload (``kinrun.reload``): carry over what ``old`` (the same controller's
         previous definition) recorded and has not handled: pending deletions (before any
-        recorded here) and, when this one keeps ``old``, the last reconciled versions. Call
-        while neither runs a reconcile (``Controller.pause``)."""
+        recorded here) and, when this one keeps ``old`` and ``keep_last``, the last reconciled
+        versions. Call while neither runs a reconcile (``Controller.pause``)."""
         with old._lock:
             pending, old._pending = old._pending, {}
         with self._lock:
             for key, deletions in pending.items():
                 self._pending[key] = deletions + self._pending.get(key, [])
-        if self.keep_old:
+        if self.keep_old and keep_last:
             for key, obj in old._last.items():
                 self._last.setdefault(key, obj)
 

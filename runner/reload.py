@@ -260,9 +260,11 @@ def diff(old: CompiledPlan, new: CompiledPlan, *, old_refs: Mapping[str, Any] | 
 
 def _projection_change(old: InformerPlan, new: InformerPlan) -> str:
     """``+path -path`` between two informers' projections (``whole objects`` for none)."""
+    from kinrun.kube.projection import shown
+
     def paths(informer: InformerPlan) -> set[str] | None:
         projection = informer.projection
-        return None if projection is None else {".".join(p) for p in projection.paths}
+        return None if projection is None else {shown(p) for p in projection.paths}
     before, after = paths(old), paths(new)
     if before is None or after is None:
         return "now decodes whole objects" if after is None else "now projected"
@@ -691,12 +693,16 @@ class Reloader:
               change: PlanDiff) -> None:
         """The paused controller ``name`` takes the new definition (``Manager.swap``): its
         pending deletions carried over when its primary informer is the same (else those were
-        other objects), the new rate limiter when its settings changed."""
+        other objects) or only relists for the fields read (their final states keep the old
+        fields: the objects are gone), its last reconciled versions (``keepOld``) only when
+        the informer is kept (a relisted one's were decoded with other fields), the new rate
+        limiter when its settings changed."""
         before, after = old.plan.controller(name), bound.plan.controller(name)
         primary = after.spec.primary
-        self.manager.swap(name, new, keep_pending=primary == before.spec.primary
-                          and primary in change.informers_kept,
-                          new_limiter=comparable(before.rate_limiter)
+        same = primary == before.spec.primary
+        kept = same and primary in change.informers_kept
+        self.manager.swap(name, new, keep_pending=kept or (same and primary in change.relisted),
+                          keep_last=kept, new_limiter=comparable(before.rate_limiter)
                           != comparable(after.rate_limiter))
         state.handlers[name] = new.handlers.get(name, [])
         state.reconcilers[name] = new.reconcilers[name]

@@ -57,7 +57,9 @@ def bindings(tree: nodes.Node, given: Mapping[str, Binding] | None = None
              ) -> dict[str, Binding]:
     """The names bound once in ``tree`` to a read (``{% for x in CHAIN %}``, ``{% set x =
     CHAIN %}``, ``for x in list('INFORMER')``), added to ``given`` (the vars'); a name bound
-    more than once, or to something else too, is left out (not followed)."""
+    more than once, or to something else too, is left out (not followed), and so is a var
+    the template binds again (a loop variable of its name is scoped to the loop: which one
+    a use means is not followed)."""
     found: dict[str, Binding | None] = {}
     for node in tree.find_all((nodes.For, nodes.Assign)):
         target = node.target
@@ -69,8 +71,10 @@ def bindings(tree: nodes.Node, given: Mapping[str, Binding] | None = None
             bound = (bound[0], (*bound[1], "[]")) if bound[0] != "list" else bound
         if bound is not None and bound[0] == "list":
             bound = (f"get:{bound[1][0]}", ())
-        found[target.name] = None if target.name in found else bound
-    return {**(given or {}), **{k: v for k, v in found.items() if v is not None}}
+        found[target.name] = None if target.name in found or target.name in (given or {}) \
+            else bound
+    return {**{k: v for k, v in (given or {}).items() if k not in found},
+            **{k: v for k, v in found.items() if v is not None}}
 
 
 def bound_to(value: nodes.Node, given: Mapping[str, Binding]) -> Binding | None:
@@ -331,6 +335,21 @@ def _has_field(schema: Schema, path: tuple[str, ...]) -> bool:
             return False
         node = node.items if name == "[]" else node.child(name)
     return node is not None and node.child(path[-1]) is not None
+
+
+def var_bindings(spec: Any, engine: Any) -> dict[str, Any]:
+    """The controller's vars that stand for a read (``deploy: get('deployments', k)``), in
+    order, each seeing the ones before (:func:`bound_to`)."""
+    given: dict[str, Any] = {}
+    for var in spec.reconcile.vars:
+        tree = engine.syntax_tree(var.expression, expression=True)
+        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
+        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
+            bound = bound_to(outputs[0].nodes[0], given)
+            if bound is not None and bound[0] != "list":
+                given[var.name] = bound
+    return given
+
 
 
 def template_strings(value: Any) -> Iterator[str]:

@@ -53,6 +53,8 @@ Path = tuple[str, ...]
 
 ITEMS = "[]"
 """The path step that stands for every item of a list."""
+_INNER = None
+"""The key that marks an inner node of a path tree (no field is named None)."""
 
 OBJECT_META_FIELDS = (
     "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
@@ -89,7 +91,7 @@ class Projection:
         self.paths = frozenset(_leaves(tree))
         self.keep_managed_fields = keep_managed_fields
         self._strings: dict[str, str] = {}
-        self.id = "projection:" + ",".join(sorted(".".join(p) for p in self.paths)) + (
+        self.id = "projection:" + orjson.dumps(sorted(self.paths)).decode() + (
             ";managedFields" if keep_managed_fields else "")
         obj = _object_type(tree, keep_managed_fields)
         self._object = msgspec.json.Decoder(obj)
@@ -106,7 +108,7 @@ class Projection:
         return hash(self.id)
 
     def __repr__(self) -> str:
-        return f"Projection({sorted('.'.join(p) for p in self.paths)})"
+        return f"Projection({sorted(shown(p) for p in self.paths)})"
 
     def loads_object(self, data: bytes) -> Any:
         """One object (a LIST item) projected. Raises orjson.JSONDecodeError (a ValueError) for
@@ -132,8 +134,14 @@ class Projection:
 
     def project(self, obj: Mapping[str, Any]) -> Any:
         """``obj`` (a decoded object) as :meth:`loads_object` would have decoded its JSON: a
-        new tree sharing nothing with ``obj`` (tests, fake lister-watchers, ``render``)."""
-        return self.share(self._object.decode(orjson.dumps(obj)))
+        new tree sharing nothing with ``obj`` (tests, fake lister-watchers, ``render``);
+        ``obj`` itself where orjson cannot encode it (an integer beyond 64 bits, nesting
+        deeper than 254 levels: such an object never came from a decode)."""
+        try:
+            data = orjson.dumps(obj)
+        except TypeError:
+            return obj
+        return self.share(_decode(self._object, data))
 
     def share(self, obj: Any) -> Any:
         """``obj`` (a freshly decoded object, changed in place) with its repeated strings
@@ -166,6 +174,20 @@ class Projection:
         return obj
 
 
+def shown(path: Path) -> str:
+    """A path as templates write it: ``spec.containers[].image``; a step that holds a dot or
+    a bracket as a subscript (``metadata.annotations['a.b/c']``)."""
+    out = ""
+    for step in path:
+        if step == ITEMS:
+            out += "[]"
+        elif "." in step or "[" in step or "]" in step or not step:
+            out += f"[{step!r}]"
+        else:
+            out += ("." if out else "") + step
+    return out
+
+
 class ProjectedObject(dict):  # type: ignore[type-arg]
     """A projected object as a hook is given it (a private copy): a plain ``dict`` in every
     way but one, kinrun's client refuses to write it whole (:func:`refuse_whole_write`)."""
@@ -186,16 +208,21 @@ def refuse_whole_write(body: Any, verb: str) -> None:
 
 
 def _decode(decoder: msgspec.json.Decoder, data: bytes) -> Any:
+    """``decoder``'s answer; bytes nested deeper than it recurses decoded whole by orjson
+    (more fields than asked for, never fewer: the informer still caches the object)."""
     try:
         return decoder.decode(data)
     except msgspec.DecodeError as exc:  # ValidationError too: not an object where one goes
         raise orjson.JSONDecodeError(str(exc), data[:200].decode("utf-8", "replace"),
                                      0) from None
+    except RecursionError:
+        return orjson.loads(data)
 
 
-def _tree(paths: Iterable[Path]) -> dict[str, Any]:
-    """Nested dicts of the path steps; ``{}`` marks a kept (whole) value."""
-    tree: dict[str, Any] = {}
+def _tree(paths: Iterable[Path]) -> dict[Any, Any]:
+    """Nested dicts of the path steps; ``{}`` marks a kept (whole) value, ``_INNER`` a node
+    with kept steps below it."""
+    tree: dict[Any, Any] = {}
     for path in sorted(set(map(tuple, paths)), key=len):
         if not path:
             raise ValueError("a projection path cannot be empty (that is the whole object)")
@@ -205,48 +232,48 @@ def _tree(paths: Iterable[Path]) -> dict[str, Any]:
             path = path[:2]  # a metadata field is kept whole (a map of strings at most)
         node = tree
         for step in path[:-1]:
-            child = node.setdefault(step, {"": None})  # "": an inner node, not yet a leaf
-            if "" not in child:
+            child = node.setdefault(step, {_INNER: True})  # an inner node, not yet a leaf
+            if _INNER not in child:
                 break  # a shorter path keeps this whole already
             node = child
         else:
-            if path[-1] not in node or "" in node[path[-1]]:
+            if path[-1] not in node or _INNER in node[path[-1]]:
                 node[path[-1]] = {}
     return tree
 
 
 def _leaves(tree: Mapping[str, Any], prefix: Path = ()) -> Iterable[Path]:
     for step, child in tree.items():
-        if step == "":
+        if step is _INNER:
             continue
-        if "" in child:
+        if _INNER in child:
             yield from _leaves(child, (*prefix, step))
         else:
             yield (*prefix, step)
 
 
-def _object_type(tree: Mapping[str, Any], keep_managed_fields: bool) -> Any:
+def _object_type(tree: Mapping[Any, Any], keep_managed_fields: bool) -> Any:
     """The TypedDict of a whole object: the tree's top-level fields, and ``metadata``."""
-    fields = {step: _value_type(child, step) for step, child in tree.items() if step}
+    fields = {step: _value_type(child, step) for step, child in tree.items()
+              if step is not _INNER}
     meta = tree.get("metadata")
-    if keep_managed_fields:
-        fields["metadata"] = Any  # kept whole
-    else:  # read whole: every ObjectMeta field but managedFields; else the kept and the read
-        names = OBJECT_META_FIELDS if meta is not None and "" not in meta else (
-            *METADATA_KEPT, *(step for step in (meta or {}) if step and step not in
-                              METADATA_KEPT))
+    if keep_managed_fields or (meta is not None and _INNER not in meta):
+        fields["metadata"] = Any  # read whole (the informer's transform strips managedFields)
+    else:  # what kinrun reads, and the fields read
+        names = (*METADATA_KEPT, *(step for step in (meta or {})
+                                   if step is not _INNER and step not in METADATA_KEPT))
         fields["metadata"] = typing.TypedDict("ObjectMeta", dict.fromkeys(names, Any),
                                               total=False)
     return typing.TypedDict("Object", fields, total=False)
 
 
-def _value_type(node: Mapping[str, Any], name: str) -> Any:
+def _value_type(node: Mapping[Any, Any], name: str) -> Any:
     """Any for a kept value; else a map of the kept steps or, for a value of another JSON
     type, that value as it is (a list: its items as the ``[]`` step says)."""
-    if "" not in node:
+    if _INNER not in node:
         return Any
     fields = {step: _value_type(child, step) for step, child in node.items()
-              if step and step != ITEMS}
+              if step is not _INNER and step != ITEMS}
     items = _value_type(node[ITEMS], ITEMS) if ITEMS in node else Any
     mapping = typing.TypedDict(f"Projected_{_safe(name)}", fields, total=False)
     return Union[mapping, list[items], str, int, float, bool, None]
