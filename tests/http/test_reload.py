@@ -361,7 +361,7 @@ def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path
         def wrap(controller, reconcile):
             def gate(key, obj, *args):
                 if version == "v1" and controller == "a" and key == "default/gate" \
-                        and ((obj or {}).get("metadata") or {}).get("annotations"):
+                        and (((obj or {}).get("metadata") or {}).get("labels") or {}).get("gate"):
                     entered.set()
                     release.wait(WAIT)
                 return reconcile(key, obj, *args)
@@ -370,8 +370,8 @@ def test_a_swap_waits_for_the_reconcile_under_way(client: Client, tmp_path: Path
     calls.wrap_for = wrap_for
     manager, reloader = start(path, client, calls)
     try:
-        # an annotation: the config reads no data, so its cache holds none (projection)
-        client.patch("v1", "ConfigMap", "gate", {"metadata": {"annotations": {"x": "1"}}},
+        # a label: the config reads no data, so its cache holds none (projection)
+        client.patch("v1", "ConfigMap", "gate", {"metadata": {"labels": {"gate": "1"}}},
                      namespace="default")
         assert entered.wait(WAIT)
         path.write_text(config("v2"))
