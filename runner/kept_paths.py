@@ -9,13 +9,15 @@ Readers, and what they count for:
 
 * every string of a controller's reconcile (``vars``, ``actions``, ``onDelete``,
   ``finalize``, ``onError``, ``finalizer.when``): each is analysed both as a template and as a
-  bare expression (whichever it is at run time, its reads are counted); ``obj``/``old`` are the
-  primary's objects, ``get('INFORMER', ...)`` another informer's
-  (``kinrun.template_reads.reads``); an object used whole (``whole_reads``: passed to a
-  filter or function, looped over, ``list()``/``by_index()`` items) makes that informer whole;
+  bare expression (whichever it is at run time, its reads are counted) by
+  ``kinrun.cache_reads``: ``obj``/``old`` are the primary's objects, ``get('INFORMER', ...)``
+  another informer's, a var that stands for one of them (``deploy: get(...)``) that one's
+  unless a template binds its name again; chains keep the value they end on, any other use
+  of an object keeps it whole;
 * ``mapTo`` templates (``obj`` is the watched informer's object), index expressions (the
   informer's own), admission rules' lookups (their ``object`` is the request's, not cached);
-* ``status`` actions read the primary's whole ``status``; field selectors their keys;
+* ``status`` actions read the primary's whole ``status``; field selectors their keys; a
+  Secret's ``data`` and ``stringData`` are read by kinrun's redaction;
 * whole objects everywhere for what is not analysed: a controller's hooks without ``reads:``
   (with ``reads:``, the primary gets those paths, and every other informer is whole: hooks
   may read any lister), plugin actions, plugin indexes and plugin event hooks, a template
@@ -31,7 +33,8 @@ action makes the primary object an ApplySet parent (its annotations record the s
 
 The analysis is conservative by construction: where it cannot know, it keeps more. Proven
 against the whole decode by ``tests/unit/test_projection_differential.py`` (every example
-config, random objects, projection on and off: the same requests and logs).
+config, random objects, projection on and off: the same requests and logs) and
+``tests/unit/test_projection_breaks.py`` (the templates an adversarial review wrote).
 """
 
 from __future__ import annotations
