@@ -194,16 +194,37 @@ class _Walk:
         self.found.add(informer, tuple(path), base.lineno, "a chain with a computed first step")
 
 
-def argument_reads(call: nodes.Call, primary: str | None,
-                   aliases: Mapping[str, str] | None = None) -> CacheReads:
-    """The reads of a lookup call's arguments only (a var that stands for the call's object:
-    its uses are the object's reads)."""
+def alias_reads(value: nodes.Node, primary: str | None,
+                aliases: Mapping[str, str] | None = None) -> CacheReads:
+    """The reads of a var's expression that stands for a cached object (:func:`alias_of`):
+    the lookup's arguments and a condition's test, not the object (its uses are its reads)."""
     found = CacheReads()
     walk = _Walk(found, primary, dict(aliases or {}))
-    for child in call.iter_child_nodes():
-        if child is not call.node:
-            walk.visit(child, False)
+    if isinstance(value, nodes.CondExpr):
+        walk.visit(value.test, True)
+        value = value.expr1
+    if isinstance(value, nodes.Call):
+        for child in value.iter_child_nodes():
+            if child is not value.node:
+                walk.visit(child, False)
     return found
+
+
+def alias_of(value: nodes.Node, primary: str, aliases: Mapping[str, str]) -> str | None:
+    """The informer whose object a var's expression stands for, whole or nothing: ``obj``,
+    ``old``, another such var, ``get('INFORMER', ...)``, or ``X if TEST else none`` for one
+    of those; else None."""
+    if isinstance(value, nodes.CondExpr):
+        other = value.expr2
+        if other is not None and not (isinstance(other, nodes.Const) and other.value is None):
+            return None
+        value = value.expr1
+    if isinstance(value, nodes.Name):
+        return primary if value.name in ROOTS else aliases.get(value.name)
+    if isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) \
+            and value.node.name == "get":
+        return literal_informer(value)
+    return None
 
 
 def _constant_step(step: nodes.Node) -> str | None:

@@ -49,8 +49,8 @@ from jinja2 import nodes
 
 from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
 from kinrun.kube.projection import ITEMS, Projection, shown
-from kinrun.cache_reads import (DICT_METHODS, EVERY, ROOTS, CacheReads, bound_names,
-                                argument_reads, cache_reads, literal_informer)
+from kinrun.cache_reads import (DICT_METHODS, EVERY, CacheReads, alias_of, alias_reads,
+                                bound_names, cache_reads)
 from kinrun.template_reads import template_strings
 
 Path = tuple[str, ...]
@@ -213,13 +213,12 @@ def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Locatio
 
 
 def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine: Any) -> None:
-    aliases, calls = _aliases(spec, engine)
-    for var in spec.reconcile.vars:  # an alias var's own expression: its arguments only
-        call = calls.get(var.name)
-        if call is not None:
-            _add(acc, argument_reads(call, spec.primary, aliases), var.location)
+    aliases, values = _aliases(spec, engine)
+    for var in spec.reconcile.vars:  # an alias var's own expression: not the object
+        if var.name in values:
+            _add(acc, alias_reads(values[var.name], spec.primary, aliases), var.location)
     for text, is_var, loc in reconcile_strings(spec):
-        if not (is_var and any(text == v.expression and v.name in calls
+        if not (is_var and any(text == v.expression and v.name in values
                                for v in spec.reconcile.vars)):
             _source_reads(acc, engine, text, spec.primary, aliases, loc)
     for watch in spec.watches:
@@ -321,28 +320,24 @@ def _add(acc: _Reads, found: CacheReads, loc: Location) -> None:
 
 
 def _aliases(spec: ControllerSpec, engine: Any
-             ) -> tuple[dict[str, str], dict[str, nodes.Node | None]]:
-    """The controller's vars that stand for a root (``deploy: get('deployments', key)``,
-    ``o: obj``; in order, ``b: a`` too) -> informer, unless a template binds that name
-    somewhere (a loop variable or ``set`` of the same name would shadow it); and, per such
-    var, its lookup call (None for a name): only the call's arguments are its own reads."""
+             ) -> tuple[dict[str, str], dict[str, nodes.Node]]:
+    """The controller's vars that stand for a cached object (``kinrun.cache_reads.alias_of``:
+    ``deploy: get('deployments', key) if name else none``, ``o: obj``) -> informer, unless a
+    template binds that name somewhere (a loop variable or ``set`` of the same name would
+    shadow it); and, per such var, its expression (whose own reads are the lookup's
+    arguments and the condition: ``kinrun.cache_reads.alias_reads``)."""
     trees = [t for text, _, _ in reconcile_strings(spec)
              for t in (engine.syntax_tree(text, expression=True), engine.syntax_tree(text))
              if t is not None]
     shadowed = {name for tree in trees for name in bound_names(tree)}
     aliases: dict[str, str] = {}
-    calls: dict[str, nodes.Node | None] = {}
+    values: dict[str, nodes.Node] = {}
     for var in spec.reconcile.vars:
         tree = engine.syntax_tree(var.expression, expression=True)
         outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
         if var.name in shadowed or len(outputs) != 1 or len(outputs[0].nodes) != 1:
             continue
-        value = outputs[0].nodes[0]
-        if isinstance(value, nodes.Name) and (value.name in ROOTS or value.name in aliases):
-            aliases[var.name] = aliases.get(value.name, spec.primary)
-            calls[var.name] = None
-        elif isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) \
-                and value.node.name == "get" and literal_informer(value) is not None:
-            aliases[var.name] = literal_informer(value)  # type: ignore[assignment]
-            calls[var.name] = value
-    return aliases, calls
+        informer = alias_of(outputs[0].nodes[0], spec.primary, aliases)
+        if informer is not None:
+            aliases[var.name], values[var.name] = informer, outputs[0].nodes[0]
+    return aliases, values

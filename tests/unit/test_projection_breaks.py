@@ -96,6 +96,10 @@ CASES = [
      VARS.format("d: \"get('cms', 'default/cm')\"")),
     ("{{ d.data.k }} {{ d.data }}", VARS.format("d: \"get('cms', obj.metadata.namespace ~ '/cm')\"")),
     ("{{ obj.metadata.keys() | list }}", ""),
+    ("{{ d.data.k }}", VARS.format("d: \"get('cms', 'default/cm') if obj else none\"")),
+    ("{{ d.data.k }} {{ d | tojson }}",
+     VARS.format("d: \"get('cms', 'default/cm') if obj else none\"")),
+    ("{{ d.data.k }} {{ d.metadata.name }}", VARS.format("d: \"get('cms', 'default/cm') if false else obj\"")),
     ("{% if obj and obj.status %}{{ obj.status.phase }}{% endif %}", ""),
 ]
 
