@@ -282,21 +282,7 @@ def reconcile_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str] |
     """
     if not selection:
         return None
-    if selection is True:
-        caller = pm.hook.kinrun_reconcile
-    else:
-        names = list(selection)
-        unknown = [n for n in names if not pm.has_plugin(n)]
-        if unknown:
-            known = ", ".join(n for n, _ in pm.list_name_plugin()) or "none"
-            raise ConfigError(f"reconcile.hooks names unknown plugin(s) {', '.join(unknown)} "
-                              f"(loaded: {known})")
-        keep = {id(pm.get_plugin(n)) for n in names}
-        others = [p for p in pm.get_plugins() if id(p) not in keep]
-        caller = pm.subset_hook_caller("kinrun_reconcile", others)
-    if not caller.get_hookimpls():
-        raise ConfigError("reconcile.hooks is set but no plugin it selects implements "
-                          "kinrun_reconcile (list one under plugins:)")
+    caller = _selected_caller(pm, selection)
 
     def call(controller: str, key: str, obj: dict | None, ctx: hooks.ReconcileContext
              ) -> float | None:
@@ -311,6 +297,27 @@ def reconcile_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str] |
             raise
     call.plugins = tuple(impl.plugin_name for impl in caller.get_hookimpls())  # type: ignore[attr-defined]
     return call
+
+
+def _selected_caller(pm: pluggy.PluginManager, selection: bool | Sequence[str]) -> Any:
+    """``kinrun_reconcile``'s caller over the plugins ``selection`` names (True: all).
+    ConfigError for an unknown name, or when none of them implements the hook."""
+    if selection is True:
+        caller = pm.hook.kinrun_reconcile
+    else:
+        names = list(selection)  # type: ignore[arg-type]
+        unknown = [n for n in names if not pm.has_plugin(n)]
+        if unknown:
+            known = ", ".join(n for n, _ in pm.list_name_plugin()) or "none"
+            raise ConfigError(f"reconcile.hooks names unknown plugin(s) {', '.join(unknown)} "
+                              f"(loaded: {known})")
+        keep = {id(pm.get_plugin(n)) for n in names}
+        others = [p for p in pm.get_plugins() if id(p) not in keep]
+        caller = pm.subset_hook_caller("kinrun_reconcile", others)
+    if not caller.get_hookimpls():
+        raise ConfigError("reconcile.hooks is set but no plugin it selects implements "
+                          "kinrun_reconcile (list one under plugins:)")
+    return caller
 
 
 class HookExited(KinrunError):
