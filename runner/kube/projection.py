@@ -62,7 +62,8 @@ OBJECT_META_FIELDS = (
     "annotations", "ownerReferences", "finalizers", "clusterName")
 """ObjectMeta's fields in kube-apiserver 1.20 but ``managedFields`` (``kinrun.openapi``'s
 ``io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta``): what a projection keeps of a
-``metadata`` read whole."""
+``metadata`` read whole (the API server sends no other ``metadata`` field: it drops unknown
+ones, custom resources' too)."""
 
 METADATA_KEPT = (
     "name", "namespace", "uid", "resourceVersion", "generation", "labels", "ownerReferences",
@@ -257,8 +258,11 @@ def _object_type(tree: Mapping[Any, Any], keep_managed_fields: bool) -> Any:
     fields = {step: _value_type(child, step) for step, child in tree.items()
               if step is not _INNER}
     meta = tree.get("metadata")
-    if keep_managed_fields or (meta is not None and _INNER not in meta):
-        fields["metadata"] = Any  # read whole (the informer's transform strips managedFields)
+    if keep_managed_fields:
+        fields["metadata"] = Any
+    elif meta is not None and _INNER not in meta:  # read whole: ObjectMeta but managedFields
+        fields["metadata"] = typing.TypedDict(
+            "ObjectMeta", dict.fromkeys(OBJECT_META_FIELDS, Any), total=False)
     else:  # what kinrun reads, and the fields read
         names = (*METADATA_KEPT, *(step for step in (meta or {})
                                    if step is not _INNER and step not in METADATA_KEPT))

@@ -95,7 +95,7 @@ CASES = [
     ("{% for d in obj.spec.containers %}{{ d.name }}{% endfor %} {{ d.data.k }}",
      VARS.format("d: \"get('cms', 'default/cm')\"")),
     ("{{ d.data.k }} {{ d.data }}", VARS.format("d: \"get('cms', obj.metadata.namespace ~ '/cm')\"")),
-    ("{{ obj.metadata.keys() | list }}", ""),
+    ("{{ obj.metadata.keys() | list }}", ""),  # ObjectMeta's fields (a server sends no other)
     ("{{ d.data.k }}", VARS.format("d: \"get('cms', 'default/cm') if obj else none\"")),
     ("{{ d.data.k }} {{ d | tojson }}",
      VARS.format("d: \"get('cms', 'default/cm') if obj else none\"")),
