@@ -240,7 +240,9 @@ TITLES = {
 
 CLIENT_GO_CAVEAT = (
     "These rows compare decoders more than pipelines. Over JSON, kinrun cuts managedFields out"
-    " of the bytes before orjson decodes the rest; client-go 1.20 decodes every field,"
+    " of the bytes before orjson decodes the rest, and a config whose reads are known decodes"
+    " only those fields (`kinrun-cli`: `reads: [metadata]`; `kinrun-pod-logger`: what its"
+    " template reads); client-go 1.20 decodes every field,"
     " managedFields included, walking each event's bytes several times (encoding/json to"
     " frame it and read its kind, json-iterator for the typed structs; HISTORY.md, \"client-go"
     " beside kinrun\"). The `bare/client-go` rows (urllib3 + orjson, no pipeline, managedFields"

@@ -20,7 +20,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 def machine_text(res: dict, path: Path) -> str:
     m = res["machine"]
-    libs = ", ".join(f"{k} {v}" for k, v in m["libs"].items())
+    libs = ", ".join(f"{k} {v or 'not installed'}" for k, v in m["libs"].items())
     load = ", ".join(f"{x:.2f}" for x in m["loadavg"])
     load_end = ", ".join(f"{x:.2f}" for x in m.get("loadavg_end", ()))
     return (f"- {m['nproc']} CPUs ({m['cpu']}), {m['platform']}, Python {m['python']}\n"
@@ -28,7 +28,18 @@ def machine_text(res: dict, path: Path) -> str:
             f"- load average (1, 5, 15 min) at the start: {load}; at the end: {load_end} "
             f"(the machine was shared with other work; see the CPU-second rates)\n"
             f"- run started {res['started']}, took {res.get('duration_s', 0) / 60:.0f} min; "
-            f"raw numbers: `benchmarks/results/{path.name}`\n")
+            f"raw numbers: `benchmarks/results/{path.name}`\n"
+            f"{commit_text(m.get('git') or {})}")
+
+
+def commit_text(git: dict) -> str:
+    """The measured commit, and whether runner/ or plugins/ had uncommitted changes."""
+    if not git.get("commit"):
+        return ""
+    dirty = git.get("uncommitted")
+    return (f"- kinrun at commit `{git['commit']}`"
+            + (" with uncommitted changes in runner/ or plugins/" if dirty else
+               ", nothing uncommitted in runner/ or plugins/") + "\n")
 
 
 def main() -> None:
