@@ -156,9 +156,11 @@ class StampWriter:
 
 #: kube-apiserver flags for a watch from an old resourceVersion over a long history (the
 #: ``envtest-events`` workload). kube-apiserver 1.20 serves a watch with a resourceVersion from
-#: its watch cache, which keeps only the last ~75 s of events (between 100 and 102,400 per
-#: resource, sized dynamically; a size other than 0 in ``--watch-cache-sizes`` is ignored since
-#: 1.19): a watch from before that answers 410 Gone ("too old resource version"). ``pods#0``
+#: its watch cache, which grows (100 to 102,400 events per resource) only while its oldest event
+#: is younger than 75 s (a size other than 0 in ``--watch-cache-sizes`` is ignored since 1.19):
+#: a history written over more than about 75 s has lost its start, and a watch from before it
+#: answers 410 Gone ("too old resource version"; seen with 60,001 events written in 107 s,
+#: HISTORY.md round 9). ``pods#0``
 #: turns the cache off for Pods, so the watch is served from etcd's own history (each watcher
 #: its own etcd watch, every event decoded from etcd's protobuf and encoded again for the
 #: client, as the cache does once per event); ``--etcd-compaction-interval=0`` stops
