@@ -34,26 +34,7 @@ if _ARGS_JSON:
     threading.Thread(target=_common.wait_and_emit, args=(name, ARGS, REC, GCMON, RSS0),
                      daemon=True, name="bench-emit").start()
 
-    from kinrun.cache import ObjectList
-    from kinrun.kube import listwatch as _lw
-
-    _list, _watch = _lw.KubeListerWatcher.list, _lw.KubeListerWatcher.watch
-    _replayed = False
-
-    def _bench_list(self, *, resource_version: str = ""):
-        global _replayed
-        REC.opened()
-        if ARGS.workload == "events" and not _replayed:
-            _replayed = True
-            return ObjectList(items=[], resource_version=ARGS.since, kind="PodList")
-        return _list(self, resource_version=resource_version)
-
-    def _bench_watch(self, **kwargs):
-        REC.opened()
-        return _watch(self, **kwargs)
-
-    _lw.KubeListerWatcher.list = _bench_list
-    _lw.KubeListerWatcher.watch = _bench_watch
+    _common.replay_first_list(REC, ARGS)
 
 
 @kinrun.hookimpl

@@ -50,29 +50,8 @@ from kinrun.gc.policy import raise_thresholds  # noqa: E402
 raise_thresholds()
 
 from kinrun import app as _app  # noqa: E402
-from kinrun.cache import ObjectList  # noqa: E402
-from kinrun.kube import listwatch as _lw  # noqa: E402
 
-_list, _watch = _lw.KubeListerWatcher.list, _lw.KubeListerWatcher.watch
-_replayed = False
-
-
-def _bench_list(self, *, resource_version: str = ""):
-    global _replayed
-    REC.opened()
-    if ARGS.workload == "events" and not _replayed:
-        _replayed = True
-        return ObjectList(items=[], resource_version=ARGS.since, kind="PodList")
-    return _list(self, resource_version=resource_version)
-
-
-def _bench_watch(self, **kwargs):
-    REC.opened()
-    return _watch(self, **kwargs)
-
-
-_lw.KubeListerWatcher.list = _bench_list
-_lw.KubeListerWatcher.watch = _bench_watch
+_common.replay_first_list(REC, ARGS)
 
 _observers = _app._observers
 
