@@ -101,16 +101,28 @@ def reconcile_log_fields(kind: str | Callable[[str], str],
     return wrap
 
 
+_SECOND: list[Any] = [None, ""]
+"""The last whole second :func:`_timestamp` formatted, and its text (one list: replaced in one
+assignment, so a thread reads a matching pair; strftime is the costly part of a log line)."""
+
+
 def _timestamp(record: logging.LogRecord) -> str:
     """UTC ISO 8601 with milliseconds and a ``Z``."""
-    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-    return f"{seconds}.{int(record.msecs):03d}Z"
+    global _SECOND
+    second = int(record.created)
+    last = _SECOND
+    if last[0] != second:
+        last = _SECOND = [second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))]
+    return f"{last[1]}.{int(record.msecs):03d}Z"
 
 
 def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     """The ``extra=`` fields of a record, in the order they were set, any core/v1 Secret in
     them with its values redacted (``kinrun.redact.redact_value``)."""
-    return {k: redact_value(v) for k, v in vars(record).items()
+    fields = vars(record)
+    if fields.keys() <= _STANDARD:  # most records: no extra field (one C-level comparison)
+        return {}
+    return {k: redact_value(v) for k, v in fields.items()
             if k not in _STANDARD and not k.startswith("_")}
 
 

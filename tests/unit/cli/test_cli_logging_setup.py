@@ -85,3 +85,35 @@ def test_urllib3_retry_warnings_show_only_at_debug(stream: io.StringIO, level: s
         assert ("Retrying" in stream.getvalue()) is shown
     finally:
         logging.getLogger("urllib3").setLevel(before)
+
+
+def test_timestamps_follow_each_record_across_seconds() -> None:
+    """The formatted second is reused only within that second (the text formatter keeps the
+    last one): records of other seconds, earlier ones too, get their own."""
+    import logging
+
+    from kinrun.logging_setup import TextFormatter
+
+    formatter = TextFormatter()
+    stamps = []
+    for created in (1_700_000_000.25, 1_700_000_000.75, 1_700_000_001.5, 1_699_999_999.0):
+        record = logging.LogRecord("kinrun", logging.INFO, "", 0, "m", None, None)
+        record.created, record.msecs = created, (created % 1) * 1000
+        stamps.append(formatter.format(record).split(" ")[0])
+    assert stamps == ["2023-11-14T22:13:20.250Z", "2023-11-14T22:13:20.750Z",
+                      "2023-11-14T22:13:21.500Z", "2023-11-14T22:13:19.000Z"]
+
+
+def test_extra_fields_are_shown_and_records_without_them_show_none() -> None:
+    import logging
+
+    from kinrun.logging_setup import TextFormatter
+
+    record = logging.LogRecord("kinrun", logging.INFO, "", 0, "m", None, None)
+    assert formatter_tail(TextFormatter().format(record)) == "kinrun: m"
+    record.__dict__["informer"] = "pods"
+    assert formatter_tail(TextFormatter().format(record)) == "kinrun: m informer=pods"
+
+
+def formatter_tail(line: str) -> str:
+    return line.split(" ", 2)[2]
