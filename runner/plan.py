@@ -48,9 +48,6 @@ from kinrun.errors import ConfigError
 from kinrun.kept_paths import InformerReads, informer_reads, kept_description, projection_for
 from kinrun.template_reads import var_bindings
 from kinrun.kube import Client
-from kinrun.kube.builtin_kinds import builtin_scope
-from jinja2 import nodes
-
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
 from kinrun.kube.projection import shown
 from kinrun.kube.event_recorder import EventRecorder
