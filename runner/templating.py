@@ -744,7 +744,7 @@ iterator whose items are counted as loop steps as they are taken (``map``, ``sel
 ``selectattr``, ``reject``, ``rejectattr``: what consumes the iterator, and every filter
 they apply to an item, is checked itself): never expanding a container, they are not
 wrapped by the size check (a wrapper costs ~0.3 us per call, which showed in loops; its walk
-of a cached object's list, such as a Pod's ``spec.containers``, cost about 44 us per
+of a cached object's list, such as a Pod's ``spec.containers``, cost about 90 us per
 render). Every other filter is, the plugins' included."""
 CHEAP_TESTS = frozenset({"boolean", "callable", "defined", "divisibleby", "escaped", "even",
                          "false", "filter", "float", "integer", "iterable", "lower",
