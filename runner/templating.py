@@ -1677,6 +1677,7 @@ class TemplateEngine:
                 if name not in cheap:   # a plugin cannot take a cheap name: they clash
                     table[name] = _guarded(name, func, limit)
         self._env = env
+        self._trees: dict[tuple[str, bool], Any] = {}  # syntax_tree's, per source
 
     def budget(self) -> RenderBudget:
         """A fresh budget of ``options.budget``, timed from now; ``with engine.budget():``
@@ -1726,15 +1727,22 @@ class TemplateEngine:
     def syntax_tree(self, source: str, *, expression: bool = False) -> Any:
         """The Jinja2 syntax tree of ``source`` (a template, or with ``expression`` a bare
         expression, ``{{ }}`` optional), for analysis (``kinrun.template_reads``); None when
-        it does not parse (compiling it reports that)."""
+        it does not parse (compiling it reports that). Parsed once per source and kind: the
+        plan's checks and ``kinrun.kept_paths`` read the same strings; callers only read the
+        tree, never change it."""
+        known = self._trees.get((source, expression), self)
+        if known is not self:
+            return known
         text = source
         bare = split_expression(source) if expression else None
         if bare:
             text = "{{ " + bare + " }}"
         try:
-            return self._env.parse(text)
+            tree = self._env.parse(text)
         except jinja2.TemplateSyntaxError:
-            return None
+            tree = None
+        self._trees[(source, expression)] = tree
+        return tree
 
     def value(self, source: str, location: Any = None, *,
               undefined_to_none: bool = False) -> Expression | _TemplateValue:
