@@ -8,6 +8,8 @@ this walk of a template's Jinja2 syntax tree trusts only what it can see whole:
   whole (``spec.containers.[].image``); a variable subscript or a slice ends the chain before
   it (``obj.spec[k]`` reads all of ``spec``), and so does a dict method (``obj.spec.items()``,
   ``.get(...)``: all of ``spec``); ``(x | default(...)).y`` reads ``x.y``;
+* ``chain | map(attribute='a.b')`` reads ``a.b`` of each item of the chain's value
+  (``spec.containers.[].image``), the mapped values whole;
 * a **root** used other than as the start of a chain whose first step is a constant is read
   whole (``obj | to_json``, ``{% for k in obj %}``, ``{% set o = obj %}``, ``m(obj)``,
   ``obj or {}``, ``obj[k]``), but for a test of presence: ``if obj``, ``obj is none`` (or
@@ -99,6 +101,11 @@ class _Walk:
         """Walk ``node``; ``truth``: its value is only tested for truth."""
         if isinstance(node, (nodes.Getattr, nodes.Getitem)):
             self.chain(node)
+        elif isinstance(node, nodes.Filter) and isinstance(node.node, (nodes.Getattr,
+                                                                       nodes.Getitem)) \
+                and (mapped := _mapped_attribute(node)) is not None:
+            self.chain(node.node, mapped)
+            self.children(node, skip=node.node)
         elif isinstance(node, nodes.Name) and node.ctx == "load":
             self.name(node, truth)
         elif isinstance(node, nodes.Call):
@@ -154,8 +161,10 @@ class _Walk:
             return
         self.children(node)
 
-    def chain(self, node: nodes.Node) -> None:
-        """A chain of attributes and subscripts: the root's path, then what its steps use."""
+    def chain(self, node: nodes.Node, mapped: tuple[str, ...] = ()) -> None:
+        """A chain of attributes and subscripts: the root's path, then what its steps use.
+        ``mapped``: the steps ``| map(attribute=...)`` reads of each item of the chain's
+        value (appended when every step of the chain is constant)."""
         steps: list[nodes.Node] = []
         base = node
         while True:
@@ -172,13 +181,14 @@ class _Walk:
         if informer is None:
             self.visit(base, False)
         else:
-            self.path(informer, list(reversed(steps)), base)
+            self.path(informer, list(reversed(steps)), base, mapped)
         for step in steps:  # subscripts' and defaults' own expressions
             for child in step.iter_child_nodes():
                 if child is not step.node:
                     self.visit(child, False)
 
-    def path(self, informer: str, steps: list[nodes.Node], base: nodes.Node) -> None:
+    def path(self, informer: str, steps: list[nodes.Node], base: nodes.Node,
+             mapped: tuple[str, ...] = ()) -> None:
         path: list[str] = []
         for step in steps:
             if isinstance(step, nodes.Filter):
@@ -187,6 +197,8 @@ class _Walk:
             if key is None:
                 break  # a variable subscript or a slice: the value before it, whole
             path.append(key)
+        else:
+            path.extend(mapped)
         if isinstance(base, nodes.Call):  # get(...) itself: its arguments
             for child in base.iter_child_nodes():
                 if child is not base.node:
@@ -225,6 +237,25 @@ def alias_of(value: nodes.Node, primary: str, aliases: Mapping[str, str]) -> str
             and value.node.name == "get":
         return literal_informer(value)
     return None
+
+
+def _mapped_attribute(node: nodes.Filter) -> tuple[str, ...] | None:
+    """The steps ``x | map(attribute='a.0.b')`` reads of each item of ``x``: ``[]`` then the
+    attribute's parts (a number part is a list index, as Jinja2's attribute getter reads it:
+    ``[]``); None for any other filter or form (a computed attribute, ``map('upper')``)."""
+    if node.name != "map" or node.args or node.dyn_args is not None \
+            or node.dyn_kwargs is not None:
+        return None
+    attribute = [kw.value for kw in node.kwargs if kw.key == "attribute"]
+    if len(attribute) != 1 or any(kw.key not in ("attribute", "default") for kw in node.kwargs):
+        return None
+    value = attribute[0]
+    if not isinstance(value, nodes.Const) or not isinstance(value.value, str):
+        return None
+    parts = value.value.split(".")
+    if any(part in ("", ITEMS) for part in parts):
+        return None
+    return (ITEMS, *(ITEMS if part.isdigit() else part for part in parts))
 
 
 def _constant_step(step: nodes.Node) -> str | None:

@@ -15,7 +15,8 @@ DeltaFIFO, selectors, owner mapping, sharding, finalizers and Events read). Othe
 fields (``annotations``, ``creationTimestamp``, ...) are kept when a path names them
 (``metadata.annotations``; a path below one keeps it whole), all of them (but
 ``managedFields``) when a path is ``metadata`` itself. A path keeps the whole value at its
-end; ``[]`` in a path stands for every item of a list (``spec.containers.[].image``). Where a
+end; ``[]`` in a path stands for every item of a list (``spec.containers.[].image``; a map
+found where a ``[]`` step goes is kept whole, since iterating it gives its keys). Where a
 path expects a map and the object holds a scalar or a list instead, that value is kept as it
 is, so a projection never fails to decode what ``orjson.loads`` decodes, and a value a path
 ends on is identical to the whole decode's (one exception: an integer beyond 64 bits stays
@@ -273,14 +274,18 @@ def _object_type(tree: Mapping[Any, Any], keep_managed_fields: bool) -> Any:
 
 def _value_type(node: Mapping[Any, Any], name: str) -> Any:
     """Any for a kept value; else a map of the kept steps or, for a value of another JSON
-    type, that value as it is (a list: its items as the ``[]`` step says)."""
+    type, that value as it is (a list: its items as the ``[]`` step says). A map where a
+    ``[]`` step goes is kept whole: iterating a map gives its keys (``x | map(attribute=...)``
+    reads every key of a map ``x``), and a subscript by number finds nothing in one anyway."""
     if _INNER not in node:
         return Any
+    if ITEMS in node:
+        return Union[dict[str, Any], list[_value_type(node[ITEMS], ITEMS)],  # type: ignore[misc]
+                     str, int, float, bool, None]
     fields = {step: _value_type(child, step) for step, child in node.items()
-              if step is not _INNER and step != ITEMS}
-    items = _value_type(node[ITEMS], ITEMS) if ITEMS in node else Any
+              if step is not _INNER}
     mapping = typing.TypedDict(f"Projected_{_safe(name)}", fields, total=False)
-    return Union[mapping, list[items], str, int, float, bool, None]
+    return Union[mapping, list[Any], str, int, float, bool, None]
 
 
 def _safe(name: str) -> str:

@@ -88,6 +88,11 @@ def test_every_read_is_kept(template: str) -> None:
 @pytest.mark.parametrize(("template", "kept"), [
     ("{{ obj.spec.nodeName }}", {"spec.nodeName"}),
     ("{{ obj.spec.containers[0].image }}", {"spec.containers.[].image"}),
+    ("{{ obj.spec.containers | map(attribute='image', default='-') | join }}",
+     {"spec.containers.[].image"}),
+    ("{{ obj.spec.containers | map(attribute='ports.0.containerPort') | list }}",
+     {"spec.containers.[].ports.[].containerPort"}),
+    ("{{ obj.spec[k] | map(attribute='image') | list }}", {"spec"}),
     ("{% for k, v in obj.spec.items() %}{{ k }}{% endfor %}", {"spec"}),
     ("{{ obj.status.phase }} {{ obj.status }}", {"status"}),
     ("{{ obj.metadata.labels.app }}", set()),

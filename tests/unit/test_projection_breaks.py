@@ -159,3 +159,23 @@ def test_nesting_too_deep_for_the_projection_decodes_whole() -> None:
             + b"[" * 1000 + b"]" * 1000 + b"}")
     assert projection.loads_object(data)["spec"] == {"x": 1}
     assert sorted(projection.loads_object(data)) == sorted(orjson.loads(data))  # whole
+
+
+MAPPED = ["{{ obj.spec.x | map(attribute='a.b') | join(',') }}",
+          "{{ obj.spec.x | map(attribute='a', default='d') | list }}",
+          "{{ obj.spec.x | map(attribute='0') | list }} {{ obj.spec.x | map(attribute='a.1') | list }}",
+          "{{ obj.spec.x | map(attribute='a') | list | length }}"]
+MAPPED_VALUES = [[{"a": {"b": 1, "c": 2}, "z": 3}, {"z": 4}, "s", [5, 6], None],
+                 {"a": {"b": 1}, "k": 2}, "string", [[1, 2], {"a": [7, 8]}], 7]
+
+
+@pytest.mark.parametrize("template", MAPPED)
+@pytest.mark.parametrize("value", MAPPED_VALUES)
+def test_map_attribute_reads_each_item_and_keeps_a_map_whole(template: str, value: Any) -> None:
+    """``x | map(attribute='a.b')`` keeps ``x.[].a.b``; where ``x`` is a map, iterating it gives
+    its keys, so the projection keeps it whole."""
+    foo = {**POD, "apiVersion": "example.com/v1", "kind": "Foo", "spec": {"x": value, "y": 1}}
+    text = config(template, "", "Foo", "example.com/v1")
+    assert "spec.x[]" in repr(plan(load_text(text)).informers["pods"].projection)
+    whole, projected = both(text, foo)
+    assert projected == whole
