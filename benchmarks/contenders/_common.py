@@ -287,6 +287,22 @@ def thread_cpu_seconds() -> dict[str, float]:
     return out
 
 
+def thread_switches() -> dict[str, list[int]]:
+    """[voluntary, involuntary] context switches of every live thread since it started, by
+    thread name, from ``/proc/self/task/<tid>/status`` (Linux; empty elsewhere): a thread that
+    sleeps and is woken per event (a hand-off) shows as many voluntary switches as events."""
+    out: dict[str, list[int]] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if "ctxt_switches" in line)
+        except OSError:
+            continue
+        out[thread.name] = [int(fields.get("voluntary_ctxt_switches", 0)),
+                            int(fields.get("nonvoluntary_ctxt_switches", 0))]
+    return out
+
+
 def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, Any]) -> None:
     """Print the one result line and end the process at once (no thread joins, no atexit)."""
     out = {"contender": name, "workload": args.workload, "variant": args.variant,
@@ -295,6 +311,7 @@ def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, An
     out.update(rec.result())
     out.update(extra)
     out["thread_cpu_s"] = thread_cpu_seconds()
+    out["thread_switches"] = thread_switches()
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     os._exit(0 if out["ok"] else 3)
