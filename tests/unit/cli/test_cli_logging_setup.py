@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -117,3 +118,22 @@ def test_extra_fields_are_shown_and_records_without_them_show_none() -> None:
 
 def formatter_tail(line: str) -> str:
     return line.split(" ", 2)[2]
+
+
+def test_only_zap_records_find_their_caller_and_none_their_thread(stream: io.StringIO) -> None:
+    """The zap format's ``caller`` names the calling line; the other formats print no caller,
+    thread or process, so records skip finding them (they are a quarter of a line's cost)."""
+    seen: list[logging.LogRecord] = []
+    keep = logging.Handler()
+    keep.emit = seen.append  # type: ignore[method-assign]
+    logging.getLogger().addHandler(keep)
+    try:
+        configure_logging("info", "zap", stream)
+        line = sys._getframe().f_lineno + 1
+        logging.getLogger("kinrun.test").info("zap")
+        assert json.loads(stream.getvalue())["caller"] == f"test_cli_logging_setup.py:{line}"
+        configure_logging("info", "text", stream)
+        logging.getLogger("kinrun.test").info("text")
+    finally:
+        logging.getLogger().removeHandler(keep)
+    assert (seen[-1].lineno, seen[-1].threadName, seen[-1].process) == (0, None, None)
