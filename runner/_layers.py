@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its
      "crds", "template_reads", "cache_reads"),                            # files; the Jinja2 sandbox; CRD
                                                            # files read offline
-    ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup"),
+    ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup",
+     "log_batching"),
     ("reconcile", "controller", "schedule", "sharding",    # one key's reconcile; the workers;
      "admission"),                                         # cron schedules; a ring's replicas;
                                                            # admission webhooks

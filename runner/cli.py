@@ -391,7 +391,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     if ns.namespace:
         config = config.with_namespace(ns.namespace)
     config = _with_metrics_secure(_with_probe_address(config, ns), ns)
-    configure_logging(ns.log_level, ns.log_format)
+    handler = configure_logging(ns.log_level, ns.log_format, batched=True)
     options = RunOptions(config_path=Path(ns.config), kubeconfig=ns.kubeconfig, context=ns.context,
                          namespace=ns.namespace, embedded=ns.embedded, dry_run=ns.dry_run,
                          seeds=tuple(Path(s) for s in ns.seed), log_level=ns.log_level,
@@ -415,6 +415,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     except Exception:  # noqa: BLE001 - the last line of defence: report, exit 1
         _log.exception("kinrun: unexpected error")
         return EXIT_RUNTIME
+    finally:
+        handler.flush()  # waiting info lines before anything main() prints
 
 
 def _cmd_validate(ns: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from typing import IO, Any
 
 import orjson
 
+from kinrun.log_batching import BatchedStreamHandler, batching_pays
 from kinrun.redact import redact_value
 
 _SRCFILE = logging._srcfile  # type: ignore[attr-defined]  # see configure_logging
@@ -215,17 +216,22 @@ _FORMATTERS: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json"
                                                     "zap": ZapFormatter}
 
 
-def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> logging.Handler:
+def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None,
+                      *, batched: bool = False) -> logging.Handler:
     """Route every ``logging`` record at ``level`` or above to ``stream`` (default stderr) in
     ``fmt`` (text, json or zap): sets the root level and adds one handler to the root logger,
     replacing the handler of an earlier call (other handlers stay). Returns the handler.
     urllib3's own retry warnings ("Retrying (Retry(...)) after connection broken ...", three
     per failed connection) are shown only at ``debug``: kinrun logs each failure itself.
 
-    Records carry no caller (file, line, function; but in the zap format), thread or process
-    fields (``logging.logThreads`` and its kin are turned off): no kinrun format prints them,
-    and finding them costs a quarter of a log line. A handler a plugin adds that prints them
-    shows None.
+    ``batched``: info and debug lines are written in batches when ``stream`` is a pipe or a
+    file, not a terminal (``kinrun.log_batching``: at most ``FLUSH_INTERVAL`` seconds late,
+    warnings at once).
+
+    Records carry no caller (file, line, function; but in the zap format) or process fields
+    (``logging.logProcesses`` and its kin are turned off): no kinrun format prints them, and
+    finding them costs a fifth of a log line. A handler a plugin adds that prints them shows
+    None (``%(lineno)d``: 0).
 
     Raises ValueError for an unknown level or format.
     """
@@ -234,16 +240,19 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
     if fmt not in FORMATS:
         raise ValueError(f"unknown log format {fmt!r} (one of {', '.join(FORMATS)})")
     # Record fields no kinrun format prints are not computed (Python's Logging HOWTO,
-    # "Optimization"): the caller's file and line, but for zap (its ``caller``), the thread
-    # and the process: about 1.5 of a log line's 6 us (a reconcile's ``log`` action).
+    # "Optimization"): the caller's file and line, but for zap (its ``caller``), and the
+    # process: about 1.2 of a log line's 6 us (a reconcile's ``log`` action).
     logging._srcfile = _SRCFILE if fmt == "zap" else None  # type: ignore[attr-defined]
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    logging.logProcesses = logging.logMultiprocessing = False
+    out = stream if stream is not None else sys.stderr
+    handler = BatchedStreamHandler(out) if batched and batching_pays(out) \
+        else logging.StreamHandler(out)
     handler.setFormatter(_FORMATTERS[fmt]())
     handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)
+        old.close()
     root.addHandler(handler)
     root.setLevel(level.upper())
     logging.getLogger("urllib3").setLevel(logging.DEBUG if level == "debug" else logging.ERROR)

@@ -4,6 +4,7 @@ probe port and on the metrics port)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import urllib.error
 import urllib.request
@@ -276,7 +277,7 @@ def test_health_probe_bind_address_flag_reaches_the_run(
 
     fake.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "kinrun.app", fake)
-    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: logging.NullHandler())
     pod_logger = Path(__file__).parents[2] / "examples/configs/pod-logger.yaml"
     config = tmp_path / "c.yaml"
     config.write_text(pod_logger.read_text() + file_probes)

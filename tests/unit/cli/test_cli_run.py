@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import types
 from pathlib import Path
@@ -31,8 +32,10 @@ def fake_app(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     module = types.ModuleType("kinrun.app")
     module.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "kinrun.app", module)
-    monkeypatch.setattr("kinrun.logging_setup.configure_logging",
-                        lambda level, fmt, stream=None: seen.setdefault("logging", (level, fmt)))
+    def configure(level: str, fmt: str, stream: Any = None, *, batched: bool = False) -> Any:
+        seen.setdefault("logging", (level, fmt, batched))
+        return logging.NullHandler()
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", configure)
     return seen
 
 
@@ -49,7 +52,7 @@ def test_run_passes_config_and_options(fake_app: dict[str, Any], tmp_path: Path)
                                  namespace="team", embedded=True, seeds=(seed, seed),
                                  log_level="debug", log_format="json")
     assert fake_app["config"].informer("pods").namespaces == ("team",)
-    assert fake_app["logging"] == ("debug", "json")
+    assert fake_app["logging"] == ("debug", "json", True)  # lines batched where it pays
 
 
 def test_explicit_run_subcommand_is_accepted(fake_app: dict[str, Any]) -> None:

@@ -3,6 +3,8 @@ sharded (and the refusal of one informer in both roles), ``validate``'s lines, i
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from kinrun.config import load_text
@@ -91,7 +93,7 @@ def test_shard_id_flag_reaches_the_run_options_and_validate_lists_informers(
     module = types.ModuleType("kinrun.app")
     module.run = lambda config, options: seen.setdefault("options", options) and 0
     monkeypatch.setitem(sys.modules, "kinrun.app", module)
-    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: logging.NullHandler())
     path = tmp_path / "c.yaml"
     path.write_text(BASE + "sharding: {ring: web}\n")
     assert cli.main([str(path), "--shard-id", "r7"]) == 0
@@ -139,7 +141,7 @@ def test_kinrun_refuses_to_start_as_the_sharder_election_lease(monkeypatch, tmp_
     """kinrun CONFIG --shard-id web-sharder exits 2 with the error before connecting."""
     from kinrun import cli
 
-    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("kinrun.logging_setup.configure_logging", lambda *a, **k: logging.NullHandler())
     path = tmp_path / "c.yaml"
     path.write_text(BASE + "sharding: {ring: web}\n")
     code = cli.main([str(path), "--shard-id", "web-sharder", "--kubeconfig",

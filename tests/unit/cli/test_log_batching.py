@@ -1,0 +1,92 @@
+"""The main job's log lines written in batches: info lines wait (at most the interval),
+warnings write everything before them at once, nothing is lost on flush or close."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from kinrun.log_batching import BATCH_CHARS, BatchedStreamHandler, batching_pays
+
+
+class Writes(io.StringIO):
+    """A stream recording each write call; ``written`` is set at each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        self.written = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        self.written.set()
+        return super().write(text)
+
+
+@pytest.fixture
+def logger() -> Iterator[logging.Logger]:
+    log = logging.getLogger("kinrun.test.batching")
+    log.propagate, log.level = False, logging.DEBUG
+    yield log
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+        handler.close()
+    log.propagate = True
+
+
+def attach(log: logging.Logger, interval: float = 3600.0) -> tuple[Writes, BatchedStreamHandler]:
+    out = Writes()
+    handler = BatchedStreamHandler(out, interval)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    log.addHandler(handler)
+    return out, handler
+
+
+def test_info_lines_wait_and_a_warning_writes_them_first_in_one_call(logger) -> None:
+    out, _ = attach(logger)
+    logger.info("one")
+    logger.debug("two")
+    assert out.calls == []
+    logger.warning("three")
+    assert out.calls == ["INFO one\nDEBUG two\nWARNING three\n"]
+
+
+def test_flush_and_close_write_what_waits_and_later_lines_go_at_once(logger) -> None:
+    out, handler = attach(logger)
+    logger.info("one")
+    handler.flush()
+    assert out.calls == ["INFO one\n"]
+    logger.info("two")
+    handler.close()
+    logger.info("three")  # closed: nothing waits any more
+    assert out.calls == ["INFO one\n", "INFO two\n", "INFO three\n"]
+
+
+def test_a_full_batch_is_written_without_waiting(logger) -> None:
+    out, _ = attach(logger)
+    line = "x" * 1000
+    for _ in range(BATCH_CHARS // 1000 + 1):
+        logger.info(line)
+    assert len(out.calls) == 1 and out.calls[0].count("\n") == BATCH_CHARS // 1000 + 1
+
+
+def test_waiting_lines_are_written_by_the_flusher_within_the_interval(logger) -> None:
+    out, handler = attach(logger, interval=0.01)
+    with handler.lock:  # both wait before the flusher can take the lock (it is reentrant)
+        logger.info("one")
+        logger.info("two")
+    assert out.written.wait(30)
+    assert out.calls == ["INFO one\nINFO two\n"]
+
+
+def test_only_pipes_and_files_are_batched(tmp_path) -> None:
+    read, write = os.pipe()
+    with os.fdopen(write, "w") as pipe, open(tmp_path / "log", "w") as file:
+        assert batching_pays(pipe) and batching_pays(file)
+    os.close(read)
+    assert not batching_pays(io.StringIO())
