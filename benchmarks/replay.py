@@ -37,6 +37,11 @@ indexer and a synchronous handler = informer - stream; enqueue, workqueue, worke
 no-op reconcile = controller - informer; the main job's reconcile = reconciler - controller;
 the templated action = reconciler-action - reconciler).
 
+``--socket`` feeds the watch's bytes through a socket written by another process on another
+CPU: each read then releases the GIL, so the reflector and the worker hand the CPU to each
+other as they do against a server (from memory a read never does, and run.py's figures are
+higher); ``bare`` reads from memory either way.
+
 Reports the median and the minimum over ``--repeat`` runs of CPU microseconds per event
 (``time.process_time``, every thread), the variants interleaved run by run. The process is
 pinned to one CPU (``--cpu``, default 1), as ``run.py`` pins its contenders: unpinned, the
@@ -50,6 +55,7 @@ import argparse
 import gc
 import io
 import os
+import socket
 import statistics
 import sys
 import threading
@@ -97,13 +103,44 @@ class _Fp:
         self.fp = io.BufferedReader(io.BytesIO(data), 1 << 16)
 
 
+class _SocketFp:
+    """``fp`` of a response whose bytes come through a socket: a child process (pinned to
+    another CPU than this one, as run.py's server) writes ``data`` into it as fast as it is
+    read. Socket reads release the GIL, as a real watch's do, so the pipeline's threads hand
+    over the CPU as they do in run.py (from memory they do not)."""
+
+    def __init__(self, data: bytes) -> None:
+        mine, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the writer
+            mine.close()
+            cpus = os.sched_getaffinity(0)
+            others = set(range(os.cpu_count() or 1)) - cpus
+            if others:
+                os.sched_setaffinity(0, others)
+            theirs.sendall(data)
+            theirs.close()
+            os._exit(0)
+        theirs.close()
+        self.fp = mine.makefile("rb")
+        self._pid, self._sock = pid, mine
+
+    def __del__(self) -> None:
+        self._sock.close()
+        os.waitpid(self._pid, 0)
+
+
+SOCKET = False  # --socket: the watch's bytes come through a socket (_SocketFp)
+
+
 class FakeResponse:
-    """What StreamWatch uses of a urllib3 response, over bytes in memory."""
+    """What StreamWatch uses of a urllib3 response, over bytes in memory (or, with
+    ``--socket``, through a socket)."""
 
     headers = {"transfer-encoding": "chunked"}
 
     def __init__(self, data: bytes) -> None:
-        self._fp = _Fp(data)
+        self._fp = _SocketFp(data) if SOCKET else _Fp(data)
 
     def read1(self, n: int) -> bytes:  # the non-raw path (unused: the body is chunked)
         raise NotImplementedError
@@ -485,13 +522,16 @@ def main() -> None:
     p.add_argument("--bytes", action="store_true",
                    help="print the bytes tracemalloc traces per cached Pod for each decode "
                         "(bare, kinrun whole, the configs' projections) instead")
+    p.add_argument("--socket", action="store_true",
+                   help="feed the watch through a socket from a writer process on another CPU "
+                        "(reads release the GIL, as run.py's do) instead of from memory")
     p.add_argument("--cpu", type=int, default=1,
                    help="pin the process to this CPU, as run.py pins contenders (-1: unpinned)")
     args = p.parse_args()
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
-    global CYCLES
-    CYCLES = args.cycles
+    global CYCLES, SOCKET
+    CYCLES, SOCKET = args.cycles, args.socket
     if args.young_bytes and hasattr(gc_tuning, "YOUNG_COLLECTION_BYTES"):
         gc_tuning.YOUNG_COLLECTION_BYTES = args.young_bytes
     if args.gc_threshold:
