@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from typing import IO
 
 from kinrun.threads import SupervisedThread
@@ -30,6 +31,10 @@ FLUSH_INTERVAL = 0.1
 
 BATCH_CHARS = 1 << 16
 """Characters of waiting lines that are written at once, without waiting for the interval."""
+
+
+_HANDLERS: weakref.WeakSet[BatchedStreamHandler] = weakref.WeakSet()
+"""Every live handler, for the fork hook below."""
 
 
 class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -50,6 +55,7 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._due = threading.Event()  # set while lines wait for the flusher
         self._closing = threading.Event()
         self._flusher: SupervisedThread | None = None
+        _HANDLERS.add(self)
 
     def emit(self, record: logging.LogRecord) -> None:
         """Format ``record`` and keep it, or write it with the lines before it (a warning or
@@ -66,9 +72,8 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._write_locked(record)
         elif not self._due.is_set():
             self._due.set()
-            if self._flusher is None:
-                self._flusher = SupervisedThread(target=self._flush_loop, name="log-flush")
-                self._flusher.start()
+            if self._flusher is None and not self._start_flusher_locked():
+                self._write_locked(record)  # no thread to write it later: now
 
     def flush(self) -> None:
         """Write every waiting line now, then flush the stream."""
@@ -82,6 +87,22 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._write_locked(None)
         self._due.set()  # wakes the flusher to end
         super().close()
+
+    def _start_flusher_locked(self) -> bool:
+        flusher = SupervisedThread(target=self._flush_loop, name="log-flush")
+        try:
+            flusher.start()
+        except RuntimeError:  # "can't start new thread": lines are written one by one
+            self._closing.set()
+            return False
+        self._flusher = flusher
+        return True
+
+    def _forget_in_child(self) -> None:
+        """After ``fork``, in the child: the parent writes its waiting lines; the child has no
+        flusher thread (threads do not survive a fork) and starts its own when it logs."""
+        self._waiting, self._chars, self._flusher = [], 0, None
+        self._due.clear()
 
     def _write_locked(self, record: logging.LogRecord | None) -> None:
         self._due.clear()
@@ -110,3 +131,11 @@ def batching_pays(stream: IO[str]) -> bool:
         return not os.isatty(stream.fileno())
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
         return False
+
+
+def _after_fork_in_child() -> None:
+    for handler in list(_HANDLERS):
+        handler._forget_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

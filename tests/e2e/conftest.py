@@ -92,8 +92,11 @@ class Cluster:
         return proc
 
     def close(self) -> None:
-        for proc in self.processes:
+        """Kill every kinrun process and print its log (pytest shows it when the test failed:
+        a wait for an object says what it last saw, not what kinrun did meanwhile)."""
+        for number, proc in enumerate(self.processes):
             proc.kill()
+            print(f"--- kinrun process {number} ({self.backend}) log:\n{proc.log()}")
         if self.client is not None:
             self.client.close()
 

@@ -90,3 +90,27 @@ def test_only_pipes_and_files_are_batched(tmp_path) -> None:
         assert batching_pays(pipe) and batching_pays(file)
     os.close(read)
     assert not batching_pays(io.StringIO())
+
+
+def test_a_forked_child_does_not_write_its_parent_s_waiting_lines(logger) -> None:
+    out, handler = attach(logger)
+    logger.info("parent's")
+    pid = os.fork()
+    if pid == 0:  # the child: its handler holds nothing of the parent's
+        code = 0 if not handler._waiting and handler._flusher is None else 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    handler.flush()
+    assert out.calls == ["INFO parent's\n"]
+
+
+def test_without_a_thread_for_later_lines_are_written_at_once(logger, monkeypatch) -> None:
+    out, _ = attach(logger)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    logger.info("one")
+    logger.info("two")
+    assert out.calls == ["INFO one\n", "INFO two\n"]
