@@ -45,7 +45,7 @@ from kinrun.errors import ApiError, ExpiredError
 from kinrun.gc import observer as gc_observer
 from kinrun.gc.pause import gc_paused
 from kinrun.kube.http_errors import error_from_exception, error_from_status
-from kinrun.kube.chunked import ChunkedBody
+from kinrun.kube.chunked import READ_SIZE, ChunkedBody
 from kinrun.kube.list_body import (
     MIN_BYTES,
     PIECE_BYTES,
@@ -78,14 +78,6 @@ minutes): every watch ends cleanly at some point, so its read timeout is finite 
 WATCH_READ_GRACE = 30.0
 """Seconds the socket read timeout exceeds ``timeoutSeconds``: the server ends the stream
 itself first; only a dead connection runs into the read timeout."""
-
-_READ_SIZE = 1 << 20
-"""Bytes one raw read of a watch stream asks for. A read returns what has arrived (it never
-waits for more), so this only caps a backlog's batch: each read releases the GIL, which hands
-the CPU to the workers (a thread switch), and a larger read takes a backlog in fewer of them
-(``benchmarks/run.py`` events, 100,000 Pod events: 64 KB reads gave 20,600 switches, 1 MB reads
-1,700, and 25% less CPU per event)."""
-
 
 PARTIAL_KIND = "PartialObjectMetadata"
 PARTIAL_LIST_KIND = "PartialObjectMetadataList"
@@ -419,11 +411,11 @@ class StreamWatch:
         identity = headers.get("content-encoding", "identity").lower() == "identity"
         if chunked and identity and hasattr(fp, "read1"):
             self._raw = True
-            return ChunkedBody(fp.read1, _READ_SIZE).read_pieces
+            return ChunkedBody(fp.read1).read_pieces
         read1 = self._resp.read1
 
         def read() -> list[bytes]:
-            data = read1(_READ_SIZE)
+            data = read1(READ_SIZE)
             return [data] if data else []
         return read
 

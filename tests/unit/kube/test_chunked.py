@@ -196,3 +196,26 @@ def test_any_split_of_any_body_decodes_to_its_payload(chunks: list[bytes], ext: 
     body = ChunkedBody(scripted(*split(raw, *cuts)))
     assert read_all(body) == b"".join(chunks)
     assert body.done
+
+
+def test_reads_grow_while_they_come_back_full_and_shrink_once_caught_up() -> None:
+    """A backlog (every read filled) doubles the read size up to the maximum; reads that come
+    back under a quarter full halve it back down to the first size."""
+    event = b"x" * 1000
+    backlog = b"".join(b"%x\r\n%s\r\n" % (len(event), event) for _ in range(300))
+    sizes: list[int] = []
+    state = {"data": backlog, "trickle": 5}
+
+    def read1(n: int) -> bytes:
+        sizes.append(n)
+        if state["data"]:  # the backlog: as much as asked for
+            piece, state["data"] = state["data"][:n], state["data"][n:]
+            return piece
+        if state["trickle"]:  # caught up: one small event per read
+            state["trickle"] -= 1
+            return b"1\r\nz\r\n"
+        return b"0\r\n\r\n"
+    body = ChunkedBody(read1, read_size=1024, max_read_size=16384)
+    assert read_all(body) == event * 300 + b"zzzzz"
+    assert sizes[:6] == [1024, 2048, 4096, 8192, 16384, 16384]
+    assert sizes[-4:] == [4096, 2048, 1024, 1024]
