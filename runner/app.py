@@ -48,6 +48,7 @@ from kinrun.crds import CRD_KIND, crd_files
 from kinrun.controller import Reconcile
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
+from kinrun.log_batching import flush_logs
 from kinrun.logging_setup import reconcile_log_fields
 from kinrun.manager import Manager
 from kinrun.plan import Plan, plan
@@ -257,6 +258,7 @@ def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
     if stop.is_set():
         return server.kubeconfig_path, None  # the run stops: nothing to point kubectl at
     _log.info("embedded API server at %s (%d seed object(s))", server.url, loaded)
+    flush_logs()  # the line above first, then stdout's
     print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
     return server.kubeconfig_path, None
 

@@ -7,7 +7,8 @@ this walk of a template's Jinja2 syntax tree trusts only what it can see whole:
 * a **chain** from a root, ``obj.spec.containers[0].image``, reads the value it ends on,
   whole (``spec.containers.[].image``); a variable subscript or a slice ends the chain before
   it (``obj.spec[k]`` reads all of ``spec``), and so does a dict method (``obj.spec.items()``,
-  ``.get(...)``: all of ``spec``); ``(x | default(...)).y`` reads ``x.y``;
+  ``.get(...)``: all of ``spec``); ``(x | default(...)).y`` reads ``x.y`` (but
+  ``default(..., true)``, which tests ``x``'s truth: all of ``x``);
 * ``chain | map(attribute='a.b')`` reads ``a.b`` of each item of the chain's value
   (``spec.containers.[].image``), the mapped values whole;
 * a **root** used other than as the start of a chain whose first step is a constant is read
@@ -172,7 +173,7 @@ class _Walk:
                 steps.append(base)
                 base = base.node
             elif isinstance(base, nodes.Filter) and base.name == "default" \
-                    and base.node is not None:
+                    and base.node is not None and _tests_definedness_only(base):
                 steps.append(base)  # (x | default(...)).y reads x.y
                 base = base.node
             else:
@@ -237,6 +238,16 @@ def alias_of(value: nodes.Node, primary: str, aliases: Mapping[str, str]) -> str
             and value.node.name == "get":
         return literal_informer(value)
     return None
+
+
+def _tests_definedness_only(node: nodes.Filter) -> bool:
+    """Whether a ``default`` filter looks only at whether its value is defined (not at its
+    truth, ``default(y, true)``: a projected map can be empty where the whole one is not)."""
+    if node.dyn_args is not None or node.dyn_kwargs is not None or len(node.args) > 2:
+        return False
+    boolean = [kw.value for kw in node.kwargs if kw.key == "boolean"]
+    boolean += node.args[1:]
+    return all(isinstance(b, nodes.Const) and b.value is False for b in boolean)
 
 
 def _mapped_attribute(node: nodes.Filter) -> tuple[str, ...] | None:

@@ -143,3 +143,11 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def flush_logs() -> None:
+    """Write every line the root logger's batched handlers hold: before text goes to another
+    stream (stdout) that must follow the lines logged before it."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, BatchedStreamHandler):
+            handler.flush()

@@ -231,7 +231,9 @@ def _tree(paths: Iterable[Path]) -> dict[Any, Any]:
         if len(path) > 1 and path[0] == "metadata":
             if path[1] in METADATA_KEPT:
                 continue  # always kept whole
-            path = path[:2]  # a metadata field is kept whole (a map of strings at most)
+            # a metadata field is kept whole (a map of strings at most); metadata iterated
+            # (``obj.metadata | map(...)`` gives its keys): all of it
+            path = ("metadata",) if path[1] == ITEMS else path[:2]
         node = tree
         for step in path[:-1]:
             child = node.setdefault(step, {_INNER: True})  # an inner node, not yet a leaf

@@ -47,15 +47,17 @@ controllers:
 """
 
 
-def both(text: str, obj: dict[str, Any] = POD) -> tuple[Any, Any]:
-    """The render of ``obj`` from whole caches and from projected ones."""
+def both(text: str, obj: dict[str, Any] = POD, cms: list[dict[str, Any]] | None = None
+         ) -> tuple[Any, Any]:
+    """The render of ``obj`` from whole caches and from projected ones (``cms``: the
+    ConfigMaps cached, default ``[CM]``)."""
     compiled = plan(load_text(text), clock=FakeClock(0.0))
 
     def render(projected: bool) -> Any:
         listers = {}
         for name, informer in compiled.informers.items():
             store = KeyedIndexer(indexers=dict(informer.indexers))
-            for item in ([CM] if name == "cms" else []):
+            for item in ((cms or [CM]) if name == "cms" else []):
                 store.add(informer.projection.project(item)
                           if projected and informer.projection else item)
             listers[name] = Lister(store)
@@ -178,4 +180,23 @@ def test_map_attribute_reads_each_item_and_keeps_a_map_whole(template: str, valu
     text = config(template, "", "Foo", "example.com/v1")
     assert "spec.x[]" in repr(plan(load_text(text)).informers["pods"].projection)
     whole, projected = both(text, foo)
+    assert projected == whole
+
+
+@pytest.mark.parametrize("template", [
+    "{{ obj.metadata | map(attribute='0') | join }}",
+    "{{ obj.metadata | map(attribute='x') | list | length }}",
+    "{{ get('cms', 'default/cm').metadata | map(attribute='0') | join }}",
+    "{{ (obj.spec.x | default(obj.spec.y, true)).z is defined }}",
+    "{{ (obj.spec.x | default(obj.spec.y, boolean=true)).z | map(attribute='a') | list }}",
+])
+def test_metadata_iterated_and_defaults_that_test_truth_read_whole(template: str) -> None:
+    """Iterating ``metadata`` gives all its keys (annotations, creationTimestamp ...), and
+    ``default(y, true)`` tests the truth of a map a projection may have emptied."""
+    meta = {**POD["metadata"], "creationTimestamp": "2020-01-01T00:00:00Z"}
+    foo = {**POD, "apiVersion": "example.com/v1", "kind": "Foo", "metadata": meta,
+           "spec": {"x": {"q": 1}, "y": {"z": [{"a": 1}]}}}
+    cm = {**CM, "metadata": {**CM["metadata"], "annotations": {"a": "1"}}}
+    text = config(template, "", "Foo", "example.com/v1")
+    whole, projected = both(text, foo, cms=[cm])
     assert projected == whole

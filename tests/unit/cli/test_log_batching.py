@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kinrun.log_batching import BATCH_CHARS, BatchedStreamHandler, batching_pays
+from kinrun.log_batching import BATCH_CHARS, BatchedStreamHandler, batching_pays, flush_logs
 
 
 class Writes(io.StringIO):
@@ -114,3 +114,21 @@ def test_without_a_thread_for_later_lines_are_written_at_once(logger, monkeypatc
     logger.info("one")
     logger.info("two")
     assert out.calls == ["INFO one\n", "INFO two\n"]
+
+
+def test_flush_logs_writes_the_root_batched_handlers_lines(logger) -> None:
+    """Before text goes to stdout after a log line (``export KUBECONFIG=...``), the line is
+    written: ``flush_logs`` empties the root logger's batched handlers."""
+    out = Writes()
+    handler = BatchedStreamHandler(out, 3600.0)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        logger.propagate = True
+        logger.info("before stdout")
+        assert out.calls == []
+        flush_logs()
+        assert out.calls == ["before stdout\n"]
+    finally:
+        root.removeHandler(handler)
+        handler.close()
