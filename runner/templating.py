@@ -1730,9 +1730,8 @@ class TemplateEngine:
         it does not parse (compiling it reports that). Parsed once per source and kind: the
         plan's checks and ``kinrun.kept_paths`` read the same strings; callers only read the
         tree, never change it."""
-        known = self._trees.get((source, expression), self)
-        if known is not self:
-            return known
+        if (source, expression) in self._trees:
+            return self._trees[(source, expression)]
         text = source
         bare = split_expression(source) if expression else None
         if bare:

@@ -37,6 +37,7 @@ import resource
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 #: Taken at import of this module: the first thing a contender imports, before any library.
@@ -271,36 +272,40 @@ def summarize(samples: list[float]) -> dict[str, float]:
     return {"n": len(s), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": s[-1]}
 
 
-def thread_cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system, since each thread started) of every live thread, by
-    thread name, from ``/proc/self/task/<tid>/stat`` (Linux; empty elsewhere): where a
-    contender's time goes between its threads."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
+def _per_thread(name: str, parse: Callable[[str], Any]) -> dict[str, Any]:
+    """``parse(text)`` of ``/proc/self/task/<tid>/<name>`` for every live thread, by thread
+    name (Linux; empty elsewhere, and a thread that ended meanwhile is left out)."""
+    out: dict[str, Any] = {}
     for thread in threading.enumerate():
         try:
-            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/self/task/{thread.native_id}/{name}") as f:
+                text = f.read()
         except OSError:
             continue
-        out[thread.name] = (int(fields[11]) + int(fields[12])) / ticks
+        out[thread.name] = parse(text)
     return out
+
+
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system, since each thread started) of every live thread, by
+    thread name, from its ``stat``: where a contender's time goes between its threads."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu(text: str) -> float:
+        fields = text.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+    return _per_thread("stat", cpu)
 
 
 def thread_switches() -> dict[str, list[int]]:
     """[voluntary, involuntary] context switches of every live thread since it started, by
-    thread name, from ``/proc/self/task/<tid>/status`` (Linux; empty elsewhere): a thread that
-    sleeps and is woken per event (a hand-off) shows as many voluntary switches as events."""
-    out: dict[str, list[int]] = {}
-    for thread in threading.enumerate():
-        try:
-            with open(f"/proc/self/task/{thread.native_id}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if "ctxt_switches" in line)
-        except OSError:
-            continue
-        out[thread.name] = [int(fields.get("voluntary_ctxt_switches", 0)),
-                            int(fields.get("nonvoluntary_ctxt_switches", 0))]
-    return out
+    thread name, from its ``status``: a thread that sleeps and is woken per event (a
+    hand-off) shows as many voluntary switches as events."""
+    def switches(text: str) -> list[int]:
+        fields = dict(line.split(":", 1) for line in text.splitlines() if "ctxt_switches" in line)
+        return [int(fields.get("voluntary_ctxt_switches", 0)),
+                int(fields.get("nonvoluntary_ctxt_switches", 0))]
+    return _per_thread("status", switches)
 
 
 def emit(name: str, args: argparse.Namespace, rec: Recorder, extra: dict[str, Any]) -> None:

@@ -37,6 +37,8 @@ MAX_READ_SIZE = 1 << 20
 class ChunkedBody:
     """Decode one chunked body from ``read1(n)`` (returns up to ``n`` bytes, at most one
     blocking raw read, b"" at EOF; e.g. ``io.BufferedReader.read1`` of the socket).
+    ``read_size``: the bytes the first raw read asks for, and the least any later one asks
+    for; ``max_read_size``: the most (bytes; see ``_adapt``).
 
     Not thread-safe: one reader thread. State between reads: ``_pending`` holds raw bytes not
     yet decoded (an incomplete chunk header or a chunk's trailing CRLF); ``_left`` counts the
