@@ -132,6 +132,8 @@ def message(record: logging.LogRecord) -> str:
     """``record.getMessage()``, with any core/v1 Secret among its ``%`` arguments (an object a
     plugin logs) redacted first (``kinrun.redact``); the record is not changed."""
     args = record.args
+    if not args:  # most records (a ``log`` action's line): nothing to format or redact
+        return record.getMessage()
     if isinstance(args, tuple) and any(isinstance(a, (Mapping, list, tuple)) for a in args):
         shown = logging.makeLogRecord(vars(record))
         shown.args = tuple(redact_value(a) for a in args)

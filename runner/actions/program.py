@@ -228,6 +228,11 @@ class CompiledAction:
     reads: frozenset[str] | None = frozenset()
     loop: ActionLoop | None = None   # forEach + as: rendered once per item
 
+    @functools.cached_property
+    def origin(self) -> str:
+        """``str(location)``, made once: every step the action renders carries it."""
+        return str(self.location)
+
     @property
     def deferred(self) -> bool:
         """Whether it reads an earlier action's result: rendered just before it executes."""
@@ -320,6 +325,9 @@ class ActionProgram:
         self._budgets = budgets or functools.partial(RenderBudget, BudgetLimits())
         self.staged = any(a.deferred for a in self.actions)
         """Whether an action reads an earlier one's result (``run`` then executes in stages)."""
+        self.writes = any(not isinstance(a.impl, _NEVER_WRITE) for a in self.actions)
+        """Whether an action may send a request (False: only ``log``, ``requeueAfter``,
+        ``stop`` and ``fail``, which never do; a plugin's kind may)."""
         self._lookups: tuple[Any, dict[str, Any]] = (None, {})
         """(the listers mapping the lookup functions were made over, those functions): a
         Reconciler passes the same mapping to every reconcile, so they are made once, not per
@@ -375,7 +383,7 @@ class ActionProgram:
             failed.kept = _reports(steps, origins)
             raise
         steps.extend(rendered)
-        origins.extend([str(action.location)] * len(rendered))
+        origins.extend([action.origin] * len(rendered))
         return stopped
 
     def run(self, *, key: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None,
@@ -447,7 +455,7 @@ class ActionProgram:
                     break
                 except (ActionFailed, ActionFailedPermanently) as failed:
                     done = [s for _a, steps in planned for s in steps or ()]
-                    failed.kept = _reports(done, [str(a.location) for a, steps in planned
+                    failed.kept = _reports(done, [a.origin for a, steps in planned
                                                   for _s in steps or ()])
                     execute(failed.kept, client, logger)
                     raise
@@ -471,7 +479,7 @@ class ActionProgram:
                     except Stop as stop:
                         steps, stopped = [LogLine(stop.level, stop.message)], True
             answers: list[Any] = []
-            origin = str(action.location)
+            origin = action.origin
             asked = execute(RenderResult(tuple(steps), (origin,) * len(steps)), client, logger,
                             answers=answers)
             delay = smallest_delay((delay, asked))
@@ -543,6 +551,10 @@ def error_scope(err: BaseException) -> dict[str, Any]:
             "action": getattr(err, "action", None) or getattr(err, "label", None)}
 
 
+_NEVER_WRITE = (LogAction, RequeueAfterAction, StopAction, FailAction)
+"""The action kinds whose steps are never requests (:attr:`ActionProgram.writes`)."""
+
+
 def _logger(controller: str) -> logging.Logger:
     return logging.getLogger(f"kinrun.controller.{controller}")
 
@@ -608,8 +620,8 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
         elif isinstance(step, ApiRequest):
             origin = result.origins[index] if index < len(result.origins) else ""
             _execute_request(step, origin, client, logger, answers)
-        elif isinstance(step, LogLine):
-            logger.log(LOG_LEVELS[step.level], "%s", step.message)
+        elif isinstance(step, LogLine):  # the message as the record's msg, no % args
+            logger.log(LOG_LEVELS[step.level], step.message)
         elif isinstance(step, RequeueAfter):
             delay = smallest_delay((delay, step.seconds))
     return delay

@@ -50,6 +50,20 @@ def test_stop_message_is_logged_at_info(caplog):
         ("INFO", "nothing to do for ns/cm")]
 
 
+def test_a_log_line_is_the_records_message_and_kept_verbatim(caplog):
+    """A ``log`` action's record carries the rendered message as ``msg`` with no ``%``
+    arguments (what a plugin's handler or filter reads), and a ``%`` in it stays as written
+    through kinrun's text formatter."""
+    from kinrun.logging_setup import TextFormatter
+
+    prog = program({"log": "100% of {{ key }} %s %(x)d"})
+    with caplog.at_level(logging.INFO, logger="t"):
+        prog.run(key="ns/cm", obj=OBJ, client=RecordingClient(), logger=logging.getLogger("t"))
+    [record] = caplog.records
+    assert (record.msg, record.args) == ("100% of ns/cm %s %(x)d", ())
+    assert TextFormatter().format(record).endswith("t: 100% of ns/cm %s %(x)d")
+
+
 def test_stop_whose_when_is_false_lets_the_reconcile_go_on():
     """A stop guarded by a false when: is skipped like any action."""
     prog = program({"stop": "no", "when": "obj.metadata.labels.skip == 'no'"}, PATCH)
