@@ -90,6 +90,7 @@ from kinrun.clock import REAL_CLOCK, Clock, with_wall
 from kinrun.cron import CronSchedule
 from kinrun.durations import format_duration, parse_duration
 from kinrun.errors import ConfigError, KinrunError, ReconcileError
+from kinrun.plain_templates import PlainTemplate, markers, plain_template
 
 MAX_RANGE = 10_000
 """Largest ``range()`` a template may build (items)."""
@@ -1546,12 +1547,16 @@ class Template:
     """A compiled template; ``render(variables) -> str``. Thread-safe.
 
     ``budgets``: makes the budget a render spends when no budget is active (the engine's).
+    ``plain``: the template's plain form when it has one (``kinrun.plain_templates``), tried
+    first at each render; Jinja2 renders whenever it answers None.
     """
 
     def __init__(self, template: jinja2.Template, source: str,
-                 budgets: Callable[[], RenderBudget]) -> None:
+                 budgets: Callable[[], RenderBudget],
+                 plain: PlainTemplate | None = None) -> None:
         self._template = template
         self._budgets = budgets
+        self._plain = plain
         self.source = source
 
     def render(self, variables: Mapping[str, Any]) -> str:
@@ -1570,6 +1575,12 @@ class Template:
             _ACTIVE.reset(token)
 
     def _render(self, variables: Mapping[str, Any], budget: RenderBudget) -> str:
+        plain = self._plain
+        if plain is not None:
+            text = plain.render(variables, _finalize_output)
+            if text is not None:
+                budget.add_output(len(text))  # as join_output spends Jinja2's chunks
+                return text
         template = self._template
         try:
             try:  # jinja2.Template.render, but its output chunks spend the budget
@@ -1710,7 +1721,23 @@ class TemplateEngine:
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"template syntax error: {exc.message} "
                                    f"(template line {exc.lineno})") from exc
-        return Template(compiled, source, self.budget)
+        return Template(compiled, source, self.budget, self._plain_form(source, compiled))
+
+    def _plain_form(self, source: str, compiled: jinja2.Template) -> PlainTemplate | None:
+        """The plain form of ``source`` (``kinrun.plain_templates``), kept only when it renders
+        what Jinja2 renders under :func:`~kinrun.plain_templates.markers`; else None."""
+        plain = plain_template(self.syntax_tree(source), _DICT_ATTRIBUTES)
+        if plain is None:
+            return None
+        variables = markers(plain)
+        try:
+            with self.budget() as budget:
+                want = budget.join_output(
+                    compiled.root_render_func(compiled.new_context(variables)))
+                got = plain.render(variables, _finalize_output)
+        except Exception:  # noqa: BLE001 - no plain form: Jinja2 renders it at every render
+            return None
+        return plain if got == want else None
 
     def expression(self, source: str, location: Any = None, *,
                    undefined_to_none: bool = False) -> Expression:
