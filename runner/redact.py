@@ -148,8 +148,9 @@ def secret_values(*objs: Any) -> frozenset[str]:
     one check, and no Secret gives the shared empty set."""
     found: set[str] = set()
     for obj in objs:
-        if obj is None or not (isinstance(obj, Mapping)
-                               and is_secret(obj.get("apiVersion"), obj.get("kind"))):
+        if obj is None or (obj.__class__ is dict and obj.get("kind") != "Secret"):
+            continue  # most objects: one lookup
+        if not (isinstance(obj, Mapping) and is_secret(obj.get("apiVersion"), obj.get("kind"))):
             continue
         for name in _SECRET_FIELDS:
             values = obj.get(name)

@@ -612,7 +612,9 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
     """
     delay: float | None = None
     for index, step in enumerate(result.steps):
-        if is_compound(step):
+        if type(step) is LogLine:  # the commonest step, never compound: no attribute probe
+            logger.log(LOG_LEVELS[step.level], step.message)  # the message as msg, no % args
+        elif is_compound(step):
             origin = result.origins[index] if index < len(result.origins) else ""
             answer = _execute_compound(step, origin, client, logger)
             if answers is not None:
@@ -620,7 +622,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
         elif isinstance(step, ApiRequest):
             origin = result.origins[index] if index < len(result.origins) else ""
             _execute_request(step, origin, client, logger, answers)
-        elif isinstance(step, LogLine):  # the message as the record's msg, no % args
+        elif isinstance(step, LogLine):
             logger.log(LOG_LEVELS[step.level], step.message)
         elif isinstance(step, RequeueAfter):
             delay = smallest_delay((delay, step.seconds))
