@@ -1660,6 +1660,9 @@ class TemplateEngine:
                        keep_trailing_newline=True, finalize=_finalize_output)
         for name in ("lipsum", "cycler", "joiner"):
             env.globals.pop(name, None)
+        for name, func in list(env.filters.items()):  # a sync environment: Jinja2's sync
+            if getattr(func, "jinja_async_variant", False):  # function itself, without the
+                env.filters[name] = func.__wrapped__  # wrapper that picks it on each call
         env.globals["range"] = _bounded_range
         env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
         env.globals["now"] = _now_function(self.clock)
