@@ -1637,6 +1637,24 @@ class _TemplateValue:
         return self._template.render(variables)
 
 
+def _bound_jinja2_filters(env: jinja2.Environment) -> None:
+    """Jinja2's own filters as kinrun's templates get them: each one with an async variant
+    replaced by its sync function (the environment is never async; the wrapper chose the sync
+    one at every call), the iterating ones counting their items as loop steps, the string
+    builders bounded before they build, ``sum``, ``batch`` and ``tojson`` bounded."""
+    for name, func in list(env.filters.items()):
+        if getattr(func, "jinja_async_variant", False):
+            env.filters[name] = func.__wrapped__
+    for name in ITERATING_FILTERS:
+        if name in env.filters:  # every one exists in Jinja2 >= 3.1
+            env.filters[name] = _counting_filter(env.filters[name])
+    for name in STRING_FILTERS:
+        env.filters[name] = _bounded_string_filter(name, env.filters[name])
+    env.filters.update(sum=_linear_sum(env.filters["sum"]),
+                       batch=_bounded_batch(env.filters["batch"]),
+                       tojson=_bounded_tojson(env.filters["tojson"]))
+
+
 class TemplateEngine:
     """The sandboxed Jinja2 environment of one config.
 
@@ -1660,9 +1678,6 @@ class TemplateEngine:
                        keep_trailing_newline=True, finalize=_finalize_output)
         for name in ("lipsum", "cycler", "joiner"):
             env.globals.pop(name, None)
-        for name, func in list(env.filters.items()):  # a sync environment: Jinja2's sync
-            if getattr(func, "jinja_async_variant", False):  # function itself, without the
-                env.filters[name] = func.__wrapped__  # wrapper that picks it on each call
         env.globals["range"] = _bounded_range
         env.globals["dict"] = _new_dict   # not the type: no dict.update (see immutability)
         env.globals["now"] = _now_function(self.clock)
@@ -1672,14 +1687,7 @@ class TemplateEngine:
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
                                     if self.options.allow_files
                                     else _refused("allowFiles", "files"))
-        for name in ITERATING_FILTERS:
-            if name in env.filters:  # every one exists in Jinja2 >= 3.1
-                env.filters[name] = _counting_filter(env.filters[name])
-        for name in STRING_FILTERS:
-            env.filters[name] = _bounded_string_filter(name, env.filters[name])
-        env.filters.update(sum=_linear_sum(env.filters["sum"]),
-                           batch=_bounded_batch(env.filters["batch"]),
-                           tojson=_bounded_tojson(env.filters["tojson"]))
+        _bound_jinja2_filters(env)
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, {name: _counting_filter(func) if callable(func) else func
                                 for name, func in (extra_filters or {}).items()})
