@@ -15,9 +15,18 @@ None whenever it cannot give exactly what Jinja2 would, so that the caller rende
   name, goes to Jinja2), and each step must land in a plain ``dict`` (``type(x) is dict``)
   that holds the key; an attribute step must not name an attribute of ``dict`` (``.items``),
   as kinrun's sandbox resolves only other names as keys (``kinrun.templating._Sandbox``);
-* each value goes through the same ``finalize`` (the output size check) and ``str()`` as
-  Jinja2's compiled ``{{ }}``; if either raises, Jinja2 renders. The caller spends the
-  text's characters on the budget as Jinja2's render does (``RenderBudget.add_output``).
+* every path is resolved before any value is printed; each value then goes through the same
+  ``finalize`` (the output size check) and ``str()`` as Jinja2's compiled ``{{ }}``; if
+  either raises, Jinja2 renders (and calls them again for the values before: the one case
+  where a value's ``__str__`` runs twice);
+* the text must fit the budget's output characters left, else Jinja2 renders (and fails);
+  the caller spends the text's characters as Jinja2's render does
+  (``RenderBudget.add_output``). A template of more parts than Jinja2 measures in one batch
+  (``OUTPUT_BATCH``) has no plain form: past a batch, Jinja2 stops at the first one over the
+  budget;
+* the variables must be a plain ``dict`` (any other mapping, whose ``get`` could disagree
+  with what Jinja2 reads, goes to Jinja2) whose keys are names, as every kinrun caller
+  passes (a non-string key, which Jinja2 refuses, is not looked for).
 
 :func:`plain_template` finds the parts from the syntax tree; the engine then renders both ways
 once with a marker for each path and keeps the plain form only if the two texts are equal
@@ -52,14 +61,18 @@ class PlainTemplate:
         """The paths, in order (repeats included)."""
         return [p for p in self.parts if not isinstance(p, str)]
 
-    def render(self, variables: Mapping[str, Any], finalize: Callable[[Any], Any]
-               ) -> str | None:
-        """The text, or None when Jinja2 must render it (module docstring). ``finalize``: the
-        environment's ``finalize``."""
-        out = []
+    def render(self, variables: Mapping[str, Any], finalize: Callable[[Any], Any],
+               room: int) -> str | None:
+        """The text, or None when Jinja2 must render it (module docstring). ``variables``: a
+        plain dict whose keys are names (what kinrun passes; any other mapping goes to
+        Jinja2); ``finalize``: the environment's ``finalize``; ``room``: the output characters
+        the budget has left (a longer text is left to Jinja2, which fails on it having built
+        no more than this does: the chunks of one batch, never their join)."""
+        if type(variables) is not dict:
+            return None
+        values = []  # every path resolved before any value is printed (no str() twice)
         for part in self.parts:
             if type(part) is str:
-                out.append(part)
                 continue
             value = variables.get(part[0], _MISSING)  # type: ignore[index]
             for key in part[1]:  # type: ignore[index]
@@ -68,17 +81,24 @@ class PlainTemplate:
                 value = value.get(key, _MISSING)
             if value is _MISSING:
                 return None
+            values.append(value)
+        out = []
+        printed = iter(values)
+        for part in self.parts:
             try:
-                out.append(str(finalize(value)))
+                out.append(part if type(part) is str else str(finalize(next(printed))))
             except Exception:  # noqa: BLE001 - Jinja2 renders it, and raises what it raises
                 return None
-        return "".join(out)
+        return "".join(out) if sum(map(len, out)) <= room else None
 
 
-def plain_template(tree: Any, dict_attributes: frozenset[str]) -> PlainTemplate | None:
+def plain_template(tree: Any, dict_attributes: frozenset[str],
+                   max_parts: int) -> PlainTemplate | None:
     """The PlainTemplate of a parsed template (``jinja2.nodes.Template``), or None when it is
     not plain (module docstring). ``dict_attributes``: the names an attribute step may not
-    use (a plain dict's own attributes)."""
+    use (a plain dict's own attributes); ``max_parts``: the most parts (the output chunks
+    Jinja2 measures at a time: with more, Jinja2 would stop at a batch over the budget, and
+    print no later value)."""
     if not isinstance(tree, nodes.Template) or not tree.body:
         return None
     parts: list[str | Path] = []
@@ -93,7 +113,9 @@ def plain_template(tree: Any, dict_attributes: frozenset[str]) -> PlainTemplate 
             if path is None:
                 return None
             parts.append(path)
-    return PlainTemplate(tuple(parts)) if any(not isinstance(p, str) for p in parts) else None
+    if len(parts) > max_parts or all(isinstance(p, str) for p in parts):
+        return None
+    return PlainTemplate(tuple(parts))
 
 
 def _path(node: Any, dict_attributes: frozenset[str]) -> Path | None:

@@ -1577,7 +1577,8 @@ class Template:
     def _render(self, variables: Mapping[str, Any], budget: RenderBudget) -> str:
         plain = self._plain
         if plain is not None:
-            text = plain.render(variables, _finalize_output)
+            text = plain.render(variables, _finalize_output,
+                                budget.limits.max_output_chars - budget.output_chars)
             if text is not None:
                 budget.add_output(len(text))  # as join_output spends Jinja2's chunks
                 return text
@@ -1737,7 +1738,7 @@ class TemplateEngine:
     def _plain_form(self, source: str, compiled: jinja2.Template) -> PlainTemplate | None:
         """The plain form of ``source`` (``kinrun.plain_templates``), kept only when it renders
         what Jinja2 renders under :func:`~kinrun.plain_templates.markers`; else None."""
-        plain = plain_template(self.syntax_tree(source), _DICT_ATTRIBUTES)
+        plain = plain_template(self.syntax_tree(source), _DICT_ATTRIBUTES, OUTPUT_BATCH)
         if plain is None:
             return None
         variables = markers(plain)
@@ -1745,7 +1746,7 @@ class TemplateEngine:
             with self.budget() as budget:
                 want = budget.join_output(
                     compiled.root_render_func(compiled.new_context(variables)))
-                got = plain.render(variables, _finalize_output)
+                got = plain.render(variables, _finalize_output, budget.limits.max_output_chars)
         except Exception:  # noqa: BLE001 - no plain form: Jinja2 renders it at every render
             return None
         return plain if got == want else None

@@ -103,3 +103,57 @@ def test_a_plain_render_takes_no_jinja2_render():
     assert used == []
     assert fast.render({"obj": Projected(metadata={"name": "web"})}) == "Pod web"
     assert used
+
+
+def test_more_parts_than_a_batch_have_no_plain_form():
+    """Past OUTPUT_BATCH chunks Jinja2 stops at the first batch over the budget."""
+    from kinrun.templating import OUTPUT_BATCH
+
+    assert ENGINE.template("{{ a }}" * (OUTPUT_BATCH // 2))._plain is not None
+    assert ENGINE.template("{{ a }}" * (OUTPUT_BATCH + 1))._plain is None
+
+
+def test_a_text_over_the_budget_is_never_joined():
+    """Jinja2 measures a batch's chunks before it joins them; so does the plain form: 20 paths
+    to a 5 MB string under the default 1 MB budget fail with no 100 MB text built."""
+    import tracemalloc
+
+    fast = ENGINE.template("{{ obj.blob }}" * 20)
+    blob = "x" * 5_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(Exception, match="characters of output"):
+            fast.render({"obj": {"blob": blob}})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+
+
+def test_a_value_is_printed_once_when_a_later_path_is_missing():
+    printed = []
+
+    class Loud:
+        def __str__(self) -> str:
+            printed.append(1)
+            return "loud"
+
+    fast = ENGINE.template("{{ o.a }}{{ missing }}")
+    slow = Template(fast._template, fast.source, fast._budgets)
+    for template in (fast, slow):
+        printed.clear()
+        with pytest.raises(Exception, match="missing"):
+            template.render({"o": {"a": Loud()}})
+        assert len(printed) == 1
+
+
+class Hidden(dict):
+    """A dict subclass whose ``get`` disagrees with what Jinja2 reads (``**``)."""
+
+    def get(self, *_args: Any) -> Any:
+        return {"a": "from get"}
+
+
+def test_variables_other_than_a_plain_dict_go_to_jinja2():
+    fast = ENGINE.template("{{ obj.a }}")
+    assert fast.render(Hidden(obj={"a": "stored"})) == "stored"
