@@ -66,8 +66,8 @@ class PlainTemplate:
         """The text, or None when Jinja2 must render it (module docstring). ``variables``: a
         plain dict whose keys are names (what kinrun passes; any other mapping goes to
         Jinja2); ``finalize``: the environment's ``finalize``; ``room``: the output characters
-        the budget has left (a longer text is left to Jinja2, which fails on it having built
-        no more than this does: the chunks of one batch, never their join)."""
+        the budget has left (a longer text is left to Jinja2, which then fails; neither joins
+        the chunks first)."""
         if type(variables) is not dict:
             return None
         values = []  # every path resolved before any value is printed (no str() twice)
