@@ -1638,6 +1638,31 @@ class _TemplateValue:
         return self._template.render(variables)
 
 
+MAX_TREE_DEPTH = 200
+"""The deepest syntax tree analysed (``TemplateEngine.syntax_tree``): Python compiles no code
+nested deeper (200 parentheses, 100 indentation levels), and the recursive walks of the
+analysis would pass the interpreter's recursion limit on a much deeper one."""
+
+
+def deeper_than(tree: Any, limit: int) -> bool:
+    """Whether ``tree`` (a Jinja2 node) has a path from it longer than ``limit`` nodes,
+    without recursion."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+    return False
+
+
+def _too_deep(exc: BaseException) -> str:
+    """The message of a template or expression nested deeper than Python compiles (a
+    SyntaxError "too many nested parentheses" or a RecursionError from Jinja2's compiler)."""
+    return (f"template nested too deeply to compile ({type(exc).__name__}: "
+            f"{getattr(exc, 'msg', None) or exc}); split it into vars")
+
+
 def _bound_jinja2_filters(env: jinja2.Environment) -> None:
     """Jinja2's own filters as kinrun's templates get them: each one with an async variant
     replaced by its sync function (the environment is never async; the wrapper chose the sync
@@ -1733,6 +1758,8 @@ class TemplateEngine:
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"template syntax error: {exc.message} "
                                    f"(template line {exc.lineno})") from exc
+        except (SyntaxError, RecursionError) as exc:  # Python's limits on the generated code
+            raise loc.config_error(_too_deep(exc)) from None
         return Template(compiled, source, self.budget, self._plain_form(source, compiled))
 
     def _plain_form(self, source: str, compiled: jinja2.Template) -> PlainTemplate | None:
@@ -1761,6 +1788,8 @@ class TemplateEngine:
                                                         undefined_to_none=undefined_to_none)
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"expression syntax error in {source!r}: {exc.message}") from exc
+        except (SyntaxError, RecursionError) as exc:  # Python's limits on the generated code
+            raise loc.config_error(_too_deep(exc)) from None
         return Expression(compiled, source, self.budget)
 
     def syntax_tree(self, source: str, *, expression: bool = False) -> Any:
@@ -1779,6 +1808,8 @@ class TemplateEngine:
             tree = self._env.parse(text)
         except jinja2.TemplateSyntaxError:
             tree = None
+        if tree is not None and deeper_than(tree, MAX_TREE_DEPTH):
+            tree = None  # it cannot compile either: compiling it reports that
         self._trees[(source, expression)] = tree
         return tree
 

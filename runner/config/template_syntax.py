@@ -24,7 +24,7 @@ from jinja2.parser import Parser
 
 from kinrun.config.loader import LoadedYaml, PathKey, format_path
 from kinrun.errors import ConfigError
-from kinrun.templating import split_expression
+from kinrun.templating import MAX_TREE_DEPTH, deeper_than, split_expression
 
 _ENV = jinja2.Environment()
 
@@ -32,21 +32,29 @@ _TARGET_FIELDS = ("apiVersion", "kind", "name", "namespace")
 
 
 def parse_template(source: str) -> None:
-    """Parse a template; raises jinja2.TemplateSyntaxError."""
-    _ENV.parse(source)
+    """Parse a template; raises jinja2.TemplateSyntaxError (also for one nested deeper than
+    :data:`~kinrun.templating.MAX_TREE_DEPTH`, which could never compile)."""
+    _check_depth(_ENV.parse(source))
+
+
+def _check_depth(tree: Any) -> None:
+    if deeper_than(tree, MAX_TREE_DEPTH):
+        raise jinja2.TemplateSyntaxError(
+            f"nested more than {MAX_TREE_DEPTH} levels deep (it could not compile); split it "
+            "into vars", 1)
 
 
 def parse_expression(source: str) -> None:
     """Parse an expression (bare or wrapped in ``{{ }}``; a template-valued one is parsed as a
-    template); raises TemplateSyntaxError."""
+    template); raises TemplateSyntaxError (also when nested too deeply, as templates)."""
     bare = split_expression(source)
     if bare is None:
-        _ENV.parse(source)
+        _check_depth(_ENV.parse(source))
         return
     if not bare:
         raise jinja2.TemplateSyntaxError("empty expression", 1)
     parser = Parser(_ENV, bare, state="variable")
-    parser.parse_expression()
+    _check_depth(parser.parse_expression())
     if not parser.stream.eos:
         raise jinja2.TemplateSyntaxError(
             f"unexpected {parser.stream.current.value!r} after the expression",

@@ -67,3 +67,36 @@ def test_parse_expression_rejects(source: str) -> None:
     """Trailing tokens and unfinished expressions are syntax errors."""
     with pytest.raises(jinja2.TemplateSyntaxError):
         parse_expression(source)
+
+
+DEEP = "obj" + ".a" * 1000
+
+
+@pytest.mark.parametrize("field", [
+    "reconcile: {actions: [{log: '{{ " + DEEP + " }}'}]}",
+    "reconcile: {actions: [{log: hi, when: '" + DEEP + "'}]}",
+])
+def test_a_template_nested_too_deeply_is_refused_where_it_is(field: str) -> None:
+    """Python compiles nothing nested that deep, and the analyses would pass the recursion
+    limit walking it: refused at load, at its place, not a traceback."""
+    [error] = errors_of("    " + field + "\n")
+    assert error.startswith("t.yaml:8:") and "nested more than 200 levels deep" in error
+
+
+def test_the_engine_refuses_what_python_cannot_compile_with_a_config_error() -> None:
+    """Sources that never went through the loader (a plugin's, a test's): a ConfigError at
+    their place for Python's limits (SyntaxError, RecursionError), and a source well within
+    them still compiles."""
+    from kinrun.errors import ConfigError
+    from kinrun.templating import TemplateEngine
+
+    engine = TemplateEngine()
+    for depth in (300, 1000):
+        with pytest.raises(ConfigError, match="nested too deeply to compile"):
+            engine.template("{{ obj" + ".a" * depth + " }}", ("c.yaml", 3, "x"))
+        with pytest.raises(ConfigError, match="nested too deeply to compile"):
+            engine.expression("obj" + ".a" * depth, ("c.yaml", 3, "x"))
+    value = {"a": "leaf"}
+    for _ in range(150):
+        value = {"a": value}
+    assert engine.template("{{ obj" + ".a" * 151 + " }}").render({"obj": value}) == "leaf"
