@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinrun.templating import (
-    BUILTIN_FILTERS, MAX_EXPONENT, MAX_RANGE, MAX_SEQUENCE, PLACES, TEMPLATE_NAMES,
-    BudgetLimits, TemplateEngine,
+    BUILTIN_FILTERS, MAX_EXPONENT, MAX_RANGE, MAX_SEQUENCE, MAX_TREE_DEPTH, PLACES,
+    TEMPLATE_NAMES, BudgetLimits, TemplateEngine,
 )
 
 PAGE = Path("docs/templates.md")
@@ -224,7 +224,8 @@ def _budget() -> list[str]:
         "",
         f"Fixed limits: `range()` of at most {MAX_RANGE} items (or `maxLoopSteps` when "
         f"larger), sequences of at most {MAX_SEQUENCE} items built with `*` when no budget is "
-        f"active, exponents up to {MAX_EXPONENT}.",
+        f"active, exponents up to {MAX_EXPONENT}, templates nested at most {MAX_TREE_DEPTH} "
+        "levels deep (refused when the config loads).",
         "",
     ]
 
