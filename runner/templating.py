@@ -1639,9 +1639,10 @@ class _TemplateValue:
 
 
 MAX_TREE_DEPTH = 200
-"""The deepest syntax tree analysed (``TemplateEngine.syntax_tree``): Python compiles no code
-nested deeper (200 parentheses, 100 indentation levels), and the recursive walks of the
-analysis would pass the interpreter's recursion limit on a much deeper one."""
+"""The deepest template or expression syntax tree a config may hold (levels of nodes; refused
+when it loads, ``kinrun.config.template_syntax``): Python compiles no code nested deeper (200
+parentheses, 100 indentation levels), and the recursive walks of the read analyses would pass
+the interpreter's recursion limit on a much deeper one."""
 
 
 def deeper_than(tree: Any, limit: int) -> bool:
@@ -1808,8 +1809,6 @@ class TemplateEngine:
             tree = self._env.parse(text)
         except jinja2.TemplateSyntaxError:
             tree = None
-        if tree is not None and deeper_than(tree, MAX_TREE_DEPTH):
-            tree = None  # it cannot compile either: compiling it reports that
         self._trees[(source, expression)] = tree
         return tree
 

@@ -16,7 +16,7 @@ template line n is n lines below the indicator; the message also gives the templ
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jinja2
@@ -34,14 +34,22 @@ _TARGET_FIELDS = ("apiVersion", "kind", "name", "namespace")
 def parse_template(source: str) -> None:
     """Parse a template; raises jinja2.TemplateSyntaxError (also for one nested deeper than
     :data:`~kinrun.templating.MAX_TREE_DEPTH`, which could never compile)."""
-    _check_depth(_ENV.parse(source))
+    _check_depth(lambda: _ENV.parse(source))
 
 
-def _check_depth(tree: Any) -> None:
+_TOO_DEEP = (f"nested more than {MAX_TREE_DEPTH} levels deep (it could not compile); split it "
+             "into vars")
+
+
+def _check_depth(parse: Callable[[], Any]) -> None:
+    """Run ``parse``; TemplateSyntaxError when its tree, or Jinja2's recursive parser on the
+    way to it, goes deeper than MAX_TREE_DEPTH."""
+    try:
+        tree = parse()
+    except RecursionError:
+        raise jinja2.TemplateSyntaxError(_TOO_DEEP, 1) from None
     if deeper_than(tree, MAX_TREE_DEPTH):
-        raise jinja2.TemplateSyntaxError(
-            f"nested more than {MAX_TREE_DEPTH} levels deep (it could not compile); split it "
-            "into vars", 1)
+        raise jinja2.TemplateSyntaxError(_TOO_DEEP, 1)
 
 
 def parse_expression(source: str) -> None:
@@ -49,12 +57,12 @@ def parse_expression(source: str) -> None:
     template); raises TemplateSyntaxError (also when nested too deeply, as templates)."""
     bare = split_expression(source)
     if bare is None:
-        _check_depth(_ENV.parse(source))
+        _check_depth(lambda: _ENV.parse(source))
         return
     if not bare:
         raise jinja2.TemplateSyntaxError("empty expression", 1)
     parser = Parser(_ENV, bare, state="variable")
-    _check_depth(parser.parse_expression())
+    _check_depth(parser.parse_expression)
     if not parser.stream.eos:
         raise jinja2.TemplateSyntaxError(
             f"unexpected {parser.stream.current.value!r} after the expression",
@@ -63,13 +71,44 @@ def parse_expression(source: str) -> None:
 
 def check_templates(loaded: LoadedYaml) -> list[ConfigError]:
     """Syntax errors of every template and expression in ``loaded.data`` (schema-valid data)."""
-    errors = []
+    errors, checked = [], set()
     for path, source, is_expression in _sources(loaded.data):
+        checked.add(path)
         try:
             (parse_expression if is_expression else parse_template)(source)
         except jinja2.TemplateSyntaxError as exc:
             errors.append(_error(loaded, path, source, exc, is_expression))
+    for path, source in _long_strings(loaded.data):
+        if path not in checked and _too_deep(source):
+            errors.append(_error(loaded, path, source, jinja2.TemplateSyntaxError(_TOO_DEEP, 1),
+                                 "{{" not in source and "{%" not in source))
     return errors
+
+
+def _long_strings(data: Any) -> Iterator[tuple[PathKey, str]]:
+    """Every string of ``data`` of at least MAX_TREE_DEPTH characters, with its path: only
+    those can nest that deep (each level of a syntax tree takes a character at least)."""
+    stack: list[tuple[PathKey, Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str) and len(value) >= MAX_TREE_DEPTH:
+            yield path, value
+        elif isinstance(value, dict):
+            stack.extend((path + (k,), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((path + (i,), v) for i, v in enumerate(value))
+
+
+def _too_deep(source: str) -> bool:
+    """Whether ``source``, as a template (with ``{{``/``{%``) or else as an expression, nests
+    deeper than MAX_TREE_DEPTH: a field :func:`_sources` does not name (vars, status, stop,
+    children, admission rules...) is checked for that only; its syntax is checked when it is
+    compiled. Text that is neither parses as nothing and passes."""
+    try:
+        (parse_template if "{{" in source or "{%" in source else parse_expression)(source)
+    except jinja2.TemplateSyntaxError as exc:
+        return exc.message == _TOO_DEEP
+    return False
 
 
 def _error(loaded: LoadedYaml, path: PathKey, source: str, exc: jinja2.TemplateSyntaxError,

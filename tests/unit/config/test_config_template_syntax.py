@@ -75,6 +75,8 @@ DEEP = "obj" + ".a" * 1000
 @pytest.mark.parametrize("field", [
     "reconcile: {actions: [{log: '{{ " + DEEP + " }}'}]}",
     "reconcile: {actions: [{log: hi, when: '" + DEEP + "'}]}",
+    "reconcile: {vars: {x: '" + DEEP + "'}, actions: [{log: hi}]}",      # not syntax-checked
+    "reconcile: {actions: [{stop: '{{ " + "(" * 150 + "obj" + ")" * 150 + " }}'}]}",
 ])
 def test_a_template_nested_too_deeply_is_refused_where_it_is(field: str) -> None:
     """Python compiles nothing nested that deep, and the analyses would pass the recursion
