@@ -612,7 +612,7 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
     """
     delay: float | None = None
     for index, step in enumerate(result.steps):
-        if type(step) is LogLine:  # the commonest step, never compound: no attribute probe
+        if isinstance(step, LogLine):  # the commonest step, first: no compound-step probe
             logger.log(LOG_LEVELS[step.level], step.message)  # the message as msg, no % args
         elif is_compound(step):
             origin = result.origins[index] if index < len(result.origins) else ""
@@ -622,8 +622,6 @@ def execute(result: RenderResult, client: Any, logger: logging.Logger, *,
         elif isinstance(step, ApiRequest):
             origin = result.origins[index] if index < len(result.origins) else ""
             _execute_request(step, origin, client, logger, answers)
-        elif isinstance(step, LogLine):
-            logger.log(LOG_LEVELS[step.level], step.message)
         elif isinstance(step, RequeueAfter):
             delay = smallest_delay((delay, step.seconds))
     return delay
