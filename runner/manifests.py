@@ -382,8 +382,9 @@ def deployment(config: Config, names: Names, files: Mapping[str, str], image: st
                replicas: int) -> dict[str, Any]:
     """The Deployment running kinrun (see the module docstring for what it sets)."""
     webhook = admission_manifests.container_additions(config, _webhook_service(config, names))
-    digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))
-                            .encode()).hexdigest()[:16]
+    digest = "sha256:" + hashlib.sha256(  # never all digits or 1e5-like: kustomize v2 would
+        "".join(f"{k}\0{v}\0" for k, v in sorted(files.items()))  # write it as a number
+        .encode()).hexdigest()[:16]
     pod = {
         "serviceAccountName": names.service_account,
         "terminationGracePeriodSeconds": termination_grace_seconds(config),

@@ -102,3 +102,21 @@ def test_an_unknown_extra_is_refused(tmp_path: Path) -> None:
     """A typo in --with is an error listing the choices."""
     with pytest.raises(ConfigError, match="not one of namespace, monitoring, network-policy"):
         base(tmp_path, extras=["monitorin"])
+
+
+def test_the_config_hash_never_reads_as_a_number_unquoted() -> None:
+    """kustomize v2 (kubectl 1.20) writes an annotation back unquoted: a hash of digits and
+    one ``e`` (``8445305134492e96``, about one in 800) became a number the API server
+    refused. Over files whose hashes are such, the value stays a string when unquoted."""
+    from kinrun.config import load_text
+    from kinrun.manifests import deployment
+
+    config = load_text(CONFIG, file="c.yaml")
+    names = Names.for_config(Path("c.yaml"), namespace="ops")
+    numeric = 0
+    for i in range(4000):
+        digest = deployment(config, names, {"c.yaml": f"# {i}\n"}, "kinrun:dev", 1)[
+            "spec"]["template"]["metadata"]["annotations"]["kinrun.dev/config-hash"]
+        assert isinstance(yaml.safe_load(digest), str), digest
+        numeric += not isinstance(yaml.safe_load(digest.rpartition(":")[2]), str)
+    assert numeric     # the hex part alone does read as a number for some of these files
