@@ -217,9 +217,10 @@ def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine:
     for var in spec.reconcile.vars:  # an alias var's own expression: not the object
         if var.name in values:
             _add(acc, alias_reads(values[var.name], spec.primary, aliases), var.location)
+        else:  # each var by its name: two vars of one text may differ (one shadowed)
+            _source_reads(acc, engine, var.expression, spec.primary, aliases, var.location)
     for text, is_var, loc in reconcile_strings(spec):
-        if not (is_var and any(text == v.expression and v.name in values
-                               for v in spec.reconcile.vars)):
+        if not is_var:
             _source_reads(acc, engine, text, spec.primary, aliases, loc)
     for watch in spec.watches:
         if watch.template:
@@ -333,11 +334,10 @@ def _aliases(spec: ControllerSpec, engine: Any
     aliases: dict[str, str] = {}
     values: dict[str, nodes.Node] = {}
     for var in spec.reconcile.vars:
-        tree = engine.syntax_tree(var.expression, expression=True)
-        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
-        if var.name in shadowed or len(outputs) != 1 or len(outputs[0].nodes) != 1:
+        value = engine.value_node(var.expression)  # None: a template, its value is text
+        if var.name in shadowed or value is None:
             continue
-        informer = alias_of(outputs[0].nodes[0], spec.primary, aliases)
+        informer = alias_of(value, spec.primary, aliases)
         if informer is not None:
-            aliases[var.name], values[var.name] = informer, outputs[0].nodes[0]
+            aliases[var.name], values[var.name] = informer, value
     return aliases, values

@@ -45,11 +45,12 @@ from kinrun.config.model import (Config, ControllerSpec, InformerSpec, Location,
 from kinrun.clock import Clock, clock_of
 from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
-from kinrun.kept_paths import InformerReads, informer_reads, kept_description, projection_for
+from kinrun.kept_paths import (InformerReads, declared_path, informer_reads, kept_description,
+                                projection_for)
 from kinrun.template_reads import var_bindings
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
-from kinrun.kube.projection import shown
+from kinrun.kube.projection import ITEMS, shown
 from kinrun.kube.event_recorder import EventRecorder
 from kinrun.plugin_manager import ReconcileHook
 from kinrun.predicates import PREDICATES
@@ -299,12 +300,15 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                          {**lookups, "obj": schemas[watch.informer]}, watch.informer)
         roots = {**lookups, "obj": schemas[spec.primary], "old": schemas[spec.primary]}
         for declared in spec.reconcile.reads or ():  # what the hooks say they read
-            _check_reads(engine, "{{ obj." + declared.replace("[]", "[0]") + " }}", False,
+            steps = declared_path(declared)  # subscripts: a name such as nodeName-x is a field
+            _check_reads(engine, "{{ obj" + "".join("[0]" if step == ITEMS else f"[{step!r}]"
+                                                    for step in steps) + " }}", False,
                          spec.reconcile.reads_location, roots, spec.primary)
         given = var_bindings(spec, engine)
-        for source, expression, loc in _template_sources(spec):
+        for source, expression, loc, hidden in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
-            for read, why in check_template(tree, roots, given) if tree is not None else ():
+            seen = {**given, **dict.fromkeys(hidden)} if hidden else given  # None: not followed
+            for read, why in check_template(tree, roots, seen) if tree is not None else ():
                 if read.root == "results":
                     raise loc.error(f"{why} (template line {read.line})")
                 shown = ".".join(read.path).replace(".[]", "[]")
@@ -417,7 +421,8 @@ def _children_sources(spec: ControllerSpec, decls: Mapping[str, Any], given: Map
     ``children`` (any of the controller's) and of each child's ``readyWhen``/``includeWhen``
     (where ``child`` stands for ``children.NAME``)."""
     bound = {**given, "children": ("children", ())}
-    sources = [(s, e, loc, bound) for s, e, loc in _template_sources(spec) if "children" in s]
+    sources = [(s, e, loc, {**bound, **dict.fromkeys(hidden)})
+               for s, e, loc, hidden in _template_sources(spec) if "children" in s]
     for name, decl in decls.items():
         for key, text in (("readyWhen", decl.ready_when), ("includeWhen", decl.include_when)):
             if text:
@@ -438,7 +443,7 @@ def _reads_anything(config: Config) -> bool:
                for ix in inf.indexers.values()) or any(
         spec.watches or spec.reconcile.reads or spec.reconcile.vars or spec.reconcile.actions
         or spec.reconcile.on_delete or spec.reconcile.finalize or spec.reconcile.on_error
-        for spec in config.controllers)
+        or spec.finalizer_when for spec in config.controllers)
 
 
 def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, loc: Location,
@@ -507,19 +512,26 @@ def _primary_schema(config: Config, informer: InformerSpec, crds: Any = None) ->
         if found is not None and found.schema else None
 
 
-def _template_sources(spec: ControllerSpec) -> Iterator[tuple[str, bool, Location]]:
-    """(source, is an expression, location) of every template a controller compiles."""
+def _template_sources(spec: ControllerSpec
+                      ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
+    """(source, is an expression, location, names it sees rebound) of every template a
+    controller compiles, ``finalizer.when`` included. The names: an action's ``forEach``
+    item (``as:``, default ``item``) in its other keys, where a var of that name is hidden."""
     from kinrun.template_reads import template_strings
     rec = spec.reconcile
     for var in rec.vars:
-        yield var.expression, True, var.location
+        yield var.expression, True, var.location, frozenset()
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
         raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
+        item = frozenset({str(raw.get("as", "item"))}) if "forEach" in raw else frozenset()
         for key, value in raw.items():
             expression = key in ("when", "forEach")
             for text in template_strings(value):
                 if expression or "{{" in text or "{%" in text:
-                    yield text, expression, action.location
+                    yield text, expression, action.location, item if key != "forEach" \
+                        else frozenset()
+    if spec.finalizer_when:
+        yield spec.finalizer_when, True, spec.finalizer_when_location, frozenset()
 
 
 def _check_apply_keys(config: Config) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from jinja2 import nodes
 
+from kinrun.cache_reads import bound_names
 from kinrun.openapi import Schema
 
 ROOTS = ("obj", "old")
@@ -53,13 +54,15 @@ Binding = tuple[str, tuple[str, ...]]
 obj.spec.containers %}``: ``("obj", ("spec", "containers", "[]"))``)."""
 
 
-def bindings(tree: nodes.Node, given: Mapping[str, Binding] | None = None
-             ) -> dict[str, Binding]:
+def bindings(tree: nodes.Node, given: Mapping[str, Binding | None] | None = None
+             ) -> dict[str, Binding | None]:
     """The names bound once in ``tree`` to a read (``{% for x in CHAIN %}``, ``{% set x =
-    CHAIN %}``, ``for x in list('INFORMER')``), added to ``given`` (the vars'); a name bound
-    more than once, or to something else too, is left out (not followed), and so is a var
-    the template binds again (a loop variable of its name is scoped to the loop: which one
-    a use means is not followed)."""
+    CHAIN %}``, ``for x in list('INFORMER')``), added to ``given`` (the vars'). A name the
+    template binds otherwise maps to None (not followed: its reads are not checked): one
+    bound more than once, or to something else, or by ``with``, a ``set`` block, a macro's
+    or call block's parameters (``kinrun.cache_reads.bound_names``); a var the template
+    binds again (a loop variable of its name is scoped to the loop: which one a use means
+    is not followed); and ``obj``/``old`` bound again (``{% for obj in list('cms') %}``)."""
     found: dict[str, Binding | None] = {}
     for node in tree.find_all((nodes.For, nodes.Assign)):
         target = node.target
@@ -72,12 +75,23 @@ def bindings(tree: nodes.Node, given: Mapping[str, Binding] | None = None
         if bound is not None and bound[0] == "list":
             bound = (f"get:{bound[1][0]}", ())
         found[target.name] = None if target.name in found or target.name in (given or {}) \
-            else bound
-    return {**{k: v for k, v in (given or {}).items() if k not in found},
-            **{k: v for k, v in found.items() if v is not None}}
+            or target.name in ROOTS else bound
+    followed = {name for name, bound in found.items() if bound is not None}
+    for name in bound_names(tree):  # every other way of binding: not followed
+        if name not in followed or _bound_otherwise(tree, name):
+            found[name] = None
+    return {**{k: v for k, v in (given or {}).items() if k not in found}, **found}
 
 
-def bound_to(value: nodes.Node, given: Mapping[str, Binding]) -> Binding | None:
+def _bound_otherwise(tree: nodes.Node, name: str) -> bool:
+    """Whether ``name`` is bound in ``tree`` by more than one ``for``/``set`` (or by anything
+    else: ``with``, a ``set`` block, macro and call-block parameters, a tuple target)."""
+    simple = sum(1 for node in tree.find_all((nodes.For, nodes.Assign))
+                 if isinstance(node.target, nodes.Name) and node.target.name == name)
+    return sum(1 for bound in bound_names(tree) if bound == name) != simple
+
+
+def bound_to(value: nodes.Node, given: Mapping[str, Binding | None]) -> Binding | None:
     """The read an expression stands for (a chain, a ``get``, ``list('INFORMER')``, the first
     branch of ``a if c else b``, the value of ``x | default(...)``), or None."""
     if isinstance(value, nodes.CondExpr):
@@ -88,17 +102,17 @@ def bound_to(value: nodes.Node, given: Mapping[str, Binding]) -> Binding | None:
             and value.node.name == "list" and value.args \
             and isinstance(value.args[0], nodes.Const) and isinstance(value.args[0].value, str):
         return "list", (value.args[0].value,)
+    if isinstance(value, nodes.Name) and value.name in given:  # None: hidden, not followed
+        return given[value.name]
     if isinstance(value, nodes.Name) and value.name in ROOTS:
         return value.name, ()
-    if isinstance(value, nodes.Name) and value.name in given:
-        return given[value.name]
     informer = _lookup(value)
     if informer is not None:
         return f"get:{informer}", ()
     return _chain(value, given) if isinstance(value, (nodes.Getattr, nodes.Getitem)) else None
 
 
-def reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None) -> list[Read]:
+def reads(tree: nodes.Node, given: Mapping[str, Binding | None] | None = None) -> list[Read]:
     """Every maximal read chain of ``obj``/``old``/``get`` (and of names bound to them:
     :func:`bindings`) in a parsed template or expression."""
     names = bindings(tree, given)
@@ -115,7 +129,7 @@ def reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None) -> list[
             if id(node) not in inner]
 
 
-def whole_reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None,
+def whole_reads(tree: nodes.Node, given: Mapping[str, Binding | None] | None = None,
                 expression: bool = False) -> list[tuple[str, int, str]]:
     """Where a template reads objects whole, so no list of paths says what it needs:
     ``(root, template line, how)`` for each ``obj``/``old`` (or a name bound to one, or a
@@ -134,10 +148,10 @@ def whole_reads(tree: nodes.Node, given: Mapping[str, Binding] | None = None,
     for node in tree.find_all(nodes.Name):
         if node.ctx != "load" or id(node) in chained:
             continue
-        if node.name in ROOTS:
-            found.append((node.name, node.lineno, f"{node.name} used whole"))
-        elif node.name in names and not names[node.name][1] and names[node.name][0] != "list":
-            found.append((names[node.name][0], node.lineno, f"{node.name} used whole"))
+        bound = names.get(node.name) if node.name in names else (
+            (node.name, ()) if node.name in ROOTS else None)
+        if bound is not None and not bound[1] and bound[0] != "list":
+            found.append((bound[0], node.lineno, f"{node.name} used whole"))
     for call in tree.find_all(nodes.Call):
         if not (isinstance(call.node, nodes.Name) and call.args
                 and isinstance(call.args[0], nodes.Const) and isinstance(call.args[0].value, str)):
@@ -191,7 +205,7 @@ def _links(node: nodes.Node) -> Iterator[nodes.Node]:
         current = current.node
 
 
-def _chain(node: nodes.Node, names: Mapping[str, Binding] | None = None
+def _chain(node: nodes.Node, names: Mapping[str, Binding | None] | None = None
            ) -> tuple[str, tuple[str, ...]] | None:
     path: list[str] = []
     while isinstance(node, (nodes.Getattr, nodes.Getitem)):
@@ -206,11 +220,13 @@ def _chain(node: nodes.Node, names: Mapping[str, Binding] | None = None
         node = node.node
         while isinstance(node, nodes.Filter) and node.name == "default" and node.node:
             node = node.node  # (x | default({})).y reads x.y
+    if isinstance(node, nodes.Name) and names and node.name in names:  # bound in the template
+        bound = names[node.name]
+        if bound is None or not path:
+            return None
+        return bound[0], (*bound[1], *reversed(path))
     if isinstance(node, nodes.Name) and node.name in ROOTS and path:
         return node.name, tuple(reversed(path))
-    if isinstance(node, nodes.Name) and names and node.name in names and path:
-        root, prefix = names[node.name]
-        return root, (*prefix, *reversed(path))
     informer = _lookup(node)
     if informer is not None and path:
         return f"get:{informer}", tuple(reversed(path))
@@ -284,7 +300,7 @@ def _unknown(name: str, done: list[str], node: Schema) -> str:
 
 
 def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None],
-                   given: Mapping[str, Binding] | None = None) -> list[tuple[Read, str]]:
+                   given: Mapping[str, Binding | None] | None = None) -> list[tuple[Read, str]]:
     """Each read of ``tree`` that its root's schema (``schemas``: root -> Schema or None:
     ``obj``/``old``, ``get:INFORMER``) says does not exist, with why; ``given``: names bound
     outside the template (the controller's vars)."""
@@ -298,7 +314,7 @@ def check_template(tree: nodes.Node, schemas: Mapping[str, Schema | None],
 
 
 def method_reads(tree: nodes.Node, schemas: Mapping[str, Schema | None],
-                 given: Mapping[str, Binding] | None = None) -> list[tuple[Read, str]]:
+                 given: Mapping[str, Binding | None] | None = None) -> list[tuple[Read, str]]:
     """Attribute reads of a field named as a dict method (``vol.configMap.items``,
     ``expr.values``) where the schema has that field, and of an action's result so named
     (``results.copy``): Jinja2 reads the attribute first, so the template gets the dict's
@@ -342,10 +358,9 @@ def var_bindings(spec: Any, engine: Any) -> dict[str, Any]:
     order, each seeing the ones before (:func:`bound_to`)."""
     given: dict[str, Any] = {}
     for var in spec.reconcile.vars:
-        tree = engine.syntax_tree(var.expression, expression=True)
-        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
-        if len(outputs) == 1 and len(outputs[0].nodes) == 1:
-            bound = bound_to(outputs[0].nodes[0], given)
+        value = engine.value_node(var.expression)  # None: a template, its value is text
+        if value is not None:
+            bound = bound_to(value, given)
             if bound is not None and bound[0] != "list":
                 given[var.name] = bound
     return given

@@ -1812,6 +1812,18 @@ class TemplateEngine:
         self._trees[(source, expression)] = tree
         return tree
 
+    def value_node(self, source: str) -> Any:
+        """The expression :meth:`value` compiles ``source`` to, as a syntax-tree node, for
+        analysis (``kinrun.template_reads``, ``kinrun.kept_paths``); None when :meth:`value`
+        compiles it as a template (its value is the rendered text, never an object, even for
+        ``{% if c %}{{ obj }}{% endif %}``) or it does not parse."""
+        if not split_expression(source):
+            return None
+        tree = self.syntax_tree(source, expression=True)
+        outputs = list(tree.find_all(nodes.Output)) if tree is not None else []
+        return outputs[0].nodes[0] if len(outputs) == 1 and len(outputs[0].nodes) == 1 \
+            else None
+
     def value(self, source: str, location: Any = None, *,
               undefined_to_none: bool = False) -> Expression | _TemplateValue:
         """Compile ``source`` as an expression when it is one (with or without ``{{ }}``), else

@@ -103,12 +103,25 @@ CASES = [
      VARS.format("d: \"get('cms', 'default/cm') if obj else none\"")),
     ("{{ d.data.k }} {{ d.metadata.name }}", VARS.format("d: \"get('cms', 'default/cm') if false else obj\"")),
     ("{% if obj and obj.status %}{{ obj.status.phase }}{% endif %}", ""),
+    # two vars of one text, the second shadowed in a template: each var is read by its name
+    ("cfg={{ cfg.metadata.name }} {% set settings = settings or {} %}"
+     "{{ settings.data.k if settings.data is defined else 'default-v' }}",
+     VARS.format("cfg: \"get('cms', obj.metadata.namespace ~ '/cm')\"\n"
+                 "        settings: \"get('cms', obj.metadata.namespace ~ '/cm')\"")),
+    ("{% for b in [1] %}{% endfor %}{{ b.spec.nodeName }}",
+     VARS.format('a: "obj"\n        b: "obj"')),
+    # a var written as a template is text, never the object it prints
+    ("{{ d.count('nginx') }} {{ d.split(',') | length }}",
+     VARS.format('d: "{% if true %}{{ obj }}{% endif %}"')),
 ]
 
 
 UNCHECKED = [  # fields no Pod has: on a kind without a schema, where validate cannot refuse them
     ("{{ obj.spec['a.b'] }} {{ obj.spec.a.b }}", ""),
     ("{{ obj.spec['[]'] }} {{ obj.spec[''] }}", ""),
+    ("{{ d.count('nginx') }} {{ d.split(',') | length }}",
+     VARS.format('d: "{% if true %}{{ obj }}{% endif %}"')),
+    ("{{ d.count('nginx') }}", VARS.format('d: "{{ obj }}{# text #}"')),
 ]
 
 

@@ -4,6 +4,7 @@ maps, preserve-unknown-fields, variable subscripts and kinds without a schema st
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -278,3 +279,79 @@ def test_explain_lists_whole_reads_with_their_line(tmp_path: Path) -> None:
     report = read_report(config)
     assert "  (whole objects: obj used whole at w.yaml:9)" in report
     assert "  status" in report  # the status action reads the whole status
+
+
+def compile_pods(actions: str, extra: str = "") -> None:
+    """A Pod controller with ``actions`` (YAML list items, indented 10) and ``extra`` keys of
+    its reconcile (vars:), a ConfigMap informer beside it."""
+    plan(load_text(HEAD + textwrap.dedent("""\
+        informers:
+          pods: {apiVersion: v1, kind: Pod}
+          cms: {apiVersion: v1, kind: ConfigMap}
+        controllers:
+          - name: c
+            for: pods
+            reconcile:
+        """) + extra + "      actions:\n" + actions, file="c.yaml"))
+
+
+@pytest.mark.parametrize("actions,extra", [
+    ("        - log: \"{% for obj in list('cms') %}{{ obj.data.k }}{% endfor %}\"\n", ""),
+    ("        - log: \"{% set obj = get('cms', 'default/cm') %}{{ obj.data.k }}\"\n", ""),
+    ("        - log: \"{% macro m(obj) %}{{ obj.data.k }}{% endmacro %}"
+     "{{ m(get('cms', 'default/cm')) }}\"\n", ""),
+    ("        - log: \"{% macro m(c) %}{{ c.nodeName }}{% endmacro %}"
+     "{% for c in obj.spec.containers %}{{ c.image }}{% endfor %}{{ m(obj.spec) }}\"\n", ""),
+    ("        - log: \"{% with d = obj.spec %}{{ d.nodeName }}{% endwith %}\"\n",
+     "      vars:\n        d: \"get('cms', 'default/cm')\"\n"),
+    ("        - log: \"{{ d.image }}\"\n          forEach: obj.spec.containers\n"
+     "          as: d\n        - log: \"{{ d.data.k }}\"\n",
+     "      vars:\n        d: \"get('cms', 'default/cm')\"\n"),
+    ("        - log: \"{{ d.count('x') }}\"\n",
+     "      vars:\n        d: \"{% if true %}{{ obj }}{% endif %}\"\n"),
+], ids=["loop-obj", "set-obj", "macro-obj", "macro-param-and-loop", "with-hides-var",
+        "forEach-as-hides-var", "template-var-is-text"])
+def test_a_name_bound_again_is_not_taken_for_what_it_hides(actions: str, extra: str) -> None:
+    """A name the template binds again (obj/old in a loop or set, a macro parameter, a with
+    target, an action's forEach item) stands for something else there: its reads are not
+    checked against what the name meant outside (each of these configs is valid); a var
+    written as a template is its text."""
+    compile_pods(actions, extra)
+
+
+def test_finalizer_when_reads_are_checked() -> None:
+    """``finalizer.when`` is a template of the controller like the others."""
+    with pytest.raises(ConfigError, match=r"finalizer\.when: obj\.spec\.nodNmae"):
+        plan(load_text(HEAD + textwrap.dedent("""\
+            informers:
+              pods: {apiVersion: v1, kind: Pod}
+            controllers:
+              - name: c
+                for: pods
+                finalizer: {name: example.com/f, when: "obj.spec.nodNmae == 'x'"}
+                reconcile: {actions: [{log: x}], finalize: [{log: gone}]}
+            """), file="c.yaml"))
+
+
+@pytest.mark.parametrize("entry,said", [
+    ("spec.nodeName]", "is not a field path"),
+    ("spec.containers[]image", "is not a field path"),
+    ("spec.[nodeName", "is not a field path"),
+    ("spec.nodeName-x", "spec has no field 'nodeName-x'"),
+])
+def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: Path) -> None:
+    """A ``reads:`` entry is a field path: malformed ones are refused at load (they made
+    paths no object has), and a name that is not a field is refused as one."""
+    hook = tmp_path / "hook.py"
+    hook.write_text("import kinrun\n\n\n@kinrun.hookimpl\n"
+                    "def kinrun_reconcile(controller, key, obj, ctx):\n    return None\n")
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        plan(load_text(HEAD + textwrap.dedent(f"""\
+            plugins: [{hook}]
+            informers:
+              pods: {{apiVersion: v1, kind: Pod}}
+            controllers:
+              - name: c
+                for: pods
+                reconcile: {{hooks: true, reads: ["{entry}"], actions: [{{log: x}}]}}
+            """), file="c.yaml"))
