@@ -34,6 +34,7 @@ from kinrun.actions import ActionProgram, compile_actions, plugin_template_filte
 from kinrun.actions.children import ChildrenAction, ChildrenTeardown
 from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
 from kinrun.actions.program import CompiledAction
+from kinrun.actions.status import StatusAction
 from kinrun.config.children import children_actions
 from kinrun.actions.kinds import literal_manifest, names_reconciled_object
 from kinrun.bound import Bound
@@ -268,17 +269,30 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
     _check_owner_references(spec, primary)
-    actions = _program(spec, rec.actions, "actions", pm, engine, clock, recorder=events)
+
+    def program(actions: tuple, field: str) -> ActionProgram | None:
+        return _fit_status(_program(spec, actions, field, pm, engine, clock, recorder=events),
+                           config, primary.spec)
+    actions = program(rec.actions, "actions")
     return ControllerPlan(
-        spec, actions,
-        _program(spec, rec.on_delete, "onDelete", pm, engine, clock, recorder=events), hooks,
-        rec.keeps_old, resync, watches,
-        _with_teardown(spec, actions, _program(spec, rec.finalize, "finalize", pm, engine,
-                                               clock, recorder=events), engine),
+        spec, actions, program(rec.on_delete, "onDelete"), hooks, rec.keeps_old, resync,
+        watches, _with_teardown(spec, actions, program(rec.finalize, "finalize"), engine),
         spec.finalizer, schedule=_schedule(spec), recorder=events,
-        on_error=_program(spec, _on_error_actions(spec), "onError", pm, engine, clock,
-                          recorder=events),
+        on_error=program(_on_error_actions(spec), "onError"),
         finalizer_when=_finalizer_when(spec, engine))
+
+
+def _fit_status(program: ActionProgram | None, config: Config, informer: InformerSpec
+                ) -> ActionProgram | None:
+    """``program`` with its ``status`` actions fitted to the reconciled kind's schema
+    (``StatusAction.fit``: no ``observedGeneration`` where the kind cannot keep one)."""
+    statuses = [a.impl for a in program.actions if isinstance(a.impl, StatusAction)] \
+        if program is not None else []
+    if statuses:
+        schema = _primary_schema(config, informer)
+        for status in statuses:
+            status.fit(schema)
+    return program
 
 
 def _check_template_reads(config: Config, engine: TemplateEngine) -> None:

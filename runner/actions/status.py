@@ -16,7 +16,8 @@ Rendering computes the status the object should have, from the cached object (``
    equal to what the server stores); a string mixing text and ``{{ }}`` renders as text.
    ``fields`` may also be one template rendering a YAML mapping. ``conditions`` and
    ``observedGeneration`` are set by their own keys, not here;
-2. ``observedGeneration`` (unless ``observedGeneration: false``): ``obj.metadata.generation``;
+2. ``observedGeneration`` (unless ``observedGeneration: false``): ``obj.metadata.generation``,
+   where the kind's schema keeps one (:meth:`StatusAction.fit`; so in each condition too);
 3. each of ``conditions`` merged in by type with apimachinery's ``meta.SetStatusCondition``
    semantics (``kinrun.conditions``): ``lastTransitionTime`` is the plan's clock (``now()``)
    when the condition is new or its ``status`` changed, else kept; ``reason``, ``message`` and
@@ -172,6 +173,22 @@ class StatusAction:
             raise loc.config_error(f"status.graphCondition must be a condition type or null, "
                                    f"got {graph!r}")
         self._graph: str | None = graph
+        self._stamps = (observed, observed)
+        """Whether ``observedGeneration`` is set (status, each condition): :meth:`fit`."""
+
+    def fit(self, schema: Any) -> None:
+        """Set ``observedGeneration`` only where the reconciled kind's ``schema`` keeps it
+        (``kinrun.openapi.keeps``; None: unknown, set both as configured). A built-in kind's
+        conditions (a Deployment's, a Pod's) have no such field, nor has a Pod's or a Job's
+        status: the server drops it, so the status computed here would differ from the
+        stored one at every reconcile and be written again each time. Called once by the
+        plan, before the program runs (the action is immutable from then on)."""
+        from kinrun.openapi import keeps
+
+        if schema is not None:
+            self._stamps = (self._observed and keeps(schema, ("status", "observedGeneration")),
+                            self._observed and keeps(schema, (
+                                "status", "conditions", "[]", "observedGeneration")))
 
     def render(self, scope: Scope) -> list[Step]:
         target = reconciled_target(scope, "status")
@@ -199,13 +216,13 @@ class StatusAction:
                 raise CheckError(f"status: fields rendered {', '.join(own)}: set it by its own "
                                  "key of status")
             desired = merge_patch(desired, fields)
-        observed = self._observed and isinstance(generation, int)
-        if observed:
+        counted = isinstance(generation, int)
+        if counted and self._stamps[0]:
             desired["observedGeneration"] = generation
         graph = self.graph_condition(scope.variables)
         if self._conditions is not None or graph is not None:
             desired["conditions"] = self._merged_conditions(scope, desired, generation,
-                                                            observed, graph)
+                                                            counted and self._stamps[1], graph)
         return desired
 
     def graph_condition(self, variables: Mapping[str, Any]) -> Obj | None:

@@ -20,12 +20,13 @@ from the same document and validates writes with the functions below.
 Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_schemas``,
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
 ``BUILTIN_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
-``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``apply_defaults``,
-``type_matches``. Pure data and checks: no I/O beyond reading the package data once.
+``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``keeps``,
+``apply_defaults``, ``type_matches``. Pure data and checks: no I/O beyond reading the package data once.
 """
 
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, crd_errors, decode_errors,
-                     json_type, list_map_key_errors, prune, required_errors, type_matches)
+                     json_type, keeps, list_map_key_errors, prune, required_errors,
+                     type_matches)
 from ._schema import (GVK, KUBERNETES_VERSION, Schema, Schemas, builtin_document,
                       builtin_schemas, crd_schema)
 
@@ -43,6 +44,7 @@ __all__ = [
     "crd_schema",
     "decode_errors",
     "json_type",
+    "keeps",
     "list_map_key_errors",
     "prune",
     "required_errors",

@@ -182,6 +182,30 @@ def prune(schema: Schema, obj: Any, *, keep_root: tuple[str, ...] = ()) -> None:
                      schema.preserves_unknown)
 
 
+def keeps(schema: Schema, path: tuple[str, ...]) -> bool:
+    """Whether :func:`prune` with ``schema`` keeps a value at ``path`` (field names; ``[]``
+    for any item of a list): what a server that prunes, or decodes into typed structs as
+    kube-apiserver does for built-in kinds, stores of a write. ``("status", "conditions",
+    "[]", "observedGeneration")``: False for a Deployment (its conditions have no such
+    field), True for a CRD whose conditions are ``metav1.Condition``s."""
+    node = schema
+    for step in path:
+        if step == "[]":
+            if node.items is None:
+                return True   # prune does not walk into such a list
+            node = node.items
+            continue
+        declared = node.node.get("properties")
+        if not (node.type == "object" or declared) or not (
+                declared or node.additional is not None or not node.preserves_unknown):
+            return True   # prune leaves this value as it is
+        sub = node.child(step) or node.additional
+        if sub is None:
+            return node.preserves_unknown
+        node = sub
+    return True
+
+
 def _prune_value(sub: Schema | None, parent: dict[str, Any], key: str, preserve: bool) -> None:
     if sub is None:
         if not preserve:

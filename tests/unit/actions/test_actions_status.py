@@ -172,3 +172,47 @@ def test_fields_may_not_set_conditions():
     """conditions and observedGeneration have their own keys."""
     with pytest.raises(ConfigError, match="own key"):
         render({"fields": {"conditions": []}}, foo())
+
+
+def plan_render(kind: str, api_version: str, obj: dict[str, Any]) -> list[Any]:
+    """The status steps of one reconcile of ``obj`` by a config's compiled controller (the
+    plan fits the action to the kind's schema)."""
+    from kinrun.config import load_text
+    from kinrun.plan import plan
+
+    compiled = plan(load_text(f"""\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  objs: {{apiVersion: {api_version}, kind: {kind}}}
+controllers:
+  - name: c
+    for: objs
+    reconcile:
+      actions:
+        - status:
+            conditions: [{{type: Annotated, status: "True", reason: Done, message: m}}]
+"""), clock=FakeClock(wall=NOW))
+    return list(compiled.controllers[0].actions.render(key="ns/f", obj=obj).steps)
+
+
+def test_a_kind_that_cannot_keep_observed_generation_is_not_written_again():
+    """A Deployment's conditions have no observedGeneration, a Pod's status has none at all:
+    the server drops what kinrun would stamp there, so stamping it would make every reconcile
+    differ from the stored status and write it again (a write loop). The status as the server
+    keeps it sends nothing."""
+    for kind, api_version, top in (("Deployment", "apps/v1", True), ("Pod", "v1", False)):
+        obj = {**foo(), "apiVersion": api_version, "kind": kind}
+        (req,) = plan_render(kind, api_version, obj)
+        status = req.body["status"]
+        assert ("observedGeneration" in status) is top, kind
+        assert "observedGeneration" not in status["conditions"][0], kind
+        stored = {**obj, "status": status}   # what the server keeps of the write
+        assert plan_render(kind, api_version, stored) == [], kind
+
+
+def test_a_kind_without_a_schema_still_gets_observed_generation():
+    """A custom kind with no schema known offline keeps the default: both stamped."""
+    (req,) = plan_render("Foo", "example.com/v1", foo())
+    assert req.body["status"]["observedGeneration"] == 2
+    assert req.body["status"]["conditions"][0]["observedGeneration"] == 2
