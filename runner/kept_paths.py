@@ -44,6 +44,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import jinja2
 import orjson
 from jinja2 import nodes
 
@@ -287,10 +288,26 @@ def _plugin_reads(acc: _Reads, pm: Any) -> None:
         return
     if event_hooks_implemented(pm):
         acc.all_whole("a plugin implements event hooks (kinrun_on_add/update/delete)")
+    for name in context_filters(pm):
+        acc.all_whole(f"plugin template filter {name} is given the template's context "
+                      "(pass_context: it can read obj, old and the lookups)")
     if pm.hook.kinrun_index_funcs.get_hookimpls():
         for name in acc.whole:
             if any(pm.hook.kinrun_index_funcs(informer=name)):
                 acc.whole_of(name, "a plugin's index functions (kinrun_index_funcs)")
+
+
+_PASS_CONTEXT = jinja2.pass_context(lambda *args: None).jinja_pass_arg  # type: ignore[attr-defined]
+"""The marker ``jinja2.pass_context`` puts on a function (Jinja2's public way to read it)."""
+
+
+def context_filters(pm: Any) -> list[str]:
+    """The plugin template filters marked ``jinja2.pass_context``: they are given the whole
+    template context (``obj``, ``old``, ``get``...), whose reads no template shows."""
+    from kinrun.actions import plugin_template_filters
+
+    return sorted(name for name, func in plugin_template_filters(pm).items()
+                  if getattr(func, "jinja_pass_arg", None) is _PASS_CONTEXT)
 
 
 def _source_reads(acc: _Reads, engine: Any, text: str, primary: str | None,

@@ -530,14 +530,16 @@ def _template_sources(spec: ControllerSpec
                       ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
     """(source, is an expression, location, names it sees rebound) of every template a
     controller compiles, ``finalizer.when`` included. The names: an action's ``forEach``
-    item (``as:``, default ``item``) in its other keys, where a var of that name is hidden."""
+    item (``as:``, default ``item``; an ``applySet``'s own too) in its other keys, where a
+    var of that name is hidden."""
     from kinrun.template_reads import template_strings
     rec = spec.reconcile
     for var in rec.vars:
         yield var.expression, True, var.location, frozenset()
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
         raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
-        item = frozenset({str(raw.get("as", "item"))}) if "forEach" in raw else frozenset()
+        inner = raw.get("applySet") if isinstance(raw.get("applySet"), Mapping) else {}
+        item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d)
         for key, value in raw.items():
             expression = key in ("when", "forEach")
             for text in template_strings(value):

@@ -92,12 +92,23 @@ def _bound_otherwise(tree: nodes.Node, name: str) -> bool:
 
 
 def bound_to(value: nodes.Node, given: Mapping[str, Binding | None]) -> Binding | None:
-    """The read an expression stands for (a chain, a ``get``, ``list('INFORMER')``, the first
-    branch of ``a if c else b``, the value of ``x | default(...)``), or None."""
+    """The read an expression stands for (a chain, a ``get``, ``list('INFORMER')``; ``a if c
+    else b`` when ``b`` is none or stands for the same as ``a``; ``x | default(CONSTANT)``),
+    or None: a chain through a computed subscript (``obj.spec[f]``), or two branches that
+    may stand for different objects, is not followed."""
     if isinstance(value, nodes.CondExpr):
-        return bound_to(value.expr1, given)
-    if isinstance(value, nodes.Filter) and value.name == "default" and value.node is not None:
-        return bound_to(value.node, given)
+        first = bound_to(value.expr1, given)
+        other = value.expr2
+        if other is None or (isinstance(other, nodes.Const) and other.value is None):
+            return first
+        return first if first is not None and bound_to(other, given) == first else None
+    if isinstance(value, nodes.Filter) and value.name in ("default", "d") \
+            and value.node is not None:
+        constant = all(isinstance(arg, (nodes.Const, nodes.Dict, nodes.List))
+                       for arg in value.args[:1])
+        return bound_to(value.node, given) if constant else None
+    if isinstance(value, (nodes.Getattr, nodes.Getitem)) and _computed_step(value):
+        return None
     if isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) \
             and value.node.name == "list" and value.args \
             and isinstance(value.args[0], nodes.Const) and isinstance(value.args[0].value, str):
@@ -231,6 +242,15 @@ def _chain(node: nodes.Node, names: Mapping[str, Binding | None] | None = None
     if informer is not None and path:
         return f"get:{informer}", tuple(reversed(path))
     return None
+
+
+def _computed_step(node: nodes.Node) -> bool:
+    """Whether a chain of attributes and subscripts has a subscript that is not a constant."""
+    while isinstance(node, (nodes.Getattr, nodes.Getitem)):
+        if isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Const):
+            return True
+        node = node.node
+    return False
 
 
 def _lookup(node: nodes.Node) -> str | None:

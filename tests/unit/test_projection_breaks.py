@@ -213,3 +213,19 @@ def test_metadata_iterated_and_defaults_that_test_truth_read_whole(template: str
     text = config(template, "", "Foo", "example.com/v1")
     whole, projected = both(text, foo, cms=[cm])
     assert projected == whole
+
+
+def test_a_plugin_filter_given_the_context_keeps_whole_objects(tmp_path: Any) -> None:
+    """A plugin filter marked ``jinja2.pass_context`` can read ``obj`` (or call ``get``)
+    without a chain in any template: every informer keeps whole objects, and the render is
+    the same both ways."""
+    plugin = tmp_path / "plug.py"
+    plugin.write_text(
+        "from jinja2 import pass_context\nfrom kinrun.hooks import hookimpl\n\n\n"
+        "@pass_context\ndef phase_of(ctx, _value):\n"
+        "    return ((ctx.get('obj') or {}).get('status') or {}).get('phase')\n\n\n"
+        "@hookimpl\ndef kinrun_template_filters():\n    return {'phase_of': phase_of}\n")
+    text = config("phase={{ 'x' | phase_of }}").replace(
+        "informers:", f"plugins: [{plugin}]\ninformers:", 1)
+    whole, projected = both(text)
+    assert projected == whole and b"phase=Running" in whole

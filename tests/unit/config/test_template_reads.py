@@ -309,8 +309,18 @@ def compile_pods(actions: str, extra: str = "") -> None:
      "      vars:\n        d: \"get('cms', 'default/cm')\"\n"),
     ("        - log: \"{{ d.count('x') }}\"\n",
      "      vars:\n        d: \"{% if true %}{{ obj }}{% endif %}\"\n"),
+    ("        - applySet:\n            forEach: obj.spec.containers\n            as: c\n"
+     "            manifests: |\n              apiVersion: v1\n              kind: ConfigMap\n"
+     "              metadata: {name: \"x-{{ c.name }}\", namespace: default}\n",
+     "      vars:\n        c: \"obj.status\"\n"),
+    ("        - log: \"{% set f = 'os' %}{% set os = obj.spec[f] %}{{ os.name }}\"\n", ""),
+    ("        - log: \"{{ sc.runAsUser }}\"\n",
+     "      vars:\n        f: \"'securityContext'\"\n        sc: \"obj.spec[f]\"\n"),
+    ("        - log: \"{{ d.data.k }}\"\n",
+     "      vars:\n        d: \"obj if false else get('cms', 'default/cm')\"\n"),
 ], ids=["loop-obj", "set-obj", "macro-obj", "macro-param-and-loop", "with-hides-var",
-        "forEach-as-hides-var", "template-var-is-text"])
+        "forEach-as-hides-var", "template-var-is-text", "applySet-as-hides-var",
+        "computed-subscript-set", "computed-subscript-var", "branches-of-two-kinds"])
 def test_a_name_bound_again_is_not_taken_for_what_it_hides(actions: str, extra: str) -> None:
     """A name the template binds again (obj/old in a loop or set, a macro parameter, a with
     target, an action's forEach item) stands for something else there: its reads are not
