@@ -82,7 +82,8 @@ class Plan(CompiledPlan):
         return Bound(self, client, wait_for_kinds=wait_for_kinds)
 
 def plan(config: Config, plugin_manager: PluginManager | None = None, *,
-         clock: Clock | None = None, options: RunOptions | None = None) -> Plan:
+         clock: Clock | None = None, options: RunOptions | None = None,
+         render_clock: Clock | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -93,16 +94,17 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     kinds; CRDs are checked at bind), plugin import errors, and ``reconcile.vars`` that do not
     compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: the run's
     Clock: its ``wall()`` is the time templates and actions stamp (Event names and timestamps,
-    conditions) and the templates' ``now()``, its ``now()`` times template budgets and Event
-    correlation; default ``REAL_CLOCK`` (``kinrun
-    test`` and ``render`` pass a fixed one; a bare callable of Unix seconds is deprecated).
+    conditions) and the templates' ``now()``, its ``now()`` times Event correlation and, unless
+    ``render_clock`` is given, template budgets; default ``REAL_CLOCK`` (``kinrun test`` and
+    ``render`` pass a fixed one, with ``render_clock=REAL_CLOCK``: a render's timeout is real
+    time there as in a run; a bare callable of Unix seconds is deprecated).
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
         list(config.plugins), config.base_dir, config_file=config.file)
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
-                            base_dir=config.base_dir, clock=run_clock)
+                            base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock)
     index_funcs: dict[str, IndexFunc] = {}  # one function per expression: equal indexes share
     found = informer_reads(config, engine, pm)
     informers = {name: _informer(spec, pm, engine, index_funcs, found[name])

@@ -1687,7 +1687,9 @@ class TemplateEngine:
 
     Construction registers filters (kinrun's, then ``extra_filters``; a clash is a ConfigError)
     and the ``env``/``read_file`` functions per ``options``. Every render spends a
-    :class:`RenderBudget` of ``options.budget`` (:meth:`budget`), timed on ``clock.now()``;
+    :class:`RenderBudget` of ``options.budget`` (:meth:`budget`), timed on
+    ``budget_clock.now()`` (None: ``clock``'s; ``kinrun test`` and ``render`` fix ``clock``
+    but time the budgets on the real one, as a run does);
     ``clock.wall()`` (the plan's clock, fixed in ``kinrun test`` and ``render``) is what the
     template functions ``now()``, ``cron_next`` and ``cron_prev`` read, each call. ``clock``
     defaults to ``REAL_CLOCK``; ``wall_clock`` (a callable of Unix seconds) is deprecated.
@@ -1697,9 +1699,11 @@ class TemplateEngine:
     def __init__(self, options: Any = None, *, extra_filters: Mapping[str, Callable] | None = None,
                  base_dir: Path | None = None,
                  clock: Clock = REAL_CLOCK,
-                 wall_clock: Callable[[], float] | None = None) -> None:
+                 wall_clock: Callable[[], float] | None = None,
+                 budget_clock: Clock | None = None) -> None:
         self.options = TemplateOptions.coerce(options, base_dir)
         self.clock = with_wall(clock, wall_clock, where="TemplateEngine")
+        self._budget_clock = budget_clock or self.clock
         self.wall_clock = self.clock.wall   # Unix seconds: what actions stamp
         env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False,
                        keep_trailing_newline=True, finalize=_finalize_output)
@@ -1731,7 +1735,7 @@ class TemplateEngine:
     def budget(self) -> RenderBudget:
         """A fresh budget of ``options.budget``, timed from now; ``with engine.budget():``
         makes every render inside spend it (one reconcile, one key mapper call)."""
-        return RenderBudget(self.options.budget, self.clock)
+        return RenderBudget(self.options.budget, self._budget_clock)
 
     @staticmethod
     def _add_filters(env: jinja2.Environment, filters: Mapping[str, Callable]) -> None:

@@ -304,7 +304,7 @@ class _CaseRun:
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
             wall = self.recorder.wall_clock(self.clock.wall)
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins,
-                                  clock=WallOverride(self.clock, wall))
+                                  clock=WallOverride(self.clock, wall), render_clock=REAL_CLOCK)
             turnstile = Turnstile()
             manager = compiled.bind(turnstile.client(RecordingClient(
                 client, self.recorder, wall))).manager(clock=self.clock,

@@ -182,3 +182,44 @@ def test_schedule_fires_when_the_clock_is_stepped_past_the_hour(tmp_path: Path) 
     before, past = run_only(path)
     assert before.failures and "logs[1]" in before.failures[0].message
     assert past.passed, past.failures
+
+
+SLOW = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+templates: {budget: {timeout: 1ms, maxLoopSteps: 1000000}}
+informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - log: "{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}done"
+"""
+"""A render of a million loop steps (seconds of CPU, never within 1 ms) under a 1 ms timeout."""
+
+
+def test_the_render_timeout_is_real_time_under_kinrun_test(tmp_path: Path) -> None:
+    """kinrun test fixes the clock, but a render's timeout is real time there as in a run: a
+    template that a run's budget stops is a retry in a case too, never a pass."""
+    path = write(tmp_path, f"""\
+  - name: slow
+    given: [{CM % "{}"}]
+    expect:
+      results: {{default/a: {{outcome: retry, message: "templates.budget.timeout"}}}}
+""", config=SLOW)
+    [outcome] = run_only(path)
+    assert outcome.passed, [f.text() for f in outcome.failures]
+
+
+def test_the_render_timeout_is_real_time_under_kinrun_render(tmp_path: Path) -> None:
+    """kinrun render (a fixed clock too) stops the same template at its timeout."""
+    import subprocess
+    import sys
+
+    (tmp_path / "c.yaml").write_text(SLOW)
+    (tmp_path / "cm.yaml").write_text(CM % "{}")
+    run = subprocess.run([sys.executable, "-m", "kinrun.cli", "render", str(tmp_path / "c.yaml"),
+                          "--object", str(tmp_path / "cm.yaml")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode != 0 and "templates.budget.timeout" in run.stderr, run.stderr
