@@ -584,8 +584,9 @@ def _check_watched(config: Any, controller: Any, obj: dict[str, Any], path: str)
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version != spec.api_version or (spec.kind is not None and kind != spec.kind):
         watched = f"{spec.api_version} {spec.kind or spec.resource}"
-        raise Refused(f"--object {path}: {api_version} {kind} is not what {what} watches "
-                      f"({watched})")
+        raise Refused(f"--object {path}: {api_version} {kind} is not what informer "
+                      f"{spec.name!r} watches ({watched}), whose objects controller "
+                      f"{controller.name!r} reconciles")
     namespace = obj["metadata"].get("namespace")
     if spec.namespaces is not None and namespace and namespace not in spec.namespaces:
         raise Refused(f"--object {path}: namespace {namespace!r} is not watched: {what}, "

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+import difflib
 import itertools
 from typing import Any
 
+from jinja2 import nodes
 from pluggy import PluginManager
 
 from kinrun import plugin_manager as plugins
 from kinrun.actions import ActionProgram, compile_actions, plugin_template_filters
 from kinrun.actions.children import ChildrenAction, ChildrenTeardown
 from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
-from kinrun.actions.program import CompiledAction
+from kinrun.actions.program import RESERVED_VAR_NAMES, CompiledAction
 from kinrun.actions.status import StatusAction
 from kinrun.config.children import children_actions
 from kinrun.actions.kinds import literal_manifest, names_reconciled_object
@@ -48,6 +50,7 @@ from kinrun.config.options import RunOptions
 from kinrun.errors import ConfigError
 from kinrun.kept_paths import (InformerReads, declared_path, informer_reads, kept_description,
                                 projection_for)
+from kinrun.cache_reads import bound_names
 from kinrun.template_reads import var_bindings
 from kinrun.kube import Client
 from kinrun.kube.builtin_kinds import builtin_scope, unserved_builtin
@@ -94,10 +97,9 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     kinds; CRDs are checked at bind), plugin import errors, and ``reconcile.vars`` that do not
     compile (each compiled into both action programs, ``ActionProgram.vars``). ``clock``: the run's
     Clock: its ``wall()`` is the time templates and actions stamp (Event names and timestamps,
-    conditions) and the templates' ``now()``, its ``now()`` times Event correlation and, unless
-    ``render_clock`` is given, template budgets; default ``REAL_CLOCK`` (``kinrun test`` and
-    ``render`` pass a fixed one, with ``render_clock=REAL_CLOCK``: a render's timeout is real
-    time there as in a run; a bare callable of Unix seconds is deprecated).
+    conditions) and the templates' ``now()``, its ``now()`` times Event correlation and template
+    budgets (``render_clock`` given: that one does); default ``REAL_CLOCK`` (``kinrun test``
+    and ``render`` fix it, and time budgets on ``REAL_CLOCK``, as a run does).
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
@@ -111,8 +113,7 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
                  for name, spec in config.informers.items()}
     controllers = tuple(_controller(config, spec, informers, pm, engine, run_clock)
                         for spec in config.controllers)
-    _check_apply_keys(config)
-    _check_template_reads(config, engine)
+    _check_against_schemas(config, engine)
     admission = None
     if config.admission is not None or (config.sharding and config.sharding.admission):
         from kinrun.admission import compile_admission  # only for configs that have webhooks
@@ -297,6 +298,14 @@ def _fit_status(program: ActionProgram | None, config: Config, informer: Informe
     return program
 
 
+def _check_against_schemas(config: Config, engine: TemplateEngine) -> None:
+    """The offline checks of what the config writes and reads: ``apply`` manifests' list-map
+    keys, template reads against the kinds' schemas, names no template has."""
+    _check_apply_keys(config)
+    _check_template_reads(config, engine)
+    _check_template_names(config, engine)
+
+
 def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
     """Every read of ``obj``/``old`` in a controller's templates, vars, ``when`` and
     ``forEach`` checked against its primary kind's schema (``kinrun.template_reads``):
@@ -332,7 +341,7 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
                                                              read.root.startswith("get:") else "")
                 informer = read.root[4:] if read.root.startswith("get:") else spec.primary
                 raise loc.error(f"{root}.{shown}: {why} (template line {read.line}; checked "
-                                f"against the schema of informer {informer}'s kind)")
+                                f"against the schema of the kind of informer {informer})")
         _check_children_reads(config, spec, engine, schemas, roots, given)
     if config.admission is not None:
         _check_admission_reads(config, engine, lookups)
@@ -471,7 +480,7 @@ def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, l
     for read, why in check_template(tree, roots) if tree is not None else ():
         shown = ".".join(read.path).replace(".[]", "[]")
         raise loc.error(f"{read.root}.{shown}: {why} (template line {read.line}; checked "
-                        f"against the schema of informer {informer}'s kind)")
+                        f"against the schema of the kind of informer {informer})")
 
 
 def read_report(compiled: CompiledPlan) -> list[str]:
@@ -528,17 +537,45 @@ def _primary_schema(config: Config, informer: InformerSpec, crds: Any = None) ->
         if found is not None and found.schema else None
 
 
-def _template_sources(spec: ControllerSpec
+def _check_template_names(config: Config, engine: TemplateEngine) -> None:
+    """Every name a controller's templates read that nothing defines (``{{ colr }}``,
+    ``{{ objj.metadata.name }}``, a misspelt var), which fails every render: ConfigError at
+    the action or var, with the closest known name. Known: the template variables every
+    action sees (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``, ``error``...),
+    the engine's globals, the vars, an action's ``forEach`` item, ``child`` (a child's
+    conditions); a name the template binds anywhere is left alone (whether a branch bound it
+    is known at run time only); plugin actions are not checked (they render their own)."""
+    from jinja2 import meta
+
+    base = {*RESERVED_VAR_NAMES, "child", *engine.global_names}
+    for spec in config.controllers:
+        known = base | {var.name for var in spec.reconcile.vars}
+        for source, expression, loc, hidden in _template_sources(spec, plugins=False):
+            tree = engine.syntax_tree(source, expression=expression)
+            unknown = sorted(meta.find_undeclared_variables(tree) - known - hidden
+                             - set(bound_names(tree))) if tree is not None else []
+            if unknown:
+                name = unknown[0]
+                line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
+                near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
+                raise _error_at(loc, f"{name!r} is undefined (template line {line})" + (
+                    f"; did you mean {near[0]!r}?" if near else "; not a variable, var, "
+                    "lookup or function templates have here"))
+
+
+def _template_sources(spec: ControllerSpec, *, plugins: bool = True
                       ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
     """(source, is an expression, location, names it sees rebound) of every template a
     controller compiles, ``finalizer.when`` included. The names: an action's ``forEach``
     item (``as:``, default ``item``; an ``applySet``'s own too) in its other keys, where a
-    var of that name is hidden."""
+    var of that name is hidden. ``plugins``: False leaves out plugin actions' strings."""
     from kinrun.template_reads import template_strings
     rec = spec.reconcile
     for var in rec.vars:
         yield var.expression, True, var.location, frozenset()
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        if action.plugin and not plugins:
+            continue
         raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
         inner = raw.get("applySet") if isinstance(raw.get("applySet"), Mapping) else {}
         item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d)

@@ -1747,6 +1747,12 @@ class TemplateEngine:
             env.filters[name] = func
 
     @property
+    def global_names(self) -> frozenset[str]:
+        """The names every template sees without being given them (``range``, ``now``,
+        ``dict``, ``namespace``, ``env``...)."""
+        return frozenset(self._env.globals)
+
+    @property
     def filters(self) -> Mapping[str, Callable]:
         """Every filter name templates can use (read-only view)."""
         return dict(self._env.filters)

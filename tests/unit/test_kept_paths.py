@@ -92,7 +92,7 @@ def test_every_read_is_kept(template: str) -> None:
      {"spec.containers.[].image"}),
     ("{{ obj.spec.containers | map(attribute='ports.0.containerPort') | list }}",
      {"spec.containers.[].ports.[].containerPort"}),
-    ("{{ obj.spec[k] | map(attribute='image') | list }}", {"spec"}),
+    ("{% set k = 'containers' %}{{ obj.spec[k] | map(attribute='image') | list }}", {"spec"}),
     ("{% for k, v in obj.spec.items() %}{{ k }}{% endfor %}", {"spec"}),
     ("{{ obj.status.phase }} {{ obj.status }}", {"status"}),
     ("{{ obj.metadata.labels.app }}", set()),

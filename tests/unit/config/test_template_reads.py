@@ -365,3 +365,33 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
                 for: pods
                 reconcile: {{hooks: true, reads: ["{entry}"], actions: [{{log: x}}]}}
             """), file="c.yaml"))
+
+
+@pytest.mark.parametrize("actions,extra,said", [
+    ("        - log: \"{{ colr }}\"\n", "", "'colr' is undefined (template line 1)"),
+    ("        - log: \"{{ objj.metadata.name }}\"\n", "",
+     "'objj' is undefined (template line 1); did you mean 'obj'?"),
+    ("        - log: \"{{ wantd }}\"\n", "      vars:\n        wanted: \"obj.spec\"\n",
+     "did you mean 'wanted'?"),
+    ("        - log: x\n          when: \"nodee == 'a'\"\n", "", "'nodee' is undefined"),
+], ids=["unknown", "root-typo", "var-typo", "when"])
+def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> None:
+    """A name nothing defines fails every render: validate refuses it at its action, with the
+    closest known name."""
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        compile_pods(actions, extra)
+
+
+@pytest.mark.parametrize("actions,extra", [
+    ("        - log: \"{{ key }} {{ reason }} {{ initial_list }} {{ controller }} {{ now() }} "
+     "{{ range(2) | list }} {{ dict(a=1) }} {{ namespace(a=1).a }} {{ get('cms', key) }}\"\n",
+     ""),
+    ("        - log: \"{% if obj %}{% set z = 1 %}{% endif %}{{ z }}\"\n", ""),
+    ("        - log: \"{{ item.image }}\"\n          forEach: obj.spec.containers\n", ""),
+    ("        - log: \"{% macro m(a) %}{{ a }}{{ caller() }}{% endmacro %}"
+     "{% call m(1) %}x{% endcall %}{% for c in [1] %}{{ loop.index }}{% endfor %}\"\n", ""),
+], ids=["every-known-name", "bound-in-a-branch", "forEach-item", "macro-caller-loop"])
+def test_names_templates_have_pass(actions: str, extra: str) -> None:
+    """The template variables, functions, globals, a forEach item, names a template binds
+    (in any branch), macro parameters, caller and loop are all defined."""
+    compile_pods(actions, extra)
