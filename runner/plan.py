@@ -38,7 +38,8 @@ from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
 from kinrun.actions.program import RESERVED_VAR_NAMES, CompiledAction
 from kinrun.actions.status import StatusAction
 from kinrun.config.children import children_actions
-from kinrun.actions.kinds import literal_manifest, names_reconciled_object
+from kinrun.actions.kinds import (APPLIED_FIELDS, literal_manifest, missing_fields,
+                                  names_reconciled_object)
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
@@ -591,8 +592,9 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
 
 def _check_apply_keys(config: Config) -> None:
     """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
-    the kind's schema says (``kinrun.actions.manifest_keys``): a server-side apply that can
-    never succeed. ConfigError at the action's manifest."""
+    the kind's schema says (``kinrun.actions.manifest_keys``), and every ``apply`` or child
+    manifest without ``apiVersion``, ``kind`` or ``metadata`` as written: a server-side apply
+    that can never succeed. ConfigError at the action's manifest."""
     if not any(action.kind in ("apply", "applySet", "children") for spec in config.controllers
                for action in (*spec.reconcile.actions, *spec.reconcile.on_delete,
                               *spec.reconcile.finalize)):
@@ -604,6 +606,11 @@ def _check_apply_keys(config: Config) -> None:
         rec = spec.reconcile
         for action in (*rec.actions, *rec.on_delete, *rec.finalize):
             for key, text in _applied_manifests(action):
+                missing = missing_fields(text) if action.kind != "applySet" else []
+                if missing:   # an applySet's manifests are several objects: checked rendered
+                    raise action.field_locations.get(key, action.location).error(
+                        f"{action.kind}: the manifest has no {' or '.join(missing)}: every "
+                        f"object a server-side apply sends needs {', '.join(APPLIED_FIELDS)}")
                 problems = apply_key_problems(text, crds) if isinstance(text, str) else []
                 if problems:
                     loc = action.field_locations.get(key, action.location)

@@ -374,19 +374,41 @@ def literal_manifest(manifest: Any) -> Mapping[str, Any] | None:
     obj.metadata.name }}``/``{{ obj.metadata.namespace }}`` becomes a marker, any other ``{{
     }}`` the text ``x``, tags are dropped. None when that is no mapping with a metadata
     mapping (a template whose shape only rendering shows)."""
-    if isinstance(manifest, str):
-        text = manifest
-        for field_name, pattern in _SELF.items():
-            text = pattern.sub(_MARK + field_name, text)
-        text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", "x", text, flags=re.S),
-                      flags=re.S)
-        try:
-            manifest = safe_yaml.load(text, _SafeLoader)
-        except yaml.YAMLError:
-            return None
+    manifest = _as_written(manifest)
     if not isinstance(manifest, Mapping) or not isinstance(manifest.get("metadata"), Mapping):
         return None
     return manifest
+
+
+def _as_written(manifest: Any) -> Any:
+    """:func:`literal_manifest`'s reading of template text (a mapping as it is); None when
+    the text is no YAML once its ``{{ }}`` are ``x`` and its tags dropped."""
+    if not isinstance(manifest, str):
+        return manifest
+    text = manifest
+    for field_name, pattern in _SELF.items():
+        text = pattern.sub(_MARK + field_name, text)
+    text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", "x", text, flags=re.S),
+                  flags=re.S)
+    try:
+        return safe_yaml.load(text, _SafeLoader)
+    except yaml.YAMLError:
+        return None
+
+
+APPLIED_FIELDS = ("apiVersion", "kind", "metadata")
+"""The top-level fields every object a server-side apply sends must have."""
+
+
+def missing_fields(manifest: Any) -> list[str]:
+    """The :data:`APPLIED_FIELDS` that one manifest as written (template text or mapping) has
+    no key for, read as :func:`literal_manifest` reads it (a ``{% if %}`` branch's keys
+    count, so a field missing here is missing from every render); [] when it cannot be read
+    without rendering (no mapping: a template whose shape only rendering shows)."""
+    written = _as_written(manifest)
+    if not isinstance(written, Mapping):
+        return []
+    return [name for name in APPLIED_FIELDS if name not in written]
 
 
 def names_reconciled_object(manifest: Any, api_version: str, kind: str) -> bool:

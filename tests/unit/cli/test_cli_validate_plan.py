@@ -61,6 +61,20 @@ controllers:
       actions:
         - patch: {subresource: scale, patch: "spec: {replicas: 1}"}
 """, "subresource", 10, id="patch-scale"),
+    pytest.param("""\
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - apply:
+            manifest: |
+              apiVersion: v1
+              {% if obj.data %}metdata: {name: "{{ obj.metadata.name }}-x"}{% endif %}
+              data: {a: b}
+""", "the manifest has no kind or metadata", 11, id="apply-manifest-without-kind"),
 ])
 def test_validate_refuses_what_the_run_refuses(tmp_path, text, message, line):
     """Each config loads but cannot run: validate exits 2 naming the file, line and problem."""
