@@ -21,12 +21,12 @@ Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
 ``BUILTIN_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
 ``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``keeps``,
-``apply_defaults``, ``type_matches``. Pure data and checks: no I/O beyond reading the package data once.
+``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O beyond reading the package data once.
 """
 
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, crd_errors, decode_errors,
                      json_type, keeps, list_map_key_errors, prune, required_errors,
-                     type_matches)
+                     type_matches, undeclared_field)
 from ._schema import (GVK, KUBERNETES_VERSION, Schema, Schemas, builtin_document,
                       builtin_schemas, crd_schema)
 
@@ -49,4 +49,5 @@ __all__ = [
     "prune",
     "required_errors",
     "type_matches",
+    "undeclared_field",
 ]

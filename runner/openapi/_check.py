@@ -18,6 +18,7 @@ Two families, because the real server treats them differently:
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,6 +181,39 @@ def prune(schema: Schema, obj: Any, *, keep_root: tuple[str, ...] = ()) -> None:
             continue
         _prune_value(schema.child(key) or schema.additional, obj, key,
                      schema.preserves_unknown)
+
+
+def undeclared_field(schema: Schema, obj: Any, path: str = "") -> str | None:
+    """The first field of ``obj`` (keys in sorted order, depth first) that ``schema`` does not
+    declare, as structured-merge-diff names it (``.spec.containers[name="c"].imagee``: an
+    entry by its list-map keys or patch merge key, else by its index), or None. What kube-apiserver 1.20 refuses
+    in a server-side apply of a built-in kind (500 ``failed to create typed patch object:
+    PATH: field not declared in schema``), where an update or patch drops the field. Open:
+    maps (``additionalProperties``), ``x-kubernetes-preserve-unknown-fields``, and an object
+    node that declares nothing (``RawExtension``, ``FieldsV1``)."""
+    if isinstance(obj, dict):
+        declared = schema.node.get("properties")
+        if not declared and schema.additional is None:
+            return None
+        for key in sorted(obj):
+            sub = schema.child(key) or schema.additional
+            if sub is None:
+                if schema.preserves_unknown:
+                    continue
+                return f"{path}.{key}"
+            found = undeclared_field(sub, obj[key], f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(obj, list) and schema.items is not None:
+        merge_key = schema.node.get("x-kubernetes-patch-merge-key")
+        keys = schema.list_map_keys or ((merge_key,) if isinstance(merge_key, str) else ())
+        for index, item in enumerate(obj):
+            where = (",".join(f"{k}={json.dumps(item.get(k))}" for k in keys if k in item)
+                     if keys and isinstance(item, dict) else "") or str(index)
+            found = undeclared_field(schema.items, item, f"{path}[{where}]")
+            if found is not None:
+                return found
+    return None
 
 
 def keeps(schema: Schema, path: tuple[str, ...]) -> bool:

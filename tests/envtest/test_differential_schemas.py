@@ -91,6 +91,34 @@ def test_apply_of_a_service_port_without_protocol(both: Pair) -> None:
                         "causes": [("spec.ports[0].protocol", "FieldValueRequired")]}
 
 
+def test_apply_of_a_field_the_schema_does_not_declare_is_500(both: Pair) -> None:
+    """A server-side apply of a built-in kind with an unknown field (a misspelt ``data``, a
+    metadata field, a container's) fails with the typed-patch error naming it, on both; an
+    update drops such a field instead (test above)."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "dat": {"a": "b"},
+          "zzz": None}
+    meta = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "foo": "bar"}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "nginx", "imagee": "x"}]}}
+
+    def scenario(t: Target) -> Any:
+        out = []
+        for path, body in ((f"/api/v1/namespaces/{t.ns}/configmaps/c", cm),
+                           (f"/api/v1/namespaces/{t.ns}/configmaps/m", meta),
+                           (f"/api/v1/namespaces/{t.ns}/pods/p", pod)):
+            resp = t.kube.request("PATCH", path, body, query={"fieldManager": "m"},
+                                  content_type=APPLY)
+            body_out = resp.body if isinstance(resp.body, dict) else {}
+            out.append((resp.status, body_out.get("reason"), body_out.get("message")))
+        return out
+
+    real, embedded = both.run(scenario)
+    assert real == embedded
+    assert [m for _, _, m in real] == [
+        f"failed to create typed patch object: {p}: field not declared in schema"
+        for p in (".dat", ".metadata.foo", '.spec.containers[name="c"].imagee')]
+
+
 def _schema_crd(group: str) -> dict[str, Any]:
     spec_props = {
         "replicas": {"type": "integer", "minimum": 1, "maximum": 5, "default": 1},

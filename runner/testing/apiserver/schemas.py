@@ -22,7 +22,7 @@ from typing import Any
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, builtin_schemas,
                             crd_errors, crd_schema, decode_errors, list_map_key_errors, prune,
-                            required_errors)
+                            required_errors, undeclared_field)
 
 from . import status as st
 from .registry import ResourceType
@@ -113,9 +113,17 @@ class SchemaCheck:
         return obj
 
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:
-        """422 when a server-side apply's list entries lack their list-map keys (see module
-        docstring); built-in kinds' Go defaults do not count, as in 1.20."""
+        """A server-side apply of a built-in kind with a field its schema does not declare:
+        500 ``failed to create typed patch object: .dat: field not declared in schema``, as
+        kube-apiserver 1.20 answers (an update or patch drops such a field instead); 422
+        when its list entries lack their list-map keys (see module docstring; built-in
+        kinds' Go defaults do not count, as in 1.20)."""
         schema = self.schema(rtype, version)
+        unknown = undeclared_field(schema, applied) if schema is not None and not rtype.custom \
+            else None
+        if unknown is not None:
+            raise st.StatusError(500, "", f"failed to create typed patch object: {unknown}: "
+                                 "field not declared in schema")
         problems = list_map_key_errors(schema, applied) if schema is not None else []
         if problems:
             raise _invalid(rtype, applied, problems)
