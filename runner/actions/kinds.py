@@ -388,12 +388,44 @@ def _as_written(manifest: Any) -> Any:
     text = manifest
     for field_name, pattern in _SELF.items():
         text = pattern.sub(_MARK + field_name, text)
-    text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", "x", text, flags=re.S),
-                  flags=re.S)
+    text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", _TEMPLATED, text,
+                                                     flags=re.S), flags=re.S)
     try:
         return safe_yaml.load(text, _SafeLoader)
     except yaml.YAMLError:
         return None
+
+
+_TEMPLATED = "x"
+"""What :func:`_as_written` reads each ``{{ }}`` as."""
+
+
+def undeclared_in(manifest: Any) -> str | None:
+    """The first field of a manifest as written (template text or mapping) of a built-in kind
+    (literal ``apiVersion`` and ``kind``) that the kind's schema does not declare
+    (``kinrun.openapi.undeclared_field``: ``.dat``): every server-side apply of it fails
+    (kube-apiserver 1.20: 500 ``field not declared in schema``). None when there is none, the
+    kind is not built in, or the manifest cannot be read without rendering; a key written as
+    a template is not checked."""
+    from kinrun.openapi import builtin_schemas, undeclared_field
+
+    written = _as_written(manifest)
+    if not isinstance(written, Mapping) or not isinstance(written.get("apiVersion"), str) \
+            or not isinstance(written.get("kind"), str) or _TEMPLATED in (
+                written["apiVersion"], written["kind"]):
+        return None
+    group, _, version = written["apiVersion"].rpartition("/")
+    schema = builtin_schemas().for_gvk(group, version, written["kind"])
+    return undeclared_field(schema, _literal_keys(written)) if schema is not None else None
+
+
+def _literal_keys(value: Any) -> Any:
+    """``value`` without the mapping keys written as templates (read as ``x``)."""
+    if isinstance(value, Mapping):
+        return {k: _literal_keys(v) for k, v in value.items() if k != _TEMPLATED}
+    if isinstance(value, list):
+        return [_literal_keys(v) for v in value]
+    return value
 
 
 APPLIED_FIELDS = ("apiVersion", "kind", "metadata")

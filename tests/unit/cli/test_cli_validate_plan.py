@@ -75,6 +75,21 @@ controllers:
               {% if obj.data %}metdata: {name: "{{ obj.metadata.name }}-x"}{% endif %}
               data: {a: b}
 """, "the manifest has no kind or metadata", 11, id="apply-manifest-without-kind"),
+    pytest.param("""\
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - apply:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata: {name: "{{ obj.metadata.name }}-x"}
+              dat: {"{{ obj.metadata.name }}": b}
+""", ".dat: the kind's schema has no such field", 11, id="apply-manifest-undeclared-field"),
 ])
 def test_validate_refuses_what_the_run_refuses(tmp_path, text, message, line):
     """Each config loads but cannot run: validate exits 2 naming the file, line and problem."""
