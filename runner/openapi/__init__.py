@@ -21,7 +21,8 @@ Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
 ``BUILTIN_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
 ``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``keeps``,
-``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O beyond reading the package data once.
+``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O
+beyond reading the package data once.
 """
 
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, crd_errors, decode_errors,

@@ -186,9 +186,10 @@ def prune(schema: Schema, obj: Any, *, keep_root: tuple[str, ...] = ()) -> None:
 def undeclared_field(schema: Schema, obj: Any, path: str = "") -> str | None:
     """The first field of ``obj`` (keys in sorted order, depth first) that ``schema`` does not
     declare, as structured-merge-diff names it (``.spec.containers[name="c"].imagee``: an
-    entry by its list-map keys or patch merge key, else by its index), or None. What kube-apiserver 1.20 refuses
-    in a server-side apply of a built-in kind (500 ``failed to create typed patch object:
-    PATH: field not declared in schema``), where an update or patch drops the field. Open:
+    entry by its list-map keys or patch merge key, else by its index), or None. What
+    kube-apiserver 1.20 refuses in a server-side apply of a built-in kind (500 ``failed to
+    create typed patch object: PATH: field not declared in schema``), where an update or
+    patch drops the field. Open:
     maps (``additionalProperties``), ``x-kubernetes-preserve-unknown-fields``, and an object
     node that declares nothing (``RawExtension``, ``FieldsV1``)."""
     if isinstance(obj, dict):
