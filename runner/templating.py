@@ -61,6 +61,7 @@ import collections
 import collections.abc
 import contextvars
 import datetime
+import difflib
 import functools
 import hashlib
 import itertools
@@ -1539,7 +1540,8 @@ def split_expression(source: str) -> str | None:
     if "{{" not in text:
         return text
     if text.startswith("{{") and text.endswith("}}") and text.count("{{") == 1:
-        return text[2:-2].strip()
+        inner = text[2:-2]   # {{- x -}}: Jinja2's whitespace control, no part of x
+        return inner.removeprefix("-").removesuffix("-").strip()
     return None
 
 
@@ -1767,11 +1769,21 @@ class TemplateEngine:
                 code = self._env.compile(source, filename=_TEMPLATE_FILENAME)
             compiled = self._env.template_class.from_code(self._env, code, self._env.globals)
         except jinja2.TemplateSyntaxError as exc:
-            raise loc.config_error(f"template syntax error: {exc.message} "
+            raise loc.config_error(f"template syntax error: {self._hint(exc.message)} "
                                    f"(template line {exc.lineno})") from exc
         except (SyntaxError, RecursionError) as exc:  # Python's limits on the generated code
             raise loc.config_error(_too_deep(exc)) from None
         return Template(compiled, source, self.budget, self._plain_form(source, compiled))
+
+    def _hint(self, message: str | None) -> str:
+        """Jinja2's compile error ``message``, with the closest filter of this engine when it
+        names an unknown one (``No filter named 'defualt'.`` -> ``...; did you mean
+        'default'?``)."""
+        text = message or ""
+        unknown = re.match(r"No filter named '([^']+)'", text)
+        near = difflib.get_close_matches(unknown.group(1), sorted(self._env.filters), 1, 0.6) \
+            if unknown else []
+        return f"{text.rstrip('.')}; did you mean {near[0]!r}?" if near else text
 
     def _plain_form(self, source: str, compiled: jinja2.Template) -> PlainTemplate | None:
         """The plain form of ``source`` (``kinrun.plain_templates``), kept only when it renders
@@ -1798,7 +1810,8 @@ class TemplateEngine:
                 compiled = self._env.compile_expression(source,
                                                         undefined_to_none=undefined_to_none)
         except jinja2.TemplateSyntaxError as exc:
-            raise loc.config_error(f"expression syntax error in {source!r}: {exc.message}") from exc
+            raise loc.config_error(f"expression syntax error in {source!r}: "
+                                   f"{self._hint(exc.message)}") from exc
         except (SyntaxError, RecursionError) as exc:  # Python's limits on the generated code
             raise loc.config_error(_too_deep(exc)) from None
         return Expression(compiled, source, self.budget)

@@ -123,11 +123,20 @@ def test_extra_filter_clashing_with_existing_name_is_config_error():
 
 @pytest.mark.parametrize("source, expected", [
     ("{{ a }}", "a"), ("a.b", "a.b"), ("{{ a }}-{{ b }}", None), ("{% if a %}x{% endif %}", None),
-    ("x-{{ a }}", None),
+    ("x-{{ a }}", None), ("{{- a -}}", "a"), ("{{ -1 }}", "-1"), ("{{- -1 }}", "-1"),
 ])
 def test_split_expression(source, expected):
-    """Only a whole single {{ }} (or no braces at all) is treated as an expression."""
+    """Only a whole single {{ }} (or no braces at all) is treated as an expression; Jinja2's
+    whitespace control (``{{-``, ``-}}``) is no part of it, a minus sign is."""
     assert split_expression(source) == expected
+
+
+@pytest.mark.parametrize("compile_", [lambda e: e.template("{{ x | defualt(1) }}"),
+                                      lambda e: e.expression("x | defualt(1)")])
+def test_an_unknown_filter_names_the_closest_one(compile_):
+    """A misspelt filter is a ConfigError that says which filter was meant."""
+    with pytest.raises(ConfigError, match="No filter named 'defualt'; did you mean 'default'"):
+        compile_(TemplateEngine())
 
 
 def test_index_values_rejects_non_string_types():
