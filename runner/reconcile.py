@@ -781,6 +781,13 @@ class _OwnWrites:
             _identity(answer) == _identity(obj) else obj
 
     def _check_kept(self, req: Any, sent: Any, kept: Any, path: str = "status") -> None:
+        if isinstance(sent, list) and isinstance(kept, list):  # conditions: paired by type
+            typed = {k.get("type"): k for k in kept if isinstance(k, dict) and "type" in k}
+            for index, item in enumerate(sent):
+                other = typed.get(item.get("type")) if isinstance(item, dict) and "type" in item \
+                    else (kept[index] if index < len(kept) else None)
+                self._check_kept(req, item, other, f"{path}[]")
+            return
         if not isinstance(sent, dict) or not isinstance(kept, dict):
             return
         for field, value in sent.items():

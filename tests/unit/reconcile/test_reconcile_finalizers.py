@@ -4,6 +4,7 @@ terminating object without ours; the config refuses what could never work."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -303,6 +304,30 @@ def test_a_status_field_the_server_prunes_is_warned_about_once(caplog):
     assert len(client.sent) == 3
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "did not keep status.extra" in warnings[0]
+
+
+def test_a_condition_field_the_server_prunes_is_warned_about_once(caplog):
+    """A field inside a list (a condition's) that the answer lacks is named too, by the
+    condition's place (``status.conditions[].extra``), once."""
+    class Pruning(StatusClient):
+        def execute(self, req: Any) -> Any:
+            obj = super().execute(req)
+            obj["status"] = json.loads(json.dumps(obj["status"]))  # the server's own copy
+            for condition in obj["status"].get("conditions") or []:
+                condition.pop("observedGeneration", None)   # as a built-in kind's type drops it
+            return obj
+
+    client = Pruning()
+    rec = Reconciler("c", actions=compile_actions(
+        [{"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "R"}]}}],
+        controller="c"), client=client)
+    for rv, generation in (("5", 1), ("7", 2)):
+        obj = cm()
+        obj["metadata"].update(resourceVersion=rv, generation=generation)
+        assert rec(KEY, obj).outcome == "done"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert "did not keep status.conditions[].observedGeneration" in warnings[0]
 
 
 def test_an_action_rendered_after_a_write_sees_the_written_object(caplog):
