@@ -39,7 +39,7 @@ from kinrun.actions.program import RESERVED_VAR_NAMES, CompiledAction
 from kinrun.actions.status import StatusAction
 from kinrun.config.children import children_actions
 from kinrun.actions.kinds import (APPLIED_FIELDS, literal_manifest, missing_fields,
-                                  names_reconciled_object, undeclared_in)
+                                  names_reconciled_object)
 from kinrun.bound import Bound
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
@@ -594,9 +594,8 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
 def _check_apply_keys(config: Config) -> None:
     """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
     the kind's schema says (``kinrun.actions.manifest_keys``), and every ``apply`` or child
-    manifest without ``apiVersion``, ``kind`` or ``metadata`` as written, or with a field its
-    built-in kind does not declare (``undeclared_in``): a server-side apply that can never
-    succeed. ConfigError at the action's manifest."""
+    manifest without ``apiVersion``, ``kind`` or ``metadata`` as written: a server-side apply
+    that can never succeed. ConfigError at the action's manifest."""
     if not any(action.kind in ("apply", "applySet", "children") for spec in config.controllers
                for action in (*spec.reconcile.actions, *spec.reconcile.on_delete,
                               *spec.reconcile.finalize)):
@@ -613,12 +612,6 @@ def _check_apply_keys(config: Config) -> None:
                     raise action.field_locations.get(key, action.location).error(
                         f"{action.kind}: the manifest has no {' or '.join(missing)}: every "
                         f"object a server-side apply sends needs {', '.join(APPLIED_FIELDS)}")
-                unknown = undeclared_in(text) if action.kind != "applySet" else None
-                if unknown is not None:
-                    raise action.field_locations.get(key, action.location).error(
-                        f"{action.kind}: {unknown}: the kind's schema has no such field, so "
-                        "every server-side apply of this manifest fails (kube-apiserver: "
-                        "field not declared in schema)")
                 problems = apply_key_problems(text, crds) if isinstance(text, str) else []
                 if problems:
                     loc = action.field_locations.get(key, action.location)

@@ -400,43 +400,17 @@ _TEMPLATED = "x"
 """What :func:`_as_written` reads each ``{{ }}`` as."""
 
 
-def undeclared_in(manifest: Any) -> str | None:
-    """The first field of a manifest as written (template text or mapping) of a built-in kind
-    (literal ``apiVersion`` and ``kind``) that the kind's schema does not declare
-    (``kinrun.openapi.undeclared_field``: ``.dat``): every server-side apply of it fails
-    (kube-apiserver 1.20: 500 ``field not declared in schema``). None when there is none, the
-    kind is not built in, or the manifest cannot be read without rendering; a key written as
-    a template is not checked."""
-    from kinrun.openapi import builtin_schemas, undeclared_field
-
-    written = _as_written(manifest)
-    if not isinstance(written, Mapping) or not isinstance(written.get("apiVersion"), str) \
-            or not isinstance(written.get("kind"), str) or _TEMPLATED in (
-                written["apiVersion"], written["kind"]):
-        return None
-    group, _, version = written["apiVersion"].rpartition("/")
-    schema = builtin_schemas().for_gvk(group, version, written["kind"])
-    return undeclared_field(schema, _literal_keys(written)) if schema is not None else None
-
-
-def _literal_keys(value: Any) -> Any:
-    """``value`` without the mapping keys written as templates (read as ``x``)."""
-    if isinstance(value, Mapping):
-        return {k: _literal_keys(v) for k, v in value.items() if k != _TEMPLATED}
-    if isinstance(value, list):
-        return [_literal_keys(v) for v in value]
-    return value
-
-
 APPLIED_FIELDS = ("apiVersion", "kind", "metadata")
 """The top-level fields every object a server-side apply sends must have."""
 
 
 def missing_fields(manifest: Any) -> list[str]:
     """The :data:`APPLIED_FIELDS` that one manifest as written (template text or mapping) has
-    no key for, read as :func:`literal_manifest` reads it (a ``{% if %}`` branch's keys
-    count, so a field missing here is missing from every render); [] when it cannot be read
-    without rendering (no mapping: a template whose shape only rendering shows)."""
+    no key for, read as :func:`literal_manifest` reads it; [] when it cannot be read without
+    rendering (no mapping, or any ``{% %}`` tag: a ``set`` block, macro, loop or branch puts
+    text where only rendering shows)."""
+    if isinstance(manifest, str) and "{%" in manifest:
+        return []   # a block, macro, loop or branch places text where reading it cannot tell
     written = _as_written(manifest)
     if not isinstance(written, Mapping):
         return []
