@@ -22,6 +22,7 @@ instead (:func:`method_reads`). A kind without a schema is not checked.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,19 +77,12 @@ def bindings(tree: nodes.Node, given: Mapping[str, Binding | None] | None = None
             bound = (f"get:{bound[1][0]}", ())
         found[target.name] = None if target.name in found or target.name in (given or {}) \
             or target.name in ROOTS else bound
-    followed = {name for name, bound in found.items() if bound is not None}
-    for name in bound_names(tree):  # every other way of binding: not followed
-        if name not in followed or _bound_otherwise(tree, name):
+    simple = Counter(node.target.name for node in tree.find_all((nodes.For, nodes.Assign))
+                     if isinstance(node.target, nodes.Name))
+    for name, times in Counter(bound_names(tree)).items():  # any other way: not followed
+        if found.get(name) is None or times != simple[name]:
             found[name] = None
     return {**{k: v for k, v in (given or {}).items() if k not in found}, **found}
-
-
-def _bound_otherwise(tree: nodes.Node, name: str) -> bool:
-    """Whether ``name`` is bound in ``tree`` by more than one ``for``/``set`` (or by anything
-    else: ``with``, a ``set`` block, macro and call-block parameters, a tuple target)."""
-    simple = sum(1 for node in tree.find_all((nodes.For, nodes.Assign))
-                 if isinstance(node.target, nodes.Name) and node.target.name == name)
-    return sum(1 for bound in bound_names(tree) if bound == name) != simple
 
 
 def bound_to(value: nodes.Node, given: Mapping[str, Binding | None]) -> Binding | None:
