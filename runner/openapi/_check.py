@@ -191,7 +191,8 @@ def undeclared_field(schema: Schema, obj: Any, path: str = "") -> str | None:
     create typed patch object: PATH: field not declared in schema``), where an update or
     patch drops the field. Open:
     maps (``additionalProperties``), ``x-kubernetes-preserve-unknown-fields``, and an object
-    node that declares nothing (``RawExtension``, ``FieldsV1``)."""
+    node that declares nothing (``RawExtension``, ``FieldsV1``). With several undeclared fields
+    kube-apiserver names one in Go's map order (random); this names the first in sorted order."""
     if isinstance(obj, dict):
         declared = schema.node.get("properties")
         if not declared and schema.additional is None:
