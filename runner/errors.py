@@ -269,6 +269,10 @@ class TemporaryError(ReconcileError):
         self.delay = delay
 
 
+TYPED_PATCH_FAILED = "failed to create typed patch object: "
+"""How kube-apiserver's fieldmanager begins a 500 for an applied body its schema refuses."""
+
+
 def never_succeeds(error: BaseException) -> bool:
     """Whether ``error`` is an API answer that no retry of the same request can change, so the
     reconcile that sent it is a permanent failure for its key (retried only when the object or
@@ -279,7 +283,10 @@ def never_succeeds(error: BaseException) -> bool:
       the live object lacks (kube-apiserver's ``NewGenericServerResponse`` form, cause
       ``UnexpectedServerResponse``) depends on the live object, so a retry with a fresh object
       can succeed;
-    - 400 BadRequest (an undecodable body, a name or namespace that contradicts the URL).
+    - 400 BadRequest (an undecodable body, a name or namespace that contradicts the URL);
+    - 500 ``failed to create typed patch object: ...``: a server-side apply whose own body
+      fails the kind's schema (a field it does not declare); kube-apiserver's fieldmanager
+      answers it before reading the live object, so the same body fails again.
 
     403 and 404 are not: RBAC can be granted and a missing namespace or kind created while the
     object stays the same. Semantics: kube-apiserver 1.20's answers; the split as kopf's
@@ -287,6 +294,8 @@ def never_succeeds(error: BaseException) -> bool:
     status = getattr(error, "status", None)
     if status == 400 and getattr(error, "reason", "") == "BadRequest":
         return True
+    if status == 500:
+        return str(getattr(error, "message", "")).startswith(TYPED_PATCH_FAILED)
     if status != 422:
         return False
     causes = ((getattr(error, "body", None) or {}).get("details") or {}).get("causes") or []

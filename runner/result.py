@@ -107,7 +107,8 @@ class Result:
     @classmethod
     def failed(cls, error: BaseException, cause: Cause | None = None) -> Result:
         """The result of a reconcile that raised ``error``: PermanentError, or an API answer
-        that no retry can change (``kinrun.errors.never_succeeds``: 400, 422 naming a field)
+        that no retry can change (``kinrun.errors.never_succeeds``: 400, 422 naming a field, an
+        applied body its schema refuses)
         -> ``permanent``; TemporaryError -> ``retry`` after its ``delay`` (None: with
         backoff); else ``retry``."""
         if isinstance(error, PermanentError) or never_succeeds(error):

@@ -1,4 +1,5 @@
-"""A request no retry can change (400, 422 naming a field) ends the reconcile permanently."""
+"""A request no retry can change (400, 422 naming a field, an applied body its schema refuses)
+ends the reconcile permanently."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ INVALID_PORT = {"kind": "Status", "code": 422, "reason": "Invalid",
                 "details": {"name": "s", "kind": "Service", "causes": [
                     {"reason": "FieldValueRequired", "message": "Required value",
                      "field": "spec.ports[0].protocol"}]}}
+UNDECLARED = "failed to create typed patch object: .dat: field not declared in schema"
 FAILED_TEST_OP = {"kind": "Status", "code": 422, "reason": "Invalid",
                   "message": "the server rejected our request due to an error in our request",
                   "details": {"causes": [{"reason": "UnexpectedServerResponse",
@@ -28,9 +30,15 @@ FAILED_TEST_OP = {"kind": "Status", "code": 422, "reason": "Invalid",
     pytest.param(403, {"kind": "Status", "code": 403, "reason": "Forbidden"}, False, id="forbidden"),
     pytest.param(404, {"kind": "Status", "code": 404, "reason": "NotFound"}, False, id="not-found"),
     pytest.param(500, {"kind": "Status", "code": 500, "reason": "InternalError"}, False, id="5xx"),
+    pytest.param(500, {"kind": "Status", "code": 500, "message": UNDECLARED}, True,
+                 id="typed-patch-refused"),
+    pytest.param(500, {"kind": "Status", "code": 500,
+                       "message": "failed to create typed live object: .x: field not declared"},
+                 False, id="typed-live-object"),
 ])
 def test_never_succeeds_by_status_and_causes(status, body, expected):
-    """Only 400 and a 422 whose causes name a field are answers no retry can change."""
+    """Only 400, a 422 whose causes name a field and a 500 refusing the applied body itself are
+    answers no retry can change (the live object's typed form failing is not)."""
     import orjson
     assert never_succeeds(error_from_response(status, orjson.dumps(body))) is expected
 
@@ -57,3 +65,4 @@ def test_answers_a_retry_can_change_are_retried(error):
 def test_bad_request_is_permanent():
     """A 400 BadRequest (an undecodable body) is permanent."""
     assert Result.failed(BadRequestError("x", reason="BadRequest")).outcome == "permanent"
+
