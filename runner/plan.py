@@ -544,18 +544,21 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
     ``{{ objj.metadata.name }}``, a misspelt var), which fails every render: ConfigError at
     the action or var, with the closest known name. Known: the template variables every
     action sees (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``, ``error``...),
-    the engine's globals, the vars, an action's ``forEach`` item, ``child`` (a child's
-    conditions); a name the template binds anywhere is left alone (whether a branch bound it
-    is known at run time only); plugin actions are not checked (they render their own)."""
+    the engine's globals, the vars, and where a template sees them (``_template_sources``)
+    an action's ``forEach`` item, ``error`` (``onError`` actions and vars) and ``child`` (a
+    child's ``readyWhen``); a name the template binds anywhere, or tests with ``is defined``,
+    is left alone (whether a branch bound it is known at run time only); plugin actions are
+    not checked (they render their own)."""
     from jinja2 import meta
 
-    base = {*RESERVED_VAR_NAMES, "child", *engine.global_names}
+    base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)
     for spec in config.controllers:
         known = base | {var.name for var in spec.reconcile.vars}
         for source, expression, loc, hidden in _template_sources(spec, plugins=False):
             tree = engine.syntax_tree(source, expression=expression)
             unknown = sorted(meta.find_undeclared_variables(tree) - known - hidden
-                             - set(bound_names(tree))) if tree is not None else []
+                             - set(bound_names(tree)) - _tested_for_definition(tree)
+                             ) if tree is not None else []
             if unknown:
                 name = unknown[0]
                 line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
@@ -565,23 +568,41 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                     "lookup or function templates have here"))
 
 
+_SCOPED_NAMES = ("error", "child")
+"""Template variables only some templates see: ``error`` in ``onError`` actions (vars too:
+they are rendered there as well), ``child`` in a child's ``readyWhen``."""
+
+
+def _tested_for_definition(tree: nodes.Node) -> set[str]:
+    """The names ``tree`` tests with ``is defined``/``is undefined``: guarded by their author."""
+    return {test.node.name for test in tree.find_all(nodes.Test)
+            if test.name in ("defined", "undefined") and isinstance(test.node, nodes.Name)}
+
+
 def _template_sources(spec: ControllerSpec, *, plugins: bool = True
                       ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
-    """(source, is an expression, location, names it sees rebound) of every template a
-    controller compiles, ``finalizer.when`` included. The names: an action's ``forEach``
-    item (``as:``, default ``item``; an ``applySet``'s own too) in its other keys, where a
-    var of that name is hidden. ``plugins``: False leaves out plugin actions' strings."""
+    """(source, is an expression, location, names it sees besides every template's) of every
+    template a controller compiles, ``finalizer.when`` and a child's ``readyWhen`` and
+    ``includeWhen`` included. The names: an action's ``forEach`` item (``as:``, default
+    ``item``; an ``applySet``'s own too) in its other keys, where a var of that name is
+    hidden; ``error`` in vars and ``onError`` actions; ``child`` in ``readyWhen``.
+    ``plugins``: False leaves out plugin actions' strings."""
     from kinrun.template_reads import template_strings
     rec = spec.reconcile
     for var in rec.vars:
-        yield var.expression, True, var.location, frozenset()
+        yield var.expression, True, var.location, frozenset(("error",))
+    errors = {id(action) for action in rec.on_error}
     for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
         if action.plugin and not plugins:
             continue
         raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
         inner = raw.get("applySet") if isinstance(raw.get("applySet"), Mapping) else {}
-        item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d)
+        item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d) \
+            | (frozenset(("error",)) if id(action) in errors else frozenset())
         for key, value in raw.items():
+            if key == "children" and isinstance(value, Mapping):
+                yield from _child_sources(value, action, item)
+                continue
             expression = key in ("when", "forEach")
             for text in template_strings(value):
                 if expression or "{{" in text or "{%" in text:
@@ -589,6 +610,28 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
                         else frozenset()
     if spec.finalizer_when:
         yield spec.finalizer_when, True, spec.finalizer_when_location, frozenset()
+
+
+def _child_sources(value: Mapping[str, Any], action: Any, item: frozenset[str]
+                   ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
+    """The templates of a ``children`` action (``_template_sources``' shape): each child's
+    ``readyWhen`` (which sees ``child``) and ``includeWhen`` as expressions at their own
+    place, every other string with ``{{ }}`` or ``{% %}`` as a template."""
+    from kinrun.template_reads import template_strings
+    for key, part in value.items():
+        children = part if key == "resources" and isinstance(part, list) else ()
+        for index, child in enumerate(children):
+            for field, field_value in (child.items() if isinstance(child, Mapping) else ()):
+                loc = action.field_locations.get(f"resources[{index}].{field}", action.location)
+                if field in ("readyWhen", "includeWhen") and isinstance(field_value, str):
+                    yield field_value, True, loc, item | (
+                        frozenset(("child",)) if field == "readyWhen" else frozenset())
+                else:
+                    yield from ((text, False, loc, item) for text in template_strings(field_value)
+                                if "{{" in text or "{%" in text)
+        if not children:
+            yield from ((text, False, action.location, item) for text in template_strings(part)
+                        if "{{" in text or "{%" in text)
 
 
 def _check_apply_keys(config: Config) -> None:

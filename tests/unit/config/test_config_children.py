@@ -172,6 +172,31 @@ def test_reads_of_children_are_checked_against_their_kinds(extra: str, body: str
         plan(load_text(crd_free % children.rstrip("\n"), file="g.yaml"))
 
 
+@pytest.mark.parametrize("extra,body,message", [
+    pytest.param("                includeWhen: 'enabeld'\n", "", "'enabeld' is undefined",
+                 id="undefined-in-includeWhen"),
+    pytest.param("                includeWhen: 'child.metadata.name'\n", "", "'child' is undefined",
+                 id="child-outside-readyWhen"),
+    pytest.param("", "-{{ child.metadata.name }}", "'child' is undefined", id="child-in-manifest"),
+    pytest.param("", "", None, id="child-in-readyWhen"),
+])
+def test_child_is_defined_only_in_ready_when(extra: str, body: str, message: str | None) -> None:
+    """``child`` exists in a child's readyWhen only: anywhere else (includeWhen, a manifest)
+    every render fails, so validate refuses it; an undefined name in includeWhen too."""
+    from kinrun.errors import ConfigError
+    from kinrun.plan import plan
+
+    crd_free = CONFIG.replace("example.com/v1, kind: App", "v1, kind: ConfigMap")
+    ready = "                readyWhen: 'child.metadata.name != \"\"'\n"
+    text = crd_free % (_child("cm", extra=ready) + _child("two", body=body, extra=extra)
+                       ).rstrip("\n")
+    if message is None:
+        plan(load_text(text, file="g.yaml"))
+        return
+    with pytest.raises(ConfigError, match=message):
+        plan(load_text(text, file="g.yaml"))
+
+
 def test_one_set_per_parent_and_no_loop() -> None:
     """A second children (or applySet) action on the same parent would prune the first's
     children; a forEach over children would too."""

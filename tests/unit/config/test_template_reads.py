@@ -374,7 +374,11 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
     ("        - log: \"{{ wantd }}\"\n", "      vars:\n        wanted: \"obj.spec\"\n",
      "did you mean 'wanted'?"),
     ("        - log: x\n          when: \"nodee == 'a'\"\n", "", "'nodee' is undefined"),
-], ids=["unknown", "root-typo", "var-typo", "when"])
+    ("        - log: \"{{ error.message }}\"\n", "", "'error' is undefined"),
+    ("        - log: x\n      onError:\n        - log: \"{{ child.kind }}\"\n", "",
+     "'child' is undefined"),
+], ids=["unknown", "root-typo", "var-typo", "when", "error-outside-onError",
+        "child-outside-readyWhen"])
 def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> None:
     """A name nothing defines fails every render: validate refuses it at its action, with the
     closest known name."""
@@ -390,8 +394,13 @@ def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> No
     ("        - log: \"{{ item.image }}\"\n          forEach: obj.spec.containers\n", ""),
     ("        - log: \"{% macro m(a) %}{{ a }}{{ caller() }}{% endmacro %}"
      "{% call m(1) %}x{% endcall %}{% for c in [1] %}{{ loop.index }}{% endfor %}\"\n", ""),
-], ids=["every-known-name", "bound-in-a-branch", "forEach-item", "macro-caller-loop"])
+    ("        - log: x\n      onError:\n        - log: \"{{ error.message }} {{ e }}\"\n",
+     "      vars:\n        e: \"error.message if error is defined else ''\"\n"),
+    ("        - log: \"{{ error.message if error is defined else 'none' }}\"\n", ""),
+], ids=["every-known-name", "bound-in-a-branch", "forEach-item", "macro-caller-loop",
+        "error-in-onError-and-vars", "guarded-by-is-defined"])
 def test_names_templates_have_pass(actions: str, extra: str) -> None:
     """The template variables, functions, globals, a forEach item, names a template binds
-    (in any branch), macro parameters, caller and loop are all defined."""
+    (in any branch), macro parameters, caller and loop are all defined; ``error`` in onError
+    actions and vars; a name tested with ``is defined`` is the author's to guard."""
     compile_pods(actions, extra)
