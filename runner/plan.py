@@ -546,15 +546,17 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
     action sees (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``, ``error``...),
     the engine's globals, the vars, and where a template sees them (``_template_sources``)
     an action's ``forEach`` item, ``error`` (``onError`` actions and vars) and ``child`` (a
-    child's ``readyWhen``); a name the template binds anywhere, or tests with ``is defined``,
+    child's ``readyWhen``); ``finalizer.when`` sees ``obj`` and the globals only; a name the template binds anywhere, or tests with ``is defined``,
     is left alone (whether a branch bound it is known at run time only); plugin actions are
     not checked (they render their own)."""
     from jinja2 import meta
 
     base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)
     for spec in config.controllers:
-        known = base | {var.name for var in spec.reconcile.vars}
+        every = base | {var.name for var in spec.reconcile.vars}
         for source, expression, loc, hidden in _template_sources(spec, plugins=False):
+            known = every if loc is not spec.finalizer_when_location else \
+                {"obj", *engine.global_names}  # kinrun.actions.finalizer.FinalizerCondition
             tree = engine.syntax_tree(source, expression=expression)
             unknown = sorted(meta.find_undeclared_variables(tree) - known - hidden
                              - set(bound_names(tree)) - _tested_for_definition(tree)
@@ -565,7 +567,9 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                 near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
                 raise _error_at(loc, f"{name!r} is undefined (template line {line})" + (
                     f"; did you mean {near[0]!r}?" if near else "; not a variable, var, "
-                    "lookup or function templates have here"))
+                    "lookup or function templates have here") + (
+                    "; finalizer.when sees obj and the functions only" if known is not every
+                    else ""))
 
 
 _SCOPED_NAMES = ("error", "child")

@@ -404,3 +404,24 @@ def test_names_templates_have_pass(actions: str, extra: str) -> None:
     (in any branch), macro parameters, caller and loop are all defined; ``error`` in onError
     actions and vars; a name tested with ``is defined`` is the author's to guard."""
     compile_pods(actions, extra)
+
+
+def test_finalizer_when_sees_obj_only() -> None:
+    """``finalizer.when`` is evaluated with ``obj`` and the globals only
+    (``FinalizerCondition``): a var there fails every reconcile, so validate refuses it."""
+    def config(when: str) -> str:
+        return HEAD + textwrap.dedent(f"""\
+            informers:
+              pods: {{apiVersion: v1, kind: Pod}}
+            controllers:
+              - name: c
+                for: pods
+                finalizer: {{name: example.com/x, when: "{when}"}}
+                reconcile:
+                  vars: {{m: obj.spec.nodeName}}
+                  actions: [{{log: x}}]
+                  finalize: [{{log: bye}}]
+            """)
+    plan(load_text(config("obj.spec.nodeName == 'a' and now() is not none"), file="c.yaml"))
+    with pytest.raises(ConfigError, match="'m' is undefined"):
+        plan(load_text(config("m == 'a'"), file="c.yaml"))
