@@ -565,11 +565,10 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                 name = unknown[0]
                 line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
                 near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
-                raise _error_at(loc, f"{name!r} is undefined (template line {line})" + (
-                    f"; did you mean {near[0]!r}?" if near else "; not a variable, var, "
-                    "lookup or function templates have here") + (
-                    "; finalizer.when sees obj and the functions only" if known is not every
-                    else ""))
+                hint = ("finalizer.when sees obj and the functions only" if known is not every
+                        else "not a variable, var, lookup or function templates have here")
+                raise _error_at(loc, f"{name!r} is undefined (template line {line}); " + (
+                    f"did you mean {near[0]!r}?" if near else hint))
 
 
 _SCOPED_NAMES = ("error", "child")
