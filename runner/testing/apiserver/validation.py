@@ -1,6 +1,6 @@
 """Object validation the store applies on every write (a small subset of kube-apiserver's):
-names (RFC 1123 subdomain, or label for namespaces), label keys and values, generateName, and
-CustomResourceDefinition names. Failures raise 422 Invalid with field causes like
+names (RFC 1123 subdomain, or label for namespaces), label keys and values, generateName,
+CustomResourceDefinition names, and the per-kind checks of :mod:`.kind_validation`. Failures raise 422 Invalid with field causes like
 ``metadata.name: Invalid value: "X": ...``.
 """
 
@@ -12,6 +12,7 @@ import re
 import secrets
 from typing import Any
 
+from .kind_validation import kind_errors
 from .registry import ResourceType
 from kinrun.openapi import json_type
 from kinrun.selectors import label_key_error, label_value_error
@@ -69,6 +70,8 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
         if not isinstance(value, str) or label_value_error(value):
             causes.append(("metadata.labels", "FieldValueInvalid",
                            f'Invalid value: "{value}": {label_value_error(str(value)) or "must be a string"}'))
+    if not rtype.custom:
+        causes.extend(kind_errors(rtype.group, rtype.kind, obj))
     if rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
         causes.extend(crd_errors(obj))
     if rtype.group == "admissionregistration.k8s.io":

@@ -76,7 +76,7 @@ def test_kubectl_get_watch_sees_new_pod(embedded_server):
     try:
         assert embedded_server.wait_for_watchers("v1", "Pod", timeout=20), "kubectl never watched"
         embedded_server.store.create({"apiVersion": "v1", "kind": "Pod",
-                                      "metadata": {"name": "late", "namespace": "default"}, "spec": {}})
+                                      "metadata": {"name": "late", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
         assert lines.get(timeout=20) == "pod/late"
     finally:
         proc.terminate()
