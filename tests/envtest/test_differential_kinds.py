@@ -58,6 +58,10 @@ CASES = {
     "deployment-valid": workload("Deployment", {"matchLabels": {"app": "a"}}, {"app": "a"}),
     "replicaset-empty-selector": workload("ReplicaSet", {}, {"app": "b"}),
     "daemonset-selector-mismatch": workload("DaemonSet", {"matchLabels": {"app": "a"}}, {}),
+    "daemonset-template-without-labels": ("apis/apps/v1/namespaces/NS/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "w"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}},
+                 "template": {"spec": {"containers": [IMAGE]}}}}),
     "statefulset-empty-selector": workload("StatefulSet", {}, {"app": "b"}),
     "configmap-bad-keys": core("ConfigMap", {"data": {"a b": "x", "..x": "y", "ok": "z"},
                                              "binaryData": {"?": "eA=="}}),

@@ -149,7 +149,7 @@ def workload_errors(spec: dict[str, Any], word: str) -> list[Cause]:
     """An apps/v1 workload's selector against its template's labels, then its pod spec."""
     causes: list[Cause] = []
     selector = spec.get("selector")
-    labels = _dig(spec, "template", "metadata").get("labels") or {}
+    labels = _dig(spec, "template", "metadata").get("labels")
     if isinstance(selector, dict):
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
             causes.append(("spec.selector", "FieldValueInvalid",
@@ -157,7 +157,7 @@ def workload_errors(spec: dict[str, Any], word: str) -> list[Cause]:
                            f"for {word}"))
         else:
             try:
-                matched = label_selector_from(selector).matches(labels)
+                matched = label_selector_from(selector).matches(labels or {})
             except SelectorError:
                 matched = True  # an operator the schema admits but we cannot read: not judged
             if not matched:
@@ -167,8 +167,10 @@ def workload_errors(spec: dict[str, Any], word: str) -> list[Cause]:
     return causes + pod_spec_errors(_dig(spec, "template", "spec"), "spec.template.spec")
 
 
-def _go_map(labels: dict[str, Any]) -> str:
-    """A map[string]string as Go's ``%#v`` prints it (keys sorted)."""
+def _go_map(labels: dict[str, Any] | None) -> str:
+    """A map[string]string as Go's ``%#v`` prints it (keys sorted; None is a nil map)."""
+    if labels is None:
+        return "map[string]string(nil)"
     return "map[string]string{" + ", ".join(
         f"{json.dumps(k)}:{json.dumps(labels[k])}" for k in sorted(labels)) + "}"
 
