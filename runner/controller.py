@@ -8,8 +8,11 @@ Also the event-handler helpers that map informer events to queue keys (step 7 of
 from __future__ import annotations
 
 import logging
+import os
+import sysconfig
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -364,13 +367,34 @@ CAUSE_DELETION = Cause(DELETION)
 
 
 def _one_line(err: BaseException | None) -> str:
-    """``Type: message`` for unexpected errors; kinrun's own errors (API, render, reconcile)
-    already say what happened in their message."""
+    """``Type: message (at FILE:LINE in FUNCTION)`` for unexpected errors (a hook's bug:
+    ``KeyError: 'spec' (at plug.py:6 in kinrun_reconcile)``, see :func:`_origin`); kinrun's
+    own errors (API, render, reconcile) already say what happened in their message."""
     if err is None:
         return "unknown error"
     if isinstance(err, KinrunError):
         return str(err)
-    return f"{type(err).__name__}: {err}"
+    origin = _origin(err)
+    return f"{type(err).__name__}: {err}" + (f" (at {origin})" if origin else "")
+
+
+_LIBRARY_DIRS = tuple({os.path.dirname(os.path.abspath(__file__)),
+                       sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                       sysconfig.get_paths()["platlib"]})
+"""Where kinrun, the standard library and installed packages live: not a hook's own code."""
+
+
+def _origin(err: BaseException) -> str:
+    """``FILE:LINE in FUNCTION`` of the innermost frame of ``err``'s traceback outside
+    kinrun, the standard library and installed packages (a plugin's own line; FILE relative
+    to the working directory when under it), or "" when every frame is theirs."""
+    found = ""
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_LIBRARY_DIRS):
+            shown = os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
+            found = f"{shown}:{line} in {frame.f_code.co_name}"
+    return found
 
 
 def _traceback_worthy(err: BaseException | None) -> BaseException | None:
