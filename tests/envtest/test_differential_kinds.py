@@ -84,3 +84,34 @@ def test_per_kind_validation_matches(both: Pair, case: str) -> None:
     real, embedded = both.run(scenario)
     assert real == embedded
     assert (real[0] == 201) is case.endswith("-valid")
+
+
+RESOURCES = {
+    "none": {},
+    "limits-only": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+    "requests-only": {"requests": {"cpu": "100m"}},
+    "request-below-limit": {"requests": {"cpu": "100m"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+    "zero-request": {"requests": {"cpu": "0"}},
+}
+
+
+@pytest.mark.parametrize("resources", sorted(RESOURCES))
+def test_a_pod_gets_requests_from_limits_and_its_qos_class(both: Pair, resources: str) -> None:
+    """A created Pod's containers request what they limit, and its status has phase Pending
+    and the QoS class of its requests and limits; a Deployment's template is not defaulted."""
+    container = {**IMAGE, "resources": RESOURCES[resources]}
+    _, deployment = workload("Deployment", {"matchLabels": {"app": "a"}}, {"app": "a"},
+                             [container])
+
+    def scenario(t: Target) -> Any:
+        made = t.kube.request("POST", f"/api/v1/namespaces/{t.ns}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [container]}}).body
+        made_deployment = t.kube.request(
+            "POST", f"/apis/apps/v1/namespaces/{t.ns}/deployments", deployment).body
+        template = made_deployment["spec"]["template"]["spec"]["containers"][0]
+        return (made["spec"]["containers"][0].get("resources"), made["status"].get("phase"),
+                made["status"].get("qosClass"), template.get("resources"))
+
+    real, embedded = both.run(scenario)
+    assert real == embedded

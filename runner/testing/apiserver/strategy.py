@@ -47,9 +47,62 @@ def apply_defaults(rtype: ResourceType, obj: Obj, now: str) -> None:
         obj["spec"] = {**spec, "finalizers": spec.get("finalizers") or ["kubernetes"]}
     elif rtype.group == "" and rtype.kind == "Pod" and isinstance(obj.get("spec"), dict):
         obj["spec"] = {**POD_SPEC_DEFAULTS, **obj["spec"]}
+        _default_requests(obj["spec"])
+        if "status" not in obj:  # a seeded Pod without status: as a create through the API
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos(obj["spec"])}
     elif rtype.group == "apiextensions.k8s.io" and rtype.kind == "CustomResourceDefinition":
         if not (obj.get("status") or {}).get("conditions"):
             obj["status"] = crd_status(obj, now)
+
+
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def _containers(spec: Obj) -> list[Obj]:
+    return [c for field in ("initContainers", "containers") for c in spec.get(field) or []
+            if isinstance(c, dict)]
+
+
+def _default_requests(spec: Obj) -> None:
+    """A Pod's containers request what they limit, where they name no request of their own
+    (kube-apiserver's ``SetDefaults_Pod``; pod templates are not defaulted so)."""
+    for container in _containers(spec):
+        resources = container.get("resources")
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        if isinstance(limits, dict) and limits:
+            requests = resources.get("requests") if isinstance(resources.get("requests"),
+                                                               dict) else {}
+            resources["requests"] = {**limits, **requests}
+
+
+def pod_qos(spec: Obj) -> str:
+    """A Pod's QoS class from its containers' cpu and memory requests and limits (as
+    kubelet's ``GetPodQOS``): BestEffort when none is set (zero counts as unset), Guaranteed
+    when every container limits both and requests what it limits, else Burstable."""
+    from kubernetes.utils.quantity import parse_quantity
+
+    def nonzero(values: Any) -> dict[str, Any]:
+        found = {}
+        for name, value in (values.items() if isinstance(values, dict) else ()):
+            try:
+                if name in _QOS_RESOURCES and parse_quantity(value) != 0:
+                    found[name] = parse_quantity(value)
+            except ValueError:
+                continue  # refused by validation; not a class input
+        return found
+
+    any_set, guaranteed = False, True
+    for container in _containers(spec):
+        resources = container.get("resources") if isinstance(container.get("resources"),
+                                                             dict) else {}
+        requests, limits = nonzero(resources.get("requests")), nonzero(resources.get("limits"))
+        any_set = any_set or bool(requests or limits)
+        if set(limits) != set(_QOS_RESOURCES) or any(requests.get(k, v) != v
+                                                     for k, v in limits.items()):
+            guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def reset_status(rtype: ResourceType, obj: Obj) -> None:
@@ -58,7 +111,9 @@ def reset_status(rtype: ResourceType, obj: Obj) -> None:
     if not rtype.has_status:
         return
     if rtype.group == "" and rtype.kind == "Pod":
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        _default_requests(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
     elif rtype.group == "" and rtype.kind in ("Namespace", "Service", "Node",
                                               "PersistentVolumeClaim"):
         return

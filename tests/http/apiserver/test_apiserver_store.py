@@ -20,6 +20,19 @@ def test_load_creates_or_replaces_and_creates_namespaces():
         assert srv.store.get("v1", "ConfigMap", "a", "team")["data"] == {"v": "2"}
 
 
+def test_load_of_a_pod_without_status_starts_it_pending():
+    """A seeded Pod without status gets what a create through the API gives it (phase
+    Pending, its QoS class; requests defaulted from limits), so a controller reading
+    status.phase sees what it would on a cluster."""
+    with EmbeddedAPIServer() as srv:
+        seeded = pod("p")
+        seeded["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+        loaded = srv.load([seeded])[0]
+        assert loaded["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+        assert loaded["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1",
+                                                                            "memory": "1Gi"}
+
+
 def test_load_keeps_status_as_given():
     """Seeded objects keep their status (unlike a create through the API)."""
     with EmbeddedAPIServer() as srv:

@@ -144,3 +144,21 @@ def test_openapi_v3_documents_hold_the_kinds_schemas(embedded_api_client):
     assert deploy["properties"]["spec"]["$ref"] == "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"
     assert "io.k8s.api.core.v1.Container" in schemas
     assert "io.k8s.api.core.v1.ConfigMap" not in schemas
+
+
+def test_per_kind_validation_refuses_a_deployment_selecting_other_labels(embedded_api_client):
+    """A Deployment whose selector does not select its template's labels is 422 naming
+    spec.template.metadata.labels, as kube-apiserver (tests/envtest/test_differential_kinds.py);
+    with matching labels it is created."""
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}},
+                     "template": {"metadata": {"labels": {"app": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    reply = call(embedded_api_client, "POST", path, body=body)
+    assert reply.status == 422
+    assert [(c["field"], c["message"]) for c in reply.body["details"]["causes"]] == [
+        ("spec.template.metadata.labels", 'Invalid value: map[string]string{"app":"b"}: '
+         "`selector` does not match template `labels`")]
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "a", "tier": "web"}
+    assert call(embedded_api_client, "POST", path, body=body).status == 201
