@@ -39,6 +39,9 @@ ITEMS = "[]"
 """A path step for every item of a list (an integer subscript)."""
 DICT_METHODS = frozenset({"items", "keys", "values", "get", "copy"})
 """Attribute names that are methods of a dict: a chain through one reads the dict whole."""
+STR_METHODS = frozenset(name for name in dir(str) if not name.startswith("_"))
+"""Attribute names that are methods of a string: a chain ending in one (``name.upper()``)
+reads the value before it (a field so named is kept with its parent: more, never less)."""
 LOOKUPS = frozenset({"get", "list", "by_index"})
 """The template functions that return cached objects."""
 PRESENCE_TESTS = frozenset({"none", "defined", "undefined", "mapping", "string", "number",
@@ -62,6 +65,8 @@ class CacheReads:
             if step in DICT_METHODS:
                 path = path[:i]
                 break
+        if path and path[-1] in STR_METHODS:
+            path = path[:-1]
         if path:
             self.paths.setdefault(informer, set()).add(path)
         else:

@@ -96,6 +96,8 @@ def test_every_read_is_kept(template: str) -> None:
     ("{% for k, v in obj.spec.items() %}{{ k }}{% endfor %}", {"spec"}),
     ("{{ obj.status.phase }} {{ obj.status }}", {"status"}),
     ("{{ obj.metadata.labels.app }}", set()),
+    ("{{ obj.spec.nodeName.upper() }} {{ obj.status.phase.startswith('R') }}",
+     {"spec.nodeName", "status.phase"}),
 ])
 def test_only_what_is_read_is_kept(template: str, kept: set[str]) -> None:
     compiled = plan(load_text(config(template)))
