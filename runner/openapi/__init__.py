@@ -25,8 +25,8 @@ Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_
 beyond reading the package data once.
 """
 
-from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, crd_errors, decode_errors,
-                     json_type, keeps, list_map_key_errors, prune, required_errors,
+from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, canonicalize_quantities,
+                     crd_errors, decode_errors, json_type, keeps, list_map_key_errors, prune, required_errors,
                      type_matches, undeclared_field)
 from ._schema import (GVK, KUBERNETES_VERSION, Schema, Schemas, builtin_document,
                       builtin_schemas, crd_schema)
@@ -41,6 +41,7 @@ __all__ = [
     "apply_defaults",
     "builtin_document",
     "builtin_schemas",
+    "canonicalize_quantities",
     "crd_errors",
     "crd_schema",
     "decode_errors",

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._quantity import canonical_quantity
 from ._schema import Schema
 
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -276,6 +277,20 @@ def apply_defaults(schema: Schema, obj: Any,
         for name, prop in (node.node.get("properties") or {}).items():
             if name not in value and prop.get("default") is not None:
                 value[name] = copy.deepcopy(prop["default"])
+        return True
+    _walk(schema, obj, "", visit)
+
+
+def canonicalize_quantities(schema: Schema, obj: Any) -> None:
+    """Rewrite, in place, every resource quantity of built-in ``obj`` (a field or map value
+    of type ``Quantity``: ``resources.limits``, ``emptyDir.sizeLimit``...) in the canonical
+    form kube-apiserver stores (:func:`canonical_quantity`: ``0.5`` -> ``500m``)."""
+    def visit(node: Schema, value: Any, path: str) -> bool:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                sub = node.child(key) or node.additional
+                if sub is not None and sub.name == QUANTITY:
+                    value[key] = canonical_quantity(item)
         return True
     _walk(schema, obj, "", visit)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from .conftest import Pair, Target
+from .test_differential import APPLY
 
 IMAGE = {"name": "c", "image": "nginx"}
 
@@ -112,6 +113,40 @@ def test_a_pod_gets_requests_from_limits_and_its_qos_class(both: Pair, resources
         template = made_deployment["spec"]["template"]["spec"]["containers"][0]
         return (made["spec"]["containers"][0].get("resources"), made["status"].get("phase"),
                 made["status"].get("qosClass"), template.get("resources"))
+
+    real, embedded = both.run(scenario)
+    assert real == embedded
+
+
+QUANTITIES = ["0.5", "1024Mi", "1536Mi", "2000m", "1500m", "2000", "1200", "1", "0.25", "0.5Gi",
+              "100Mi", "1Ki", "0.5Ki", "0", "1000000", "128974848", "1.5", "1Gi", "250M"]
+
+
+def test_quantities_are_answered_in_canonical_form(both: Pair) -> None:
+    """Each quantity of a created Pod (limits, requests, an emptyDir's sizeLimit) is stored
+    in kube-apiserver's canonical form (``0.5`` -> ``500m``, ``1024Mi`` -> ``1Gi``), and a
+    server-side apply of the same body as written changes nothing (its managed fields and
+    resourceVersion stay)."""
+    def pod_with(index: int, value: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{index}"}, "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {
+                "limits": {"memory": value}, "requests": {"cpu": value}}}],
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": value}}]}}
+
+    def scenario(t: Target) -> Any:
+        out = []
+        for index, value in enumerate(QUANTITIES):
+            path = f"/api/v1/namespaces/{t.ns}/pods/p{index}"
+            made = t.kube.request("PATCH", path, pod_with(index, value),
+                                  query={"fieldManager": "m"}, content_type=APPLY).body
+            again = t.kube.request("PATCH", path, pod_with(index, value),
+                                   query={"fieldManager": "m"}, content_type=APPLY).body
+            assert "spec" in made, (value, made.get("message"))
+            resources = made["spec"]["containers"][0]["resources"]
+            out.append((value, resources["limits"]["memory"], resources["requests"]["cpu"],
+                        made["spec"]["volumes"][0]["emptyDir"]["sizeLimit"],
+                        again["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]))
+        return out
 
     real, embedded = both.run(scenario)
     assert real == embedded

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kinrun.openapi import (BUILTIN_DEFAULTS, KUBERNETES_VERSION, apply_defaults,
                             builtin_schemas, crd_schema, decode_errors, list_map_key_errors,
                             prune, required_errors)
@@ -54,3 +56,17 @@ def test_crd_schema_of_a_version():
     schema = crd_schema(version)
     assert schema.at("spec.size").type == "integer" and not schema.field_exists("spec.nope")
     assert crd_schema({"name": "v1"}) is None
+
+
+@pytest.mark.parametrize(("written", "canonical"), [
+    ("0.5", "500m"), ("1024Mi", "1Gi"), ("1536Mi", "1536Mi"), ("2000m", "2"),
+    ("1500m", "1500m"), ("2000", "2k"), ("1200", "1200"), ("0.5Gi", "512Mi"), ("0.5Ki", "512"),
+    ("0", "0"), ("1000000", "1M"), ("0.0000000001", "1n"), (2, "2"), ("1e3", "1e3"),
+    ("lots", "lots"),
+])
+def test_quantities_take_their_canonical_form(written: object, canonical: object) -> None:
+    """As apimachinery's Quantity.CanonicalizeBytes (tests/envtest/test_differential_kinds.py
+    compares these with kube-apiserver): decimal rounded up to nano units, largest power of
+    1000 (or 1024 for binary suffixes) leaving an integer; exponents and junk as written."""
+    from kinrun.openapi._quantity import canonical_quantity
+    assert canonical_quantity(written) == canonical

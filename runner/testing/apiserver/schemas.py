@@ -21,11 +21,12 @@ import copy
 from typing import Any
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, builtin_schemas,
-                            crd_errors, crd_schema, decode_errors, list_map_key_errors, prune,
-                            required_errors, undeclared_field)
+                            canonicalize_quantities, crd_errors, crd_schema, decode_errors,
+                            list_map_key_errors, prune, required_errors, undeclared_field)
 
 from . import status as st
 from .registry import ResourceType
+from .strategy import default_requests
 from .store import CRDS, Store
 from .validation import undecodable
 
@@ -49,6 +50,14 @@ def merge_string_data(obj: Obj) -> None:
                                   for k, v in string_data.items()}}
     if not obj.get("type"):
         obj["type"] = "Opaque"
+
+
+def _kind_defaults(rtype: ResourceType, schema: Schema, obj: Obj) -> None:
+    """What every write of a built-in object gets after its schema's defaults, as Go's
+    decoding does: quantities in canonical form, a Pod's requests from its limits."""
+    canonicalize_quantities(schema, obj)
+    if rtype.group == "" and rtype.kind == "Pod" and isinstance(obj.get("spec"), dict):
+        default_requests(obj["spec"])
 
 
 class SchemaCheck:
@@ -94,6 +103,7 @@ class SchemaCheck:
             if rtype.group == "" and rtype.kind == "Secret":
                 merge_string_data(obj)
             apply_defaults(schema, obj, BUILTIN_DEFAULTS)
+            _kind_defaults(rtype, schema, obj)
             problems = required_errors(schema, obj)
         if problems:
             raise _invalid(rtype, obj, problems)
@@ -110,6 +120,8 @@ class SchemaCheck:
             merge_string_data(obj)
         if rtype.custom or not decode_errors(schema, obj):
             apply_defaults(schema, obj, None if rtype.custom else BUILTIN_DEFAULTS)
+            if not rtype.custom:
+                _kind_defaults(rtype, schema, obj)
         return obj
 
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:

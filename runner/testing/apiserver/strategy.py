@@ -47,7 +47,7 @@ def apply_defaults(rtype: ResourceType, obj: Obj, now: str) -> None:
         obj["spec"] = {**spec, "finalizers": spec.get("finalizers") or ["kubernetes"]}
     elif rtype.group == "" and rtype.kind == "Pod" and isinstance(obj.get("spec"), dict):
         obj["spec"] = {**POD_SPEC_DEFAULTS, **obj["spec"]}
-        _default_requests(obj["spec"])
+        default_requests(obj["spec"])
         if "status" not in obj:  # a seeded Pod without status: as a create through the API
             obj["status"] = {"phase": "Pending", "qosClass": pod_qos(obj["spec"])}
     elif rtype.group == "apiextensions.k8s.io" and rtype.kind == "CustomResourceDefinition":
@@ -63,7 +63,7 @@ def _containers(spec: Obj) -> list[Obj]:
             if isinstance(c, dict)]
 
 
-def _default_requests(spec: Obj) -> None:
+def default_requests(spec: Obj) -> None:
     """A Pod's containers request what they limit, where they name no request of their own
     (kube-apiserver's ``SetDefaults_Pod``; pod templates are not defaulted so)."""
     for container in _containers(spec):
@@ -112,7 +112,7 @@ def reset_status(rtype: ResourceType, obj: Obj) -> None:
         return
     if rtype.group == "" and rtype.kind == "Pod":
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        _default_requests(spec)
+        default_requests(spec)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
     elif rtype.group == "" and rtype.kind in ("Namespace", "Service", "Node",
                                               "PersistentVolumeClaim"):
