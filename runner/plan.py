@@ -546,9 +546,10 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
     action sees (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``, ``error``...),
     the engine's globals, the vars, and where a template sees them (``_template_sources``)
     an action's ``forEach`` item, ``error`` (``onError`` actions and vars) and ``child`` (a
-    child's ``readyWhen``); ``finalizer.when`` sees ``obj`` and the globals only; a name the template binds anywhere, or tests with ``is defined``,
-    is left alone (whether a branch bound it is known at run time only); plugin actions are
-    not checked (they render their own)."""
+    child's ``readyWhen``); ``finalizer.when`` sees ``obj`` and the globals only. A name the
+    template binds anywhere, or tests with ``is defined``, is left alone (whether a branch
+    bound it is known at run time only); plugin actions are not checked (they render their
+    own)."""
     from jinja2 import meta
 
     base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)

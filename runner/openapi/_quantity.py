@@ -26,7 +26,7 @@ def canonical_quantity(value: object) -> object:
     else (a decimal exponent, a malformed string, another type) unchanged."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return value
-    match = _FORM.match(str(value).strip()) if isinstance(value, str) else None
+    match = _FORM.match(value) if isinstance(value, str) else None
     if isinstance(value, str) and match is None:
         return value
     try:

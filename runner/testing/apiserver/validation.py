@@ -1,7 +1,7 @@
 """Object validation the store applies on every write (a small subset of kube-apiserver's):
 names (RFC 1123 subdomain, or label for namespaces), label keys and values, generateName,
-CustomResourceDefinition names, and the per-kind checks of :mod:`.kind_validation`. Failures raise 422 Invalid with field causes like
-``metadata.name: Invalid value: "X": ...``.
+CustomResourceDefinition names, and the per-kind checks of :mod:`.kind_validation`. Failures
+raise 422 Invalid with field causes like ``metadata.name: Invalid value: "X": ...``.
 """
 
 from __future__ import annotations
