@@ -567,20 +567,31 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                 line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
                 near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
                 hint = ("finalizer.when sees obj and the functions only" if known is not every
-                        else "not a variable, var, lookup or function templates have here")
+                        else _SCOPED_NAMES.get(name, "not a variable, var, lookup or function "
+                                               "templates have here"))
                 raise _error_at(loc, f"{name!r} is undefined (template line {line}); " + (
-                    f"did you mean {near[0]!r}?" if near else hint))
+                    f"did you mean {near[0]!r}?" if near and name not in _SCOPED_NAMES
+                    else hint))
 
 
-_SCOPED_NAMES = ("error", "child")
-"""Template variables only some templates see: ``error`` in ``onError`` actions (vars too:
-they are rendered there as well), ``child`` in a child's ``readyWhen``."""
+_SCOPED_NAMES = {
+    "error": "error exists in onError actions (and the vars they read) only; elsewhere guard "
+             "it with 'is defined' or '| default'",
+    "child": "child exists in a child's readyWhen only (elsewhere: children.NAME)"}
+"""Template variables only some templates see, with where: ``error`` in ``onError`` actions
+(vars too: they are rendered there as well), ``child`` in a child's ``readyWhen``."""
+
+
+_GUARDS = {nodes.Test: ("defined", "undefined", "none"), nodes.Filter: ("default", "d")}
+"""The tests and filters that take an undefined name without failing (Jinja2's
+StrictUndefined passes ``x is defined``, ``x is none``, ``x | default(...)``)."""
 
 
 def _tested_for_definition(tree: nodes.Node) -> set[str]:
-    """The names ``tree`` tests with ``is defined``/``is undefined``: guarded by their author."""
-    return {test.node.name for test in tree.find_all(nodes.Test)
-            if test.name in ("defined", "undefined") and isinstance(test.node, nodes.Name)}
+    """The names ``tree`` guards with ``is defined``, ``is undefined``, ``is none`` or
+    ``| default``: a name that may be undefined there, by its author's choice."""
+    return {guard.node.name for guard in tree.find_all((nodes.Test, nodes.Filter))
+            if guard.name in _GUARDS[type(guard)] and isinstance(guard.node, nodes.Name)}
 
 
 def _template_sources(spec: ControllerSpec, *, plugins: bool = True

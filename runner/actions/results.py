@@ -78,15 +78,20 @@ def _indexed(tree: nodes.Template) -> set[str] | None:
     return names if covered == uses else ANY
 
 
+EXPRESSION_KEYS = ("when", "forEach", "readyWhen", "includeWhen")
+"""Keys whose string value is an expression (no ``{{ }}``), wherever they are nested."""
+
+
 def template_sources(value: Any, *, expression: bool = False) -> Iterator[tuple[str, bool]]:
     """Every string of an action's value (mappings and lists walked; keys not templated), as
-    (text, is_expression): ``when`` and ``forEach`` values are expressions, others templates."""
+    (text, is_expression): ``when`` and ``forEach`` values, and a child's ``readyWhen`` and
+    ``includeWhen``, are expressions, others templates."""
     if isinstance(value, str):
         if expression or "{{" in value or "{%" in value:
             yield value, expression
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from template_sources(item, expression=key in ("when", "forEach"))
+            yield from template_sources(item, expression=key in EXPRESSION_KEYS)
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from template_sources(item)

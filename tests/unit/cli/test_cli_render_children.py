@@ -89,3 +89,36 @@ def test_render_shows_each_childs_state(tmp_path: Path) -> None:
     assert {n: s["state"] for n, s in graph.items()} == {
         "config": "not-ready", "deployment": "waiting", "service": "waiting", "ingress": "waiting"}
     assert [s["kind"] for s in steps if s.get("verb") == "apply"] == ["ConfigMap"]
+
+
+def test_a_var_read_only_by_include_when_is_evaluated(tmp_path: Path) -> None:
+    """A var a child's includeWhen (an expression, no {{ }}) reads is evaluated for it: it
+    was left out, so every render failed with 'wanted' is undefined."""
+    config = tmp_path / "c.yaml"
+    config.write_text("""\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      vars:
+        wanted: "obj.data.color == 'blue'"
+      actions:
+        - children:
+            resources:
+              - name: cfg
+                includeWhen: "wanted"
+                manifest:
+                  apiVersion: v1
+                  kind: ConfigMap
+                  metadata: {name: "{{ obj.metadata.name }}-child"}
+                  data: {a: b}
+""")
+    obj = tmp_path / "cm.yaml"
+    obj.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: d, uid: u}\n"
+                   "data: {color: blue}\n")
+    result = kinrun("render", config, "--object", obj)
+    assert result.returncode == 0, result.stderr
+    assert "cm-child" in result.stdout

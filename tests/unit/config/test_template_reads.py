@@ -374,7 +374,8 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
     ("        - log: \"{{ wantd }}\"\n", "      vars:\n        wanted: \"obj.spec\"\n",
      "did you mean 'wanted'?"),
     ("        - log: x\n          when: \"nodee == 'a'\"\n", "", "'nodee' is undefined"),
-    ("        - log: \"{{ error.message }}\"\n", "", "'error' is undefined"),
+    ("        - log: \"{{ error.message }}\"\n", "",
+     "'error' is undefined (template line 1); error exists in onError actions"),
     ("        - log: x\n      onError:\n        - log: \"{{ child.kind }}\"\n", "",
      "'child' is undefined"),
 ], ids=["unknown", "root-typo", "var-typo", "when", "error-outside-onError",
@@ -397,8 +398,10 @@ def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> No
     ("        - log: x\n      onError:\n        - log: \"{{ error.message }} {{ e }}\"\n",
      "      vars:\n        e: \"error.message if error is defined else ''\"\n"),
     ("        - log: \"{{ error.message if error is defined else 'none' }}\"\n", ""),
+    ("        - log: \"{{ (error | default({'message': 'ok'})).message }} {{ error | d('-') }}"
+     " {{ 'x' if error is none else 'y' }} {{ child | default('none') }}\"\n", ""),
 ], ids=["every-known-name", "bound-in-a-branch", "forEach-item", "macro-caller-loop",
-        "error-in-onError-and-vars", "guarded-by-is-defined"])
+        "error-in-onError-and-vars", "guarded-by-is-defined", "guarded-by-default-or-none"])
 def test_names_templates_have_pass(actions: str, extra: str) -> None:
     """The template variables, functions, globals, a forEach item, names a template binds
     (in any branch), macro parameters, caller and loop are all defined; ``error`` in onError
