@@ -540,38 +540,66 @@ def _primary_schema(config: Config, informer: InformerSpec, crds: Any = None) ->
 
 
 def _check_template_names(config: Config, engine: TemplateEngine) -> None:
-    """Every name a controller's templates read that nothing defines (``{{ colr }}``,
-    ``{{ objj.metadata.name }}``, a misspelt var), which fails every render: ConfigError at
-    the action or var, with the closest known name. Known: the template variables every
-    action sees (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``, ``error``...),
-    the engine's globals, the vars, and where a template sees them (``_template_sources``)
-    an action's ``forEach`` item, ``error`` (``onError`` actions and vars) and ``child`` (a
-    child's ``readyWhen``); ``finalizer.when`` sees ``obj`` and the globals only. A name the
-    template binds anywhere, or tests with ``is defined``, is left alone (whether a branch
-    bound it is known at run time only); plugin actions are not checked (they render their
-    own)."""
-    from jinja2 import meta
-
+    """Every name a template reads that nothing defines where it renders (``{{ colr }}``,
+    ``{{ objj.metadata.name }}``, a misspelt var), which fails every render (a mapTo template
+    or indexer: every event gives no key or index value): ConfigError at its place, with the
+    closest known name. Known: the template variables every action sees
+    (``RESERVED_VAR_NAMES``: ``obj``, the lookups, ``results``...), the engine's globals, the
+    vars, and where a template sees them (``_template_sources``) an action's ``forEach`` item,
+    ``error`` (``onError`` actions and vars) and ``child`` (a child's ``readyWhen``);
+    ``finalizer.when``, ``mapTo`` templates and indexers see what ``TEMPLATE_NAMES`` says. A
+    name the template binds anywhere, or guards (:func:`_tested_for_definition`), is left
+    alone; plugin actions are not checked (they render their own)."""
     base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)
+    only_obj = frozenset(("obj", *engine.global_names))
     for spec in config.controllers:
         every = base | {var.name for var in spec.reconcile.vars}
         for source, expression, loc, hidden in _template_sources(spec, plugins=False):
-            known = every if loc is not spec.finalizer_when_location else \
-                {"obj", *engine.global_names}  # kinrun.actions.finalizer.FinalizerCondition
-            tree = engine.syntax_tree(source, expression=expression)
-            unknown = sorted(meta.find_undeclared_variables(tree) - known - hidden
-                             - set(bound_names(tree)) - _tested_for_definition(tree)
-                             ) if tree is not None else []
-            if unknown:
-                name = unknown[0]
-                line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
-                near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
-                hint = ("finalizer.when sees obj and the functions only" if known is not every
-                        else _SCOPED_NAMES.get(name, "not a variable, var, lookup or function "
-                                               "templates have here"))
-                raise _error_at(loc, f"{name!r} is undefined (template line {line}); " + (
-                    f"did you mean {near[0]!r}?" if near and name not in _SCOPED_NAMES
-                    else hint))
+            final = loc is spec.finalizer_when_location  # FinalizerCondition: obj only
+            _refuse_undefined(engine, source, expression, loc, only_obj if final else every,
+                              hidden, "finalizer.when sees obj and the functions only"
+                              if final else None)
+        for watch in spec.watches:
+            if watch.map_to == "template" and watch.template:
+                _refuse_undefined(engine, watch.template, True, watch.location,
+                                  _place_names("mapTo", engine), frozenset(),
+                                  "a mapTo template sees obj, initial_list, the lookups and "
+                                  "the functions")
+    for informer in config.informers.values():
+        for ix in informer.indexers.values():
+            if ix.expression:
+                _refuse_undefined(engine, ix.expression, True, ix.location,
+                                  _place_names("indexers", engine), frozenset(),
+                                  "an indexer sees obj and the functions")
+
+
+def _place_names(place: str, engine: TemplateEngine) -> frozenset[str]:
+    """The names templates of ``place`` (a key of ``kinrun.templating.PLACES``) see."""
+    from kinrun.templating import TEMPLATE_NAMES
+    return frozenset({n.name for n in TEMPLATE_NAMES if place in n.places
+                      and not n.name.startswith("<")} | engine.global_names)
+
+
+def _refuse_undefined(engine: TemplateEngine, source: str, expression: bool, loc: Any,
+                      known: Any, hidden: frozenset[str], where: str | None) -> None:
+    """ConfigError at ``loc`` for the first name ``source`` reads that is not ``known``,
+    ``hidden``, bound by the template or guarded; ``where``: what this place sees (the
+    hint when no known name is close)."""
+    from jinja2 import meta
+
+    tree = engine.syntax_tree(source, expression=expression)
+    unknown = sorted(meta.find_undeclared_variables(tree) - set(known) - hidden
+                     - set(bound_names(tree)) - _tested_for_definition(tree)
+                     ) if tree is not None else []
+    if not unknown:
+        return
+    name = unknown[0]
+    line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
+    near = difflib.get_close_matches(name, sorted(set(known) | hidden), 1, 0.6)
+    hint = where or _SCOPED_NAMES.get(name, "not a variable, var, lookup or function "
+                                            "templates have here")
+    raise _error_at(loc, f"{name!r} is undefined (template line {line}); " + (
+        f"did you mean {near[0]!r}?" if near and name not in _SCOPED_NAMES else hint))
 
 
 _SCOPED_NAMES = {

@@ -428,3 +428,36 @@ def test_finalizer_when_sees_obj_only() -> None:
     plan(load_text(config("obj.spec.nodeName == 'a' and now() is not none"), file="c.yaml"))
     with pytest.raises(ConfigError, match="'m' is undefined"):
         plan(load_text(config("m == 'a'"), file="c.yaml"))
+
+
+@pytest.mark.parametrize(("map_to", "index", "said"), [
+    ("{{ obj.metadata.namespace }}/{{ obj.metadata.name }} {{ initial_list }} "
+     "{{ list('cms') | length }} {{ now() }}", "obj.metadata.labels.app", None),
+    ("{{ key }}", "obj.metadata.name", "'key' is undefined (template line 1); a mapTo template "
+     "sees obj"),
+    ("{{ obj.metadata.name }}", "key", "'key' is undefined (template line 1); an indexer sees "
+     "obj"),
+], ids=["valid", "mapTo", "indexer"])
+def test_map_to_templates_and_indexers_see_their_own_names(map_to: str, index: str,
+                                                           said: str | None) -> None:
+    """A mapTo template sees obj, initial_list, the lookups and the functions; an indexer obj
+    and the functions: another name gives no key or index value on every event, so validate
+    refuses it."""
+    text = HEAD + textwrap.dedent(f"""\
+        informers:
+          pods: {{apiVersion: v1, kind: Pod}}
+          cms:
+            apiVersion: v1
+            kind: ConfigMap
+            indexers: {{by-app: "{index}"}}
+        controllers:
+          - name: c
+            for: pods
+            watches: [{{informer: cms, mapTo: {{template: "{map_to}"}}}}]
+            reconcile: {{actions: [{{log: x}}]}}
+        """)
+    if said is None:
+        plan(load_text(text, file="c.yaml"))
+        return
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        plan(load_text(text, file="c.yaml"))
