@@ -23,7 +23,8 @@ import json
 import re
 from typing import Any
 
-from kinrun.selectors import SelectorError, label_selector_from
+from kinrun.selectors import (SelectorError, label_key_error, label_selector_from,
+                              label_value_error)
 
 Cause = tuple[str, str, str]
 
@@ -39,7 +40,8 @@ CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric character
 _WORKLOADS = {"Deployment": "deployment", "ReplicaSet": "deployment",
               "StatefulSet": "statefulset", "DaemonSet": "daemonset"}
 """apps/v1 kinds with a selector and the word their empty-selector message uses (ReplicaSet's
-validation reuses Deployment's text)."""
+validation reuses Deployment's text). A StatefulSet's pod template is not validated in 1.20
+(``ValidatePodTemplateSpecForStatefulSet`` leaves it as a TODO)."""
 
 
 def kind_errors(group: str, kind: str, obj: dict[str, Any]) -> list[Cause]:
@@ -55,7 +57,7 @@ def kind_errors(group: str, kind: str, obj: dict[str, Any]) -> list[Cause]:
     if group == "" and kind == "Service":
         return service_port_errors(spec.get("ports") or [])
     if group == "apps" and kind in _WORKLOADS:
-        return workload_errors(spec, _WORKLOADS[kind])
+        return workload_errors(spec, _WORKLOADS[kind], pod_spec=kind != "StatefulSet")
     if group == "batch" and kind == "Job":
         return pod_spec_errors(_dig(spec, "template", "spec"), "spec.template.spec")
     if group == "batch" and kind == "CronJob":
@@ -138,15 +140,19 @@ def service_port_errors(ports: list[Any]) -> list[Cause]:
                            f"Duplicate value: {json.dumps(name)}"))
         names.add(name)
         number = port.get("port")
-        for field, value in (("port", number), ("targetPort", port.get("targetPort", number))):
+        target = port.get("targetPort") or number  # SetDefaults_Service: 0, "" or none -> port
+        for field, value in (("port", number), ("targetPort", target)):
             if isinstance(value, int) and not 1 <= value <= 65535:
                 causes.append((f"{at}.{field}", "FieldValueInvalid", f"Invalid value: {value}: "
                                "must be between 1 and 65535, inclusive"))
     return causes
 
 
-def workload_errors(spec: dict[str, Any], word: str) -> list[Cause]:
-    """An apps/v1 workload's selector against its template's labels, then its pod spec."""
+def workload_errors(spec: dict[str, Any], word: str, *, pod_spec: bool = True) -> list[Cause]:
+    """An apps/v1 workload's selector against its template's labels, then (``pod_spec``) its
+    pod spec. A selector that is itself invalid (a bad label, ``In`` without values, an
+    unknown operator) is not matched: kube-apiserver refuses it with its own causes, which
+    are not reproduced here."""
     causes: list[Cause] = []
     selector = spec.get("selector")
     labels = _dig(spec, "template", "metadata").get("labels")
@@ -157,14 +163,36 @@ def workload_errors(spec: dict[str, Any], word: str) -> list[Cause]:
                            f"for {word}"))
         else:
             try:
-                matched = label_selector_from(selector).matches(labels or {})
+                matched = not _valid_selector(selector) or \
+                    label_selector_from(selector).matches(labels or {})
             except SelectorError:
                 matched = True  # an operator the schema admits but we cannot read: not judged
             if not matched:
                 causes.append(("spec.template.metadata.labels", "FieldValueInvalid",
                                f"Invalid value: {_go_map(labels)}: `selector` does not match "
                                "template `labels`"))
+    if not pod_spec:
+        return causes
     return causes + pod_spec_errors(_dig(spec, "template", "spec"), "spec.template.spec")
+
+
+def _valid_selector(selector: dict[str, Any]) -> bool:
+    """Whether a metav1.LabelSelector passes ``ValidateLabelSelector``'s label and operator
+    checks (keys and values are labels; In/NotIn have values, Exists/DoesNotExist none)."""
+    labels = selector.get("matchLabels") or {}
+    if any(label_key_error(str(k)) or label_value_error(str(v)) for k, v in labels.items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        if not isinstance(expression, dict) or label_key_error(str(expression.get("key"))):
+            return False
+        values, operator = expression.get("values") or [], expression.get("operator")
+        if operator in ("In", "NotIn") and (not values or any(label_value_error(str(v))
+                                                            for v in values)):
+            return False
+        if operator in ("Exists", "DoesNotExist") and values or operator not in (
+                "In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
 
 
 def _go_map(labels: dict[str, Any] | None) -> str:

@@ -54,10 +54,17 @@ def merge_string_data(obj: Obj) -> None:
 
 def _kind_defaults(rtype: ResourceType, schema: Schema, obj: Obj) -> None:
     """What every write of a built-in object gets after its schema's defaults, as Go's
-    decoding does: quantities in canonical form, a Pod's requests from its limits."""
+    decoding does: quantities in canonical form, a Pod's requests from its limits, a Service
+    port's ``targetPort`` from its ``port``."""
     canonicalize_quantities(schema, obj)
-    if rtype.group == "" and rtype.kind == "Pod" and isinstance(obj.get("spec"), dict):
-        default_requests(obj["spec"])
+    spec = obj.get("spec")
+    if rtype.group == "" and rtype.kind == "Pod" and isinstance(spec, dict):
+        default_requests(spec)
+    if rtype.group == "" and rtype.kind == "Service" and isinstance(spec, dict):
+        for port in spec.get("ports") or []:  # SetDefaults_Service: 0, "" or none -> port
+            if isinstance(port, dict) and isinstance(port.get("port"), int) \
+                    and port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port["port"]
 
 
 class SchemaCheck:

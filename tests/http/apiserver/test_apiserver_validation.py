@@ -56,12 +56,13 @@ def test_apply_of_a_service_port_without_protocol_is_422_naming_it(embedded_api_
 
 
 def test_create_defaults_list_map_keys_and_drops_unknown_fields(embedded_api_client):
-    """A created Service's port gets protocol TCP; a field the schema lacks is dropped."""
+    """A created Service's port gets protocol TCP and its targetPort; a field the schema lacks
+    is dropped."""
     reply = call(embedded_api_client, "POST", "/api/v1/namespaces/default/services", body={
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
         "spec": {"ports": [{"port": 80}], "bogus": 1}})
     assert reply.status == 201
-    assert reply.body["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}]
+    assert reply.body["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
     assert "bogus" not in reply.body["spec"]
 
 
