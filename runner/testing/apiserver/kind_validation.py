@@ -2,8 +2,8 @@
 1.20's ``pkg/apis/{core,apps}/validation`` that a controller's manifests most often fail,
 so that ``kinrun test`` and ``--embedded`` refuse what a cluster refuses:
 
-- a pod spec (a Pod's ``spec``, a workload's ``spec.template.spec``, a CronJob's
-  ``spec.jobTemplate.spec.template.spec``): ``containers`` not empty; each container and init
+- a pod spec (a Pod's ``spec``, a workload's or Job's ``spec.template.spec``; not a
+  StatefulSet's, as in 1.20): ``containers`` not empty; each container and init
   container has a ``name`` that is an RFC 1123 label, not used twice, and an ``image``
   (``ValidatePodSpec``/``validateContainers``);
 - Deployment, ReplicaSet, StatefulSet, DaemonSet: a non-empty ``selector`` that selects the
@@ -60,9 +60,6 @@ def kind_errors(group: str, kind: str, obj: dict[str, Any]) -> list[Cause]:
         return workload_errors(spec, _WORKLOADS[kind], pod_spec=kind != "StatefulSet")
     if group == "batch" and kind == "Job":
         return pod_spec_errors(_dig(spec, "template", "spec"), "spec.template.spec")
-    if group == "batch" and kind == "CronJob":
-        return pod_spec_errors(_dig(spec, "jobTemplate", "spec", "template", "spec"),
-                               "spec.jobTemplate.spec.template.spec")
     return []
 
 
