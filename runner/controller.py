@@ -378,9 +378,9 @@ def _one_line(err: BaseException | None) -> str:
     return f"{type(err).__name__}: {err}" + (f" (at {origin})" if origin else "")
 
 
+_PATHS = sysconfig.get_paths()
 _LIBRARY_DIRS = tuple({os.path.dirname(os.path.abspath(__file__)),
-                       sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-                       sysconfig.get_paths()["platlib"]})
+                       *(_PATHS[name] for name in ("stdlib", "purelib", "platlib"))})
 """Where kinrun, the standard library and installed packages live: not a hook's own code."""
 
 

@@ -22,7 +22,7 @@ templates and programs are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 import difflib
 import itertools
@@ -36,6 +36,7 @@ from kinrun.actions import ActionProgram, compile_actions, plugin_template_filte
 from kinrun.actions.children import ChildrenAction, ChildrenTeardown
 from kinrun.actions.finalizer import FinalizerCondition, finalizer_name_problem
 from kinrun.actions.program import RESERVED_VAR_NAMES, CompiledAction
+from kinrun.actions.results import EXPRESSION_KEYS
 from kinrun.actions.status import StatusAction
 from kinrun.config.children import children_actions
 from kinrun.actions.kinds import (APPLIED_FIELDS, literal_manifest, missing_fields,
@@ -548,10 +549,11 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
     vars, and where a template sees them (``_template_sources``) an action's ``forEach`` item,
     ``error`` (``onError`` actions and vars) and ``child`` (a child's ``readyWhen``);
     ``finalizer.when``, ``mapTo`` templates and indexers see what ``TEMPLATE_NAMES`` says. A
-    name the template binds anywhere, or guards (:func:`_tested_for_definition`), is left
+    name the template binds anywhere, or guards (:func:`_guarded_names`), is left
     alone; plugin actions are not checked (they render their own)."""
     base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)
     only_obj = frozenset(("obj", *engine.global_names))
+    map_to, indexer = _place_names("mapTo", engine), _place_names("indexers", engine)
     for spec in config.controllers:
         every = base | {var.name for var in spec.reconcile.vars}
         for source, expression, loc, hidden in _template_sources(spec, plugins=False):
@@ -561,16 +563,14 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                               if final else None)
         for watch in spec.watches:
             if watch.map_to == "template" and watch.template:
-                _refuse_undefined(engine, watch.template, True, watch.location,
-                                  _place_names("mapTo", engine), frozenset(),
-                                  "a mapTo template sees obj, initial_list, the lookups and "
-                                  "the functions")
+                _refuse_undefined(engine, watch.template, True, watch.location, map_to,
+                                  frozenset(), "a mapTo template sees obj, initial_list, the "
+                                  "lookups and the functions")
     for informer in config.informers.values():
         for ix in informer.indexers.values():
             if ix.expression:
-                _refuse_undefined(engine, ix.expression, True, ix.location,
-                                  _place_names("indexers", engine), frozenset(),
-                                  "an indexer sees obj and the functions")
+                _refuse_undefined(engine, ix.expression, True, ix.location, indexer,
+                                  frozenset(), "an indexer sees obj and the functions")
 
 
 def _place_names(place: str, engine: TemplateEngine) -> frozenset[str]:
@@ -581,21 +581,22 @@ def _place_names(place: str, engine: TemplateEngine) -> frozenset[str]:
 
 
 def _refuse_undefined(engine: TemplateEngine, source: str, expression: bool, loc: Any,
-                      known: Any, hidden: frozenset[str], where: str | None) -> None:
+                      known: AbstractSet[str], hidden: frozenset[str], where: str | None
+                      ) -> None:
     """ConfigError at ``loc`` for the first name ``source`` reads that is not ``known``,
     ``hidden``, bound by the template or guarded; ``where``: what this place sees (the
     hint when no known name is close)."""
     from jinja2 import meta
 
     tree = engine.syntax_tree(source, expression=expression)
-    unknown = sorted(meta.find_undeclared_variables(tree) - set(known) - hidden
-                     - set(bound_names(tree)) - _tested_for_definition(tree)
+    unknown = sorted(meta.find_undeclared_variables(tree) - known - hidden
+                     - set(bound_names(tree)) - _guarded_names(tree)
                      ) if tree is not None else []
     if not unknown:
         return
     name = unknown[0]
     line = next(n.lineno for n in tree.find_all(nodes.Name) if n.name == name)
-    near = difflib.get_close_matches(name, sorted(set(known) | hidden), 1, 0.6)
+    near = difflib.get_close_matches(name, sorted(known | hidden), 1, 0.6)
     hint = where or _SCOPED_NAMES.get(name, "not a variable, var, lookup or function "
                                             "templates have here")
     raise _error_at(loc, f"{name!r} is undefined (template line {line}); " + (
@@ -615,7 +616,7 @@ _GUARDS = {nodes.Test: ("defined", "undefined", "none"), nodes.Filter: ("default
 StrictUndefined passes ``x is defined``, ``x is none``, ``x | default(...)``)."""
 
 
-def _tested_for_definition(tree: nodes.Node) -> set[str]:
+def _guarded_names(tree: nodes.Node) -> set[str]:
     """The names ``tree`` guards with ``is defined``, ``is undefined``, ``is none`` or
     ``| default``: a name that may be undefined there, by its author's choice."""
     return {guard.node.name for guard in tree.find_all((nodes.Test, nodes.Filter))
@@ -630,29 +631,36 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
     ``item``; an ``applySet``'s own too) in its other keys, where a var of that name is
     hidden; ``error`` in vars and ``onError`` actions; ``child`` in ``readyWhen``.
     ``plugins``: False leaves out plugin actions' strings."""
-    from kinrun.template_reads import template_strings
     rec = spec.reconcile
+    on_error = frozenset(("error",))
     for var in rec.vars:
-        yield var.expression, True, var.location, frozenset(("error",))
-    errors = {id(action) for action in rec.on_error}
-    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
-        if action.plugin and not plugins:
-            continue
-        raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
-        inner = raw.get("applySet") if isinstance(raw.get("applySet"), Mapping) else {}
-        item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d) \
-            | (frozenset(("error",)) if id(action) in errors else frozenset())
-        for key, value in raw.items():
-            if key == "children" and isinstance(value, Mapping):
-                yield from _child_sources(value, action, item)
-                continue
-            expression = key in ("when", "forEach")
-            for text in template_strings(value):
-                if expression or "{{" in text or "{%" in text:
-                    yield text, expression, action.location, item if key != "forEach" \
-                        else frozenset()
+        yield var.expression, True, var.location, on_error
+    for actions, scoped in ((rec.actions, frozenset()), (rec.on_delete, frozenset()),
+                            (rec.finalize, frozenset()), (rec.on_error, on_error)):
+        for action in actions:
+            if not action.plugin or plugins:
+                yield from _action_sources(action, scoped)
     if spec.finalizer_when:
         yield spec.finalizer_when, True, spec.finalizer_when_location, frozenset()
+
+
+def _action_sources(action: Any, scoped: frozenset[str]
+                    ) -> Iterator[tuple[str, bool, Location, frozenset[str]]]:
+    """The templates of one action (``_template_sources``' shape); ``scoped``: the names its
+    list adds (``error`` in ``onError``)."""
+    from kinrun.template_reads import template_strings
+    raw = thaw(action.raw) if isinstance(action.raw, Mapping) else {}
+    inner = raw.get("applySet") if isinstance(raw.get("applySet"), Mapping) else {}
+    item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d) | scoped
+    for key, value in raw.items():
+        if key == "children" and isinstance(value, Mapping):
+            yield from _child_sources(value, action, item)
+            continue
+        expression = key in EXPRESSION_KEYS
+        for text in template_strings(value):
+            if expression or "{{" in text or "{%" in text:
+                yield text, expression, action.location, item if key != "forEach" \
+                    else frozenset()
 
 
 def _child_sources(value: Mapping[str, Any], action: Any, item: frozenset[str]
@@ -666,7 +674,7 @@ def _child_sources(value: Mapping[str, Any], action: Any, item: frozenset[str]
         for index, child in enumerate(children):
             for field, field_value in (child.items() if isinstance(child, Mapping) else ()):
                 loc = action.field_locations.get(f"resources[{index}].{field}", action.location)
-                if field in ("readyWhen", "includeWhen") and isinstance(field_value, str):
+                if field in EXPRESSION_KEYS and isinstance(field_value, str):
                     yield field_value, True, loc, item | (
                         frozenset(("child",)) if field == "readyWhen" else frozenset())
                 else:

@@ -28,6 +28,7 @@ beyond reading the package data once.
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, canonicalize_quantities,
                      crd_errors, decode_errors, json_type, keeps, list_map_key_errors, prune,
                      required_errors, type_matches, undeclared_field)
+from ._quantity import parse_quantity
 from ._schema import (GVK, KUBERNETES_VERSION, Schema, Schemas, builtin_document,
                       builtin_schemas, crd_schema)
 
@@ -48,6 +49,7 @@ __all__ = [
     "json_type",
     "keeps",
     "list_map_key_errors",
+    "parse_quantity",
     "prune",
     "required_errors",
     "type_matches",

@@ -1,5 +1,7 @@
-"""Resource quantities (``cpu: 0.5``, ``memory: 1024Mi``) in the canonical form kube-apiserver
-stores and answers (apimachinery ``resource.Quantity.CanonicalizeBytes``): ``500m``, ``1Gi``.
+"""Resource quantities (``cpu: 0.5``, ``memory: 1024Mi``): their value
+(:func:`parse_quantity`) and the canonical form kube-apiserver stores and answers
+(:func:`canonical_quantity`, as apimachinery ``resource.Quantity.CanonicalizeBytes``):
+``500m``, ``1Gi``.
 
 A quantity keeps the format of its suffix: binary SI (``Ki`` ... ``Ei``), decimal SI (``n``,
 ``u``, ``m``, none, ``k`` ... ``E``) or a decimal exponent (``1e3``). Decimal values are
@@ -14,32 +16,48 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-_FORM = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$")
+_FORM = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                   r"(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)|[eE]([+-]?[0-9]+))$")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _BINARY_SUFFIX = {exponent: suffix for suffix, exponent in _BINARY.items()}
 
 
+def parse_quantity(value: object) -> tuple[Decimal, str] | None:
+    """``value`` (a quantity string or a JSON number) as (amount in base units, format:
+    ``"binary"``, ``"decimal"`` or ``"exponent"``, as apimachinery's ``ParseQuantity``), or
+    None when it is not a quantity (a malformed string, a bool, another type)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    if not isinstance(value, str):  # a JSON number: its value, decimal
+        number = Decimal(repr(value))
+        return (number, "decimal") if number.is_finite() else None
+    match = _FORM.match(value)
+    if match is None:
+        return None
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation:
+        return None
+    suffix, exponent = match.group(2), match.group(3)
+    if exponent is not None:
+        return number.scaleb(int(exponent)), "exponent"
+    if suffix in _BINARY:
+        return number * (1 << _BINARY[suffix]), "binary"
+    return number.scaleb(_DECIMAL[suffix or ""]), "decimal"
+
+
 def canonical_quantity(value: object) -> object:
     """``value`` (a quantity string or a JSON number) in canonical form as a string; anything
     else (a decimal exponent, a malformed string, another type) unchanged."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    parsed = parse_quantity(value)
+    if parsed is None or parsed[1] == "exponent":
         return value
-    match = _FORM.match(value) if isinstance(value, str) else None
-    if isinstance(value, str) and match is None:
-        return value
-    try:
-        number = Decimal(match.group(1)) if match else Decimal(repr(value))
-    except InvalidOperation:
-        return value
-    suffix = match.group(2) if match else ""
-    if suffix in _BINARY:
-        amount = number * (1 << _BINARY[suffix])
-        if abs(amount) >= 1024 and amount == amount.to_integral_value():
-            return _binary(int(amount))
-        return _decimal(amount)
-    return _decimal(number * Decimal(10) ** _DECIMAL[suffix])
+    amount, form = parsed
+    if form == "binary" and abs(amount) >= 1024 and amount == amount.to_integral_value():
+        return _binary(int(amount))
+    return _decimal(amount)
 
 
 def _decimal(amount: Decimal) -> str:

@@ -28,7 +28,8 @@ from kinrun.selectors import (SelectorError, label_key_error, label_selector_fro
 
 Cause = tuple[str, str, str]
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+"""An RFC 1123 label (apimachinery's ``dns1123LabelFmt``), at most 63 characters apart."""
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
                  "or '-', and must start and end with an alphanumeric character (e.g. "
@@ -104,7 +105,7 @@ def label_error(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 label (``validation.IsDNS1123Label``), or None."""
     if len(value) > 63:
         return "must be no more than 63 characters"
-    return None if _LABEL.match(value) else LABEL_MESSAGE
+    return None if DNS1123_LABEL.match(value) else LABEL_MESSAGE
 
 
 def _key_errors(data: Any, field: str) -> list[Cause]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinrun.openapi import parse_quantity
+
 from .registry import ResourceType
 
 Obj = dict[str, Any]
@@ -65,7 +67,8 @@ def _containers(spec: Obj) -> list[Obj]:
 
 def default_requests(spec: Obj) -> None:
     """A Pod's containers request what they limit, where they name no request of their own
-    (kube-apiserver's ``SetDefaults_Pod``; pod templates are not defaulted so)."""
+    (kube-apiserver's ``SetDefaults_Pod``; pod templates are not defaulted so). Every write
+    through the API gets it when admitted (``schemas``), a seeded Pod in ``apply_defaults``."""
     for container in _containers(spec):
         resources = container.get("resources")
         limits = resources.get("limits") if isinstance(resources, dict) else None
@@ -79,17 +82,10 @@ def pod_qos(spec: Obj) -> str:
     """A Pod's QoS class from its containers' cpu and memory requests and limits (as
     kubelet's ``GetPodQOS``): BestEffort when none is set (zero counts as unset), Guaranteed
     when every container limits both and requests what it limits, else Burstable."""
-    from kubernetes.utils.quantity import parse_quantity
-
     def nonzero(values: Any) -> dict[str, Any]:
-        found = {}
-        for name, value in (values.items() if isinstance(values, dict) else ()):
-            try:
-                if name in _QOS_RESOURCES and parse_quantity(value) != 0:
-                    found[name] = parse_quantity(value)
-            except ValueError:
-                continue  # refused by validation; not a class input
-        return found
+        parsed = {name: parse_quantity(value) for name, value in
+                  (values.items() if isinstance(values, dict) else ()) if name in _QOS_RESOURCES}
+        return {name: p[0] for name, p in parsed.items() if p is not None and p[0] != 0}
 
     any_set, guaranteed = False, True
     for container in _containers(spec):
@@ -111,9 +107,8 @@ def reset_status(rtype: ResourceType, obj: Obj) -> None:
     if not rtype.has_status:
         return
     if rtype.group == "" and rtype.kind == "Pod":
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        default_requests(spec)
-        obj["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}  # admitted:
+        obj["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}   # requests defaulted
     elif rtype.group == "" and rtype.kind in ("Namespace", "Service", "Node",
                                               "PersistentVolumeClaim"):
         return

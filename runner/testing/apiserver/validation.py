@@ -12,14 +12,13 @@ import re
 import secrets
 from typing import Any
 
-from .kind_validation import kind_errors
+from .kind_validation import DNS1123_LABEL, kind_errors
 from .registry import ResourceType
 from kinrun.openapi import json_type
 from kinrun.selectors import label_key_error, label_value_error
 from .status import StatusError, bad_request, invalid
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                  "characters, '-' or '.', and must start and end with an alphanumeric character")
@@ -41,7 +40,7 @@ def _invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str, str]])
 def name_error(rtype: ResourceType, name: str) -> str | None:
     """Why ``name`` is not a valid name for ``rtype`` objects, or None."""
     if rtype.kind == "Namespace":
-        return None if len(name) <= 63 and _LABEL.match(name) else LABEL_MSG
+        return None if len(name) <= 63 and DNS1123_LABEL.match(name) else LABEL_MSG
     if name in (".", "..") or "/" in name or "%" in name:
         return "may not contain '/' or '%' and may not be '.' or '..'"
     if rtype.custom or rtype.kind in ("ConfigMap", "Secret", "Pod", "Deployment", "Lease",
