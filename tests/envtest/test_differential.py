@@ -871,3 +871,65 @@ def test_kubectl_server_side_apply_upgrades_from_client_side_apply(both: Pair) -
     assert real["clash"]["causes"] == [("FieldManagerConflict", ".data.j",
                                         'conflict with "kubectl-patch" using v1')]
     assert real["taken"] == (200, {"k": "5", "j": "2"})
+
+
+def _fields(obj: dict[str, Any], manager: str) -> Any:
+    """The fieldsV1 of ``manager``'s Apply entry in ``obj`` (None without one)."""
+    for m in obj["metadata"].get("managedFields") or []:
+        if m["manager"] == manager and m["operation"] == "Apply":
+            return m.get("fieldsV1")
+    return None
+
+
+def test_apply_owns_only_the_fields_it_sends_not_their_defaults(both: Pair) -> None:
+    """An applier owns the fields of its body, not the defaults the server adds
+    (``spec.replicas``, ``spec.strategy``...): a second manager may then apply
+    ``spec.replicas`` without a conflict, and the first one's re-apply leaves it alone
+    (kube-apiserver 1.20's fieldmanager: the managed set is the applied configuration's)."""
+    def scenario(t: Target) -> Any:
+        path = _deploy_path(t.ns, "web")
+        body = deployment("web")
+        del body["spec"]["replicas"]
+        first = ssa(t, path, body, "a")
+        scaled = ssa(t, path, _replicas("web", 3), "b")
+        again = ssa(t, path, body, "a")
+        return {"first": (first.status, first.body["spec"]["replicas"],
+                          "f:replicas" in _fields(first.body, "a")["f:spec"],
+                          "f:strategy" in _fields(first.body, "a")["f:spec"]),
+                "scaled": (scaled.status, scaled.body.get("spec", {}).get("replicas"),
+                           sorted(m["manager"] for m in
+                                  scaled.body["metadata"].get("managedFields") or [])),
+                "again": (again.status, again.body.get("spec", {}).get("replicas"),
+                          again.body.get("metadata", {}).get("generation"))}
+
+    real = check(both, scenario)
+    assert real["first"] == (201, 1, False, False)
+    assert real["scaled"] == (200, 3, ["a", "b"])
+    assert real["again"] == (200, 3, 2)
+
+
+def test_apply_does_not_own_a_custom_resource_default(both: Pair) -> None:
+    """A CRD schema ``default`` (spec.size: 1) fills an applied custom resource, but the
+    applier does not own it: a second manager applies spec.size without a conflict."""
+    def scenario(t: Target) -> Any:
+        group = f"d{t.ns[-6:]}.kinrun.dev"
+        crd = _crd(group)
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+            "type": "object", "properties": {"size": {"type": "integer", "default": 1},
+                                             "color": {"type": "string"}}}
+        create(t.kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        path = f"/apis/{group}/v1/namespaces/{t.ns}/widgets"
+        _wait_served(t, path)
+        body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"},
+                "spec": {"color": "red"}}
+        first = ssa(t, f"{path}/w", body, "a")
+        sized = ssa(t, f"{path}/w", dict(body, spec={"size": 3}), "b")
+        again = ssa(t, f"{path}/w", body, "a")
+        return {"first": (first.status, first.body["spec"],
+                          sorted(_fields(first.body, "a")["f:spec"])),
+                "sized": (sized.status, sized.body.get("spec")),
+                "again": (again.status, again.body.get("spec"))}
+
+    real = check(both, scenario)
+    assert real["first"] == (201, {"color": "red", "size": 1}, ["f:color"])
+    assert real["sized"] == (200, {"color": "red", "size": 3})

@@ -13,19 +13,24 @@ Applying configuration ``C`` as manager ``m`` onto the live object (structured-m
    .spec.replicas`` (several: ``Apply failed with N conflicts: conflicts with "a":\\n- .x``,
    managers sorted by identifier), one ``FieldManagerConflict`` cause per field. With
    ``force`` the fields move to ``m``. Fields the apply removes leave every other manager.
-4. ``m`` then owns exactly the leaves of ``C``. Setting a field to the value it already has is
+4. The merged object gets the server's defaults (a field ``m`` stopped applying and nobody
+   else owns is defaulted again), and ``m`` then owns exactly the leaves of ``C``, not the
+   defaults: another manager may apply ``spec.replicas`` of a Deployment ``m`` applied without
+   it. Setting a field to the value it already has is
    no conflict and takes no ownership away (both managers own it).
 5. Manager ``kubectl`` (``kubectl apply --server-side``) may take, without ``force``, fields
    whose live value still equals the ``kubectl.kubernetes.io/last-applied-configuration``
    annotation, and keeps that annotation current (lastAppliedManager/lastAppliedUpdater).
 
-Differences: lists are atomic (see ``managed_fields``), null in ``C`` deletes (merge patch),
-no schema defaults. Functions are pure.
+Differences: lists are atomic (see ``managed_fields``; a list re-applied without its defaults
+is no change, as they are compared after defaulting), null in ``C`` deletes (merge patch).
+Functions are pure.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_paths, path_order,
@@ -63,10 +68,14 @@ def _starting_managers(live: Obj | None, api_version: str, now: str) -> list[Man
 
 
 def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_version: str,
-          now: str, subresource: str = "") -> Obj:
+          now: str, subresource: str = "",
+          defaults: Callable[[Obj], Obj] | None = None) -> Obj:
     """The object after ``manager`` applies ``applied`` onto ``live`` (None: create), with
-    managedFields; ``now`` is the RFC 3339 time for entries that change. Raises StatusError
-    409 Conflict (see module docstring) and 400 when ``applied`` carries managedFields."""
+    managedFields; ``now`` is the RFC 3339 time for entries that change. ``defaults``: the
+    merged object with the server's defaults (a copy), before it is compared with ``live``;
+    ``manager`` owns the fields of ``applied`` only, not what the defaults add (step 4).
+    Raises StatusError 409 Conflict (see module docstring) and 400 when ``applied`` carries
+    managedFields."""
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     managers = _starting_managers(live, api_version, now)
@@ -78,6 +87,8 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     for path in sorted((last.fields if last else set()) - wanted):
         if not any(m.owns(path) for m in others):
             merged = _without(merged, path)
+    if defaults is not None:
+        merged = defaults(merged)
     change = compare(live, merged)
     conflicts = _conflicts(others, change.modified | change.added)
     if conflicts and not force:

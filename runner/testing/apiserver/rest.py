@@ -15,6 +15,7 @@ from many connection threads at once.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -584,14 +585,15 @@ class Api:
         self._check_type(t, applied)
         self._check_identity(t, applied, need_name=True)
         self.schemas.check_apply(t.rtype, t.version, applied)
-        applied = self.schemas.defaulted(t.rtype, t.version, applied)
+        applied = self.schemas.applied_body(t.rtype, applied)
         force = _truthy(req.query.get("force"))
         api_version = t.rtype.api_version(t.version)
+        defaults = functools.partial(self.schemas.defaulted, t.rtype, t.version)
 
         def mutate(current: Obj) -> Obj:
             merged = server_side_apply.apply(current, applied, manager=manager, force=force,
                                              api_version=api_version, now=self.store.now(),
-                                             subresource=t.subresource)
+                                             subresource=t.subresource, defaults=defaults)
             self.schemas.admit(t.rtype, t.version, merged)
             return prepare_for_update(t.rtype, merged, current, t.subresource)
 
@@ -599,7 +601,8 @@ class Api:
             if t.subresource:
                 raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
-                                          api_version=api_version, now=self.store.now())
+                                          api_version=api_version, now=self.store.now(),
+                                          defaults=defaults)
             self.schemas.admit(t.rtype, t.version, obj)
             reset_status(t.rtype, obj)
             return obj

@@ -40,15 +40,16 @@ def _invalid(rtype: ResourceType, obj: Obj, problems: list[Problem]) -> st.Statu
                       [(p.field, p.reason, p.message) for p in problems])
 
 
-def merge_string_data(obj: Obj) -> None:
+def merge_string_data(obj: Obj, default_type: bool = True) -> None:
     """A Secret's ``stringData`` merged into ``data`` (base64, stringData wins) and removed;
-    ``type`` defaulted to ``Opaque`` (as the Secret strategy and defaults of kube-apiserver)."""
+    ``type`` defaulted to ``Opaque`` unless not ``default_type`` (as the Secret strategy and
+    defaults of kube-apiserver)."""
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
         data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
         obj["data"] = {**data, **{k: base64.b64encode(str(v).encode()).decode()
                                   for k, v in string_data.items()}}
-    if not obj.get("type"):
+    if default_type and not obj.get("type"):
         obj["type"] = "Opaque"
 
 
@@ -115,12 +116,14 @@ class SchemaCheck:
         if problems:
             raise _invalid(rtype, obj, problems)
 
-    def defaulted(self, rtype: ResourceType, version: str, applied: Obj) -> Obj:
-        """A copy of a server-side apply's body with the defaults a write would add (so that
-        re-applying the same body changes nothing: kinrun's apply treats lists as atomic, and
-        a live list holds the defaulted values). Invalid bodies are left to ``admit``."""
+    def defaulted(self, rtype: ResourceType, version: str, obj: Obj) -> Obj:
+        """A copy of ``obj`` (the result of a server-side apply's merge) with the defaults a
+        write adds, so that the change the apply makes is seen as kube-apiserver sees it (a
+        list, atomic here, re-applied without its defaults is no change). The applier does not
+        own what this adds (``server_side_apply.apply``). Invalid objects are left to
+        ``admit``."""
         schema = self.schema(rtype, version)
-        obj = copy.deepcopy(applied)
+        obj = copy.deepcopy(obj)
         if schema is None:
             return obj
         if not rtype.custom and rtype.group == "" and rtype.kind == "Secret":
@@ -130,6 +133,17 @@ class SchemaCheck:
             if not rtype.custom:
                 _kind_defaults(rtype, schema, obj)
         return obj
+
+    @staticmethod
+    def applied_body(rtype: ResourceType, applied: Obj) -> Obj:
+        """A server-side apply's body as its fields are owned: a Secret's ``stringData``
+        merged into ``data`` (a copy; any other body as it is)."""
+        if rtype.custom or rtype.group != "" or rtype.kind != "Secret" \
+                or not isinstance(applied.get("stringData"), dict):
+            return applied
+        body = copy.deepcopy(applied)
+        merge_string_data(body, default_type=False)
+        return body
 
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:
         """A server-side apply of a built-in kind with a field its schema does not declare:

@@ -114,6 +114,33 @@ def test_apply_onto_an_untracked_object_conflicts_with_before_first_apply(
     assert set(entries(same.body)) == {("before-first-apply", "Update"), ("ctrl", "Apply")}
 
 
+def test_an_applier_does_not_own_the_defaults_of_its_object(embedded_api_client: Any) -> None:
+    """A Deployment applied without ``replicas`` is defaulted to 1, but its applier does not
+    own that default: another manager applies ``replicas: 3`` (an autoscaler) without a
+    conflict, and the first applier's re-apply leaves it at 3 (as kube-apiserver 1.20)."""
+    deploy = "/apis/apps/v1/namespaces/default/deployments/web"
+    labels = {"app": "web"}
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    scale = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+             "spec": {"replicas": 3}}
+
+    def apply(doc: dict[str, Any], manager: str) -> Any:
+        return call(embedded_api_client, "PATCH", deploy, body=json.dumps(doc),
+                    query={"fieldManager": manager}, content_type=APPLY)
+
+    first = apply(body, "ctrl")
+    assert (first.status, first.body["spec"]["replicas"]) == (201, 1)
+    assert "f:replicas" not in entries(first.body)[("ctrl", "Apply")]["f:spec"]
+    scaled = apply(scale, "autoscaler")
+    assert (scaled.status, scaled.body["spec"]["replicas"]) == (200, 3)
+    again = apply(body, "ctrl")
+    assert (again.status, again.body["spec"]["replicas"]) == (200, 3)
+    assert again.body["metadata"]["resourceVersion"] == scaled.body["metadata"]["resourceVersion"]
+
+
 def test_load_with_a_field_manager_seeds_ownership(embedded_server: EmbeddedAPIServer,
                                                    embedded_api_client: Any) -> None:
     """load(field_manager=...) records the seeded fields as that manager's: an apply changing
