@@ -22,7 +22,7 @@ templates and programs are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 import difflib
 import itertools
@@ -604,11 +604,12 @@ def _refuse_undefined(engine: TemplateEngine, source: str, expression: bool, loc
 
 
 _SCOPED_NAMES = {
-    "error": "error exists in onError actions (and the vars they read) only; elsewhere guard "
-             "it with 'is defined' or '| default'",
+    "error": "error exists in onError actions only (and in the vars no other action list "
+             "reads); elsewhere guard it with 'is defined' or '| default'",
     "child": "child exists in a child's readyWhen only (elsewhere: children.NAME)"}
 """Template variables only some templates see, with where: ``error`` in ``onError`` actions
-(vars too: they are rendered there as well), ``child`` in a child's ``readyWhen``."""
+(and in the vars no other action list reads: they are rendered there only), ``child`` in a
+child's ``readyWhen``."""
 
 
 _GUARDS = {nodes.Test: ("defined", "undefined", "none"), nodes.Filter: ("default", "d")}
@@ -629,12 +630,15 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
     template a controller compiles, ``finalizer.when`` and a child's ``readyWhen`` and
     ``includeWhen`` included. The names: an action's ``forEach`` item (``as:``, default
     ``item``; an ``applySet``'s own too) in its other keys, where a var of that name is
-    hidden; ``error`` in vars and ``onError`` actions; ``child`` in ``readyWhen``.
+    hidden; ``error`` in ``onError`` actions and the vars no other list reads; ``child`` in
+    ``readyWhen``.
     ``plugins``: False leaves out plugin actions' strings."""
     rec = spec.reconcile
     on_error = frozenset(("error",))
-    for var in rec.vars:
-        yield var.expression, True, var.location, on_error
+    elsewhere = _vars_read_by((*rec.actions, *rec.on_delete, *rec.finalize), rec.vars)
+    for var in rec.vars:   # a var another list reads is rendered where error is undefined
+        yield var.expression, True, var.location, \
+            frozenset() if var.name in elsewhere else on_error
     for actions, scoped in ((rec.actions, frozenset()), (rec.on_delete, frozenset()),
                             (rec.finalize, frozenset()), (rec.on_error, on_error)):
         for action in actions:
@@ -642,6 +646,19 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
                 yield from _action_sources(action, scoped)
     if spec.finalizer_when:
         yield spec.finalizer_when, True, spec.finalizer_when_location, frozenset()
+
+
+def _vars_read_by(actions: Iterable[Any], candidates: tuple[Any, ...]) -> frozenset[str]:
+    """The names of the vars ``candidates`` that ``actions`` read, directly or through other vars: the vars
+    their program evaluates (as ``kinrun.actions.program.read_vars`` picks them)."""
+    from kinrun.actions.program import template_names
+    from kinrun.actions.results import template_sources
+    needed = set(template_names(source for action in actions for source in template_sources(
+        thaw(action.raw) if isinstance(action.raw, Mapping) else {})))
+    for var in reversed(candidates):
+        if var.name in needed:
+            needed |= template_names([(var.expression, True)])
+    return frozenset(var.name for var in candidates if var.name in needed)
 
 
 def _action_sources(action: Any, scoped: frozenset[str]

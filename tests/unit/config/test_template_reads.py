@@ -378,8 +378,11 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
      "'error' is undefined (template line 1); error exists in onError actions"),
     ("        - log: x\n      onError:\n        - log: \"{{ child.kind }}\"\n", "",
      "'child' is undefined"),
+    ("        - log: \"{{ why }}\"\n      onError:\n        - log: \"{{ why }}\"\n",
+     "      vars:\n        msg: error.message\n        why: \"'failed: ' ~ msg\"\n",
+     "'error' is undefined (template line 1); error exists in onError actions"),
 ], ids=["unknown", "root-typo", "var-typo", "when", "error-outside-onError",
-        "child-outside-readyWhen"])
+        "child-outside-readyWhen", "error-in-a-var-actions-read"])
 def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> None:
     """A name nothing defines fails every render: validate refuses it at its action, with the
     closest known name."""
@@ -397,11 +400,14 @@ def test_an_undefined_name_is_refused(actions: str, extra: str, said: str) -> No
      "{% call m(1) %}x{% endcall %}{% for c in [1] %}{{ loop.index }}{% endfor %}\"\n", ""),
     ("        - log: x\n      onError:\n        - log: \"{{ error.message }} {{ e }}\"\n",
      "      vars:\n        e: \"error.message if error is defined else ''\"\n"),
+    ("        - log: x\n      onError:\n        - log: \"{{ why }}\"\n",
+     "      vars:\n        msg: error.message\n        why: \"'failed: ' ~ msg\"\n"),
     ("        - log: \"{{ error.message if error is defined else 'none' }}\"\n", ""),
     ("        - log: \"{{ (error | default({'message': 'ok'})).message }} {{ error | d('-') }}"
      " {{ 'x' if error is none else 'y' }} {{ child | default('none') }}\"\n", ""),
 ], ids=["every-known-name", "bound-in-a-branch", "forEach-item", "macro-caller-loop",
-        "error-in-onError-and-vars", "guarded-by-is-defined", "guarded-by-default-or-none"])
+        "error-in-onError-and-vars", "error-in-vars-only-onError-reads", "guarded-by-is-defined",
+        "guarded-by-default-or-none"])
 def test_names_templates_have_pass(actions: str, extra: str) -> None:
     """The template variables, functions, globals, a forEach item, names a template binds
     (in any branch), macro parameters, caller and loop are all defined; ``error`` in onError
