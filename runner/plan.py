@@ -449,7 +449,7 @@ def _children_sources(spec: ControllerSpec, decls: Mapping[str, Any], given: Map
     ``children`` (any of the controller's) and of each child's ``readyWhen``/``includeWhen``
     (where ``child`` stands for ``children.NAME``)."""
     bound = {**given, "children": ("children", ())}
-    sources = [(s, e, loc, {**bound, **dict.fromkeys(hidden)})
+    sources = [(s, e, loc, {**bound, **dict.fromkeys(hidden.difference(GRAPH_NAMES))})
                for s, e, loc, hidden in _template_sources(spec) if "children" in s]
     for name, decl in decls.items():
         for key, text in (("readyWhen", decl.ready_when), ("includeWhen", decl.include_when)):
@@ -603,13 +603,20 @@ def _refuse_undefined(engine: TemplateEngine, source: str, expression: bool, loc
         f"did you mean {near[0]!r}?" if near and name not in _SCOPED_NAMES else hint))
 
 
+GRAPH_NAMES = ("children", "children_ready", "children_not_ready")
+"""What a ``children`` action's render sets for the actions after it in its list
+(``kinrun.actions.children``); its own resources see ``children``."""
+
 _SCOPED_NAMES = {
     "error": "error exists in onError actions only (and in the vars no other action list "
              "reads); elsewhere guard it with 'is defined' or '| default'",
-    "child": "child exists in a child's readyWhen only (elsewhere: children.NAME)"}
+    "child": "child exists in a child's readyWhen only (elsewhere: children.NAME)",
+    **dict.fromkeys(GRAPH_NAMES, "it exists in a children action's resources and in the "
+                    "actions after a children action, in the same list (not in vars: they "
+                    "are evaluated first)")}
 """Template variables only some templates see, with where: ``error`` in ``onError`` actions
 (and in the vars no other action list reads: they are rendered there only), ``child`` in a
-child's ``readyWhen``."""
+child's ``readyWhen``, :data:`GRAPH_NAMES` after a ``children`` action."""
 
 
 _GUARDS = {nodes.Test: ("defined", "undefined", "none"), nodes.Filter: ("default", "d")}
@@ -631,7 +638,7 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
     ``includeWhen`` included. The names: an action's ``forEach`` item (``as:``, default
     ``item``; an ``applySet``'s own too) in its other keys, where a var of that name is
     hidden; ``error`` in ``onError`` actions and the vars no other list reads; ``child`` in
-    ``readyWhen``.
+    ``readyWhen``; :data:`GRAPH_NAMES` after a ``children`` action of the same list.
     ``plugins``: False leaves out plugin actions' strings."""
     rec = spec.reconcile
     on_error = frozenset(("error",))
@@ -644,6 +651,8 @@ def _template_sources(spec: ControllerSpec, *, plugins: bool = True
         for action in actions:
             if not action.plugin or plugins:
                 yield from _action_sources(action, scoped)
+            if action.kind == "children" and not action.plugin:
+                scoped |= frozenset(GRAPH_NAMES)   # its render sets them for later actions
     if spec.finalizer_when:
         yield spec.finalizer_when, True, spec.finalizer_when_location, frozenset()
 
@@ -671,7 +680,7 @@ def _action_sources(action: Any, scoped: frozenset[str]
     item = frozenset(str(d.get("as", "item")) for d in (raw, inner) if "forEach" in d) | scoped
     for key, value in raw.items():
         if key == "children" and isinstance(value, Mapping):
-            yield from _child_sources(value, action, item)
+            yield from _child_sources(value, action, item | {"children"})
             continue
         expression = key in EXPRESSION_KEYS
         for text in template_strings(value):

@@ -244,3 +244,30 @@ def test_two_controllers_with_children_of_one_kind_compile() -> None:
     config = load_text(two, file="g.yaml")
     assert {"app-children-configmap", "other-children-configmap"} <= set(config.informers)
     plan(config)
+
+
+@pytest.mark.parametrize("before,after,extra,message", [
+    ("", "        - log: \"{{ children_ready }} {{ children.cm.metadata.name }} "
+         "{{ children_not_ready is none }}\"\n", "", None),
+    ("        - log: \"{{ children_ready }}\"\n", "", "", "'children_ready' is undefined"),
+    ("", "      onError:\n        - log: \"{{ children.cm }}\"\n", "", "'children' is undefined"),
+    ("", "        - log: \"{{ ready }}\"\n", "      vars:\n        ready: children_ready\n",
+     "'children_ready' is undefined"),
+    ("        - log: \"{{ children_ready | default(false) }}\"\n", "", "", None),
+], ids=["after-the-action", "before-it", "in-onError", "in-a-var", "guarded"])
+def test_graph_names_exist_after_the_children_action(before: str, after: str, extra: str,
+                                                     message: str | None) -> None:
+    """``children``, ``children_ready`` and ``children_not_ready`` are set by the children
+    action's render for the actions after it in its list: anywhere else (before it, onError,
+    a var, evaluated first) every render fails, so validate refuses it at its place."""
+    from kinrun.errors import ConfigError
+    from kinrun.plan import plan
+
+    crd_free = CONFIG.replace("example.com/v1, kind: App", "v1, kind: ConfigMap")
+    text = (crd_free % _child("cm").rstrip("\n")).replace(
+        "      actions:\n", extra + "      actions:\n" + before) + after
+    if message is None:
+        plan(load_text(text, file="g.yaml"))
+        return
+    with pytest.raises(ConfigError, match=message):
+        plan(load_text(text, file="g.yaml"))
