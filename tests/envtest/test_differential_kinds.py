@@ -43,6 +43,16 @@ def core(kind: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                                                      "metadata": {"name": "x"}, **body}
 
 
+def job(spec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "apis/batch/v1/namespaces/NS/jobs", {"apiVersion": "batch/v1", "kind": "Job",
+                                                "metadata": {"name": "j"},
+                                                "spec": {"template": {"spec": spec}}}
+
+
+def secret(kind: str, data: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    return core("Secret", {"type": kind, "data": data})
+
+
 CASES = {
     "pod-no-containers": pod({"containers": []}),
     "pod-no-image": pod({"containers": [{"name": "c"}]}),
@@ -77,6 +87,81 @@ CASES = {
                                                        {"a": "b"}, [{"name": "C"}, {"name": "C"}]),
     "deployment-invalid-selector": workload("Deployment", {"matchExpressions": [
         {"key": "app", "operator": "In", "values": []}]}, {"app": "b"}),
+    "service-target-port-names": core("Service", {"spec": {"ports": [
+        {"name": f"p{i}", "port": 80 + i, "targetPort": target} for i, target in enumerate(
+            ["HTTP_port", "a--b", "abcdefghijklmnop", "123", "-ab", "ab-", "Http", "-A_-",
+             "ABCDEFGHIJKLMNOP--"])]}}),
+    "service-target-port-name-valid": core("Service", {"spec": {"ports": [
+        {"name": "a", "port": 80, "targetPort": "http"},
+        {"name": "b", "port": 81, "targetPort": "a-b1"},
+        {"name": "c", "port": 82, "targetPort": "abcdefghijklmno"}]}}),
+    "pod-image-whitespace": pod({"containers": [{"name": "a", "image": " busybox"},
+                                                {"name": "b", "image": "busybox\t"}],
+                                 "initContainers": [{"name": "i", "image": "x "}]}),
+    "pod-image-blank": pod({"containers": [{"name": "a", "image": "  "}]}),
+    "deployment-image-blank-valid": workload("Deployment", {"matchLabels": {"app": "a"}},
+                                             {"app": "a"}, [{"name": "c", "image": " "}]),
+    "deployment-image-whitespace-valid": workload("Deployment", {"matchLabels": {"app": "a"}},
+                                                  {"app": "a"}, [{"name": "c", "image": " x"}]),
+    "job-image-whitespace-valid": job({"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": "x "}]}),
+    "pod-restart-sometimes": pod({"restartPolicy": "Sometimes", "containers": [IMAGE]}),
+    "pod-restart-never-valid": pod({"restartPolicy": "Never", "containers": [IMAGE]}),
+    "service-no-ports": core("Service", {"spec": {}}),
+    "service-clusterip-no-ports": core("Service", {"spec": {"type": "ClusterIP",
+                                                            "selector": {"a": "b"}}}),
+    "service-nodeport-no-ports": core("Service", {"spec": {"type": "NodePort"}}),
+    "service-headless-no-ports-valid": core("Service", {"spec": {"clusterIP": "None"}}),
+    "service-headless-cluster-ip-no-ports-valid": core("Service", {"spec": {
+        "type": "ClusterIP", "clusterIP": "None", "selector": {"a": "b"}}}),
+    "service-load-balancer-no-ports": core("Service", {"spec": {"type": "LoadBalancer"}}),
+    "service-external-name-no-ports-valid": core("Service", {"spec": {
+        "type": "ExternalName", "externalName": "example.com"}}),
+    "job-restart-always": job({"restartPolicy": "Always", "containers": [IMAGE]}),
+    "job-restart-absent": job({"containers": [IMAGE]}),
+    "job-restart-sometimes": job({"restartPolicy": "Sometimes", "containers": [IMAGE]}),
+    "job-restart-never-valid": job({"restartPolicy": "Never", "containers": [IMAGE]}),
+    "job-restart-on-failure-valid": job({"restartPolicy": "OnFailure", "containers": [IMAGE]}),
+    "secret-dockerconfigjson-no-key": secret("kubernetes.io/dockerconfigjson", {"a": "eA=="}),
+    "secret-dockerconfigjson-not-json": secret("kubernetes.io/dockerconfigjson",
+                                               {".dockerconfigjson": "eA=="}),
+    "secret-dockerconfigjson-valid": secret("kubernetes.io/dockerconfigjson",
+                                            {".dockerconfigjson": "eyJhdXRocyI6e319"}),
+    "secret-dockerconfigjson-empty": secret("kubernetes.io/dockerconfigjson",
+                                            {".dockerconfigjson": ""}),
+    "secret-tls-string-data-valid": core("Secret", {"type": "kubernetes.io/tls", "stringData": {
+        "tls.crt": "x", "tls.key": "y"}}),
+    "secret-dockerconfigjson-array": secret("kubernetes.io/dockerconfigjson",
+                                            {".dockerconfigjson": "W10="}),
+    "secret-dockerconfigjson-truncated": secret("kubernetes.io/dockerconfigjson",
+                                                {".dockerconfigjson": "eyJhdXRocyI6"}),
+    "secret-dockerconfigjson-syntax": core("Secret", {
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": '{"auths" 1}'}}),
+    "secret-dockercfg-unquoted-key": secret("kubernetes.io/dockercfg", {".dockercfg": "e2E6MX0="}),
+    "secret-dockercfg-extra-data": secret("kubernetes.io/dockercfg", {".dockercfg": "e30geA=="}),
+    "secret-dockercfg-string": secret("kubernetes.io/dockercfg", {".dockercfg": "InMi"}),
+    "secret-dockercfg-not-json": secret("kubernetes.io/dockercfg", {".dockercfg": "IHg="}),
+    "secret-dockercfg-valid": secret("kubernetes.io/dockercfg", {".dockercfg": "e30="}),
+    "secret-dockercfg-no-key": secret("kubernetes.io/dockercfg", {}),
+    "secret-basic-auth-no-keys": secret("kubernetes.io/basic-auth", {"a": "eA=="}),
+    "secret-basic-auth-username-valid": secret("kubernetes.io/basic-auth", {"username": "eA=="}),
+    "secret-basic-auth-password-valid": secret("kubernetes.io/basic-auth", {"password": "eA=="}),
+    "secret-ssh-auth-no-key": secret("kubernetes.io/ssh-auth", {"a": "eA=="}),
+    "secret-ssh-auth-valid": secret("kubernetes.io/ssh-auth", {"ssh-privatekey": "eA=="}),
+    "secret-tls-no-keys": secret("kubernetes.io/tls", {}),
+    "secret-tls-no-key": secret("kubernetes.io/tls", {"tls.crt": "eA=="}),
+    "secret-tls-valid": secret("kubernetes.io/tls", {"tls.crt": "eA==", "tls.key": "eA=="}),
+    "secret-service-account-token-no-annotation": secret(
+        "kubernetes.io/service-account-token", {}),
+    "secret-service-account-token-valid": core("Secret", {
+        "metadata": {"name": "x", "annotations": {"kubernetes.io/service-account.name": "sa"}},
+        "type": "kubernetes.io/service-account-token"}),
+    "secret-custom-type-valid": secret("example.com/any", {}),
+    "configmap-key-in-both": core("ConfigMap", {"data": {"a": "x", "b": "y"},
+                                                "binaryData": {"b": "eA==", "c": "eA=="}}),
+    "configmap-distinct-keys-valid": core("ConfigMap", {"data": {"a": "x"},
+                                                        "binaryData": {"b": "eA=="}}),
 }
 
 

@@ -1,16 +1,25 @@
 """Per-kind validation of built-in kinds beyond their schemas: the checks of kube-apiserver
-1.20's ``pkg/apis/{core,apps}/validation`` that a controller's manifests most often fail,
-so that ``kinrun test`` and ``--embedded`` refuse what a cluster refuses:
+1.20's ``pkg/apis/{core,apps,batch}/validation`` that a controller's manifests most often
+fail, so that ``kinrun test`` and ``--embedded`` refuse what a cluster refuses:
 
 - a pod spec (a Pod's ``spec``, a workload's or Job's ``spec.template.spec``; not a
   StatefulSet's, as in 1.20): ``containers`` not empty; each container and init
   container has a ``name`` that is an RFC 1123 label, not used twice, and an ``image``
-  (``ValidatePodSpec``/``validateContainers``);
+  (``ValidatePodSpec``/``validateContainers``); a ``restartPolicy`` of ``Always``,
+  ``OnFailure`` or ``Never`` (``validateRestartPolicy``); a Pod's images without leading
+  or trailing whitespace (``validateContainersOnlyForPod``; a template's may have it);
+- a Job's template: ``restartPolicy`` ``OnFailure`` or ``Never``, not the default
+  ``Always`` (``ValidateJobSpec``);
 - Deployment, ReplicaSet, StatefulSet, DaemonSet: a non-empty ``selector`` that selects the
   template's labels (``ValidateDeploymentSpec`` and its siblings);
-- ConfigMap ``data``/``binaryData`` and Secret ``data`` keys (``IsConfigMapKey``);
-- Service ports: ``port`` (and ``targetPort``, which defaults to it) in 1..65535, a ``name``
-  that is an RFC 1123 label, required when there are several ports, not used twice.
+- ConfigMap ``data``/``binaryData`` and Secret ``data`` keys (``IsConfigMapKey``), a
+  ConfigMap key not in both (``ValidateConfigMap``);
+- typed Secrets: the keys (or annotation) their type requires, a docker config's JSON
+  (``ValidateSecret``);
+- Services: ``ports`` unless headless or ``ExternalName``; ``port`` (and ``targetPort``,
+  which defaults to it) in 1..65535, a named ``targetPort`` an IANA_SVC_NAME
+  (``IsValidPortName``), a ``name`` that is an RFC 1123 label, required when there are
+  several ports, not used twice (``ValidateService``/``validateServicePort``).
 
 Each problem is a ``(field, reason, message)`` cause with Go's field path and message text
 (``spec.template.metadata.labels: Invalid value: map[string]string{"app":"b"}: `selector`
@@ -19,6 +28,7 @@ rest of kube-apiserver's per-kind validation is not done (docs/embedded.md)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -38,6 +48,19 @@ LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanum
 CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric characters, '-', '_' or "
                       "'.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
                       "validation is '[-._a-zA-Z0-9]+')")
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+JOB_RESTART_POLICIES = ("OnFailure", "Never")
+_PORT_NAME_CHARS = re.compile(r"^[-a-z0-9]+$")
+_DOCKER_CONFIGS = {"kubernetes.io/dockerconfigjson": ".dockerconfigjson",
+                   "kubernetes.io/dockercfg": ".dockercfg"}
+"""The docker config Secret types and their key (1.20 reads its JSON into a
+``map[string]interface {}``: any object will do)."""
+_GO_JSON_CONTEXTS = {"Expecting value": "looking for beginning of value",
+                     "Expecting property name enclosed in double quotes":
+                         "looking for beginning of object key string",
+                     "Expecting ':' delimiter": "after object key",
+                     "Extra data": "after top-level value"}
+"""Python's json error messages and encoding/json's words for the same syntax error."""
 _WORKLOADS = {"Deployment": "deployment", "ReplicaSet": "deployment",
               "StatefulSet": "statefulset", "DaemonSet": "daemonset"}
 """apps/v1 kinds with a selector and the word their empty-selector message uses (ReplicaSet's
@@ -51,16 +74,18 @@ def kind_errors(group: str, kind: str, obj: dict[str, Any]) -> list[Cause]:
     ``obj`` is the decoded, defaulted object; values of the wrong type were refused before."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     if group == "" and kind == "Pod":
-        return pod_spec_errors(spec, "spec")
-    if group == "" and kind in ("ConfigMap", "Secret"):
-        fields = ("data", "binaryData") if kind == "ConfigMap" else ("data",)
-        return [cause for name in fields for cause in _key_errors(obj.get(name), name)]
+        return pod_spec_errors(spec, "spec", pod=True)
+    if group == "" and kind == "ConfigMap":
+        return configmap_errors(obj)
+    if group == "" and kind == "Secret":
+        return _key_errors(obj.get("data"), "data") + secret_type_errors(obj)
     if group == "" and kind == "Service":
-        return service_port_errors(spec.get("ports") or [])
+        return service_errors(spec)
     if group == "apps" and kind in _WORKLOADS:
         return workload_errors(spec, _WORKLOADS[kind], pod_spec=kind != "StatefulSet")
     if group == "batch" and kind == "Job":
-        return pod_spec_errors(_dig(spec, "template", "spec"), "spec.template.spec")
+        template = _dig(spec, "template", "spec")
+        return pod_spec_errors(template, "spec.template.spec") + job_restart_errors(template)
     return []
 
 
@@ -70,9 +95,12 @@ def _dig(value: Any, *keys: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def pod_spec_errors(spec: dict[str, Any], at: str) -> list[Cause]:
+def pod_spec_errors(spec: dict[str, Any], at: str, *, pod: bool = False) -> list[Cause]:
     """A pod spec's containers and init containers (as ``validateContainers``, then
-    ``validateInitContainers``: names unique across both lists)."""
+    ``validateInitContainers``: names unique across both lists) and its ``restartPolicy``
+    (``validateRestartPolicy``; absent is ``Always``, the default). ``pod``: the spec is a
+    Pod's, whose images must not have leading or trailing whitespace
+    (``validateContainersOnlyForPod``; a template's may: " " is a placeholder there)."""
     causes: list[Cause] = []
     seen: set[str] = set()
     for field in ("containers", "initContainers"):
@@ -82,7 +110,38 @@ def pod_spec_errors(spec: dict[str, Any], at: str) -> list[Cause]:
         for index, container in enumerate(containers):
             if isinstance(container, dict):
                 causes.extend(_container_errors(container, f"{at}.{field}[{index}]", seen))
+                causes.extend(_image_space_errors(container, f"{at}.{field}[{index}]", pod))
+    policy = spec.get("restartPolicy") or "Always"
+    if policy not in RESTART_POLICIES:
+        causes.append((f"{at}.restartPolicy", "FieldValueNotSupported",
+                       _unsupported(policy, RESTART_POLICIES)))
     return causes
+
+
+def _unsupported(value: str, supported: tuple[str, ...]) -> str:
+    """field.NotSupported's message."""
+    return (f"Unsupported value: {json.dumps(value)}: supported values: "
+            + ", ".join(json.dumps(v) for v in supported))
+
+
+def _image_space_errors(container: dict[str, Any], at: str, pod: bool) -> list[Cause]:
+    image = container.get("image")
+    if not pod or not isinstance(image, str) or not image or image == image.strip():
+        return []
+    return [(f"{at}.image", "FieldValueInvalid", f"Invalid value: {json.dumps(image)}: "
+             "must not have leading or trailing whitespace")]
+
+
+def job_restart_errors(template: dict[str, Any]) -> list[Cause]:
+    """A Job's pod template must not restart its containers (``ValidateJobSpec`` in
+    ``pkg/apis/batch/validation``): ``Always``, also the default when absent, is a Required
+    cause listing the two allowed values; another unknown value is NotSupported."""
+    at, policy = "spec.template.spec.restartPolicy", template.get("restartPolicy") or "Always"
+    if policy == "Always":
+        return [(at, "FieldValueRequired", 'Required value: valid values: "OnFailure", "Never"')]
+    if policy not in JOB_RESTART_POLICIES:
+        return [(at, "FieldValueNotSupported", _unsupported(policy, JOB_RESTART_POLICIES))]
+    return []
 
 
 def _container_errors(container: dict[str, Any], at: str, seen: set[str]) -> list[Cause]:
@@ -108,6 +167,86 @@ def label_error(value: str) -> str | None:
     return None if DNS1123_LABEL.match(value) else LABEL_MESSAGE
 
 
+def configmap_errors(config: dict[str, Any]) -> list[Cause]:
+    """A ConfigMap's keys (``ValidateConfigMap``): config keys, and none in both ``data`` and
+    ``binaryData`` (the cause names the ``data`` entry)."""
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    binary = config.get("binaryData") if isinstance(config.get("binaryData"), dict) else {}
+    return _key_errors(data, "data") + _key_errors(binary, "binaryData") + [
+        (f"data[{key}]", "FieldValueInvalid",
+         f"Invalid value: {json.dumps(key)}: duplicate of key present in binaryData")
+        for key in sorted(binary) if key in data]
+
+
+def secret_type_errors(secret: dict[str, Any]) -> list[Cause]:
+    """The keys a typed Secret must have (``ValidateSecret``; ``stringData`` is merged into
+    ``data`` before): a service account token the annotation naming its account; basic-auth
+    ``username`` or ``password``; ssh-auth ``ssh-privatekey``; tls ``tls.crt`` and
+    ``tls.key``; a docker config its key, holding JSON (:func:`_docker_config_errors`). The
+    field paths are Go's, ``data[%s][username]`` included (a format string 1.20 never fills)."""
+    kind, data = secret.get("type"), _dig(secret, "data")
+    annotation = "kubernetes.io/service-account.name"
+    if kind == "kubernetes.io/service-account-token" and \
+            not _dig(secret, "metadata", "annotations").get(annotation):
+        return [(f"metadata.annotations[{annotation}]", "FieldValueRequired", "Required value")]
+    if kind == "kubernetes.io/basic-auth" and "username" not in data and "password" not in data:
+        return [(f"data[%s][{key}]", "FieldValueRequired", "Required value")
+                for key in ("username", "password")]
+    if kind == "kubernetes.io/ssh-auth" and "ssh-privatekey" not in data:
+        return [("data[%s][ssh-privatekey]", "FieldValueRequired", "Required value")]
+    if kind == "kubernetes.io/tls":
+        return [(f"data[{key}]", "FieldValueRequired", "Required value")
+                for key in ("tls.crt", "tls.key") if key not in data]
+    if kind in _DOCKER_CONFIGS:
+        key = _DOCKER_CONFIGS[kind]
+        if key not in data:
+            return [(f"data[{key}]", "FieldValueRequired", "Required value")]
+        return _docker_config_errors(data[key], key)
+    return []
+
+
+def _docker_config_errors(value: Any, key: str) -> list[Cause]:
+    """A docker config Secret's value must be JSON that Go's ``json.Unmarshal`` reads into
+    a ``map[string]interface {}`` (an object or null)."""
+    try:
+        raw = base64.b64decode(str(value), validate=True)
+    except ValueError:
+        return []  # not base64: refused before, as the Go decoder does
+    why = go_json_error(raw, "map[string]interface {}")
+    return [] if why is None else [(f"data[{key}]", "FieldValueInvalid",
+                                    f'Invalid value: "<secret contents redacted>": {why}')]
+
+
+def go_json_error(raw: bytes, go_type: str) -> str | None:
+    """encoding/json's error unmarshalling ``raw`` into an object type ``go_type``, or None.
+    Go's text for input cut short (``unexpected end of JSON input``), a character no value,
+    key or ``:`` may start with (``invalid character 'x' looking for beginning of value``),
+    data after the value, and a value that is not an object or null; other syntax errors
+    (a literal cut short, ``tru``) get Python's text, not Go's."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        doc, pos = getattr(exc, "doc", ""), getattr(exc, "pos", -1)
+        if not isinstance(doc, str) or pos >= len(doc.rstrip(" \t\r\n")):
+            return "unexpected end of JSON input"
+        context = _GO_JSON_CONTEXTS.get(getattr(exc, "msg", ""))
+        char = doc[pos] if pos >= 0 else ""
+        if context is None or context.startswith("looking for beginning of value") \
+                and char in '{["-0123456789tfn':
+            return f"invalid JSON: {exc}"
+        return f"invalid character {_go_char(char)} {context}"
+    if value is None or isinstance(value, dict):
+        return None
+    kind = ("bool" if isinstance(value, bool) else "number" if isinstance(value, (int, float))
+            else "string" if isinstance(value, str) else "array")
+    return f"json: cannot unmarshal {kind} into Go value of type {go_type}"
+
+
+def _go_char(char: str) -> str:
+    """A character as encoding/json's ``quoteChar`` writes it."""
+    return "'\\''" if char == "'" else "'\"'" if char == '"' else f"'{json.dumps(char)[1:-1]}'"
+
+
 def _key_errors(data: Any, field: str) -> list[Cause]:
     causes = []
     for key in sorted(data) if isinstance(data, dict) else ():
@@ -121,8 +260,34 @@ def _key_errors(data: Any, field: str) -> list[Cause]:
     return causes
 
 
+def service_errors(spec: dict[str, Any]) -> list[Cause]:
+    """A Service's spec (``ValidateService``): ports are required unless it is headless
+    (``type: ClusterIP``, the default, with ``clusterIP: None``) or ``type: ExternalName``;
+    then each port (:func:`service_port_errors`)."""
+    ports = spec.get("ports") or []
+    kind = spec.get("type") or "ClusterIP"
+    headless = kind == "ClusterIP" and (spec.get("clusterIP") == "None"
+                                        or spec.get("clusterIPs") == ["None"])
+    if not ports and not headless and kind != "ExternalName":
+        return [("spec.ports", "FieldValueRequired", "Required value")]
+    return service_port_errors(ports)
+
+
+def port_name_errors(name: str) -> list[str]:
+    """Why ``name`` is not an IANA_SVC_NAME (``validation.IsValidPortName``), in Go's order:
+    at most 15 characters, only ``[-a-z0-9]``, a letter, no ``--``, no ``-`` at either end."""
+    return [why for failed, why in (
+        (len(name) > 15, "must be no more than 15 characters"),
+        (not _PORT_NAME_CHARS.match(name),
+         "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"),
+        (not re.search("[a-z]", name), "must contain at least one letter or number (a-z, 0-9)"),
+        ("--" in name, "must not contain consecutive hyphens"),
+        (name[:1] == "-" or name[-1:] == "-", "must not begin or end with a hyphen")) if failed]
+
+
 def service_port_errors(ports: list[Any]) -> list[Cause]:
-    """A Service's ports (as ``validateServicePort``; ``targetPort`` defaults to ``port``)."""
+    """A Service's ports (as ``validateServicePort``; ``targetPort`` defaults to ``port``;
+    a named ``targetPort`` is an IANA_SVC_NAME, one cause per problem as Go lists them)."""
     causes: list[Cause] = []
     names: set[str] = set()
     for index, port in enumerate(p for p in ports if isinstance(p, dict)):
@@ -143,6 +308,10 @@ def service_port_errors(ports: list[Any]) -> list[Cause]:
             if isinstance(value, int) and not 1 <= value <= 65535:
                 causes.append((f"{at}.{field}", "FieldValueInvalid", f"Invalid value: {value}: "
                                "must be between 1 and 65535, inclusive"))
+        if isinstance(target, str):
+            causes.extend((f"{at}.targetPort", "FieldValueInvalid",
+                           f"Invalid value: {json.dumps(target)}: {why}")
+                          for why in port_name_errors(target))
     return causes
 
 
