@@ -99,6 +99,26 @@ class LabelSelector:
         return all(r.matches(labels) for r in self.requirements)
 
 
+def disjoint(a: LabelSelector, b: LabelSelector) -> bool:
+    """Whether no labels can match both ``a`` and ``b``, as far as one key's requirements
+    show it: ``k=x`` (or ``k in (...)``) against ``k=y`` with no value in common, against
+    ``!k``, or against ``k!=x``/``k notin (...)`` excluding every value ``a`` allows (and the
+    same with ``a`` and ``b`` swapped). False when it cannot tell (``gt``/``lt``, other keys)."""
+    return any(_excludes(ra, rb) or _excludes(rb, ra)
+               for ra in a.requirements for rb in b.requirements if ra.key == rb.key)
+
+
+def _excludes(first: Requirement, second: Requirement) -> bool:
+    """Whether ``first`` (an ``=``/``in``/``exists`` requirement) and ``second`` of the same
+    key select no labels together."""
+    if first.op in ("=", "in"):
+        allowed = set(first.values)
+        return (second.op in ("=", "in") and not allowed & set(second.values)) \
+            or second.op == "!" or (second.op in ("!=", "notin")
+                                    and allowed <= set(second.values))
+    return first.op == "exists" and second.op == "!"
+
+
 def _lex(text: str) -> list[str]:
     tokens: list[str] = []
     i, n = 0, len(text)

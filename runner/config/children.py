@@ -263,20 +263,49 @@ def with_child_informers(config: Config) -> Config:
 
 
 def _one_set_per_kind(config: Config) -> None:
-    """Two controllers of one primary kind whose ``children`` make ApplySets of the same
-    parents would prune each other's children: ConfigError at the second."""
-    seen: dict[tuple[str, str], ControllerSpec] = {}
+    """Two controllers whose sets (``children``, or ``applySet`` with the reconciled object
+    as its parent) may have the same parents (the same kind, namespaces that overlap, label
+    selectors not :func:`~kinrun.selectors.disjoint`) would make one ApplySet each per
+    parent, and each would prune the other's children: ConfigError at the second."""
+    seen: list[tuple[ControllerSpec, InformerSpec]] = []
     for spec in config.controllers:
-        if not children_actions(spec):
+        sets = parent_sets(spec)
+        if not sets:
             continue
         primary = config.informers[spec.primary]
-        kind = (primary.api_version, primary.kind or primary.resource or "")
-        if kind in seen:
-            raise children_actions(spec)[0].location.error(
-                f"children: controller {seen[kind].name!r} already makes the children of "
-                f"{kind[1]} objects (one ApplySet per parent: each would prune the other's "
-                "children); put every child in one controller's children action")
-        seen[kind] = spec
+        for other, other_primary in seen:
+            if _may_share_objects(primary, other_primary):
+                raise sets[0].location.error(
+                    f"{sets[0].kind}: controller {other.name!r} already makes an ApplySet of "
+                    f"the same {primary.kind or primary.resource} objects (one set per parent: "
+                    "each would prune the other's children); put every child in one "
+                    "controller's action, or select disjoint objects (labelSelector, "
+                    "namespaces)")
+        seen.append((spec, primary))
+
+
+def parent_sets(spec: ControllerSpec) -> list[ActionSpec]:
+    """The actions of ``spec.reconcile.actions`` that make the reconciled object an ApplySet
+    parent: ``children``, and ``applySet`` without its own ``parent``."""
+    return [a for a in spec.reconcile.actions if not a.plugin and (
+        a.kind == CHILDREN or (a.kind == "applySet" and thaw(a.spec).get("parent") is None))]
+
+
+def _may_share_objects(a: InformerSpec, b: InformerSpec) -> bool:
+    """Whether informers ``a`` and ``b`` may list one object: the same
+    apiVersion and kind (or resource), namespaces that overlap (None: all), label selectors
+    that are not provably disjoint."""
+    from kinrun.selectors import SelectorError, disjoint, parse_label_selector
+    if (a.api_version, a.kind or a.resource) != (b.api_version, b.kind or b.resource):
+        return False
+    if a.namespaces is not None and b.namespaces is not None \
+            and not set(a.namespaces) & set(b.namespaces):
+        return False
+    try:
+        return not disjoint(parse_label_selector(a.label_selector),
+                            parse_label_selector(b.label_selector))
+    except SelectorError:
+        return True   # refused, with its own message, where the informer is checked
 
 
 def _child_informers(config: Config, spec: ControllerSpec,
@@ -284,8 +313,7 @@ def _child_informers(config: Config, spec: ControllerSpec,
     actions = children_actions(spec)
     if not actions:
         return {}
-    sets = [a for a in spec.reconcile.actions if not a.plugin and (
-        a.kind == CHILDREN or (a.kind == "applySet" and thaw(a.spec).get("parent") is None))]
+    sets = parent_sets(spec)
     if len(sets) > 1:
         raise sets[1].location.error(
             f"{sets[1].kind}: the reconciled object is already the ApplySet parent of "

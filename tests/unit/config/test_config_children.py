@@ -237,7 +237,7 @@ def test_two_controllers_with_children_of_one_kind_compile() -> None:
                 manifest: "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}}"
 """
     same = CONFIG % _child("a").rstrip("\n") + other % "apps"
-    with pytest.raises(ConfigErrors, match="already makes the children of App objects"):
+    with pytest.raises(ConfigErrors, match="already makes an ApplySet of the same App objects"):
         load_text(same, file="g.yaml")
     two = (CONFIG % _child("a").rstrip("\n") + other % "secrets").replace(
         "informers:\n", "informers:\n  secrets: {apiVersion: v1, kind: Secret}\n")
@@ -271,3 +271,54 @@ def test_graph_names_exist_after_the_children_action(before: str, after: str, ex
         return
     with pytest.raises(ConfigError, match=message):
         plan(load_text(text, file="g.yaml"))
+
+
+TWO_SETS = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  first: {apiVersion: v1, kind: ConfigMap, labelSelector: "%s"}
+  second: {apiVersion: v1, kind: ConfigMap, labelSelector: "%s"%s}
+controllers:
+  - name: a
+    for: first
+    reconcile:
+      actions:
+        - applySet: {manifests: "{apiVersion: v1, kind: Secret, metadata: {name: a}}"}
+  - name: b
+    for: second
+    reconcile:
+      actions:
+%s
+"""
+_APPLYSET = '        - applySet: {manifests: "{apiVersion: v1, kind: Secret, metadata: {name: b}}"}'
+_CHILDREN = ("        - children: {resources: [{name: b, manifest: "
+             "'{apiVersion: v1, kind: Secret, metadata: {name: b}}'}]}")
+
+
+@pytest.mark.parametrize("first,second,namespaces,action,refused", [
+    ("role=src", "role=src", "", _APPLYSET, True),
+    ("role=src", "role=src", "", _CHILDREN, True),
+    ("role=src", "", "", _APPLYSET, True),
+    ("role in (a, b)", "role=b", "", _APPLYSET, True),
+    ("role=a", "role=b", "", _APPLYSET, False),
+    ("role in (a, b)", "role notin (a, b)", "", _APPLYSET, False),
+    ("role", "!role", "", _APPLYSET, False),
+    ("role=a", "role!=b", "", _APPLYSET, True),
+    ("", "", ", namespaces: [other]", _APPLYSET, False),
+], ids=["same-informer-selector", "applySet-and-children", "one-selects-all", "overlapping-in",
+        "disjoint-values", "in-and-notin", "exists-and-not", "may-overlap", "disjoint-namespaces"])
+def test_two_controllers_with_sets_on_parents_they_may_share_are_refused(
+        first: str, second: str, namespaces: str, action: str, refused: bool) -> None:
+    """Two controllers whose ApplySets (applySet or children) may have the same parent would
+    prune each other's children: refused at the second, unless their informers select
+    disjoint objects (label selectors no labels satisfy both, namespaces apart)."""
+    first_ns = ", namespaces: [team]" if namespaces else ""
+    text = (TWO_SETS % (first, second, namespaces, action)).replace(
+        f'labelSelector: "{first}"}}', f'labelSelector: "{first}"{first_ns}}}', 1)
+    if not refused:
+        load_text(text, file="g.yaml")
+        return
+    with pytest.raises(ConfigErrors, match="controller 'a' already makes an ApplySet of the "
+                                           "same ConfigMap objects"):
+        load_text(text, file="g.yaml")
