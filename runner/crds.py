@@ -41,8 +41,8 @@ CRD_KIND = "CustomResourceDefinition"
 @dataclass(frozen=True)
 class CrdNames:
     """One served version of a CRD: ``group``, ``version``, ``kind``, ``plural``,
-    ``namespaced`` (``spec.scope == "Namespaced"``), ``source`` (``file#document``), and the
-    version's ``schema`` (its ``openAPIV3Schema``, or None)."""
+    ``namespaced`` (``spec.scope == "Namespaced"``), ``source`` (``file#document``), the
+    version's ``schema`` (its ``openAPIV3Schema``, or None) and ``status_subresource``."""
 
     group: str
     version: str
@@ -53,6 +53,9 @@ class CrdNames:
     singular: str = ""
     short_names: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = None
+    status_subresource: bool = False
+    """Whether the version serves ``/status`` (``subresources.status``, of the version or, in
+    ``apiextensions.k8s.io/v1beta1``, of the whole CRD)."""
 
     @property
     def api_version(self) -> str:
@@ -161,6 +164,9 @@ def _versions(doc: Mapping[str, Any], source: str) -> list[CrdNames]:
     return [CrdNames(group, v["name"], kind, plural, scope == "Namespaced", source,
                      singular=str(names.get("singular") or ""),
                      short_names=tuple(names.get("shortNames") or ()),
-                     schema=(v.get("schema") or {}).get("openAPIV3Schema"))
+                     schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+                     status_subresource=isinstance(
+                         (v.get("subresources") or spec.get("subresources") or {}).get("status"),
+                         dict))
             for v in spec.get("versions") or () if isinstance(v, dict) and v.get("served", True)
             and isinstance(v.get("name"), str)]

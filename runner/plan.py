@@ -274,6 +274,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_metadata_only_reads(spec, informers)
     _check_lookups(spec, informers)
     _check_owner_references(spec, primary)
+    _check_status_target(config, spec, primary.spec)
 
     def program(actions: tuple, field: str) -> ActionProgram | None:
         return _fit_status(_program(spec, actions, field, pm, engine, clock, recorder=events),
@@ -770,6 +771,34 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
                     f"{function}({informer!r}, ...): no informer {informer!r} in this config "
                     f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
                     "caches of the config's informers")
+
+
+def _check_status_target(config: Config, spec: ControllerSpec, informer: InformerSpec) -> None:
+    """A ``status`` action writes through the reconciled kind's ``/status``: a built-in kind
+    whose schema has no ``status`` (a ConfigMap) or a ``crds:`` CRD version without
+    ``subresources.status`` answers every such write 404. ConfigError at the first ``status``
+    action; a kind kinrun has no definition of is not checked."""
+    from kinrun.kube.builtin_kinds import builtin_kind
+    from kinrun.openapi import builtin_schemas
+
+    rec = spec.reconcile
+    actions = [a for a in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error)
+               if a.kind == "status" and not a.plugin]
+    kind = informer.kind or builtin_kind(informer.api_version, informer.resource or "")
+    if not actions or kind is None:
+        return
+    group, _, version = informer.api_version.rpartition("/")
+    schema = builtin_schemas().for_gvk(group, version, kind)
+    crd = _config_crds(config).lookup(informer.api_version, kind) if schema is None else None
+    if schema is not None and schema.child("status") is None:
+        why = f"{kind} has no status (its schema has none)"
+    elif crd is not None and not crd.status_subresource:
+        why = (f"the CustomResourceDefinition of {kind} ({crd.source}) has no status "
+               f"subresource for {crd.version} (subresources: {{status: {{}}}})")
+    else:
+        return
+    raise actions[0].location.error(f"status: {why}; a status action writes through the "
+                                    "status subresource, which would answer 404 every time")
 
 
 def _check_owner_references(spec: ControllerSpec, primary: InformerPlan) -> None:

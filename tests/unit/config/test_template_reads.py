@@ -267,10 +267,10 @@ def test_explain_lists_whole_reads_with_their_line(tmp_path: Path) -> None:
     config = plan(load_text(textwrap.dedent("""\
         apiVersion: kinrun.dev/v1alpha1
         kind: ControllerConfig
-        informers: {cms: {apiVersion: v1, kind: ConfigMap}}
+        informers: {pods: {apiVersion: v1, kind: Pod}}
         controllers:
           - name: c
-            for: cms
+            for: pods
             reconcile:
               actions:
                 - log: "{{ obj | to_json }}"

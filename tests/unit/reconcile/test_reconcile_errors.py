@@ -125,8 +125,15 @@ def test_on_error_refuses_what_is_not_a_report(kind):
 
 
 def test_on_error_compiles_into_the_plan():
-    compiled = plan(load_text(CONFIG % "status: {fields: {phase: Failed}}", file="f.yaml"))
+    pods = CONFIG.replace("cms: {apiVersion: v1, kind: ConfigMap}", "cms: {apiVersion: v1, kind: Pod}")
+    compiled = plan(load_text(pods % "status: {fields: {phase: Failed}}", file="f.yaml"))
     assert len(compiled.controllers[0].on_error) == 1
+
+
+def test_a_status_action_on_a_kind_without_status_is_refused():
+    """A ConfigMap has no status subresource: every status write would answer 404."""
+    with pytest.raises(ConfigError, match="status: ConfigMap has no status"):
+        plan(load_text(CONFIG % "status: {fields: {phase: Failed}}", file="f.yaml"))
 
 
 def test_stop_logs_at_its_level(caplog):
@@ -175,3 +182,33 @@ def test_on_error_names_a_fail_and_a_finalizer_patch(caplog):
         assert fin(KEY, cm()).outcome == "retry"
     messages = [r.getMessage() for r in caplog.records]
     assert "ActionFailed check None: bad ns/cm" in messages and "finalizer 409" in messages
+
+
+@pytest.mark.parametrize("subresources,refused", [("", True), ("subresources: {status: {}}", False)])
+def test_a_status_action_needs_the_crd_status_subresource(tmp_path, subresources, refused):
+    """A ``crds:`` CRD version without ``subresources.status`` has no /status to write."""
+    (tmp_path / "crd.yaml").write_text(f"""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.example.com}}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      {subresources}
+      schema:
+        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+""")
+    text = CONFIG.replace("cms: {apiVersion: v1, kind: ConfigMap}",
+                          "cms: {apiVersion: example.com/v1, kind: Widget}")
+    text = text.replace("informers:", "crds: [crd.yaml]\ninformers:") % "status: {fields: {a: b}}"
+    config = load_text(text, file=str(tmp_path / "c.yaml"), base_dir=tmp_path)
+    if not refused:
+        plan(config)
+        return
+    with pytest.raises(ConfigError, match="has no status subresource for v1"):
+        plan(config)
