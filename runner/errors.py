@@ -286,13 +286,15 @@ def never_succeeds(error: BaseException) -> bool:
     - 400 BadRequest (an undecodable body, a name or namespace that contradicts the URL);
     - 500 ``failed to create typed patch object: ...``: a server-side apply whose own body
       fails the kind's schema (a field it does not declare); kube-apiserver's fieldmanager
-      answers it before reading the live object, so the same body fails again.
+      answers it before reading the live object, so the same body fails again;
+    - 415 UnsupportedMediaType: a patch type the resource does not take (a strategic merge
+      patch of a custom resource), which does not depend on the object.
 
     403 and 404 are not: RBAC can be granted and a missing namespace or kind created while the
     object stays the same. Semantics: kube-apiserver 1.20's answers; the split as kopf's
     permanent/temporary errors."""
     status = getattr(error, "status", None)
-    if status == 400 and getattr(error, "reason", "") == "BadRequest":
+    if status == 400 and getattr(error, "reason", "") == "BadRequest" or status == 415:
         return True
     if status == 500:
         return str(getattr(error, "message", "")).startswith(TYPED_PATCH_FAILED)

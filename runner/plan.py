@@ -275,6 +275,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_lookups(spec, informers)
     _check_owner_references(spec, primary)
     _check_status_target(config, spec, primary.spec)
+    _check_strategic_patches(config, spec, primary.spec)
 
     def program(actions: tuple, field: str) -> ActionProgram | None:
         return _fit_status(_program(spec, actions, field, pm, engine, clock, recorder=events),
@@ -799,6 +800,32 @@ def _check_status_target(config: Config, spec: ControllerSpec, informer: Informe
         return
     raise actions[0].location.error(f"status: {why}; a status action writes through the "
                                     "status subresource, which would answer 404 every time")
+
+
+def _check_strategic_patches(config: Config, spec: ControllerSpec,
+                             informer: InformerSpec) -> None:
+    """A strategic merge patch of a custom resource (the reconciled object, or a ``target``
+    whose apiVersion and kind are written out) that a ``crds:`` file defines: kube-apiserver
+    answers 415 (strategic merge needs the Go types of a built-in kind). ConfigError at the
+    action."""
+    rec = spec.reconcile
+    crds = None
+    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        value = action.raw.get("patch") if action.kind == "patch" and not action.plugin else None
+        if not isinstance(value, Mapping) or value.get("type") != "strategic":
+            continue
+        target = value.get("target") if isinstance(value.get("target"), Mapping) else {}
+        api_version = target.get("apiVersion", informer.api_version)
+        kind = target.get("kind", informer.kind) if target else informer.kind
+        if not isinstance(api_version, str) or not isinstance(kind, str) or "{" in api_version \
+                or "{" in kind:
+            continue
+        crds = crds if crds is not None else _config_crds(config)
+        crd = crds.lookup(api_version, kind)
+        if crd is not None:
+            raise action.location.error(
+                f"patch: {kind} is a custom resource ({crd.source}), which takes no strategic "
+                "merge patch (kube-apiserver answers 415): use type: merge or json")
 
 
 def _check_owner_references(spec: ControllerSpec, primary: InformerPlan) -> None:

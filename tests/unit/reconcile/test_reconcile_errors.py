@@ -212,3 +212,35 @@ spec:
         return
     with pytest.raises(ConfigError, match="has no status subresource for v1"):
         plan(config)
+
+
+@pytest.mark.parametrize("patch,refused", [
+    ("patch: {type: strategic, patch: 'metadata: {labels: {a: b}}'}", True),
+    ("patch: {type: merge, patch: 'metadata: {labels: {a: b}}'}", False),
+    ("patch: {type: strategic, patch: 'metadata: {labels: {a: b}}', "
+     "target: {apiVersion: v1, kind: ConfigMap, name: x}}", False),
+])
+def test_a_strategic_patch_of_a_custom_resource_is_refused(tmp_path, patch, refused):
+    """A CRD's objects take merge and JSON patches only (415 for strategic, every time)."""
+    (tmp_path / "crd.yaml").write_text("""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+    - {name: v1, served: true, storage: true,
+       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+""")
+    text = CONFIG.replace("cms: {apiVersion: v1, kind: ConfigMap}",
+                          "cms: {apiVersion: example.com/v1, kind: Widget}")
+    text = text.replace("informers:", "crds: [crd.yaml]\ninformers:").replace(
+        "actions: [{log: hi}]", f"actions: [{{{patch}}}]") % "log: failed"
+    config = load_text(text, file=str(tmp_path / "c.yaml"), base_dir=tmp_path)
+    if not refused:
+        plan(config)
+        return
+    with pytest.raises(ConfigError, match="takes no strategic merge patch"):
+        plan(config)

@@ -27,6 +27,9 @@ FAILED_TEST_OP = {"kind": "Status", "code": 422, "reason": "Invalid",
     pytest.param(422, FAILED_TEST_OP, False, id="json-patch-test-failed"),
     pytest.param(400, {"kind": "Status", "code": 400, "reason": "BadRequest", "message": "x"},
                  True, id="bad-request"),
+    pytest.param(415, {"kind": "Status", "code": 415, "reason": "UnsupportedMediaType",
+                       "message": "the body of the request was in an unknown format"},
+                 True, id="unsupported-patch-type"),
     pytest.param(403, {"kind": "Status", "code": 403, "reason": "Forbidden"}, False, id="forbidden"),
     pytest.param(404, {"kind": "Status", "code": 404, "reason": "NotFound"}, False, id="not-found"),
     pytest.param(500, {"kind": "Status", "code": 500, "reason": "InternalError"}, False, id="5xx"),
@@ -37,8 +40,9 @@ FAILED_TEST_OP = {"kind": "Status", "code": 422, "reason": "Invalid",
                  False, id="typed-live-object"),
 ])
 def test_never_succeeds_by_status_and_causes(status, body, expected):
-    """Only 400, a 422 whose causes name a field and a 500 refusing the applied body itself are
-    answers no retry can change (the live object's typed form failing is not)."""
+    """Only 400, a 422 whose causes name a field, a 500 refusing the applied body itself and a
+    415 (a patch type the resource does not take) are answers no retry can change (the live
+    object's typed form failing is not)."""
     import orjson
     assert never_succeeds(error_from_response(status, orjson.dumps(body))) is expected
 
