@@ -276,6 +276,7 @@ def _controller(config: Config, spec: ControllerSpec, informers: Mapping[str, In
     _check_owner_references(spec, primary)
     _check_status_target(config, spec, primary.spec)
     _check_strategic_patches(config, spec, primary.spec)
+    _check_written_kinds(spec)
 
     def program(actions: tuple, field: str) -> ActionProgram | None:
         return _fit_status(_program(spec, actions, field, pm, engine, clock, recorder=events),
@@ -826,6 +827,37 @@ def _check_strategic_patches(config: Config, spec: ControllerSpec,
             raise action.location.error(
                 f"patch: {kind} is a custom resource ({crd.source}), which takes no strategic "
                 "merge patch (kube-apiserver answers 415): use type: merge or json")
+
+
+_MANIFEST_KEYS = {"apply": "manifest", "create": "manifest", "applySet": "manifests",
+                  "patch": "target", "delete": "target"}
+"""Where an action names the kinds it writes: a manifest (template), or a ``target``."""
+
+
+def _check_written_kinds(spec: ControllerSpec) -> None:
+    """A kind an action writes, written out literally, that its built-in API group does not
+    serve (``apps/v1`` ``Deploymnet``): every reconcile would fail to find it. ConfigError at
+    the manifest or target with the closest kind, as an informer's kind is checked (groups of
+    CRDs are left to discovery)."""
+    from kinrun.config.manifest_kinds import literal_kinds
+
+    rec = spec.reconcile
+    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+        key = _MANIFEST_KEYS.get(action.kind) if not action.plugin else None
+        value = action.raw.get(action.kind) if key else None
+        part = thaw(value).get(key) if isinstance(value, Mapping) else None
+        target = part if key == "target" and isinstance(part, Mapping) else {}
+        pairs = [(target.get("apiVersion"), target.get("kind"))] if target else \
+            literal_kinds(part) if part and key != "target" else []
+        for api_version, kind in pairs:
+            if not isinstance(api_version, str) or not isinstance(kind, str) \
+                    or "{" in api_version + kind:
+                continue
+            problem = unserved_builtin(api_version, kind, None)
+            if problem is not None:
+                loc = action.field_locations.get(key)
+                raise loc.error(problem) if loc is not None else \
+                    action.location.error(f"{action.kind}.{key}: {problem}")
 
 
 def _check_owner_references(spec: ControllerSpec, primary: InformerPlan) -> None:

@@ -73,6 +73,7 @@ from kinrun.clock import Clock, clock_of
 from kinrun.config.schema import action_default
 from kinrun.errors import ApiError, ConfigError, PermanentError, ReconcileError, TemporaryError
 from kinrun.hooks import ReconcileContext
+from kinrun.kube.discovery import UnknownKindError
 from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
 from kinrun.redact import redact_request
@@ -559,7 +560,7 @@ def _logger(controller: str) -> logging.Logger:
     return logging.getLogger(f"kinrun.controller.{controller}")
 
 
-def _locate(err: ApiError, where: str, origin: str = "") -> None:
+def _locate(err: ApiError | UnknownKindError, where: str, origin: str = "") -> None:
     """Prefix ``err``'s message with ``where`` (once), keeping its class and attributes: the
     controller's retry decisions go by class, the log line by message. ``origin``: the
     action's location, kept as ``err.origin`` (which action failed: ``error.action``)."""
@@ -573,7 +574,8 @@ def _execute_request(step: ApiRequest, origin: str, client: Any, logger: logging
                      answers: list[Any] | None) -> None:
     """One request of :func:`execute`: logged instead with no client (dry-run), else sent
     (an Event through its recorder), its answer appended to ``answers``, logged once sent;
-    an ApiError located at ``origin`` and the request, then raised."""
+    an ApiError (or UnknownKindError: no such kind served) located at ``origin`` and the
+    request, then raised."""
     if client is None:
         logger.info("dry-run: %s", json.dumps(redact_request(step.describe()), sort_keys=True))
         return
@@ -585,7 +587,7 @@ def _execute_request(step: ApiRequest, origin: str, client: Any, logger: logging
             answer = client.execute(step)
         if answers is not None:
             answers.append(answer)
-    except ApiError as err:
+    except (ApiError, UnknownKindError) as err:
         _locate(err, f"{origin + ': ' if origin else ''}{step.summary()}", origin)
         raise
     if sent is None:
@@ -649,7 +651,7 @@ def _execute_compound(step: Any, origin: str, client: Any, logger: logging.Logge
     def send(request: ApiRequest) -> Any:
         try:
             answer = client.execute(request)
-        except ApiError as err:
+        except (ApiError, UnknownKindError) as err:
             _locate(err, f"{origin + ': ' if origin else ''}{request.summary()}", origin)
             raise
         if not getattr(client, "dry_run", False):

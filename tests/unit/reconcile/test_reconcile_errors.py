@@ -5,6 +5,7 @@ reconcile's; ``stop`` logs at its level; a ``create`` by generateName logs the s
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -244,3 +245,44 @@ spec:
         return
     with pytest.raises(ConfigError, match="takes no strategic merge patch"):
         plan(config)
+
+
+@pytest.mark.parametrize("action,said", [
+    ('apply: {manifest: "apiVersion: apps/v1\\nkind: Deploymnet\\nmetadata: {name: x}\\n"}',
+     "kind 'Deploymnet' is not served in API group apps; did you mean 'Deployment'?"),
+    ("delete: {target: {apiVersion: v1, kind: Secrett, name: x}}",
+     "kind 'Secrett' is not served in API group core (v1); did you mean 'Secret'?"),
+    ("applySet: {manifests: '[{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}, "
+     "{apiVersion: apps/v1, kind: Pod, metadata: {name: b}}]'}",
+     "kind 'Pod' is not served in API group apps; it is served as apiVersion v1"),
+    ('apply: {manifest: "apiVersion: example.com/v1\\nkind: Widgit\\nmetadata: {name: x}\\n"}',
+     None),
+    ('apply: {manifest: "apiVersion: apps/v1\\nkind: \'{{ obj.data.kind }}\'\\nmetadata: {name: x}\\n"}',
+     None),
+], ids=["apply", "delete-target", "applySet-item", "crd-group-left-to-discovery", "templated"])
+def test_a_written_kind_its_builtin_group_does_not_serve_is_refused(action, said):
+    """A literal kind an action writes that its built-in API group does not serve fails every
+    reconcile: validate refuses it at the manifest, as it does an informer's kind."""
+    text = CONFIG.replace("actions: [{log: hi}]", f"actions: [{{{action}}}]") % "log: failed"
+    if said is None:
+        plan(load_text(text, file="f.yaml"))
+        return
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        plan(load_text(text, file="f.yaml"))
+
+
+def test_a_kind_the_server_does_not_serve_is_located_at_its_action():
+    """The client's UnknownKindError (a kind discovery does not find, such as a CRD not yet
+    installed) is retried, and its line names the action and the request, as an API error's."""
+    from kinrun.kube.discovery import UnknownKindError
+
+    class NoWidgets(Server):
+        def execute(self, req: Any) -> Any:
+            raise UnknownKindError("unknown kind 'Widget' in example.com/v1",
+                                   api_version="example.com/v1", name="Widget", suggestions=[])
+
+    rec = reconciler(NoWidgets(), [{"apply": {"manifest": (
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")}}])
+    result = rec(KEY, cm())
+    assert result.outcome == "retry"
+    assert "apply Widget ns/w: unknown kind 'Widget' in example.com/v1" in str(result.error)
