@@ -111,11 +111,14 @@ _TEMPLATE_FILENAME = "<kinrun-template>"
 @dataclass(frozen=True)
 class SourceLocation:
     """Where a template came from: ``file`` (as given), 1-based ``line`` or None, key ``path``
-    such as ``controllers[0].reconcile.actions[2].log``. ``str()``: ``file:line: path``."""
+    such as ``controllers[0].reconcile.actions[2].log``, 1-based ``column`` or None.
+    ``str()``: ``file:line: path`` (what run-time errors show); a ConfigError from
+    :meth:`config_error` shows the column too, as every error of ``kinrun validate``."""
 
     file: str = "<config>"
     line: int | None = None
     path: str = ""
+    column: int | None = None
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
@@ -123,11 +126,12 @@ class SourceLocation:
 
     def child(self, suffix: str) -> SourceLocation:
         """The same place with ``suffix`` appended to the path (``.manifest``, ``[2]``)."""
-        return SourceLocation(self.file, self.line, f"{self.path}{suffix}")
+        return SourceLocation(self.file, self.line, f"{self.path}{suffix}", self.column)
 
     def config_error(self, message: str) -> ConfigError:
         """A ConfigError at this location."""
-        return ConfigError(message, file=self.file, line=self.line, path=self.path)
+        return ConfigError(message, file=self.file, line=self.line, column=self.column,
+                           path=self.path)
 
 
 def as_location(value: Any, path: str = "") -> SourceLocation:
@@ -137,12 +141,15 @@ def as_location(value: Any, path: str = "") -> SourceLocation:
     if value is None:
         return SourceLocation(path=path)
     if isinstance(value, SourceLocation):
-        return value if value.path or not path else SourceLocation(value.file, value.line, path)
+        return value if value.path or not path else SourceLocation(value.file, value.line, path,
+                                                                    value.column)
     if isinstance(value, tuple):
         parts = list(value) + [None, None, None]
         return SourceLocation(str(parts[0] or "<config>"), parts[1], str(parts[2] or path))
     get = value.get if isinstance(value, Mapping) else (lambda k: getattr(value, k, None))
-    return SourceLocation(str(get("file") or "<config>"), get("line"), str(get("path") or path))
+    column = get("column")
+    return SourceLocation(str(get("file") or "<config>"), get("line"), str(get("path") or path),
+                          column if isinstance(column, int) else None)
 
 
 @dataclass(frozen=True)

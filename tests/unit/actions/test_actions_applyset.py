@@ -236,7 +236,7 @@ def test_apply_set_in_on_delete_is_a_config_error(tmp_path) -> None:
                        "informers: {cms: {apiVersion: v1, kind: ConfigMap}}\ncontrollers:\n"
                        "  - name: c\n    for: cms\n    reconcile:\n      actions: [{log: x}]\n"
                        "      onDelete:\n        - applySet: {manifests: '[]'}\n", file="c.yaml")
-    with pytest.raises(ConfigError, match=r"c.yaml:10: .*onDelete\[0\]: applySet cannot run"):
+    with pytest.raises(ConfigError, match=r"c.yaml:10:11: .*onDelete\[0\]: applySet cannot run"):
         plan(config)
 
 

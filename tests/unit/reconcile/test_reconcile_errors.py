@@ -286,3 +286,12 @@ def test_a_kind_the_server_does_not_serve_is_located_at_its_action():
     result = rec(KEY, cm())
     assert result.outcome == "retry"
     assert "apply Widget ns/w: unknown kind 'Widget' in example.com/v1" in str(result.error)
+
+
+def test_a_var_error_names_its_line_and_column():
+    """Every validate error is ``file:line:column: path: message``: a var's too."""
+    text = CONFIG.replace("      actions: [{log: hi}]\n",
+                          "      vars:\n        key: obj.metadata.uid\n      actions: [{log: hi}]\n")
+    with pytest.raises(ConfigError, match=re.escape("f.yaml:11:14: controllers[0].reconcile."
+                                                    "vars.key: vars: 'key' would shadow")):
+        plan(load_text(text % "log: failed", file="f.yaml"))
