@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from apiserver_http import call
 
@@ -80,6 +82,25 @@ def test_custom_resource_tables_show_ages_not_timestamps():
         ("Gone", "string", ".spec.gone"))])
     assert table(columns, [web], now, {})["rows"][0]["cells"] == [
         "web", "37m", 1, "1.5", '["a"]', None]
+
+
+def test_a_service_table_shows_its_cluster_ip_as_the_docs_say(embedded_api_client):
+    """A Service gets a cluster IP at create and its Table's CLUSTER-IP shows it, so
+    docs/embedded.md does not list the missing ClusterIP allocation as a difference (it did,
+    contradicting its Services paragraph)."""
+    import orjson
+    path = "/api/v1/namespaces/default/services"
+    call(embedded_api_client, "POST", path, body={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}})
+    m, url, hdrs, _, _ = embedded_api_client.param_serialize("GET", path, header_params={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    table = orjson.loads(embedded_api_client.call_api(m, url, hdrs).read())
+    names = [c["name"] for c in table["columnDefinitions"]]
+    row = next(r["cells"] for r in table["rows"] if r["cells"][0] == "s")
+    assert row[names.index("Cluster-IP")].count(".") == 3
+    docs = (Path(__file__).parents[3] / "docs" / "embedded.md").read_text(encoding="utf-8")
+    assert "no ClusterIP allocation" not in docs and "shows `<none>`" not in docs
 
 
 def test_watch_events_carry_one_row_tables(embedded_api_client):
