@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .conftest import Pair, Target
-from .test_differential import APPLY, _wait_served, check
+from .test_differential import APPLY, _crd, _wait_served, check
 
 
 def outcome(resp: Any) -> dict[str, Any]:
@@ -280,3 +280,76 @@ def test_services_get_a_cluster_ip_at_create(both: Pair) -> None:
 
     real = check(both, scenario)
     assert [r["clusterIP"] for r in real] == ["ipv4", "None", None]
+
+
+PRINTER_COLUMNS = [
+    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+    {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "description": "How big"},
+    {"name": "SizeText", "type": "string", "jsonPath": ".spec.size"},
+    {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio"},
+    {"name": "RatioInt", "type": "integer", "jsonPath": ".spec.ratio"},
+    {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
+    {"name": "OnText", "type": "string", "jsonPath": ".spec.on"},
+    {"name": "ColorNumber", "type": "number", "jsonPath": ".spec.color"},
+    {"name": "Since", "type": "date", "jsonPath": ".spec.since"},
+    {"name": "Bad", "type": "date", "jsonPath": ".spec.color"},
+    {"name": "Missing", "type": "string", "jsonPath": ".spec.nothing"},
+    {"name": "First", "type": "string", "jsonPath": ".spec.list[0]", "priority": 1},
+    {"name": "List", "type": "string", "jsonPath": ".spec.list"},
+    {"name": "Map", "type": "string", "jsonPath": ".spec.map"},
+    {"name": "Null", "type": "string", "jsonPath": ".spec.gone"},
+    {"name": "NullNumber", "type": "number", "jsonPath": ".spec.gone"},
+    {"name": "Float", "type": "string", "jsonPath": ".spec.float"},
+    {"name": "SizeDate", "type": "date", "jsonPath": ".spec.size"},
+    {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+     "format": "date-time"},
+]
+
+
+def _table_view(table: dict[str, Any]) -> dict[str, Any]:
+    """A Table's columns and cells; a cell of a creation-time column (a few seconds' age, or
+    the raw timestamp) is reduced to its shape."""
+    definitions = table.get("columnDefinitions") or []
+    fresh = {i for i, c in enumerate(definitions) if c["name"] in ("Age", "Created")}
+    rows = [[_age_shape(cell) if i in fresh else cell for i, cell in enumerate(r["cells"])]
+            for r in table.get("rows") or []]
+    return {"kind": table.get("kind"), "columns": definitions, "rows": rows,
+            "objects": [(r.get("object") or {}).get("kind") for r in table.get("rows") or []]}
+
+
+def _age_shape(cell: Any) -> Any:
+    text = str(cell)
+    if text.endswith("s") and text[:-1].isdigit():
+        return "<seconds>"
+    return "<timestamp>" if text.endswith("Z") else cell
+
+
+def test_custom_resource_tables(both: Pair) -> None:
+    """``kubectl get`` of custom resources: the server-side Table's columns (NAME and AGE
+    without additionalPrinterColumns; the declared ones with their types, descriptions and
+    formats) and cells (ages, numbers, booleans, strings of other types, missing values);
+    a built-in kind's NAME column has the same description."""
+    def scenario(t: Target) -> Any:
+        out = {}
+        for kind, columns in (("age", None), ("columns", PRINTER_COLUMNS)):
+            group = f"{kind[0]}t{t.ns[-6:]}.kinrun.dev"
+            crd = _crd(group)
+            if columns:
+                crd["spec"]["versions"][0]["additionalPrinterColumns"] = columns
+            post(t, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            path = f"/apis/{group}/v1/namespaces/{t.ns}/widgets"
+            _wait_served(t, path)
+            post(t, path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                           "metadata": {"name": "web"}, "spec": {
+                               "color": "red", "size": 3, "ratio": 2.5, "on": True,
+                               "since": "2019-03-01T10:00:00Z", "list": ["a", "b"],
+                               "map": {"b": 1, "a": "x"}, "gone": None, "float": 1234567.5}})
+            post(t, path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                           "metadata": {"name": "empty"}, "spec": {"size": 1.5, "on": "yes", "float": 0.00001}})
+            out[kind] = _table_view(t.kube.request("GET", path, accept=TABLE).body)
+        configmaps = t.kube.request("GET", f"/api/v1/namespaces/{t.ns}/configmaps", accept=TABLE)
+        out["configmap-name-column"] = configmaps.body["columnDefinitions"][0]
+        return out
+
+    real, embedded = both.run(scenario)
+    assert real == embedded

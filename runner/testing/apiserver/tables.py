@@ -5,8 +5,10 @@ Built-in kinds get the columns of kube-apiserver's printers (``pkg/printers/inte
 Pod READY/STATUS/RESTARTS/AGE, ConfigMap DATA, Secret TYPE/DATA, Service TYPE/CLUSTER-IP/...,
 Deployment READY/UP-TO-DATE/AVAILABLE, ...; ``priority: 1`` columns only with ``-o wide``);
 custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (simple JSONPaths:
-``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none;
-other kinds NAME and AGE. Ages are written as ``duration.HumanDuration`` writes them. Each row
+``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
+with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
+tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
+does, other types take their own or null); other kinds NAME and AGE. Ages are written as ``duration.HumanDuration`` writes them. Each row
 carries its object as PartialObjectMetadata (``includeObject=Metadata``, the default), whole
 (``Object``) or not at all (``None``). On a watch each event's object is a one-row Table.
 """
@@ -14,13 +16,20 @@ carries its object as PartialObjectMetadata (``includeObject=Metadata``, the def
 from __future__ import annotations
 
 import calendar
+import datetime
+import decimal
+import math
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Union
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, float], Any]
+Column = Union[tuple[str, str, int, Cell], tuple[str, str, int, Cell, Obj]]
+"""(header, type, priority, cell(obj, now)[, more of the column's definition])."""
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+_GO_ZERO_TIME = datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc)
 _PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -128,7 +137,7 @@ def _ratio(ready: str, want: str) -> Cell:
     return lambda o, _now: f"{int(_get(o, ready) or 0)}/{int(_get(o, want) or 0)}"
 
 
-COLUMNS: dict[tuple[str, str], list[tuple[str, str, int, Cell]]] = {
+COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("", "Pod"): [("Ready", "string", 0, lambda o, _: _pod_ready(o)),
                   ("Status", "string", 0, lambda o, _: _pod_status(o)),
                   ("Restarts", "integer", 0, lambda o, _: sum(
@@ -187,16 +196,149 @@ COLUMNS: dict[tuple[str, str], list[tuple[str, str, int, Cell]]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): [
         ("Created At", "date", 0, lambda o, _: (o.get("metadata") or {}).get("creationTimestamp"))],
 }
-"""(group, kind) -> the columns after NAME: (header, type, priority, cell(obj, now))."""
+"""(group, kind) -> the columns after NAME."""
 
 
-def crd_columns(columns: list[Obj]) -> list[tuple[str, str, int, Cell]]:
-    """A CRD version's ``additionalPrinterColumns`` as columns (AGE when there are none)."""
+NAME_DESCRIPTION = (
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "http://kubernetes.io/docs/user-guide/identifiers#names")
+"""The Name column's description (ObjectMeta's swagger doc of ``name``), as 1.20 sends it."""
+CREATED_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was "
+    "created. It is not guaranteed to be set in happens-before order across separate "
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
+    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+    "#metadata")
+"""A custom resource's default Age column's description (ObjectMeta's ``creationTimestamp``)."""
+_MISSING = object()
+
+
+def crd_columns(columns: list[Obj]) -> list[Column]:
+    """A CRD version's ``additionalPrinterColumns`` as apiextensions-apiserver 1.20's
+    tableconvertor makes them (with their format and description; Age of type date when
+    there are none)."""
     if not columns:
-        return [("Age", "date", 0, lambda o, _: (o.get("metadata") or {}).get("creationTimestamp"))]
-    return [(str(c.get("name")), str(c.get("type") or "string"), int(c.get("priority") or 0),
-             (lambda path: lambda o, _: _get(o, path))(str(c.get("jsonPath") or "")))
-            for c in columns]
+        columns = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+                    "description": CREATED_DESCRIPTION}]
+    out: list[Column] = []
+    for column in columns:
+        kind, path = str(column.get("type") or "string"), str(column.get("jsonPath") or "")
+        description = str(column.get("description") or "Custom resource definition column "
+                          f"(in JSONPath format): {path}")
+        out.append((str(column.get("name")), kind, int(column.get("priority") or 0),
+                    _crd_cell(kind, path),
+                    {"format": str(column.get("format") or ""), "description": description}))
+    return out
+
+
+def _crd_cell(kind: str, path: str) -> Cell:
+    """A printer column's cell as the tableconvertor fills it: a missing value is null; a
+    ``string`` column prints the value as jsonpath does (Go's ``%v``, JSON for lists and maps,
+    ``<no value>`` for null); other types take a value of their type (an integer column
+    truncates a number) or null, and a date column shows the age of an RFC 3339 string."""
+    def cell(obj: Obj, now: float) -> Any:
+        value = _find(obj, path)
+        if value is _MISSING:
+            return None
+        if kind == "string":
+            return go_text(value)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if kind == "integer" and number:
+            return int(value)
+        if kind == "number" and number or kind == "boolean" and isinstance(value, bool):
+            return value
+        if kind == "date" and isinstance(value, str):
+            return date_cell(value, now)
+        return None
+    return cell
+
+
+def date_cell(value: str, now: float) -> str:
+    """A date column's cell for an RFC 3339 string: its age (``<invalid>`` when it does not
+    parse, ``<unknown>`` for Go's zero time), as ``ConvertToHumanReadableDateType``."""
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return "<invalid>"
+    if moment.tzinfo is None or not _RFC3339.fullmatch(value):
+        return "<invalid>"
+    if moment == _GO_ZERO_TIME:
+        return "<unknown>"
+    return human_duration(now - moment.timestamp())
+
+
+def _find(obj: Any, path: str) -> Any:
+    """The value at a simple JSONPath, or ``_MISSING`` (a null value is None)."""
+    for match in _PATH_STEP.finditer(path):
+        key, index = match.groups()
+        if key is not None and isinstance(obj, dict) and key in obj:
+            obj = obj[key]
+        elif key is None and isinstance(obj, list) and int(index) < len(obj):
+            obj = obj[int(index)]
+        else:
+            return _MISSING
+    return obj
+
+
+def go_text(value: Any) -> str:
+    """``value`` as client-go's jsonpath prints one result: lists and maps as Go's
+    ``json.Marshal``, other values as Go's ``%v`` (null as ``<no value>``)."""
+    if value is None:
+        return "<no value>"
+    if isinstance(value, (dict, list)):
+        return go_json(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value, json_form=False)
+    return str(value)
+
+
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                 "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                 "\u2029": "\\u2029"}
+
+
+def go_json(value: Any) -> str:
+    """``value`` as Go's ``json.Marshal`` writes it (sorted keys, HTML characters escaped)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{go_json(str(k))}:{go_json(value[k])}"
+                              for k in sorted(value)) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    if isinstance(value, str):
+        return '"' + "".join(_JSON_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 else c)
+                             for c in value) + '"'
+    if isinstance(value, float):
+        return _go_float(value, json_form=True)
+    return "null" if value is None else go_text(value)
+
+
+def _go_float(value: float, json_form: bool) -> str:
+    """A float as Go's ``%v`` (shortest digits; exponent form below 1e-4 or from 1e6) or,
+    ``json_form``, as ``json.Marshal`` (exponent form below 1e-6 or from 1e21, ``e-7``)."""
+    if math.isnan(value) or math.isinf(value):
+        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    parts = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, parts.digits))
+    point = len(digits) + int(parts.exponent)
+    exponent = point - 1
+    if (abs(value) < 1e-6 or abs(value) >= 1e21) if json_form else not -4 <= exponent < 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        width = 1 if json_form else 2
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):0{width}d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def _row_object(obj: Obj, include: str) -> Obj | None:
@@ -208,17 +350,18 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
             "metadata": obj.get("metadata") or {}}
 
 
-def table(columns: list[tuple[str, str, int, Cell]] | None, objs: list[Obj], now: float,
+def table(columns: list[Column] | None, objs: list[Obj], now: float,
           list_meta: Obj, include: str = "Metadata") -> Obj:
     """The meta.k8s.io/v1 Table of ``objs`` (``columns`` None: NAME and AGE)."""
-    cols = [("Name", "string", 0, lambda o, _: (o.get("metadata") or {}).get("name"))]
+    cols: list[Column] = [("Name", "string", 0, lambda o, _: (o.get("metadata") or {}).get(
+        "name"), {"format": "name", "description": NAME_DESCRIPTION})]
     cols += columns if columns is not None else [("Age", "string", 0, age)]
-    definitions = [{"name": name, "type": kind, "format": "name" if name == "Name" else "",
-                    "description": "", "priority": priority}
-                   for name, kind, priority, _ in cols]
+    definitions = [{"name": col[0], "type": col[1], "format": "", "description": "",
+                    **(col[4] if len(col) > 4 else {}), "priority": col[2]}  # type: ignore[misc]
+                   for col in cols]
     rows = []
     for obj in objs:
-        row: Obj = {"cells": [cell(obj, now) for _, _, _, cell in cols]}
+        row: Obj = {"cells": [col[3](obj, now) for col in cols]}
         row_object = _row_object(obj, include)
         if row_object is not None:
             row["object"] = row_object

@@ -1,5 +1,6 @@
 """Object validation the store applies on every write (a small subset of kube-apiserver's):
-names (RFC 1123 subdomain, or label for namespaces), label keys and values, generateName,
+names (RFC 1123 subdomain, or label for namespaces), label keys and values and annotation keys
+and size (with apimachinery 1.20's messages, one cause per message), generateName,
 CustomResourceDefinition names, and the per-kind checks of :mod:`.kind_validation`. Failures
 raise 422 Invalid with field causes like ``metadata.name: Invalid value: "X": ...``.
 """
@@ -15,7 +16,6 @@ from typing import Any
 from .kind_validation import DNS1123_LABEL, kind_errors
 from .registry import ResourceType
 from kinrun.openapi import json_type
-from kinrun.selectors import label_key_error, label_value_error
 from .status import StatusError, bad_request, invalid
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -24,6 +24,19 @@ SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alph
                  "characters, '-' or '.', and must start and end with an alphanumeric character")
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
              "'-', and must start and end with an alphanumeric character")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NAME_PART_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                  "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                  "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+                  "[A-Za-z0-9]')")
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_SUBDOMAIN_REGEX_MSG = (SUBDOMAIN_MSG + " (e.g. 'example.com', regex used for validation is "
+                        r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+TOTAL_ANNOTATION_SIZE = 256 * 1024
 
 
 def generate_name(prefix: str, rng: random.Random | None = None) -> str:
@@ -50,7 +63,7 @@ def name_error(rtype: ResourceType, name: str) -> str | None:
 
 
 def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
-    """Check ``obj``'s name and labels (and a CRD's spec); raises 422 Invalid listing every
+    """Check ``obj``'s name, labels and annotations (and a CRD's spec); raises 422 Invalid listing every
     problem found."""
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
@@ -58,17 +71,7 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
     why = name_error(rtype, name)
     if why:
         causes.append(("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {why}'))
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, dict):
-        causes.append(("metadata.labels", "FieldValueInvalid", "Invalid value: must be a map"))
-        labels = {}
-    for key, value in labels.items():
-        why = label_key_error(str(key))
-        if why:
-            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{key}": {why}'))
-        if not isinstance(value, str) or label_value_error(value):
-            causes.append(("metadata.labels", "FieldValueInvalid",
-                           f'Invalid value: "{value}": {label_value_error(str(value)) or "must be a string"}'))
+    causes += metadata_label_errors(meta)
     if not rtype.custom:
         causes.extend(kind_errors(rtype.group, rtype.kind, obj))
     if rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
@@ -77,6 +80,84 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
         causes.extend(webhook_configuration_errors(obj, rtype.kind.startswith("Mutating")))
     if causes:
         raise _invalid(rtype, name, causes)
+
+
+def go_quote(value: str) -> str:
+    """``value`` as Go's ``%q`` writes it (how field errors show a string's bad value)."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                     "\t": "\\t", "\v": "\\v"}.get(ch)
+            out.append(named or (f"\\x{code:02x}" if code < 0x80 else
+                                 f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"))
+    return '"' + "".join(out) + '"'
+
+
+def qualified_name_errors(key: str) -> list[str]:
+    """The messages of apimachinery 1.20's ``IsQualifiedName(key)``, in its order (a label
+    or annotation key: an optional DNS-1123 subdomain prefix and ``/``, then a name part)."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["a qualified name " + _NAME_PART_MSG
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    errors = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if len(prefix.encode()) > 253:
+                errors.append("prefix part must be no more than 253 characters")
+            if not _SUBDOMAIN.fullmatch(prefix):
+                errors.append("prefix part " + _SUBDOMAIN_REGEX_MSG)
+    name = parts[-1]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name.encode()) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME.fullmatch(name):
+        errors.append("name part " + _NAME_PART_MSG)
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """The messages of apimachinery 1.20's ``IsValidLabelValue(value)``, in its order."""
+    errors = ["must be no more than 63 characters"] if len(value.encode()) > 63 else []
+    if not _LABEL_VALUE.fullmatch(value):
+        errors.append(_LABEL_VALUE_MSG)
+    return errors
+
+
+def _string_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def metadata_label_errors(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The causes of 1.20's ``ValidateLabels`` and ``ValidateAnnotations`` for ``meta``: one
+    per message of each bad key (then value), in the map's order (Go's is random), then the
+    annotations' total size (at most 256 KiB of keys and values)."""
+    causes: list[tuple[str, str, str]] = []
+    for key, value in _string_map(meta.get("labels")).items():
+        causes += [("metadata.labels", "FieldValueInvalid", f"Invalid value: {go_quote(key)}: {m}")
+                   for m in qualified_name_errors(key)]
+        causes += [("metadata.labels", "FieldValueInvalid",
+                    f"Invalid value: {go_quote(value)}: {m}") for m in label_value_errors(value)]
+    annotations = _string_map(meta.get("annotations"))
+    for key in annotations:
+        causes += [("metadata.annotations", "FieldValueInvalid",
+                    f"Invalid value: {go_quote(key)}: {m}")
+                   for m in qualified_name_errors(key.lower())]
+    if sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items()) > \
+            TOTAL_ANNOTATION_SIZE:
+        causes.append(("metadata.annotations", "FieldValueTooLong",
+                       f"Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes"))
+    return causes
 
 
 def crd_errors(crd: dict[str, Any]) -> list[tuple[str, str, str]]:

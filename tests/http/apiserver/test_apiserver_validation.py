@@ -163,3 +163,26 @@ def test_per_kind_validation_refuses_a_deployment_selecting_other_labels(embedde
          "`selector` does not match template `labels`")]
     body["spec"]["template"]["metadata"]["labels"] = {"app": "a", "tier": "web"}
     assert call(embedded_api_client, "POST", path, body=body).status == 201
+
+
+def test_bad_labels_get_kube_apiserver_1_20_causes(embedded_api_client):
+    """A 64-character label value or key name gets 1.20's ``must be no more than 63
+    characters`` only; a value both too long and malformed gets two causes, in Go's order
+    (the real answers: tests/envtest/test_differential_kinds.py, METADATA_CASES)."""
+    def causes(labels):
+        reply = call(embedded_api_client, "POST", CM, body={
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "labels": labels}})
+        assert reply.status == 422
+        return [(c["field"], c["message"]) for c in reply.body["details"]["causes"]]
+
+    x64, k64 = "x" * 64, "k" * 64
+    assert causes({"a": x64}) == [
+        ("metadata.labels", f'Invalid value: "{x64}": must be no more than 63 characters')]
+    assert causes({k64: "v"}) == [
+        ("metadata.labels", f'Invalid value: "{k64}": name part must be no more than 63 '
+                            "characters")]
+    both = causes({"a": "x" * 63 + "-"})
+    assert [m.split(": ", 2)[2][:30] for _, m in both] == [
+        "must be no more than 63 charac", "a valid label must be an empty"]
+    assert both[1][1].endswith("regex used for validation is "
+                               "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from apiserver_http import call
 
 from kinrun.testing.apiserver import protobuf
-from kinrun.testing.apiserver.tables import human_duration
+from kinrun.testing.apiserver.tables import crd_columns, human_duration, table
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -60,6 +62,45 @@ def test_table_of_configmaps(embedded_api_client):
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
     assert table["rows"][0]["cells"][:2] == ["c", 1]
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+def test_custom_resource_tables_show_ages_not_timestamps():
+    """A custom resource's default AGE cell and a ``type: date`` printer column's cell are
+    ages, as kube-apiserver 1.20's tableconvertor writes them (it was the raw RFC 3339
+    timestamp); other columns take the type they declare (tests/envtest/
+    test_differential_schemas.py::test_custom_resource_tables has the real answers)."""
+    web = {"metadata": {"name": "web", "creationTimestamp": "2026-12-04T21:36:01Z"},
+           "spec": {"size": 1.5, "since": "2026-12-04T21:00:01Z", "list": ["a"]}}
+    now = 1796420161.0 + 90  # 2026-12-04T21:36:01Z plus 90 s
+    plain = table(crd_columns([]), [web], now, {})
+    assert [(c["name"], c["type"]) for c in plain["columnDefinitions"]] == [
+        ("Name", "string"), ("Age", "date")]
+    assert plain["rows"][0]["cells"] == ["web", "90s"]
+    columns = crd_columns([{"name": n, "type": k, "jsonPath": p} for n, k, p in (
+        ("Since", "date", ".spec.since"), ("Size", "integer", ".spec.size"),
+        ("Text", "string", ".spec.size"), ("List", "string", ".spec.list"),
+        ("Gone", "string", ".spec.gone"))])
+    assert table(columns, [web], now, {})["rows"][0]["cells"] == [
+        "web", "37m", 1, "1.5", '["a"]', None]
+
+
+def test_a_service_table_shows_its_cluster_ip_as_the_docs_say(embedded_api_client):
+    """A Service gets a cluster IP at create and its Table's CLUSTER-IP shows it, so
+    docs/embedded.md does not list the missing ClusterIP allocation as a difference (it did,
+    contradicting its Services paragraph)."""
+    import orjson
+    path = "/api/v1/namespaces/default/services"
+    call(embedded_api_client, "POST", path, body={
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}})
+    m, url, hdrs, _, _ = embedded_api_client.param_serialize("GET", path, header_params={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    table = orjson.loads(embedded_api_client.call_api(m, url, hdrs).read())
+    names = [c["name"] for c in table["columnDefinitions"]]
+    row = next(r["cells"] for r in table["rows"] if r["cells"][0] == "s")
+    assert row[names.index("Cluster-IP")].count(".") == 3
+    docs = (Path(__file__).parents[3] / "docs" / "embedded.md").read_text(encoding="utf-8")
+    assert "no ClusterIP allocation" not in docs and "shows `<none>`" not in docs
 
 
 def test_watch_events_carry_one_row_tables(embedded_api_client):
