@@ -262,9 +262,10 @@ class _Builder:
         from kinrun.testing.admission_case import case_from
 
         admission = case_from(data["admission"]) if "admission" in data else None
-        return Case(data["name"], data.get("controller"), given, steps,
-                    self.expect(data["expect"], path + ("expect",)), self.where(path),
-                    admission)
+        expect = self.expect(data["expect"], path + ("expect",))
+        self.log_steps(expect, len(steps), path + ("expect", "logs"))
+        return Case(data["name"], data.get("controller"), given, steps, expect,
+                    self.where(path), admission)
 
     def step(self, data: Obj, path: PathKey) -> Step:
         kind = next(k for k in STEP_KINDS if k in data)
@@ -326,6 +327,16 @@ class _Builder:
             if admission.message is not None:
                 self.regex(admission.message, path + ("admission", "message"))
         return Expect(requests, results, logs, admission)
+
+    def log_steps(self, expect: Expect, steps: int, path: PathKey) -> None:
+        """A ``logs`` entry's ``step`` must be one the case has: 0 (the start) to ``steps``
+        (its ``when`` steps); a check of a step that never runs would pass or fail vacuously."""
+        for i, entry in enumerate(expect.logs or ()):
+            if entry.step is not None and entry.step > steps:
+                has = "and it has no when steps" if not steps else \
+                    f"{steps} its when step" if steps == 1 else f"1 to {steps} its when steps"
+                self.error(path + (i, "step"), f"the case has no step {entry.step}: step 0 is "
+                           f"the start, {has}")
 
     def regex(self, pattern: str, path: PathKey) -> None:
         try:
