@@ -256,8 +256,7 @@ class _Builder:
         return TestFile(self.loaded.file, config, self.where(("config",)), timeout, cases)
 
     def case(self, data: Obj, path: PathKey) -> Case:
-        given = tuple(o for i, item in enumerate(data.get("given") or [])
-                      for o in self.objects(item, path + ("given", i)))
+        given = self.given(data.get("given") or [], path + ("given",))
         steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
         from kinrun.testing.admission_case import case_from
 
@@ -266,6 +265,33 @@ class _Builder:
         self.log_steps(expect, len(steps), path + ("expect", "logs"))
         return Case(data["name"], data.get("controller"), given, steps, expect,
                     self.where(path), admission)
+
+    def given(self, items: list[Obj], path: PathKey) -> tuple[Obj, ...]:
+        """The ``given`` objects; two with one identity (apiVersion, kind, namespace, name) are
+        an error at the second's entry: the server would hold only the last (as it refuses an
+        ``added:`` step of an object that exists)."""
+        given: list[Obj] = []
+        seen: dict[tuple[Any, ...], int] = {}
+        for i, item in enumerate(items):
+            for obj in self.objects(item, path + (i,)):
+                meta = obj.get("metadata") or {}
+                identity = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"),
+                            meta.get("name"))
+                if identity in seen:
+                    self.duplicate(obj, path, seen[identity], i, "file" in item)
+                seen.setdefault(identity, i)
+                given.append(obj)
+        return tuple(given)
+
+    def duplicate(self, obj: Obj, path: PathKey, first: int, second: int, file: bool) -> None:
+        """The error of ``given[second]`` repeating an object of ``given[first]``."""
+        def line(i: int) -> str:
+            return f"given[{i}] (line {config_schema.locate(self.loaded, path + (i,), '').line})"
+        both = f"{line(first)}, in two of its documents" if first == second \
+            else f"{line(first)} and {line(second)}"
+        self.error(path + (second,) + (("file",) if file else ()),
+                   f"{object_label(obj)} is given twice: {both}; the server would hold only "
+                   f"the last: give it once")
 
     def step(self, data: Obj, path: PathKey) -> Step:
         kind = next(k for k in STEP_KINDS if k in data)
