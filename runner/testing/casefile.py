@@ -256,15 +256,42 @@ class _Builder:
         return TestFile(self.loaded.file, config, self.where(("config",)), timeout, cases)
 
     def case(self, data: Obj, path: PathKey) -> Case:
-        given = tuple(o for i, item in enumerate(data.get("given") or [])
-                      for o in self.objects(item, path + ("given", i)))
+        given = self.given(data.get("given") or [], path + ("given",))
         steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
         from kinrun.testing.admission_case import case_from
 
         admission = case_from(data["admission"]) if "admission" in data else None
-        return Case(data["name"], data.get("controller"), given, steps,
-                    self.expect(data["expect"], path + ("expect",)), self.where(path),
-                    admission)
+        expect = self.expect(data["expect"], path + ("expect",))
+        self.log_steps(expect, len(steps), path + ("expect", "logs"))
+        return Case(data["name"], data.get("controller"), given, steps, expect,
+                    self.where(path), admission)
+
+    def given(self, items: list[Obj], path: PathKey) -> tuple[Obj, ...]:
+        """The ``given`` objects; two with one identity (apiVersion, kind, namespace, name) are
+        an error at the second's entry: the server would hold only the last (as it refuses an
+        ``added:`` step of an object that exists)."""
+        given: list[Obj] = []
+        seen: dict[tuple[Any, ...], int] = {}
+        for i, item in enumerate(items):
+            for obj in self.objects(item, path + (i,)):
+                meta = obj.get("metadata") or {}
+                identity = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"),
+                            meta.get("name"))
+                if identity in seen:
+                    self.duplicate(obj, path, seen[identity], i, "file" in item)
+                seen.setdefault(identity, i)
+                given.append(obj)
+        return tuple(given)
+
+    def duplicate(self, obj: Obj, path: PathKey, first: int, second: int, file: bool) -> None:
+        """The error of ``given[second]`` repeating an object of ``given[first]``."""
+        def line(i: int) -> str:
+            return f"given[{i}] (line {config_schema.locate(self.loaded, path + (i,), '').line})"
+        both = f"{line(first)}, in two of its documents" if first == second \
+            else f"{line(first)} and {line(second)}"
+        self.error(path + (second,) + (("file",) if file else ()),
+                   f"{object_label(obj)} is given twice: {both}; the server would hold only "
+                   f"the last: give it once")
 
     def step(self, data: Obj, path: PathKey) -> Step:
         kind = next(k for k in STEP_KINDS if k in data)
@@ -326,6 +353,16 @@ class _Builder:
             if admission.message is not None:
                 self.regex(admission.message, path + ("admission", "message"))
         return Expect(requests, results, logs, admission)
+
+    def log_steps(self, expect: Expect, steps: int, path: PathKey) -> None:
+        """A ``logs`` entry's ``step`` must be one the case has: 0 (the start) to ``steps``
+        (its ``when`` steps); a check of a step that never runs would pass or fail vacuously."""
+        for i, entry in enumerate(expect.logs or ()):
+            if entry.step is not None and entry.step > steps:
+                has = "and it has no when steps" if not steps else \
+                    f"{steps} its when step" if steps == 1 else f"1 to {steps} its when steps"
+                self.error(path + (i, "step"), f"the case has no step {entry.step}: step 0 is "
+                           f"the start, {has}")
 
     def regex(self, pattern: str, path: PathKey) -> None:
         try:

@@ -15,12 +15,17 @@ Rules (the schema's descriptions say the same to users):
   line (of its ``step``). Lines are in the order logged: the runner's order is fixed
   (``kinrun.testing.quiet``).
 
-The diff pairs each expected request with the sent request it matched (or, for one that
-matched none, the closest: same key, verb, kind and name if any) and shows the sent one
-reduced to the fields and body keys the expectation names, so only what differs shows;
-requests no expectation matched are shown whole, after the pairs, each marked ``# sent but
-not expected`` (:func:`request_diff` builds it pair by pair, so an extra request identical
-to an expected one is shown as the extra, never as a failed match).
+The diff aligns the two lists as a diff aligns lines (:func:`pair_requests`): each expected
+request with the sent request it matched, which may be a later one of its key when the ones
+skipped over match no later expected request (so a request sent in the middle unexpectedly
+is the only one blamed, its neighbours still match); an expected request that matched none
+is shown beside the closest one left (same key, verb, kind and name if any), reduced to the
+fields and body keys the expectation names, so only what differs shows. Requests no
+expectation matched are shown whole, in their place (after the request their key sent
+before them), each marked ``# sent but not expected`` (:func:`request_diff` builds it pair by
+pair, so an extra request identical to an expected one is shown as the extra, never as a
+failed match). Pass or fail does not depend on the alignment: a case passes exactly when
+every expected request is its key's next one, in order, and no request is left.
 """
 
 from __future__ import annotations
@@ -118,30 +123,49 @@ Pair = tuple[Mapping[str, Any], "Sent | None", bool]
 
 def pair_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent]
                   ) -> tuple[list[Pair], list[Sent]]:
-    """Greedy pairing: each expected request (in order) with the next unmatched request of
-    a key that matches it (matched), else (for the diff) the closest unmatched one or None
-    (not matched: a request out of order within its key is not matched either).
-    Returns (pairs, sent requests left unpaired)."""
-    left = list(sent)
+    """Each expected request (in order) with the sent one it matched (matched: the next of
+    its key, or a later one of that key when the requests skipped over match no later
+    expected request: they are sent but not expected, an alignment as a diff's), else for
+    the diff the closest one no expectation matched, or None. The case passes when every
+    expected request matched at its key's next request and none is left: exactly when the
+    first-in-order pairing (skipping nothing) matches them all. Returns (pairs, sent
+    requests left unpaired)."""
+    chains: dict[tuple[str, str], list[int]] = {}
+    for i, s in enumerate(sent):
+        chains.setdefault((s.controller, s.key), []).append(i)
+    at = dict.fromkeys(chains, 0)
+    found = [_next_match(exp, expected[i + 1:], sent, chains, at)
+             for i, exp in enumerate(expected)]
+    left = [s for i, s in enumerate(sent) if i not in found]
     pairs: list[Pair] = []
-    for exp in expected:
-        found = next((s for s in _heads(left) if matches(exp, s)), None)
-        ok = found is not None
-        if found is None:
-            found = _closest(exp, left)
-        if found is not None:
-            left.remove(found)
-        pairs.append((exp, found, ok))
+    for exp, hit in zip(expected, found):
+        shown = sent[hit] if hit is not None else _closest(exp, left)
+        if hit is None and shown is not None:
+            left = [s for s in left if s is not shown]
+        pairs.append((exp, shown, hit is not None))
     return pairs, left
 
 
-def _heads(left: Sequence[Sent]) -> list[Sent]:
-    seen, heads = set(), []
-    for s in left:
-        if (s.controller, s.key) not in seen:
-            seen.add((s.controller, s.key))
-            heads.append(s)
-    return heads
+def _next_match(exp: Mapping[str, Any], later: Sequence[Mapping[str, Any]],
+                sent: Sequence[Sent], chains: Mapping[tuple[str, str], list[int]],
+                at: dict[tuple[str, str], int]) -> int | None:
+    """The index in ``sent`` of a request of some key (``chains``: key -> its indices) that
+    ``exp`` matches, fewest skipped first (0: the key's next; then the key whose next was
+    sent first), never skipping one that a ``later`` expected request matches; moves that
+    key's position (``at``) past it."""
+    best: tuple[int, int, tuple[str, str], int] | None = None
+    for chain, items in chains.items():
+        start = at[chain]
+        j = next((j for j in range(start, len(items)) if matches(exp, sent[items[j]])), None)
+        if j is None or any(matches(e, sent[k]) for k in items[start:j] for e in later):
+            continue
+        if best is None or (j - start, items[start]) < best[:2]:
+            best = (j - start, items[start], chain, j)
+    if best is None:
+        return None
+    *_, chain, j = best
+    at[chain] = j + 1
+    return chains[chain][j]
 
 
 def _closest(exp: Mapping[str, Any], left: Sequence[Sent]) -> Sent | None:
@@ -172,7 +196,8 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
             got = project(shown_exp, shown_sent) if ok or not matches(exp, sent_one) \
                 else sent_view(shown_sent)
             blocks.append((want, got, ok))
-    blocks += [(None, sent_view(hide({}, s)[1]), False) for s in extra]
+    blocks = _with_extras(blocks, [p[1] for p in pairs], extra, sent,
+                          lambda s: sent_view(hide({}, s)[1]))
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
@@ -183,6 +208,23 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
 
 Block = tuple["dict[str, Any] | None", "dict[str, Any] | None", bool]
 """(expected view or None: an extra request, sent view or None: nothing sent, matched)."""
+
+
+def _with_extras(blocks: list[Block], shown: Sequence[Sent | None], extra: Sequence[Sent],
+                 sent: Sequence[Sent], view: Any) -> list[Block]:
+    """``blocks`` (one per expected request, ``shown`` the sent one beside each) with a block
+    per ``extra`` request in its place: after the block of the request its key sent before
+    it, else before the block of the one its key sent after it, else at the end."""
+    order = {id(s): i for i, s in enumerate(sent)}
+    rows = list(zip(blocks, shown))
+    for s in extra:  # in sent order: an extra follows the extras of its key before it
+        same = [(i, order[id(r)]) for i, (_, r) in enumerate(rows)
+                if r is not None and (r.controller, r.key) == (s.controller, s.key)]
+        before = [i for i, n in same if n < order[id(s)]]
+        after = [i for i, n in same if n > order[id(s)]]
+        at = before[-1] + 1 if before else after[0] if after else len(rows)
+        rows.insert(at, ((None, view(s), False), s))
+    return [block for block, _ in rows]
 
 
 def request_diff(blocks: Sequence[Block]) -> str:

@@ -134,3 +134,68 @@ def test_a_changed_field_fails_the_example_test(tmp_path: Path, example: str, ta
     assert "FAIL " in result.stdout
     for line in shown:
         assert line in result.stdout, result.stdout
+
+
+ORDER_CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap, labelSelector: role=src}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - log: "a={{ obj.data.a }}"
+        - apply: {ownerReference: false, manifest: "{apiVersion: v1, kind: ConfigMap, metadata: {name: one}}"}
+        - apply: {ownerReference: false, manifest: "{apiVersion: v1, kind: ConfigMap, metadata: {name: two}}"}
+        - apply: {ownerReference: false, manifest: "{apiVersion: v1, kind: ConfigMap, metadata: {name: three}}"}
+"""
+SOURCE = ("{apiVersion: v1, kind: ConfigMap, metadata: {name: s, namespace: default, "
+          "labels: {role: src}}, data: {a: '%s'}}")
+TEST_HEAD = "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerTest\nconfig: c.yaml\ncases:\n"
+
+
+def test_a_log_step_the_case_lacks_and_a_twice_given_object_exit_2(tmp_path: Path) -> None:
+    """A `step:` over the case's steps and two `given` objects of one identity are errors of
+    the test file: exit 2, each at its line, before any case runs (no PASS, no FAIL)."""
+    (tmp_path / "c.yaml").write_text(ORDER_CONFIG)
+    path = tmp_path / "t.test.yaml"
+    path.write_text(TEST_HEAD + f"""\
+  - name: absent in a step that does not exist
+    given: [{SOURCE % 1}]
+    when: [{{updated: {{key: default/s, merge: {{data: {{a: "2"}}}}}}}}]
+    expect: {{logs: [{{absent: "a=2", step: 2}}, {{match: "a=1", step: 0}}]}}
+  - name: given twice
+    given:
+      - {SOURCE % 1}
+      - {SOURCE % 2}
+    expect: {{}}
+""")
+    result = kinrun_test(path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "PASS" not in result.stdout and "FAIL" not in result.stdout
+    assert f"{path}:8:43: cases[0].expect.logs[0].step: the case has no step 2" in result.stderr
+    assert (f"{path}:12:9: cases[1].given[1]: ConfigMap default/s is given twice: given[0] "
+            f"(line 11) and given[1] (line 12)") in result.stderr
+
+
+def test_an_unexpected_request_in_the_middle_is_the_one_the_failure_names(tmp_path: Path) -> None:
+    """Sent one, two, three; expected one, three: exit 1, `two` sent but not expected, in
+    its place, and nothing expected is missing."""
+    (tmp_path / "c.yaml").write_text(ORDER_CONFIG)
+    path = tmp_path / "t.test.yaml"
+    path.write_text(TEST_HEAD + f"""\
+  - name: skip the middle one
+    given: [{SOURCE % 1}]
+    expect:
+      requests: [{{verb: apply, name: one}}, {{verb: apply, name: three}}]
+""")
+    result = kinrun_test(path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    assert "requests: 1 request(s) sent but not expected" in lines
+    marker = lines.index("+# sent but not expected:")
+    assert lines[marker - 1:marker] == ["name: one"] and "+  name: two" in lines[marker:]
+    assert lines[-3:-1] == ["- verb: apply", "name: three"]
+    removed = [line for line in result.stdout.splitlines() if line.startswith("    -")]
+    assert removed == ["    --- expected requests"], result.stdout

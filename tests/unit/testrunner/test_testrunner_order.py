@@ -4,6 +4,7 @@ that go with it (logs at a step or absent, updated with merge, the diff of extra
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from kinrun.cache.listwatch import ObjectList, WatchEvent
 from kinrun.errors import ConfigError
 from kinrun.testing.casefile import ExpectedLog, load_test_file
-from kinrun.testing.expectations import check_logs, check_requests
+from kinrun.testing.expectations import check_logs, check_requests, matches
 from kinrun.testing.recording import LogLine, Recorder, Sent
 from kinrun.testing.runner import prepare, run_case, transcript
 from kinrun.testing.turnstile import Turnstile
@@ -231,3 +232,83 @@ def test_an_extra_request_equal_to_an_expected_one_is_shown_as_extra() -> None:
                          " - key: default/run", "   verb: create", "   name: job"]
     assert lines[6] == "+# sent but not expected:"
     assert not [line for line in lines[3:] if line.startswith("-")]
+
+
+def _apply(name: str, seq: int, data: dict | None = None) -> Sent:
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"}, **({"data": data} if data else {})}
+    return Sent("c", "default/s", 0, seq, {"verb": "apply", "apiVersion": "v1",
+                                           "kind": "ConfigMap", "namespace": "default",
+                                           "name": name, "body": body})
+
+
+def test_an_unexpected_request_in_the_middle_is_the_only_one_blamed() -> None:
+    """Sent one, two, three; expected one, three: the diff says two was sent but not
+    expected, in its place, and shows one and three as context (nothing about them)."""
+    sent = [_apply("one", 0), _apply("two", 1), _apply("three", 2)]
+    [failure] = check_requests([{"verb": "apply", "name": "one"},
+                                {"verb": "apply", "name": "three"}], sent)
+    assert failure.message == "requests: 1 request(s) sent but not expected"
+    lines = failure.diff.splitlines()
+    assert lines[3:6] == [" - verb: apply", "   name: one", "+# sent but not expected:"]
+    assert lines[6:8] == ["+- key: default/s", "+  verb: apply"]
+    assert lines[-2:] == [" - verb: apply", "   name: three"]
+    assert not [line for line in lines[3:] if line.startswith("-")]
+    assert [line for line in lines if "name:" in line] == [
+        "   name: one", "+  name: two", "+      name: two", "   name: three"]
+
+
+def test_a_request_missing_in_the_middle_is_the_only_one_blamed() -> None:
+    """Expected one, two, three; sent one, three: only two is not sent (all '-')."""
+    sent = [_apply("one", 0), _apply("three", 1)]
+    [failure] = check_requests([{"name": "one"}, {"name": "two"}, {"name": "three"}], sent)
+    assert failure.message == "requests: 1 expected request(s) not sent as listed"
+    assert [line for line in failure.diff.splitlines()[3:] if line[0] != " "] == \
+        ["-- name: two"]
+
+
+def test_a_changed_request_beside_an_unexpected_one_shows_its_difference() -> None:
+    """Expected one, three (data x); sent one, two, three (data y): three's body differs,
+    reduced to what the case names, and two is the one sent but not expected."""
+    sent = [_apply("one", 0), _apply("two", 1), _apply("three", 2, {"k": "y"})]
+    [failure] = check_requests([{"name": "one"}, {"name": "three", "body": {"data": {"k": "x"}}}],
+                               sent)
+    assert failure.message == ("requests: 1 expected request(s) not sent as listed; "
+                               "1 request(s) sent but not expected")
+    lines = failure.diff.splitlines()[3:]
+    at = lines.index("+# sent but not expected:")
+    end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("+"))
+    assert "+  name: two" in lines[at:end] and lines[:at] == [" - name: one"]
+    assert [line for line in lines[end:] if line[0] != " "] == ["-      k: x", "+      k: y"]
+
+
+def _first_in_order_passes(expected: list[dict], sent: list[Sent]) -> bool:
+    """The pass/fail rule as it was written before the diff aligned requests: each expected
+    request matches the next unmatched request of some key, and none is left."""
+    left = list(sent)
+    for exp in expected:
+        heads = [s for i, s in enumerate(left)
+                 if all((t.controller, t.key) != (s.controller, s.key) for t in left[:i])]
+        found = next((s for s in heads if matches(exp, s)), None)
+        if found is None:
+            return False
+        left.remove(found)
+    return not left
+
+
+def test_aligning_for_the_diff_passes_and_fails_the_cases_it_did() -> None:
+    """2000 random lists of expected and sent requests over two keys (orders, gaps, extras,
+    repeats): a case fails exactly when the first-in-order rule fails it."""
+    rng, outcomes = random.Random(7), set()
+    for _ in range(2000):
+        sent = [Sent("c", rng.choice("ab"), 0, i, {"name": rng.choice("xyz")})
+                for i in range(rng.randint(0, 5))]
+        expected = [{"name": s.request["name"], **({"key": s.key} if rng.random() < .5 else {})}
+                    for s in sent if rng.random() < .9]
+        expected += [{"name": rng.choice("xyzw")} for _ in range(rng.randint(0, 1))]
+        if rng.random() < .5:
+            rng.shuffle(expected)
+        failed = bool(check_requests(expected, sent))
+        assert failed == (not _first_in_order_passes(expected, sent)), (expected, sent)
+        outcomes.add(failed)
+    assert outcomes == {True, False}
