@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 import difflib
+import functools
 import itertools
 from typing import Any
 
@@ -306,10 +307,27 @@ def _fit_status(program: ActionProgram | None, config: Config, informer: Informe
 def _check_against_schemas(config: Config, engine: TemplateEngine) -> None:
     """The offline checks of what the config writes and reads: ``apply`` manifests (their
     fields and list-map keys), template reads against the kinds' schemas, names no template
-    has."""
-    _check_apply_keys(config)
-    _check_template_reads(config, engine)
-    _check_template_names(config, engine)
+    has. Raises ConfigErrors with the problems of all three (every undefined name; the first
+    problem of each of the others), so one run of ``validate`` lists them."""
+    _all_errors([lambda: _check_apply_keys(config), lambda: _check_template_reads(config, engine),
+                 lambda: _check_template_names(config, engine)])
+
+
+def _all_errors(checks: Iterable[Callable[[], None]]) -> None:
+    """Run every check; raise ConfigErrors of all they raised (ConfigError or ConfigErrors),
+    in the file's order, or nothing."""
+    from kinrun.config import ConfigErrors
+
+    errors: list[ConfigError] = []
+    for check in checks:
+        try:
+            check()
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConfigErrors(sorted(errors, key=lambda e: (e.line or 0, e.column or 0)))
 
 
 def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
@@ -557,23 +575,25 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
     base = {*RESERVED_VAR_NAMES, *engine.global_names} - set(_SCOPED_NAMES)
     only_obj = frozenset(("obj", *engine.global_names))
     map_to, indexer = _place_names("mapTo", engine), _place_names("indexers", engine)
+    checks: list[Callable[[], None]] = []
     for spec in config.controllers:
         every = base | {var.name for var in spec.reconcile.vars}
         for source, expression, loc, hidden in _template_sources(spec, plugins=False):
             final = loc is spec.finalizer_when_location  # FinalizerCondition: obj only
-            _refuse_undefined(engine, source, expression, loc, only_obj if final else every,
-                              hidden, "finalizer.when sees obj and the functions only"
-                              if final else None)
-        for watch in spec.watches:
-            if watch.map_to == "template" and watch.template:
-                _refuse_undefined(engine, watch.template, True, watch.location, map_to,
-                                  frozenset(), "a mapTo template sees obj, initial_list, the "
-                                  "lookups and the functions")
-    for informer in config.informers.values():
-        for ix in informer.indexers.values():
-            if ix.expression:
-                _refuse_undefined(engine, ix.expression, True, ix.location, indexer,
-                                  frozenset(), "an indexer sees obj and the functions")
+            checks.append(functools.partial(
+                _refuse_undefined, engine, source, expression, loc,
+                only_obj if final else every, hidden,
+                "finalizer.when sees obj and the functions only" if final else None))
+        checks += [functools.partial(_refuse_undefined, engine, watch.template, True,
+                                     watch.location, map_to, frozenset(),
+                                     "a mapTo template sees obj, initial_list, the lookups "
+                                     "and the functions")
+                   for watch in spec.watches if watch.map_to == "template" and watch.template]
+    checks += [functools.partial(_refuse_undefined, engine, ix.expression, True, ix.location,
+                                 indexer, frozenset(), "an indexer sees obj and the functions")
+               for informer in config.informers.values()
+               for ix in informer.indexers.values() if ix.expression]
+    _all_errors(checks)
 
 
 def _place_names(place: str, engine: TemplateEngine) -> frozenset[str]:

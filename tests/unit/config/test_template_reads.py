@@ -467,3 +467,19 @@ def test_map_to_templates_and_indexers_see_their_own_names(map_to: str, index: s
         return
     with pytest.raises(ConfigError, match=re.escape(said)):
         plan(load_text(text, file="c.yaml"))
+
+
+def test_every_undefined_name_and_a_read_typo_are_listed_in_one_run() -> None:
+    """validate lists every template problem it finds, not only the first: a fix per run
+    would take one run per typo."""
+    from kinrun.config import ConfigErrors
+
+    with pytest.raises(ConfigErrors) as caught:
+        compile_pods('        - log: "{{ colr }}"\n'
+                     '        - log: "{{ obj.metadata.nmae }}"\n'
+                     '        - log: "{{ error.message }}"\n')
+    said = [e.message for e in caught.value.errors]
+    assert len(said) == 3 and [e.line for e in caught.value.errors] == sorted(
+        e.line for e in caught.value.errors)
+    assert "'colr' is undefined" in said[0] and "did you mean 'name'" in said[1] \
+        and "'error' is undefined" in said[2]
