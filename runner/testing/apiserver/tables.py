@@ -8,7 +8,8 @@ custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (sim
 ``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
 with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
 tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
-does, other types take their own or null); other kinds NAME and AGE. Ages are written as ``duration.HumanDuration`` writes them. Each row
+does, other types take their own or null); other kinds NAME and AGE. Ages are written as
+``duration.HumanDuration`` writes them. Each row
 carries its object as PartialObjectMetadata (``includeObject=Metadata``, the default), whole
 (``Object``) or not at all (``None``). On a watch each event's object is a one-row Table.
 """

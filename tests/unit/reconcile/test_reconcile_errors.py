@@ -185,9 +185,9 @@ def test_on_error_names_a_fail_and_a_finalizer_patch(caplog):
     assert "ActionFailed check None: bad ns/cm" in messages and "finalizer 409" in messages
 
 
-@pytest.mark.parametrize("subresources,refused", [("", True), ("subresources: {status: {}}", False)])
-def test_a_status_action_needs_the_crd_status_subresource(tmp_path, subresources, refused):
-    """A ``crds:`` CRD version without ``subresources.status`` has no /status to write."""
+def widget_config(tmp_path, actions: str, subresources: str = "") -> Any:
+    """CONFIG for a custom kind Widget that a ``crds:`` file defines (``subresources`` of its
+    version as YAML flow), with ``actions`` (a YAML flow list item)."""
     (tmp_path / "crd.yaml").write_text(f"""
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -197,17 +197,20 @@ spec:
   scope: Namespaced
   names: {{plural: widgets, singular: widget, kind: Widget}}
   versions:
-    - name: v1
-      served: true
-      storage: true
-      {subresources}
-      schema:
-        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+    - {{name: v1, served: true, storage: true, {subresources}
+       schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}
 """)
     text = CONFIG.replace("cms: {apiVersion: v1, kind: ConfigMap}",
                           "cms: {apiVersion: example.com/v1, kind: Widget}")
-    text = text.replace("informers:", "crds: [crd.yaml]\ninformers:") % "status: {fields: {a: b}}"
-    config = load_text(text, file=str(tmp_path / "c.yaml"), base_dir=tmp_path)
+    text = text.replace("informers:", "crds: [crd.yaml]\ninformers:").replace(
+        "actions: [{log: hi}]", f"actions: [{{{actions}}}]") % "log: failed"
+    return load_text(text, file=str(tmp_path / "c.yaml"), base_dir=tmp_path)
+
+
+@pytest.mark.parametrize("subresources,refused", [("", True), ("subresources: {status: {}},", False)])
+def test_a_status_action_needs_the_crd_status_subresource(tmp_path, subresources, refused):
+    """A ``crds:`` CRD version without ``subresources.status`` has no /status to write."""
+    config = widget_config(tmp_path, "status: {fields: {a: b}}", subresources)
     if not refused:
         plan(config)
         return
@@ -223,23 +226,7 @@ spec:
 ])
 def test_a_strategic_patch_of_a_custom_resource_is_refused(tmp_path, patch, refused):
     """A CRD's objects take merge and JSON patches only (415 for strategic, every time)."""
-    (tmp_path / "crd.yaml").write_text("""
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - {name: v1, served: true, storage: true,
-       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
-""")
-    text = CONFIG.replace("cms: {apiVersion: v1, kind: ConfigMap}",
-                          "cms: {apiVersion: example.com/v1, kind: Widget}")
-    text = text.replace("informers:", "crds: [crd.yaml]\ninformers:").replace(
-        "actions: [{log: hi}]", f"actions: [{{{patch}}}]") % "log: failed"
-    config = load_text(text, file=str(tmp_path / "c.yaml"), base_dir=tmp_path)
+    config = widget_config(tmp_path, patch)
     if not refused:
         plan(config)
         return
