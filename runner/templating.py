@@ -1691,6 +1691,25 @@ def _bound_jinja2_filters(env: jinja2.Environment) -> None:
                        tojson=_bounded_tojson(env.filters["tojson"]))
 
 
+_BY_NAME = {"map": ("filter", 0), "select": ("test", 0), "reject": ("test", 0),
+            "selectattr": ("test", 1), "rejectattr": ("test", 1)}
+"""Jinja2's filters that take another filter or test by name, and that argument's index."""
+
+
+def _named_callables(node: Any) -> list[tuple[str, Any]]:
+    """(``filter`` or ``test``, name) for a Filter or Test node: its own name, and the name of
+    the filter or test a ``map``/``select``-like filter is given as a literal argument
+    (``map('upper')``; not ``map(attribute='x')``)."""
+    kind = "filter" if isinstance(node, nodes.Filter) else "test"
+    found: list[tuple[str, Any]] = [(kind, node.name)]
+    by_name = _BY_NAME.get(node.name) if kind == "filter" else None
+    if by_name is not None and len(node.args) > by_name[1] \
+            and isinstance(node.args[by_name[1]], nodes.Const) \
+            and not any(k.key == "attribute" for k in node.kwargs):
+        found.append((by_name[0], node.args[by_name[1]].value))
+    return found
+
+
 class TemplateEngine:
     """The sandboxed Jinja2 environment of one config.
 
@@ -1775,6 +1794,7 @@ class TemplateEngine:
             with self.budget():
                 code = self._env.compile(source, filename=_TEMPLATE_FILENAME)
             compiled = self._env.template_class.from_code(self._env, code, self._env.globals)
+            self._check_names(self.syntax_tree(source))
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"template syntax error: {self._hint(exc.message)} "
                                    f"(template line {exc.lineno})") from exc
@@ -1783,14 +1803,28 @@ class TemplateEngine:
         return Template(compiled, source, self.budget, self._plain_form(source, compiled))
 
     def _hint(self, message: str | None) -> str:
-        """Jinja2's compile error ``message``, with the closest filter of this engine when it
-        names an unknown one (``No filter named 'defualt'.`` -> ``...; did you mean
+        """Jinja2's compile error ``message``, with the closest filter (or test) of this engine
+        when it names an unknown one (``No filter named 'defualt'.`` -> ``...; did you mean
         'default'?``)."""
         text = message or ""
-        unknown = re.match(r"No filter named '([^']+)'", text)
-        near = difflib.get_close_matches(unknown.group(1), sorted(self._env.filters), 1, 0.6) \
+        unknown = re.match(r"No (filter|test) named '([^']+)'", text)
+        names = (self._env.filters if unknown.group(1) == "filter" else self._env.tests) \
+            if unknown else {}
+        near = difflib.get_close_matches(unknown.group(2), sorted(names), 1, 0.6) \
             if unknown else []
         return f"{text.rstrip('.')}; did you mean {near[0]!r}?" if near else text
+
+    def _check_names(self, tree: Any) -> None:
+        """Every filter and test ``tree`` names is one this engine has, also where Jinja2 looks
+        it up only when the line runs: inside an ``if`` branch, or given by name to ``map``,
+        ``select``, ``reject``, ``selectattr`` and ``rejectattr``. Raises
+        TemplateAssertionError (``No filter named 'x'.``) at the first unknown one."""
+        for node in tree.find_all((nodes.Filter, nodes.Test)) if tree is not None else ():
+            for kind, name in _named_callables(node):
+                known = self._env.filters if kind == "filter" else self._env.tests
+                if isinstance(name, str) and name not in known:
+                    raise jinja2.TemplateAssertionError(f"No {kind} named '{name}'.",
+                                                        node.lineno)
 
     def _plain_form(self, source: str, compiled: jinja2.Template) -> PlainTemplate | None:
         """The plain form of ``source`` (``kinrun.plain_templates``), kept only when it renders
@@ -1816,6 +1850,7 @@ class TemplateEngine:
             with self.budget():  # constant folding, as in template()
                 compiled = self._env.compile_expression(source,
                                                         undefined_to_none=undefined_to_none)
+            self._check_names(self.syntax_tree(source, expression=True))
         except jinja2.TemplateSyntaxError as exc:
             raise loc.config_error(f"expression syntax error in {source!r}: "
                                    f"{self._hint(exc.message)}") from exc

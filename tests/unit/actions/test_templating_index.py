@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from actions_fakes import load_object
@@ -156,3 +157,25 @@ def test_rate_limited_warner_counts_suppressed(caplog):
     clock.step(10.0)
     warner.warn("w")
     assert [r.getMessage() for r in caplog.records] == ["w", "w (4 similar warnings suppressed)"]
+
+
+@pytest.mark.parametrize("source,said", [
+    ("{% if x %}{{ x | nosuch }}{% endif %}", "No filter named 'nosuch'"),
+    ("{{ x | map('regex_replace', 'a') | list }}", "No filter named 'regex_replace'"),
+    ("{{ x | select('nosuchtest') | list }}", "No test named 'nosuchtest'"),
+    ("{{ x | selectattr('name', 'search', 'y') | list }}", "No test named 'search'"),
+    ("{{ x | reject('definedd') | list }}", "No test named 'definedd'; did you mean 'defined'"),
+    ("{% if x is strng %}a{% endif %}", "No test named 'strng'; did you mean 'string'"),
+    ("{{ x | map(attribute='name') | select('string') | map('upper') | list }}", None),
+    ("{{ x | selectattr('name') | rejectattr('a', 'equalto', 1) | list }}", None),
+])
+def test_filters_and_tests_are_known_where_jinja2_looks_them_up_late(source, said):
+    """Jinja2 looks up a filter inside an ``if`` branch, and one given by name to ``map`` or
+    ``select``, only when the line runs: compiling checks them all, so validate refuses what
+    every render would."""
+    engine = TemplateEngine()
+    if said is None:
+        engine.template(source)
+        return
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        engine.template(source)
