@@ -9,9 +9,10 @@ place requeue delays combine ("the smallest requeue delay wins", as several
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from kinrun.errors import PermanentError, TemporaryError, never_succeeds
 
@@ -60,6 +61,7 @@ class Cause:
 # -- the typed result -------------------------------------------------------------------------
 
 Outcome = Literal["done", "requeue", "retry", "permanent"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 
 class Result:
@@ -71,6 +73,8 @@ class Result:
     ``TemporaryError(delay=...)``, not counted as a failure), ``permanent`` (forget and log;
     the key waits for its next change). ``error``: the exception of a retry or permanent
     failure; ``cause``: why the key was queued (None when the caller did not record it).
+    Another ``outcome`` raises ValueError; a hook's answer whose delay is not a finite number
+    of seconds fails its reconcile (:func:`hook_delay`).
 
     Immutable by contract (nothing sets an attribute after construction); a slotted class with
     a plain ``__init__`` rather than a frozen dataclass, because one is made per reconcile and
@@ -82,6 +86,8 @@ class Result:
 
     def __init__(self, outcome: Outcome, delay: float | None = None,
                  error: BaseException | None = None, cause: Cause | None = None) -> None:
+        if outcome not in OUTCOMES:  # a plugin's Result("whatever") is its own bug, said here
+            raise ValueError(f"Result outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
         self.outcome, self.delay, self.error, self.cause = outcome, delay, error, cause
 
     def __eq__(self, other: object) -> bool:
@@ -131,11 +137,16 @@ def smallest_delay(delays: Iterable[float | None]) -> float | None:
 def hook_delay(value: object) -> float | None:
     """A plugin's ``kinrun_reconcile`` answer as a requeue delay in seconds (None: done).
 
-    Accepted: None; a number of seconds >= 0 (the original form, kept for compatibility);
+    Accepted: None; a finite number of seconds >= 0 (the original form, kept for
+    compatibility);
     a :class:`Result`: ``done`` -> None, ``requeue`` -> its delay, ``retry``/``permanent`` ->
     its error raised (TemporaryError(delay) / PermanentError when it carries none), so a hook
-    may return a failure instead of raising it. Raises ValueError for anything else."""
+    may return a failure instead of raising it. Raises ValueError for anything else (NaN and
+    infinite delays too)."""
     if isinstance(value, Result):
+        if value.delay is not None and not math.isfinite(value.delay):
+            raise ValueError(f"kinrun_reconcile returned {value!r}; a delay is a finite "
+                             "number of seconds")
         if value.outcome in ("done", "requeue"):
             return value.delay if value.outcome == "requeue" else None
         if value.error is not None:
@@ -145,7 +156,8 @@ def hook_delay(value: object) -> float | None:
         raise TemporaryError("kinrun_reconcile asked for a retry", delay=value.delay)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+            or not math.isfinite(value):
         raise ValueError(f"kinrun_reconcile returned {value!r}; expected None, seconds >= 0 "
                          f"or a kinrun.Result")
     return float(value)

@@ -53,3 +53,22 @@ def test_the_public_face_names_result_and_cause():
     assert {kinrun.ApiRequest.__name__, kinrun.LogLine.__name__, kinrun.RequeueAfter.__name__} \
         == {"ApiRequest", "LogLine", "RequeueAfter"}
     assert sorted(kinrun.__all__) == kinrun.__all__
+
+
+@pytest.mark.parametrize("answer", [
+    pytest.param(float("nan"), id="nan-seconds"),
+    pytest.param(float("inf"), id="infinite-seconds"),
+    pytest.param(-5, id="negative-seconds"),
+    pytest.param(Result("requeue", float("nan")), id="nan-result-delay"),
+])
+def test_a_delay_that_is_no_number_of_seconds_fails_the_reconcile(answer):
+    """NaN, infinite or negative delays are a plugin's bug: the reconcile fails (retried)
+    naming the answer; a NaN was taken as done before."""
+    reconcile = Reconciler("c", hooks=caller_returning(answer))
+    result = reconcile("ns/x", {"metadata": {"name": "x", "namespace": "ns", "uid": "u"}})
+    assert result.outcome == "retry" and "kinrun_reconcile returned" in str(result.error)
+
+
+def test_a_result_with_an_unknown_outcome_is_refused_where_it_is_built():
+    with pytest.raises(ValueError, match="'whatever' is not one of done, requeue, retry"):
+        Result("whatever")  # type: ignore[arg-type]
