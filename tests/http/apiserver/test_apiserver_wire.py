@@ -116,3 +116,20 @@ def test_watch_events_carry_one_row_tables(embedded_api_client):
     event = orjson.loads(lines[0])
     assert event["type"] == "ADDED" and event["object"]["kind"] == "Table"
     assert event["object"]["rows"][0]["cells"][:2] == ["c", 1]
+
+
+def test_the_docs_list_the_kinds_the_server_serves():
+    """docs/embedded.md names every built-in kind the embedded server serves, under its
+    group and version, so a user knows what `kinrun test` cannot run."""
+    import re
+
+    from kinrun.testing.apiserver.registry import BUILTINS
+
+    docs = (Path(__file__).parents[3] / "docs" / "embedded.md").read_text(encoding="utf-8")
+    served = docs[docs.index("- Served built-in kinds:"):docs.index("and the config's CRDs")]
+    text = " ".join(served.split())
+    for t in BUILTINS:
+        group_version = f"{t.group}/{t.versions[0]}" if t.group else "core/v1"
+        section = text[text.index(group_version):]
+        following = re.split(r"; \S+/v\d", section)[0]
+        assert re.search(rf"\b{t.kind}\b", following), (group_version, t.kind)
