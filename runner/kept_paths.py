@@ -98,7 +98,8 @@ class _Reads:
                 self.whole[name].append(why)
 
     def result(self) -> dict[str, InformerReads]:
-        return {name: InformerReads(frozenset(self.paths[name]), tuple(self.whole[name]))
+        return {name: InformerReads(frozenset(self.paths[name]),
+                                    tuple(dict.fromkeys(self.whole[name])))  # once each
                 for name in self.paths}
 
 

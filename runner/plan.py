@@ -352,7 +352,7 @@ def _check_template_reads(config: Config, engine: TemplateEngine) -> None:
             steps = declared_path(declared)  # subscripts: a name such as nodeName-x is a field
             _check_reads(engine, "{{ obj" + "".join("[0]" if step == ITEMS else f"[{step!r}]"
                                                     for step in steps) + " }}", False,
-                         spec.reconcile.reads_location, roots, spec.primary)
+                         spec.reconcile.reads_location, roots, spec.primary, declared=True)
         given = var_bindings(spec, engine)
         for source, expression, loc, hidden in _template_sources(spec):
             tree = engine.syntax_tree(source, expression=expression)
@@ -496,15 +496,17 @@ def _reads_anything(config: Config) -> bool:
 
 
 def _check_reads(engine: TemplateEngine, source: str | None, expression: bool, loc: Location,
-                 roots: Mapping[str, Any], informer: str) -> None:
-    """One template's reads checked (see :func:`_check_template_reads`)."""
+                 roots: Mapping[str, Any], informer: str, *, declared: bool = False) -> None:
+    """One template's reads checked (see :func:`_check_template_reads`); ``declared``: the
+    source stands for a hook's ``reads:`` entry (no template line to name)."""
     from kinrun.template_reads import check_template
 
     tree = engine.syntax_tree(source, expression=expression) if source else None
     for read, why in check_template(tree, roots) if tree is not None else ():
         shown = ".".join(read.path).replace(".[]", "[]")
-        raise loc.error(f"{read.root}.{shown}: {why} (template line {read.line}; checked "
-                        f"against the schema of the kind of informer {informer})")
+        line = "" if declared else f"template line {read.line}; "
+        raise loc.error(f"{read.root}.{shown}: {why} ({line}checked against the schema of the "
+                        f"kind of informer {informer})")
 
 
 def read_report(compiled: CompiledPlan) -> list[str]:

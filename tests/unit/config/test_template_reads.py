@@ -281,6 +281,24 @@ def test_explain_lists_whole_reads_with_their_line(tmp_path: Path) -> None:
     assert "  status" in report  # the status action reads the whole status
 
 
+def test_explain_gives_each_whole_read_once() -> None:
+    """A loop over list() items is one whole read, listed once (it was listed twice)."""
+    from kinrun.plan import read_report
+    config = plan(load_text(HEAD + textwrap.dedent("""\
+        informers:
+          deployments: {apiVersion: apps/v1, kind: Deployment}
+          ns: {apiVersion: v1, kind: Namespace}
+        controllers:
+          - name: c
+            for: ns
+            reconcile:
+              actions:
+                - log: "{% for d in list('deployments') %}{{ d.metadata.name }}{% endfor %}"
+        """), file="w.yaml"))
+    whole = [line for line in read_report(config) if "(whole objects:" in line]
+    assert whole == ["  (whole objects: list('deployments', ...) items at w.yaml:11)"]
+
+
 def compile_pods(actions: str, extra: str = "") -> None:
     """A Pod controller with ``actions`` (YAML list items, indented 10) and ``extra`` keys of
     its reconcile (vars:), a ConfigMap informer beside it."""
@@ -355,7 +373,7 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
     hook = tmp_path / "hook.py"
     hook.write_text("import kinrun\n\n\n@kinrun.hookimpl\n"
                     "def kinrun_reconcile(controller, key, obj, ctx):\n    return None\n")
-    with pytest.raises(ConfigError, match=re.escape(said)):
+    with pytest.raises(ConfigError, match=re.escape(said)) as caught:
         plan(load_text(HEAD + textwrap.dedent(f"""\
             plugins: [{hook}]
             informers:
@@ -365,6 +383,7 @@ def test_a_malformed_declared_read_is_refused(entry: str, said: str, tmp_path: P
                 for: pods
                 reconcile: {{hooks: true, reads: ["{entry}"], actions: [{{log: x}}]}}
             """), file="c.yaml"))
+    assert "template line" not in str(caught.value)  # a reads: entry is no template
 
 
 @pytest.mark.parametrize("actions,extra,said", [
