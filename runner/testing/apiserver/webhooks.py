@@ -111,6 +111,9 @@ class Webhook:
     timeout: int
     namespace_selector: LabelSelector
     object_selector: LabelSelector
+    service_url: str = ""
+    """``clientConfig.service`` as the URL kube-apiserver would call
+    (``https://NAME.NAMESPACE.svc:PORT/PATH``), for messages: it cannot be reached here."""
 
     def matches(self, attrs: Attributes) -> bool:
         """Whether one of the rules matches ``attrs`` (see the module docstring)."""
@@ -279,7 +282,7 @@ class Webhooks:
         uid = str(uuid.uuid4())
         body = orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                              "request": _request(uid, hook, attrs, obj, old)})
-        url = _with_timeout(hook.url or "", hook.timeout)
+        url = _with_timeout(hook.url or hook.service_url, hook.timeout)
         try:
             if hook.url is None:
                 raise OSError("clientConfig.service cannot be reached from the embedded API "
@@ -379,8 +382,18 @@ def _parse(mutating: bool, config: Obj) -> list[Webhook]:
             failure_policy=str(item.get("failurePolicy") or "Fail"),
             timeout=int(item.get("timeoutSeconds") or DEFAULT_TIMEOUT),
             namespace_selector=label_selector_from(item.get("namespaceSelector")),
-            object_selector=label_selector_from(item.get("objectSelector"))))
+            object_selector=label_selector_from(item.get("objectSelector")),
+            service_url=_service_url(client.get("service"))))
     return out
+
+
+def _service_url(service: Any) -> str:
+    """The URL of a ``clientConfig.service`` (port 443 unless given), as kube-apiserver's
+    webhook client builds it; "" without one."""
+    if not isinstance(service, dict):
+        return ""
+    return (f"https://{service.get('name')}.{service.get('namespace')}.svc:"
+            f"{service.get('port') or 443}{service.get('path') or ''}")
 
 
 def https_post(hook: Webhook, url: str, body: bytes) -> bytes:

@@ -119,6 +119,21 @@ def test_failure_policy_decides_when_the_webhook_cannot_be_called(
     assert call(embedded_api_client, "POST", CMS, body=cm("c")).status == 201  # no selector match
 
 
+def test_a_service_webhook_fails_naming_the_url_a_cluster_would_call(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """clientConfig.service cannot be reached from the embedded server: under Fail the 500
+    names the service's URL as kube-apiserver builds it (it named an empty one)."""
+    service = hook("svc.example.com", "https://unused/", None, resources=["configmaps"],
+                   operations=["CREATE"])
+    service["clientConfig"] = {"service": {"name": "hooks", "namespace": "shop",
+                                           "path": "/validate"}}
+    register(embedded_api_client, "ValidatingWebhookConfiguration", [service])
+    refused = call(embedded_api_client, "POST", CMS, body=cm("a"))
+    assert refused.status == 500
+    assert 'Post "https://hooks.shop.svc:443/validate?timeout=5s": clientConfig.service ' \
+        'cannot be reached' in refused.body["message"]
+
+
 def test_rules_and_selectors_choose_the_calls(
         embedded_api_client: kubernetes.client.ApiClient) -> None:
     """A rule on configmaps is not called for a Secret, nor for another operation; a
