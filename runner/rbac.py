@@ -34,7 +34,9 @@ leader election (not dry-run)      ``get``, ``update`` on the Lease by name and 
 ``admission`` self-signed           ``get``, ``update`` on the CA Secret by name and ``create``
 (not dry-run)                      on ``secrets`` in kinrun's namespace; ``get``, ``patch`` on
                                    the webhook configurations by name (their caBundle)
-``rbac.extraRules``                as written (what hook plugins call)
+``rbac.extraRules``                as written (what hook plugins call); a rule's
+                                   ``namespaces`` do not apply to its cluster-scoped
+                                   resources (granted cluster-wide)
 =================================  ==========================================================
 
 Discovery (``/api``, ``/apis``) is granted to every authenticated user by the default
@@ -529,8 +531,9 @@ class _Collector:
     def _extra_rule(self, i: int, rule: RbacRuleSpec) -> None:
         scopes = rule.namespaces if rule.namespaces is not None else (CLUSTER,)
         for group in rule.api_groups:
-            for resource in rule.resources:
-                self.grant(scopes, group, resource, rule.verbs, f"{rule.location}",
+            for resource in rule.resources:  # a Role cannot grant a cluster-scoped one
+                where = (CLUSTER,) if self._cluster_scoped(group, resource) else scopes
+                self.grant(where, group, resource, rule.verbs, f"{rule.location}",
                            tuple(rule.resource_names))
 
     def _uncovered(self, loc: Location, problem: str, group: str | None,

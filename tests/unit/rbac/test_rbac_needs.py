@@ -279,3 +279,15 @@ def test_plugin_rules_on_cluster_scoped_resources_go_to_the_cluster_role() -> No
     assert not {"patch core/nodes in a", "get storage.k8s.io/storageclasses in a"} & got
     # the namespaced resources of the same group that no built-in kind serves stay put
     assert "get storage.k8s.io/widgets in a" in got
+
+
+def test_extra_rules_with_namespaces_grant_cluster_scoped_resources_cluster_wide() -> None:
+    """An extra rule limited to namespaces grants its cluster-scoped resources cluster-wide (a
+    Role cannot grant them) and the others in its namespaces."""
+    needs = needs_of(with_actions(
+        "- log: hi\n", extra="rbac:\n  extraRules:\n    - {apiGroups: [''], resources: "
+        "[persistentvolumes, secrets, widgets], verbs: [get], namespaces: [a, b]}\n"))
+    got = perms(needs)
+    assert {"get core/persistentvolumes cluster-wide", "get core/secrets in a",
+            "get core/secrets in b", "get core/widgets in a", "get core/widgets in b"} <= got
+    assert not any(p.startswith("get core/persistentvolumes in") for p in got)
