@@ -249,6 +249,11 @@ def kinrun_action_kinds() -> Mapping[str, Callable[..., Any]] | None:
         being rendered, before anything is sent, so it must only describe work (no I/O); raise an
         exception to fail the render (nothing of that reconcile is sent). None / {} for none.
         A name clashing with a built-in or another plugin's kind is a ConfigError.
+        The callable may carry ``RBAC_RULES``, a list of RBAC PolicyRule mappings, for
+        ``kinrun rbac``/``manifests``: granted in the reconciled objects' namespaces, and
+        cluster-wide for a cluster-scoped resource (built-in, or a ``crds:`` CRD of scope
+        Cluster: a Role cannot grant it) or a cluster-scoped reconciled kind. Without it,
+        ``kinrun rbac`` asks for a rule in ``rbac.extraRules``.
     """
 
 

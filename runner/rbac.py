@@ -20,7 +20,9 @@ action                             its kind's ``VERBS`` (``kinrun.actions.kinds`
                                    resource in its namespaces (``patch``, ``create`` without
                                    prune); ``patch`` on the primary (its ApplySet metadata)
 controller ``finalizer``           ``patch`` on the primary's resource (add and remove it)
-plugin action kind                 its ``RBAC_RULES`` attribute, in the reconciled namespaces
+plugin action kind                 its ``RBAC_RULES`` attribute, in the reconciled namespaces;
+                                   cluster-wide for a cluster-scoped resource (built-in, or a
+                                   CRD of scope Cluster in ``crds:``/``--crd``)
 leader election (not dry-run)      ``get``, ``update`` on the Lease by name and ``create`` on
                                    ``leases`` in the Lease's namespace
 ``metrics.secure`` (not dry-run)   ``create`` on ``tokenreviews`` and ``subjectaccessreviews``
@@ -32,7 +34,9 @@ leader election (not dry-run)      ``get``, ``update`` on the Lease by name and 
 ``admission`` self-signed           ``get``, ``update`` on the CA Secret by name and ``create``
 (not dry-run)                      on ``secrets`` in kinrun's namespace; ``get``, ``patch`` on
                                    the webhook configurations by name (their caBundle)
-``rbac.extraRules``                as written (what hook plugins call)
+``rbac.extraRules``                as written (what hook plugins call); a rule's
+                                   ``namespaces`` do not apply to its cluster-scoped
+                                   resources (granted cluster-wide)
 =================================  ==========================================================
 
 Discovery (``/api``, ``/apis``) is granted to every authenticated user by the default
@@ -166,7 +170,8 @@ def rbac_needs(plan: Plan, *, dry_run: bool = False, resolve: Resolve | None = N
     (None: ``kinrun manifests``' defaults: ``default``, ``kinrun-<stem>-webhook``)."""
     files = config_crds(plan.config)
     known = CrdSet([*files, *(crds or ())])
-    return _Collector(plan, dry_run, chain(crd_resolver(known), resolve), webhook).collect()
+    return _Collector(plan, dry_run, chain(crd_resolver(known), resolve), webhook,
+                      known).collect()
 
 
 def config_crds(config: Config) -> CrdSet:
@@ -220,6 +225,7 @@ class _Collector:
     dry_run: bool
     resolve: Resolve | None
     webhook: tuple[str, str] | None = None
+    crds: CrdSet | None = None
     permissions: dict[Permission, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -371,10 +377,23 @@ class _Collector:
         scopes = primary[1] if primary is not None and primary[0].namespaced else (CLUSTER,)
         for rule in impl.rbac_rules:
             for group in rule.get("apiGroups", ()):
-                for resource in rule.get("resources", ()):
-                    self.grant(scopes, group, resource, rule.get("verbs", ()),
+                for resource in rule.get("resources", ()):  # a Role cannot grant a cluster one
+                    where = (CLUSTER,) if self._cluster_scoped(group, resource) else scopes
+                    self.grant(where, group, resource, rule.get("verbs", ()),
                                f"{loc}: plugin action kind {spec.kind}",
                                tuple(rule.get("resourceNames") or ()))
+
+    def _cluster_scoped(self, group: str, resource: str) -> bool:
+        """Whether ``resource`` of ``group`` (a plural, ``R/sub`` for a subresource) is known
+        to be cluster-scoped: a built-in kind's, or a CRD's (``crds:``, ``--crd``) of scope
+        Cluster. False for a namespaced or unknown one (discovery is not asked: it needs a
+        version)."""
+        plural = resource.split("/", 1)[0]
+        kind = builtin_kind(f"{group}/v1" if group else "v1", plural)
+        if kind is not None:
+            return builtin_scope(f"{group}/v1" if group else "v1", kind) is False
+        return any(c.group == group and c.plural == plural and not c.namespaced
+                   for c in self.crds or ())
 
     def _written(self, fields: Mapping[str, Any] | None,
                  primary: tuple[Resource, tuple[str, ...]] | None
@@ -512,8 +531,9 @@ class _Collector:
     def _extra_rule(self, i: int, rule: RbacRuleSpec) -> None:
         scopes = rule.namespaces if rule.namespaces is not None else (CLUSTER,)
         for group in rule.api_groups:
-            for resource in rule.resources:
-                self.grant(scopes, group, resource, rule.verbs, f"{rule.location}",
+            for resource in rule.resources:  # a Role cannot grant a cluster-scoped one
+                where = (CLUSTER,) if self._cluster_scoped(group, resource) else scopes
+                self.grant(where, group, resource, rule.verbs, f"{rule.location}",
                            tuple(rule.resource_names))
 
     def _uncovered(self, loc: Location, problem: str, group: str | None,

@@ -747,7 +747,8 @@ class PluginAction:
         """What the plugin declares its kind needs (``kinrun.rbac``): the kind function's
         optional attribute ``RBAC_RULES``, a sequence of RBAC PolicyRule mappings
         (``{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}``), granted in
-        the namespaces of the reconciled objects; None when the plugin does not say."""
+        the namespaces of the reconciled objects (cluster-wide for a cluster-scoped resource);
+        None when the plugin does not say."""
         self._args = compile_tree(value, engine, loc)
 
     def render(self, scope: Scope) -> list[Step]:

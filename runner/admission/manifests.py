@@ -11,6 +11,10 @@
   No ``caBundle``: kinrun writes it at start (self-signed, ``kinrun.admission.certs``), or
   cert-manager's CA injector does, from the Certificate the annotation
   ``cert-manager.io/inject-ca-from: NAMESPACE/<serviceName>`` names (``certificates.directory``).
+  Each webhook's ``objectSelector`` (the config's, if any) gets a ``matchExpressions`` item
+  ``app.kubernetes.io/instance NotIn [<manifests name>]``: kinrun's own objects (Deployment,
+  pods, ConfigMap, Service..., which ``kinrun manifests`` labels so) are never sent to its
+  webhooks, so a kinrun that is down (``failurePolicy: Fail``) can still be fixed or rolled.
 
 Field semantics: admissionregistration.k8s.io/v1 (Kubernetes 1.16+). Pure: plain dicts.
 """
@@ -30,13 +34,17 @@ SERVICE_PORT = 443
 PORT_NAME = "webhook"
 """The container port's name the Service targets."""
 CERTIFICATES_VOLUME = "webhook-certs"
+OWN_LABEL = "app.kubernetes.io/instance"
+"""The label (``kinrun manifests``' instance label) whose value marks kinrun's own objects,
+which its webhooks exclude."""
 INJECT_CA = "cert-manager.io/inject-ca-from"
 """cert-manager's cainjector annotation: NAMESPACE/CERTIFICATE whose CA goes in caBundle."""
 
 
 def webhook_objects(spec: AdmissionSpec, service: str, namespace: str,
                     labels: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The Service and the webhook configurations (see the module docstring)."""
+    """The Service and the webhook configurations (see the module docstring); the webhooks
+    exclude the objects labelled ``labels[OWN_LABEL]`` (no exclusion without that label)."""
     meta = {"name": service, "namespace": namespace, "labels": dict(labels)}
     objects: list[dict[str, Any]] = [{
         "apiVersion": "v1", "kind": "Service", "metadata": meta,
@@ -74,10 +82,12 @@ def _configuration(kind: str, hooks: list[WebhookSpec], service: str, namespace:
     if cert_manager:
         meta["annotations"] = {INJECT_CA: f"{namespace}/{service}"}
     return {"apiVersion": ADMISSION_API, "kind": kind, "metadata": meta,
-            "webhooks": [_webhook(w, service, namespace) for w in hooks]}
+            "webhooks": [_webhook(w, service, namespace, labels.get(OWN_LABEL))
+                         for w in hooks]}
 
 
-def _webhook(spec: WebhookSpec, service: str, namespace: str) -> dict[str, Any]:
+def _webhook(spec: WebhookSpec, service: str, namespace: str, own: str | None
+             ) -> dict[str, Any]:
     hook: dict[str, Any] = {
         "name": spec.name,
         "clientConfig": {"service": {"name": service, "namespace": namespace,
@@ -87,8 +97,13 @@ def _webhook(spec: WebhookSpec, service: str, namespace: str) -> dict[str, Any]:
         "admissionReviewVersions": ["v1"]}
     if spec.namespace_selector is not None:
         hook["namespaceSelector"] = thaw(spec.namespace_selector)
-    if spec.object_selector is not None:
-        hook["objectSelector"] = thaw(spec.object_selector)
+    selector = thaw(spec.object_selector) if spec.object_selector is not None else None
+    if own is not None:  # ANDed with the config's: never kinrun's own objects
+        selector = selector or {}
+        selector["matchExpressions"] = [*(selector.get("matchExpressions") or []),
+                                        {"key": OWN_LABEL, "operator": "NotIn", "values": [own]}]
+    if selector is not None:
+        hook["objectSelector"] = selector
     return hook
 
 

@@ -550,7 +550,8 @@ class RbacRuleSpec:
     """One extra RBAC PolicyRule of ``rbac.extraRules`` (Kubernetes RBAC, rbac/v1 PolicyRule):
     ``api_groups`` ("" = core), ``resources`` (plurals, ``x/status`` for a subresource),
     ``verbs``, ``resource_names`` (empty = any), ``namespaces``: granted by a Role in each, or
-    None for cluster-wide (a ClusterRole); ``location`` of the rule in the file."""
+    None for cluster-wide (a ClusterRole; ``kinrun.rbac`` grants a cluster-scoped resource
+    there whatever ``namespaces`` says); ``location`` of the rule in the file."""
 
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]

@@ -256,3 +256,28 @@ def test_configurations_are_defaulted_and_invalid_ones_refused(
         "webhooks[0].clientConfig.caBundle", "webhooks[0].namespaceSelector.matchExpressions[0].values",
         "webhooks[0].rules[0].operations", "webhooks[0].sideEffects"]
     assert call(embedded_api_client, "POST", CMS, body=cm("a")).status == 500  # good: unreachable
+
+
+def test_generated_webhooks_skip_kinrun_own_objects(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """A webhook `kinrun manifests` generates (failurePolicy Fail, unreachable) refuses
+    writes, except to the objects carrying kinrun's instance label: its own ConfigMap,
+    Deployment and pods stay writable while it is down."""
+    from kinrun.admission.manifests import webhook_objects
+    from kinrun.config import load_text
+
+    config = load_text(
+        "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\ninformers:\n"
+        "  cms: {apiVersion: v1, kind: ConfigMap}\ncontrollers: [{name: c, for: cms, "
+        "reconcile: {actions: [{log: hi}]}}]\nadmission:\n  webhooks:\n"
+        "    - {name: v.example.com, type: validating, failurePolicy: Fail, rules: [{apiGroups: "
+        "[''], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}], "
+        "validate: [{deny: refused}]}\n", file="x.yaml")
+    labels = {"app.kubernetes.io/name": "kinrun", "app.kubernetes.io/instance": "kinrun-x"}
+    [generated] = webhook_objects(config.admission, "kinrun-x-webhook", "default", labels)[1]["webhooks"]
+    generated["clientConfig"] = {"url": f"https://127.0.0.1:{closed_port()}/v"}
+    register(embedded_api_client, "ValidatingWebhookConfiguration", [generated])
+    assert call(embedded_api_client, "POST", CMS, body=cm("user")).status == 500
+    assert call(embedded_api_client, "POST", CMS, body=cm("own", labels=labels)).status == 201
+    other = dict(labels, **{"app.kubernetes.io/instance": "kinrun-y"})
+    assert call(embedded_api_client, "POST", CMS, body=cm("other", labels=other)).status == 500

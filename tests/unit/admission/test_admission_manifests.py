@@ -197,3 +197,32 @@ def test_reload_reports_an_admission_change_as_needing_a_restart() -> None:
     changes = diff(old, new)
     assert changes.restart_only == ("admission",)
     assert changes.controllers_swapped == () and changes.controllers_unchanged == ("c",)
+
+
+def test_webhooks_exclude_kinrun_own_objects(tmp_path: Path) -> None:
+    """Each generated webhook skips the objects carrying kinrun's instance label (its own
+    Deployment, pods, ConfigMap, Service...: a webhook down with failurePolicy Fail must not
+    block fixing kinrun), ANDed with the webhook's own objectSelector."""
+    files = write(tmp_path)
+    own = {"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": ["kinrun-quota"]}
+    [hook] = files["webhook.yaml"][1]["webhooks"]
+    assert hook["objectSelector"] == {"matchExpressions": [
+        {"key": "skip", "operator": "DoesNotExist"}, own]}
+    for name in ("deployment.yaml", "configmap.yaml", "serviceaccount.yaml"):
+        assert files[name][0]["metadata"]["labels"]["app.kubernetes.io/instance"] == "kinrun-quota"
+    pod = files["deployment.yaml"][0]["spec"]["template"]["metadata"]
+    assert pod["labels"]["app.kubernetes.io/instance"] == "kinrun-quota"
+    spec = load_text((CONFIG % "").replace(
+        "      objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}\n",
+        "      objectSelector: {matchLabels: {team: a}}\n"), file="q.yaml").admission
+    _service, cfg = webhook_objects(spec, "q-webhook", "ops",
+                                    {"app.kubernetes.io/instance": "kinrun-q"})
+    assert cfg["webhooks"][0]["objectSelector"] == {"matchLabels": {"team": "a"}, "matchExpressions": [
+        {"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": ["kinrun-q"]}]}
+    spec = load_text((CONFIG % "").replace(
+        "      objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}\n", ""),
+        file="q.yaml").admission
+    _service, cfg = webhook_objects(spec, "q-webhook", "ops",
+                                    {"app.kubernetes.io/instance": "kinrun-q"})
+    assert cfg["webhooks"][0]["objectSelector"] == {"matchExpressions": [
+        {"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": ["kinrun-q"]}]}

@@ -13,7 +13,9 @@ import pytest
 from kinrun.config import load
 from kinrun.crds import CrdSet
 from kinrun.errors import ConfigError
+from kinrun.hooks import hookimpl
 from kinrun.plan import plan
+from kinrun.plugin_manager import new_plugin_manager
 from kinrun.rbac import CLUSTER, rbac_needs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -122,3 +124,23 @@ def test_rbac_of_every_example_needs_no_cluster(example: str) -> None:
     """Every example config's RBAC is computed offline (sample-controller through crds:)."""
     needs = rbac_needs(plan(load(ROOT / "examples/configs" / example)))
     assert needs.permissions
+
+
+@pytest.mark.parametrize("scope, where", [("Cluster", "cluster-wide"), ("Namespaced", "in a")])
+def test_plugin_rules_on_a_crd_follow_its_scope(tmp_path: Path, scope: str, where: str) -> None:
+    """A plugin kind's rule on a crds: CRD is granted where its scope says: cluster-wide for
+    a cluster-scoped one (a Role cannot grant it), in the reconciled namespaces otherwise."""
+    def touch(args, obj, ctx):
+        return []
+    touch.RBAC_RULES = [{"apiGroups": ["example.com"], "resources": ["foos"], "verbs": ["get"]}]
+
+    class Plugin:
+        @hookimpl
+        def kinrun_action_kinds(self):
+            return {"touch": touch}
+    pm = new_plugin_manager()
+    pm.register(Plugin())
+    path = write(tmp_path, "crds: [crds]\ninformers:\n  cms: {{apiVersion: v1, kind: ConfigMap, "
+                 "namespaces: [a]}}\ncontrollers:\n  - {{name: c, for: cms, reconcile: "
+                 "{{actions: [{{plugin: touch}}]}}}}\n", scope=scope)
+    assert f"get example.com/foos {where}" in {str(p) for p in rbac_needs(plan(load(path), pm)).permissions}

@@ -251,3 +251,43 @@ def test_status_and_finalizer_needs_come_from_the_plan() -> None:
     assert Permission("ns", "", "configmaps", "patch") in backup.permissions
     assert any("finalizer example.com/backup" in why
                for why in backup.permissions[Permission("ns", "", "configmaps", "patch")])
+
+
+def test_plugin_rules_on_cluster_scoped_resources_go_to_the_cluster_role() -> None:
+    """A plugin kind's rule on a cluster-scoped resource (a Role cannot grant it) is granted
+    cluster-wide; a rule mixing scopes is split; an unknown resource stays in the reconciled
+    namespaces (as before)."""
+    def label_node(args, obj, ctx):
+        return []
+    label_node.RBAC_RULES = [
+        {"apiGroups": [""], "resources": ["nodes", "nodes/status", "services"],
+         "verbs": ["patch"]},
+        {"apiGroups": ["storage.k8s.io", "example.com"],
+         "resources": ["storageclasses", "widgets"], "verbs": ["get"]}]
+
+    class Plugin:
+        @hookimpl
+        def kinrun_action_kinds(self):
+            return {"labelNode": label_node}
+    pm = new_plugin_manager()
+    pm.register(Plugin())
+    config = load_text(HEAD + with_actions("- {plugin: labelNode}\n"), file="c.yaml")
+    got = perms(rbac_needs(plan(config, pm)))
+    assert {"patch core/nodes cluster-wide", "patch core/nodes/status cluster-wide",
+            "patch core/services in a", "get storage.k8s.io/storageclasses cluster-wide",
+            "get example.com/widgets in a"} <= got
+    assert not {"patch core/nodes in a", "get storage.k8s.io/storageclasses in a"} & got
+    # the namespaced resources of the same group that no built-in kind serves stay put
+    assert "get storage.k8s.io/widgets in a" in got
+
+
+def test_extra_rules_with_namespaces_grant_cluster_scoped_resources_cluster_wide() -> None:
+    """An extra rule limited to namespaces grants its cluster-scoped resources cluster-wide (a
+    Role cannot grant them) and the others in its namespaces."""
+    needs = needs_of(with_actions(
+        "- log: hi\n", extra="rbac:\n  extraRules:\n    - {apiGroups: [''], resources: "
+        "[persistentvolumes, secrets, widgets], verbs: [get], namespaces: [a, b]}\n"))
+    got = perms(needs)
+    assert {"get core/persistentvolumes cluster-wide", "get core/secrets in a",
+            "get core/secrets in b", "get core/widgets in a", "get core/widgets in b"} <= got
+    assert not any(p.startswith("get core/persistentvolumes in") for p in got)
