@@ -4,7 +4,8 @@ answer checked.
 A case with ``admission:`` (``schemas/kinrun-test.schema.json``) runs its ``given`` objects
 and ``when`` steps as any case, then builds the request the API server would send
 (admission.k8s.io/v1: a fixed uid, the object's kind and resource, namespace, name,
-operation, ``userInfo``, ``dryRun``) and answers it in-process through the same
+operation, ``userInfo``, ``dryRun``; the objects as given: the runner decodes and defaults
+them first, as the case's server does a write) and answers it in-process through the same
 ``kinrun.admission.WebhookProgram.review`` that the HTTPS server calls, with the lookups
 reading the case's caches. Without ``webhook:`` every webhook whose rules match the request
 answers, mutating ones first, each seeing the object the ones before patched, as
