@@ -4,6 +4,7 @@ say what differs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,44 @@ def test_an_object_the_server_refuses_fails_the_case_naming_it(tmp_path: Path) -
     assert len(failed) == 2 and "admission: the server refused object" in failed[0] \
         and "admission: the server refused oldObject" in failed[1], failed
     assert all("cannot be handled as" in m or "image" in m for m in failed), failed
+
+
+def test_a_delete_sends_the_old_object_and_no_object(tmp_path: Path) -> None:
+    """DELETE: oldObject is the object deleted; object is absent (or null) and sent null."""
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: deleted
+    admission:
+      operation: DELETE{deployment("web", "oldObject")}
+    expect:
+      admission: {{allowed: true}}
+  - name: kept
+    admission:
+      operation: DELETE
+      object: null{deployment("keep", "oldObject")}
+    expect:
+      admission: {{allowed: false, message: kept}}
+"""))
+    assert [o.passed for o in outcomes] == [True, True], [
+        f.message for o in outcomes for f in o.failures]
+
+
+@pytest.mark.parametrize("operation,keys,said", [
+    ("DELETE", ("object", "oldObject"), "admission.object: DELETE sends no object"),
+    ("DELETE", ("object",), "admission: DELETE needs 'oldObject'"),
+    ("UPDATE", ("object",), "admission: UPDATE needs 'oldObject'"),
+    ("CREATE", ("oldObject",), "admission: CREATE needs 'object'"),
+    ("CREATE", ("object", "oldObject"), "admission.oldObject: CREATE sends no oldObject"),
+])
+def test_the_objects_an_operation_sends_are_checked_at_load(
+        tmp_path: Path, operation: str, keys: tuple[str, ...], said: str) -> None:
+    """object: CREATE, UPDATE, CONNECT; oldObject: UPDATE, DELETE (located, exit 2)."""
+    body = "".join(deployment("web", key) for key in keys)
+    path = replicas_cases(tmp_path, f"""\
+  - name: one
+    admission:
+      operation: {operation}{body}
+    expect:
+      admission: {{allowed: true}}
+""")
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_test_file(path)
