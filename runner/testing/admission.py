@@ -4,7 +4,9 @@ answer checked.
 A case with ``admission:`` (``schemas/kinrun-test.schema.json``) runs its ``given`` objects
 and ``when`` steps as any case, then builds the request the API server would send
 (admission.k8s.io/v1: a fixed uid, the object's kind and resource, namespace, name,
-operation, ``userInfo``, ``dryRun``) and answers it in-process through the same
+operation, ``userInfo``, ``dryRun``; ``object`` and ``oldObject`` as the case gives them
+for its operation, DELETE's ``object`` null; the runner decodes and defaults them first, as
+the case's server does a write) and answers it in-process through the same
 ``kinrun.admission.WebhookProgram.review`` that the HTTPS server calls, with the lookups
 reading the case's caches. Without ``webhook:`` every webhook whose rules match the request
 answers, mutating ones first, each seeing the object the ones before patched, as
@@ -91,15 +93,15 @@ def _matches(spec: Any, operation: str, resource: Mapping[str, str]) -> bool:
 
 
 def _request(case: AdmissionCase, resource: Mapping[str, str], obj: Any) -> dict[str, Any]:
-    meta = (obj or {}).get("metadata") or {}
+    """``obj``: the object as patched so far (None for DELETE: the subject is the old one)."""
+    subject = obj if obj is not None else case.old_object or {}
+    meta = subject.get("metadata") or {}
     group, version = resource["group"], resource["version"]
-    request = {"uid": UID, "kind": {"group": group, "version": version, "kind": obj["kind"]},
-               "resource": dict(resource), "requestKind": {"group": group, "version": version,
-                                                           "kind": obj["kind"]},
+    kind = {"group": group, "version": version, "kind": subject.get("kind", "")}
+    request = {"uid": UID, "kind": kind, "resource": dict(resource), "requestKind": dict(kind),
                "name": meta.get("name", ""), "operation": case.operation,
                "userInfo": dict(case.user_info), "dryRun": case.dry_run,
-               "object": None if case.operation == "DELETE" else _copy(obj),
-               "oldObject": _copy(case.old_object if case.operation != "DELETE" else obj)}
+               "object": _copy(obj), "oldObject": _copy(case.old_object)}
     if meta.get("namespace"):
         request["namespace"] = meta["namespace"]
     return request

@@ -15,9 +15,10 @@ DEFAULT_USER = {"username": "kinrun-test"}
 @dataclass(frozen=True)
 class AdmissionCase:
     """A case's ``admission:``: ``webhook`` (a name, or None: every matching one),
-    ``operation``, ``object``, ``old_object``, ``user_info``, ``dry_run``."""
+    ``operation``, ``object`` (None for DELETE), ``old_object`` (UPDATE, DELETE; else None),
+    ``user_info``, ``dry_run``."""
 
-    object: Mapping[str, Any]
+    object: Mapping[str, Any] | None = None
     operation: str = "CREATE"
     webhook: str | None = None
     old_object: Mapping[str, Any] | None = None
@@ -40,7 +41,7 @@ class ExpectedAdmission:
 
 def case_from(data: Mapping[str, Any]) -> AdmissionCase:
     """The model of a case's ``admission:`` mapping (already schema-checked)."""
-    return AdmissionCase(object=data["object"], operation=data.get("operation", "CREATE"),
+    return AdmissionCase(object=data.get("object"), operation=data.get("operation", "CREATE"),
                          webhook=data.get("webhook"), old_object=data.get("oldObject"),
                          user_info=data.get("userInfo") or dict(DEFAULT_USER),
                          dry_run=bool(data.get("dryRun", False)))

@@ -51,6 +51,10 @@ SCHEMA_FILE = "kinrun-test.schema.json"
 Obj = dict[str, Any]
 STEP_KINDS = ("added", "updated", "deleted", "reconcile", "after")
 OUTCOMES = ("done", "requeue", "retry", "permanent")
+REQUEST_OBJECTS = {"CREATE": ("object",), "UPDATE": ("object", "oldObject"),
+                   "DELETE": ("oldObject",), "CONNECT": ("object",)}
+"""The objects of an AdmissionReview request per operation, as kube-apiserver sends them
+(the others are null)."""
 
 
 @functools.cache
@@ -260,11 +264,28 @@ class _Builder:
         steps = tuple(self.step(s, path + ("when", i)) for i, s in enumerate(data.get("when") or []))
         from kinrun.testing.admission_case import case_from
 
-        admission = case_from(data["admission"]) if "admission" in data else None
+        admission = None
+        if "admission" in data:
+            self.request_objects(data["admission"], path + ("admission",))
+            admission = case_from(data["admission"])
         expect = self.expect(data["expect"], path + ("expect",))
         self.log_steps(expect, len(steps), path + ("expect", "logs"))
         return Case(data["name"], data.get("controller"), given, steps, expect,
                     self.where(path), admission)
+
+    def request_objects(self, data: Obj, path: PathKey) -> None:
+        """The objects an admission case's ``operation`` sends (:data:`REQUEST_OBJECTS`, as
+        kube-apiserver): each one it sends is required, any other absent or null."""
+        operation = data.get("operation", "CREATE")
+        sends = REQUEST_OBJECTS[operation]
+        for key, what in (("object", "the object as sent"), ("oldObject", "the object before")):
+            if key in sends and data.get(key) is None:
+                self.error(path, f"{operation} needs {key!r} ({what})")
+            elif key not in sends and data.get(key) is not None:
+                hint = ": give the object being deleted as oldObject" \
+                    if operation == "DELETE" else ""
+                self.error(path + (key,), f"{operation} sends no {key} "
+                           f"(kube-apiserver sends {key}: null){hint}")
 
     def given(self, items: list[Obj], path: PathKey) -> tuple[Obj, ...]:
         """The ``given`` objects; two with one identity (apiVersion, kind, namespace, name) are

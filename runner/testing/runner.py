@@ -16,8 +16,10 @@ what was recorded (``kinrun.testing.recording``) is compared with ``expect``
 (``kinrun.testing.expectations``). With ``admission:``, the config's webhook configurations
 are on the case's server and answered in-process (``CaseRun._call_webhook``): the
 controller's writes are defaulted and refused by them as on a cluster (``given`` and
-``when`` objects are put in the store as they are, as seeds). Two runs of one file print the same bytes: the output
-holds no time but the duration of a failed case, unless ``durations=False``.
+``when`` objects are put in the store as they are, as seeds); the case's own request sends
+its objects decoded and defaulted by the case's server (``_CaseRun._decoded``). Two runs of
+one file print the same bytes: the output holds no time but the duration of a failed case,
+unless ``durations=False``.
 
 Errors: ConfigError (ConfigErrors) for a bad test file, config or case (exit 2 in the CLI),
 raised before any case runs. A case that cannot run to the end (a step that never gets
@@ -280,6 +282,10 @@ def _without_secret_values(case: Case, failures: list[Failure]) -> list[Failure]
             for f in failures]
 
 
+class _Refused(Exception):
+    """An admission case's object the case's server refuses (its message says which)."""
+
+
 class _CaseRun:
     """The server, client, manager and steps of one case. Used once."""
 
@@ -391,16 +397,37 @@ class _CaseRun:
             return None
         if compiled.admission is None:
             return Failure("run", "admission: the config has no admission webhooks")
-        obj = case.object
+        obj = case.object if case.object is not None else case.old_object
         try:
             ref = client.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+            case = self._decoded(case)
             listers = {name: inf.lister for name, inf in self.manager.informers.items()}
             self.admission_answer = answer(
                 compiled.admission, case,
                 {"group": ref.group, "version": ref.version, "resource": ref.resource}, listers)
+        except _Refused as exc:
+            return Failure("run", str(exc))
         except (LookupError, KinrunError) as exc:
             return Failure("run", f"admission: {exc}")
         return None
+
+    def _decoded(self, case: Any) -> Any:
+        """``case`` with its ``object`` and ``oldObject`` decoded and defaulted as the case's
+        server does a write of their kind before calling webhooks (``EmbeddedAPIServer.admit``:
+        built-in kinds' defaults, a CRD's schema defaults), as kube-apiserver sends them.
+        Raises _Refused naming the one the server refuses."""
+        import dataclasses
+
+        from kinrun.testing.apiserver import StatusError
+
+        decoded = {}
+        for key, attr in (("object", "object"), ("oldObject", "old_object")):
+            value = getattr(case, attr)
+            try:
+                decoded[attr] = None if value is None else self.server.admit(dict(value))
+            except StatusError as exc:
+                raise _Refused(f"admission: the server refused {key}: {exc}") from exc
+        return dataclasses.replace(case, **decoded)
 
     def _apply(self, step: Step) -> str | None:
         store = self.server.store

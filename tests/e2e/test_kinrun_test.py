@@ -199,3 +199,56 @@ def test_an_unexpected_request_in_the_middle_is_the_one_the_failure_names(tmp_pa
     assert lines[-3:-1] == ["- verb: apply", "name: three"]
     removed = [line for line in result.stdout.splitlines() if line.startswith("    -")]
     assert removed == ["    --- expected requests"], result.stdout
+
+
+ADMISSION_CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {deployments: {apiVersion: apps/v1, kind: Deployment}}
+controllers: [{name: noop, for: deployments, reconcile: {actions: [{log: "{{ key }}"}]}}]
+admission:
+  webhooks:
+    - name: replicas.apps.example.com
+      type: validating
+      rules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments],
+               operations: [CREATE, DELETE]}]
+      validate:
+        - {when: "operation == 'CREATE' and object.spec.replicas > 10", deny: too many replicas}
+        - {when: "operation == 'DELETE' and object is not none", deny: "an object on DELETE"}
+"""
+WEB = ("{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: default}, "
+       "spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, "
+       "spec: {containers: [{name: c, image: nginx}]}}}}")
+
+
+def test_admission_cases_send_what_kube_apiserver_sends(tmp_path: Path) -> None:
+    """A Deployment without replicas arrives defaulted (replicas 1, as --embedded and a
+    cluster send it), a DELETE sends oldObject and a null object: exit 0."""
+    (tmp_path / "c.yaml").write_text(ADMISSION_CONFIG)
+    path = tmp_path / "t.test.yaml"
+    path.write_text(TEST_HEAD + f"""\
+  - name: created without replicas
+    admission: {{object: {WEB}}}
+    expect: {{admission: {{allowed: true, object: {{spec: {{replicas: 1}}}}}}}}
+  - name: deleted
+    admission: {{operation: DELETE, oldObject: {WEB}}}
+    expect: {{admission: {{allowed: true}}}}
+""")
+    result = kinrun_test(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_delete_case_with_an_object_exits_2(tmp_path: Path) -> None:
+    """DELETE sends no object: an error of the test file at the object, exit 2."""
+    (tmp_path / "c.yaml").write_text(ADMISSION_CONFIG)
+    path = tmp_path / "t.test.yaml"
+    path.write_text(TEST_HEAD + f"""\
+  - name: deleted
+    admission: {{operation: DELETE, object: {WEB}}}
+    expect: {{admission: {{allowed: true}}}}
+""")
+    result = kinrun_test(path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{path}:6:16: cases[0].admission: DELETE needs 'oldObject'" in result.stderr
+    assert "cases[0].admission.object: DELETE sends no object (kube-apiserver sends object: " \
+        "null): give the object being deleted as oldObject" in result.stderr

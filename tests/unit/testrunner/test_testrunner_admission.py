@@ -4,6 +4,7 @@ say what differs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,162 @@ def test_the_controllers_writes_meet_the_configs_webhooks(tmp_path: Path) -> Non
     outcomes = run(path)
     assert [o.passed for o in outcomes] == [True, True], [
         f.message for o in outcomes for f in o.failures]
+
+
+REPLICAS = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {deployments: {apiVersion: apps/v1, kind: Deployment}}
+controllers: [{name: noop, for: deployments, reconcile: {actions: [{log: "{{ key }}"}]}}]
+admission:
+  webhooks:
+    - name: replicas.apps.example.com
+      type: validating
+      rules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments],
+               operations: [CREATE, UPDATE, DELETE]}]
+      validate:
+        - {when: "operation != 'DELETE' and object.spec.replicas > 10", deny: too many replicas}
+        - {when: "operation == 'DELETE' and object is not none", deny: "DELETE sent an object"}
+        - {when: "operation == 'DELETE' and oldObject.metadata.name == 'keep'", deny: "kept"}
+    - name: widgets.example.com
+      type: validating
+      rules: [{apiGroups: [example.com], apiVersions: [v1], resources: [widgets],
+               operations: [CREATE]}]
+      validate: [{when: "object.spec.size == 3", deny: "size {{ object.spec.size }}"}]
+"""
+WIDGETS = """
+      - apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {name: widgets.example.com}
+        spec:
+          group: example.com
+          scope: Namespaced
+          names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+          versions:
+            - name: v1
+              served: true
+              storage: true
+              schema:
+                openAPIV3Schema:
+                  type: object
+                  properties:
+                    spec:
+                      type: object
+                      properties: {size: {type: integer, default: 3}}"""
+DEPLOYMENT = """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: NAME, namespace: default}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: c, image: nginx}]}"""
+
+
+def replicas_cases(tmp_path: Path, cases: str) -> Path:
+    (tmp_path / "replicas.yaml").write_text(REPLICAS)
+    path = tmp_path / "replicas.test.yaml"
+    path.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerTest\n"
+                    "config: replicas.yaml\ncases:\n" + cases)
+    return path
+
+
+def deployment(name: str, key: str = "object") -> str:
+    return f"\n      {key}:" + DEPLOYMENT.replace("NAME", name)
+
+
+def test_the_object_is_defaulted_as_the_server_defaults_it(tmp_path: Path) -> None:
+    """The webhooks see the object decoded and defaulted as kube-apiserver (and --embedded)
+    sends it: a Deployment without replicas has replicas 1, for object and oldObject."""
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: created
+    admission:{deployment("web")}
+    expect:
+      admission:
+        allowed: true
+        object: {{spec: {{replicas: 1}}}}
+  - name: updated
+    admission:
+      operation: UPDATE{deployment("web")}{deployment("web", "oldObject")}
+    expect:
+      admission: {{allowed: true}}
+"""))
+    assert [o.passed for o in outcomes] == [True, True], [
+        f.message for o in outcomes for f in o.failures]
+
+
+def test_a_custom_resource_gets_its_crds_defaults(tmp_path: Path) -> None:
+    """The CRD (given) schema's defaults are in the object the webhooks see."""
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: defaulted
+    given:{WIDGETS}
+    admission:
+      object: {{apiVersion: example.com/v1, kind: Widget,
+               metadata: {{name: w, namespace: default}}, spec: {{}}}}
+    expect:
+      admission: {{allowed: false, message: size 3}}
+"""))
+    assert [o.passed for o in outcomes] == [True], [
+        f.message for o in outcomes for f in o.failures]
+
+
+def test_an_object_the_server_refuses_fails_the_case_naming_it(tmp_path: Path) -> None:
+    """A value of the wrong type: the server's 400, naming object or oldObject."""
+    bad = deployment("web").replace("{name: c, image: nginx}", "{name: c, image: [nginx]}")
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: bad object
+    admission:{bad}
+    expect:
+      admission: {{allowed: true}}
+  - name: bad oldObject
+    admission:
+      operation: UPDATE{deployment("web")}{bad.replace("object:", "oldObject:")}
+    expect:
+      admission: {{allowed: true}}
+"""))
+    failed = [f.message for o in outcomes for f in o.failures]
+    assert len(failed) == 2 and "admission: the server refused object" in failed[0] \
+        and "admission: the server refused oldObject" in failed[1], failed
+    assert all("cannot be handled as" in m or "image" in m for m in failed), failed
+
+
+def test_a_delete_sends_the_old_object_and_no_object(tmp_path: Path) -> None:
+    """DELETE: oldObject is the object deleted; object is absent (or null) and sent null."""
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: deleted
+    admission:
+      operation: DELETE{deployment("web", "oldObject")}
+    expect:
+      admission: {{allowed: true}}
+  - name: kept
+    admission:
+      operation: DELETE
+      object: null{deployment("keep", "oldObject")}
+    expect:
+      admission: {{allowed: false, message: kept}}
+"""))
+    assert [o.passed for o in outcomes] == [True, True], [
+        f.message for o in outcomes for f in o.failures]
+
+
+@pytest.mark.parametrize("operation,keys,said", [
+    ("DELETE", ("object", "oldObject"), "admission.object: DELETE sends no object"),
+    ("DELETE", ("object",), "admission: DELETE needs 'oldObject'"),
+    ("UPDATE", ("object",), "admission: UPDATE needs 'oldObject'"),
+    ("CREATE", ("oldObject",), "admission: CREATE needs 'object'"),
+    ("CREATE", ("object", "oldObject"), "admission.oldObject: CREATE sends no oldObject"),
+])
+def test_the_objects_an_operation_sends_are_checked_at_load(
+        tmp_path: Path, operation: str, keys: tuple[str, ...], said: str) -> None:
+    """object: CREATE, UPDATE, CONNECT; oldObject: UPDATE, DELETE (located, exit 2)."""
+    body = "".join(deployment("web", key) for key in keys)
+    path = replicas_cases(tmp_path, f"""\
+  - name: one
+    admission:
+      operation: {operation}{body}
+    expect:
+      admission: {{allowed: true}}
+""")
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_test_file(path)
