@@ -205,7 +205,10 @@ def kinrun_startup(config: Any, client: Any) -> None:
     :param config: the loaded :class:`kinrun.config.Config` (frozen).
     :param client: the :class:`kinrun.kube.Client` (under ``--dry-run``: one whose writes are
         sent with ``dryRun=All`` and persisted nowhere).
-    :return: ignored. An exception aborts start-up (reported like a config error).
+    :return: ignored. An exception aborts start-up: one line on stderr, ``kinrun: plugin
+        'NAME': kinrun_startup failed: TYPE: MESSAGE`` (no traceback), and exit 1, a runtime
+        error (``kinrun validate`` cannot see it; a restart may succeed). The plugins whose
+        ``kinrun_startup`` is called after it are not started.
     """
 
 
@@ -213,7 +216,8 @@ def kinrun_startup(config: Any, client: Any) -> None:
 def kinrun_shutdown() -> None:
     """kinrun is stopping: controllers have drained, informers are stopped.
 
-    Called once, also after a failed start-up that had called ``kinrun_startup``.
+    Called once, also after a start-up that a plugin's ``kinrun_startup`` aborted: then for
+    every plugin but that one and those whose ``kinrun_startup`` was not called yet.
     :return: ignored. Exceptions are logged.
     """
 

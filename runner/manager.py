@@ -233,8 +233,14 @@ class Manager:
         deduplicated, until ``start_workers``; as controller-runtime's warm replicas).
         With ``gc_policy`` (the main job's choice): apply kinrun's GC policy
         (``kinrun.gc.policy.manage``) first and freeze the GC over the initial list once synced.
-        Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first."""
-        plugins.call_startup(self.pm, config=self.config, client=self.client)
+        Returns False when ``stop`` was set or ``sync_timeout`` seconds passed first. A startup
+        hook failing raises StartupError, once every plugin's shutdown hook was called but
+        those of the plugins whose startup hook failed or was not called."""
+        try:
+            plugins.call_startup(self.pm, config=self.config, client=self.client)
+        except plugins.StartupError as exc:
+            plugins.call_shutdown(self.pm, _log, skip=exc.not_started)
+            raise
         waiting_controllers = self.waiting_controllers()
         for name, why in self.waiting_informers().items():
             _log.warning("informer %s waits: its kind is not served yet (%s); controllers %s "

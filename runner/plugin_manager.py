@@ -526,21 +526,38 @@ def event_handler(pm: pluggy.PluginManager, informer: str,
     return EventHookHandler(pm, informer, logger)
 
 
+class StartupError(KinrunError):
+    """A plugin's ``kinrun_startup`` failed (start-up aborted: exit 1). ``not_started``: the
+    names of that plugin and of those whose ``kinrun_startup`` was not called yet; their
+    ``kinrun_shutdown`` is not called (``call_shutdown(skip=...)``)."""
+
+    def __init__(self, message: str, not_started: frozenset[str]) -> None:
+        super().__init__(message)
+        self.not_started = not_started
+
+
 def call_startup(pm: pluggy.PluginManager, **kwargs: Any) -> None:
     """Call every plugin's ``kinrun_startup(**kwargs)`` in pluggy's order. The first failure
-    raises KinrunError naming the plugin and the exception (the main job then stops cleanly
+    raises StartupError naming the plugin and the exception (the main job then stops cleanly
     instead of crashing with a traceback); the plugins after it are not called."""
-    for impl in reversed(pm.hook.kinrun_startup.get_hookimpls()):
+    impls = list(reversed(pm.hook.kinrun_startup.get_hookimpls()))
+    for done, impl in enumerate(impls):
         try:
             impl.function(**{name: kwargs[name] for name in impl.argnames})
         except Exception as exc:  # noqa: BLE001 - reported with the plugin's name
-            raise KinrunError(f"plugin {impl.plugin_name!r}: kinrun_startup failed: "
-                              f"{type(exc).__name__}: {exc}") from exc
+            raise StartupError(f"plugin {impl.plugin_name!r}: kinrun_startup failed: "
+                               f"{type(exc).__name__}: {exc}",
+                               frozenset(i.plugin_name for i in impls[done:])) from exc
 
 
-def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None) -> None:
-    """Call every plugin's ``kinrun_shutdown``; each failure is logged, the others still run."""
+def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None, *,
+                  skip: frozenset[str] = frozenset()) -> None:
+    """Call every plugin's ``kinrun_shutdown`` but those of the plugins named in ``skip`` (a
+    failed start-up's ``StartupError.not_started``); each failure is logged, the others still
+    run."""
     for impl in reversed(pm.hook.kinrun_shutdown.get_hookimpls()):
+        if impl.plugin_name in skip:
+            continue
         try:
             impl.function()
         except Exception:  # noqa: BLE001
@@ -549,7 +566,7 @@ def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None
 
 __all__ = [
     "BUILTIN_PACKAGE", "ENTRY_POINT_GROUP", "EventHookHandler", "KinrunPluginManager",
-    "call_shutdown", "call_startup", "collect_index_funcs", "combine_delays", "describe_plugins",
-    "event_handler", "file_module_name", "load_plugins", "new_plugin_manager",
-    "reconcile_caller", "safe_index_func",
+    "StartupError", "call_shutdown", "call_startup", "collect_index_funcs", "combine_delays",
+    "describe_plugins", "event_handler", "file_module_name", "load_plugins",
+    "new_plugin_manager", "reconcile_caller", "safe_index_func",
 ]

@@ -48,7 +48,9 @@ what changed.
 A config that fails to load, compile or bind changes nothing: the errors are logged once per
 file content (file:line), ``kinrun_config_last_reload_successful`` is 0 and
 ``kinrun_config_reloads_total{result="failure"}`` counts it (as Prometheus'
-``prometheus_config_last_reload_successful``); readiness is not touched.
+``prometheus_config_last_reload_successful``); readiness is not touched. A watched change
+back to the bytes in force (the bad edit reverted, a ConfigMap rolled back) is then a
+successful reload with nothing to apply: one info line, the rejected state cleared.
 
 Thread-safety: ``reload``, ``rediscover`` and ``apply`` run on one thread at a time
 (``_lock``), normally the loop of :meth:`Reloader.run`; the Manager is not stopped meanwhile
@@ -453,7 +455,8 @@ class Reloader:
         with self._lock:
             content = config_hash(self._files())
             if content == self.hash and not force:
-                return True  # touched, or swapped for the same bytes: nothing to do
+                self._back_in_force(content, reason)
+                return True
             try:
                 config = self._load()
                 new_plan = self._compile(config)
@@ -526,6 +529,20 @@ class Reloader:
             for line in lines if len(lines) > 1 else ():
                 _log.error("config reload (%s): %s", reason, line)
         self._failed_hash = content
+
+    def _back_in_force(self, content: str, reason: str) -> None:
+        """The watched files hold the config in force (touched, or swapped for the same
+        bytes): nothing to apply. After a rejected reload (the bad edit reverted, a ConfigMap
+        rolled back) that is a successful reload, logged once: the rejected state is cleared
+        (``kinrun_config_last_reload_successful`` 1), nothing is loaded or restarted."""
+        if self._failed_hash is None:
+            return
+        self.reloads["success"] += 1
+        self._failed_hash = None
+        if self.metrics is not None:
+            self.metrics.reload_succeeded(content, REAL_CLOCK.wall())
+        _log.info("config reload (%s): back to the config in force (hash %s); nothing to apply",
+                  reason, content[:12])
 
     def _succeeded(self, content: str, change: PlanDiff, reason: str) -> None:
         self.reloads["success"] += 1

@@ -272,3 +272,27 @@ def test_sighup_reloads_without_polling(envtest_cluster: Cluster, tmp_path: Path
     proc.wait_for(rf"begin v2 {cluster.namespace}/h1 ")
     assert proc.proc.poll() is None and proc.count(r"config reloaded") == 1
     proc.stop()
+
+
+def test_a_configmap_rolled_back_to_the_config_in_force_clears_the_rejected_reload(
+        envtest_cluster: Cluster, tmp_path: Path) -> None:
+    """A rejected edit, then the ConfigMap volume rolled back to the bytes in force: one info
+    line naming the hash in force, nothing reloaded (no swap), kinrun still running."""
+    import hashlib
+
+    cluster = envtest_cluster
+    cluster.client.create(cluster.obj({"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "b1", "labels": {"app": "reload"}}}))
+    folder = tmp_path / "volume"
+    folder.mkdir()
+    path = folder / "kinrun.yaml"
+    replace_file(path, config(1), "configmap")
+    proc = cluster.run(str(path))
+    proc.wait_for(rf"begin v1 {cluster.namespace}/b1 ")
+    replace_file(path, config(2, invalid=True), "configmap")
+    proc.wait_for(r"config reload \(file changed\) failed")
+    replace_file(path, config(1), "configmap")
+    line = proc.wait_for(r"back to the config in force")
+    assert f"hash {hashlib.sha256(config(1).encode()).hexdigest()[:12]}" in line, line
+    assert proc.count(r"config reloaded") == 0 and proc.proc.poll() is None
+    proc.stop()

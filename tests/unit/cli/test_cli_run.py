@@ -136,3 +136,30 @@ def test_busy_metrics_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert f"kinrun: metrics port {port} on 127.0.0.1 is in use (metrics.port)" in \
         done.stderr.splitlines()
     assert "Traceback" not in done.stderr
+
+
+def test_a_failed_startup_hook_calls_kinrun_shutdown_of_the_started_plugins(
+        tmp_path: Path) -> None:
+    """A plugin's kinrun_startup raising: one line naming it, no traceback, exit 1 (a runtime
+    error, docs/cli.md); kinrun_shutdown runs for the plugins whose kinrun_startup returned,
+    not for the failed one nor those whose kinrun_startup was never called."""
+    import subprocess
+
+    def plugin(name: str, startup: str) -> None:
+        (tmp_path / f"{name}.py").write_text(
+            f"from kinrun.hooks import hookimpl\n\n@hookimpl\n"
+            f"def kinrun_startup(config, client):\n    {startup}\n\n@hookimpl\n"
+            f"def kinrun_shutdown():\n    print('{name.upper()} SHUTDOWN', flush=True)\n")
+    plugin("ok", "print('OK STARTUP', flush=True)")
+    plugin("s", "raise RuntimeError('license server unreachable')")
+    plugin("late", "print('LATE STARTUP', flush=True)")
+    config = tmp_path / "s.yaml"  # called last-registered first: ok, then s; late not reached
+    config.write_text(POD_LOGGER.read_text() + "plugins: [./late.py, ./s.py, ./ok.py]\n")
+    done = subprocess.run([sys.executable, "-m", "kinrun.cli", str(config), "--embedded"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "kinrun: plugin './s.py': kinrun_startup failed: RuntimeError: license server " \
+           "unreachable" in done.stderr.splitlines()
+    assert "Traceback" not in done.stderr
+    said = [line for line in done.stdout.splitlines() if line.endswith(("STARTUP", "SHUTDOWN"))]
+    assert said == ["OK STARTUP", "OK SHUTDOWN"]

@@ -225,6 +225,38 @@ def test_call_startup_passes_arguments_and_names_a_failing_plugin(pm, plugin):
         call_startup(pm, config="cfg", client=None)
 
 
+def test_a_failed_startup_names_the_plugins_not_started_and_shutdown_skips_them(caplog):
+    """StartupError.not_started: the failed plugin and those whose kinrun_startup was not
+    called yet; ``call_shutdown(skip=...)`` calls the others (a plugin with no
+    kinrun_startup counts as started)."""
+    from kinrun.plugin_manager import StartupError
+
+    calls: list[str] = []
+
+    def plugin(name: str, fails: bool = False, startup: bool = True):
+        class One:
+            @hookimpl
+            def kinrun_shutdown(self):
+                calls.append(f"{name} shutdown")
+        if startup:
+            def kinrun_startup(self, config):
+                calls.append(f"{name} startup")
+                if fails:
+                    raise RuntimeError("license server unreachable")
+            One.kinrun_startup = hookimpl(kinrun_startup)
+        return One()
+    pm = new_plugin_manager()
+    for name, kw in (("late", {}), ("s", {"fails": True}), ("plain", {"startup": False}),
+                     ("ok", {})):
+        pm.register(plugin(name, **kw), name=name)
+    with pytest.raises(StartupError) as failed:
+        call_startup(pm, config="cfg", client=None)
+    assert calls == ["ok startup", "s startup"]  # last registered first
+    assert failed.value.not_started == frozenset({"s", "late"})
+    call_shutdown(pm, skip=failed.value.not_started)
+    assert calls[2:] == ["ok shutdown", "plain shutdown"]
+
+
 def test_describe_plugins_lists_hooks(pm):
     """describe_plugins names each plugin with its implemented hooks."""
     ((name, source, hooks),) = describe_plugins(pm)
