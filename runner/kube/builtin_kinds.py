@@ -104,10 +104,13 @@ def builtin_group(api_version: str) -> bool:
 
 def unserved_builtin(api_version: str, kind: str | None, resource: str | None) -> str | None:
     """Why ``kind`` (or ``resource``) is not served in ``api_version`` when its group is a
-    built-in one, with the group that serves it or the closest name (``("apps/v1", "Pod")``:
-    "Pod is not a kind of API group apps; it is served as v1"); None when it is served,
-    or the group is not built-in (a CRD's: discovery tells), or the apiVersion is malformed.
-    The API server serves each built-in group's fixed set of kinds, so this holds offline."""
+    built-in one and the name is surely wrong: served by another built-in group
+    (``("apps/v1", "Pod")``: "kind 'Pod' is not served in API group apps; it is served as
+    apiVersion v1"), or a typo of a name the group serves (at most two letters off, or
+    another case: "did you mean 'Deployment'?"). None when it is served, when it may be a
+    kind added to the group after 1.20, the table's release (``ValidatingAdmissionPolicy``:
+    discovery tells at run time), when the group is not built-in (a CRD's), or when the
+    apiVersion is malformed."""
     group = _group(api_version)
     if group not in _GROUPS:
         return None
@@ -123,13 +126,25 @@ def unserved_builtin(api_version: str, kind: str | None, resource: str | None) -
                      [g for (g, k) in _PLURAL if k == kind])
 
 
-def _unserved(what: str, name: str, group: str, names: set[str], elsewhere: list[str]) -> str:
-    import difflib
-
+def _unserved(what: str, name: str, group: str, names: set[str], elsewhere: list[str]
+              ) -> str | None:
     shown = group or "core (v1)"
     if elsewhere:
         where = ", ".join(sorted(f"{g}/<version>" if g else "v1" for g in elsewhere))
         return f"{what} is not served in API group {shown}; it is served as apiVersion {where}"
-    close = difflib.get_close_matches(name, sorted(names), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{what} is not served in API group {shown}{hint}"
+    close = sorted(n for n in names if typo_distance(name.lower(), n.lower()) <= 2)
+    return f"{what} is not served in API group {shown}; did you mean {close[0]!r}?" \
+        if close else None
+
+
+def typo_distance(a: str, b: str) -> int:
+    """The optimal-string-alignment distance of ``a`` and ``b``: insertions, deletions,
+    substitutions and swaps of two neighbouring letters, each one step."""
+    previous, row = [], list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        before, previous, row = previous, row, [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[-1]

@@ -1,10 +1,11 @@
 """The admission stage of the embedded server's writes: a create, update or delete through the
 API with its mutating and validating webhooks (``webhooks``), in kube-apiserver 1.20's order.
 
-- **Create**: the decoded, defaulted body goes to the mutating webhooks (each patch admitted
-  again against the schema); then the store prepares the object (a dry run: name generated,
-  uid, creationTimestamp, validation), the validating webhooks see that object, and the
-  store creates it with that uid and creationTimestamp.
+- **Create**: the decoded, defaulted body goes to the mutating webhooks (each patch decoded
+  and defaulted again), then the schema's validation (required fields, a CRD's schema) runs
+  on the result; then the store prepares the object (a dry run: name generated, uid,
+  creationTimestamp, validation), the validating webhooks see that object, and the store
+  creates it with that uid and creationTimestamp.
 - **Update** (PUT, PATCH, apply, the ``status`` subresource): optimistic, as the registry's
   GuaranteedUpdate over etcd: read the object, compute the new one (``mutate``), mutating
   webhooks, the store's dry run, validating webhooks, then commit only if the object is still
@@ -41,15 +42,26 @@ class _Changed(Exception):
     """The object moved past the resourceVersion the webhooks saw: try again."""
 
 
-class AdmittedWrites:
-    """The store's writes through admission webhooks (module docstring); ``readmit(rtype,
-    version, obj)`` admits a patched object against its schema again (``SchemaCheck.admit``)."""
+Check = Callable[[ResourceType, str, Obj], None]
+"""A schema step ``(rtype, version, obj)``: raises StatusError, may change ``obj``."""
 
-    def __init__(self, store: Store, readmit: Callable[[ResourceType, str, Obj], None],
-                 webhooks: Webhooks | None = None) -> None:
+
+class AdmittedWrites:
+    """The store's writes through admission webhooks (module docstring). ``readmit(rtype,
+    version, obj)`` admits an updated object patched by a webhook against its schema again
+    (``SchemaCheck.admit``); a create's body comes decoded, not validated: each webhook patch
+    is decoded again (``decode``, ``SchemaCheck.decode``) and the result validated once, after
+    the mutating webhooks (``validate``, ``SchemaCheck.validate``), as kube-apiserver runs
+    the strategy's validation after mutating admission (a webhook may fill a required
+    field)."""
+
+    def __init__(self, store: Store, readmit: Check, webhooks: Webhooks | None = None, *,
+                 decode: Check | None = None, validate: Check | None = None) -> None:
         self.store = store
         self.webhooks = webhooks or Webhooks(store)
         self._readmit = readmit
+        self._decode = decode or readmit
+        self._validate = validate or (lambda _rtype, _version, _obj: None)
 
     def active(self) -> bool:
         """Whether any webhook configuration is stored (else writes skip this stage)."""
@@ -65,9 +77,11 @@ class AdmittedWrites:
         review = self.webhooks.review(Attributes(rtype, version, "", "CREATE", ns, name,
                                                  dry_run), body, None) if self.active() else None
         if review is None:
+            self._validate(rtype, version, body)
             return self.store.create_object(rtype, body, namespace=namespace, dry_run=dry_run)
         try:
-            body = review.mutate(body, None, lambda o: self._readmit(rtype, version, o)) or body
+            body = review.mutate(body, None, lambda o: self._decode(rtype, version, o)) or body
+            self._validate(rtype, version, body)
             if not review.validating:
                 return self.store.create_object(rtype, body, namespace=namespace,
                                                 dry_run=dry_run)

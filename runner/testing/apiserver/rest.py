@@ -188,7 +188,8 @@ class Api:
         self.server_address = server_address
         self.schemas = SchemaCheck(store)
         self.writes = AdmittedWrites(store, self.schemas.admit,
-                                     Webhooks(store, webhook_caller))
+                                     Webhooks(store, webhook_caller),
+                                     decode=self.schemas.decode, validate=self.schemas.validate)
 
     def handle(self, req: Request) -> Answer | WatchAnswer:
         """Answer one request; never raises for request problems (they become Status)."""
@@ -520,7 +521,7 @@ class Api:
         if t.rtype.group == REVIEWS_GROUP:
             return json_answer(201, self._out(t, review(body)))
         self._check_identity(t, body, need_name=False)
-        self.schemas.admit(t.rtype, t.version, body)
+        self.schemas.decode(t.rtype, t.version, body)   # validated after mutating admission
         body = self._record(req, t, None, body)
         reset_status(t.rtype, body)
         warnings: list[str] = []

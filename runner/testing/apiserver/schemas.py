@@ -95,24 +95,40 @@ class SchemaCheck:
 
     def admit(self, rtype: ResourceType, version: str, obj: Obj) -> None:
         """Decode-check, prune, default and validate ``obj`` (owned by the caller, changed in
-        place) as a write of ``rtype`` at ``version``. Raises 400 or 422 StatusError."""
+        place) as a write of ``rtype`` at ``version``: :meth:`decode`, then :meth:`validate`.
+        Raises 400 or 422 StatusError."""
+        self.decode(rtype, version, obj)
+        self.validate(rtype, version, obj)
+
+    def decode(self, rtype: ResourceType, version: str, obj: Obj) -> None:
+        """What kube-apiserver's decoding does to a body before admission: a value of the wrong
+        type refused (400, built-in kinds), unknown fields pruned, defaults applied (``obj``
+        changed in place). Mutating webhooks see the result; :meth:`validate` comes after
+        them."""
         schema = self.schema(rtype, version)
         if schema is None:
             return
         if rtype.custom:
             prune(schema, obj, keep_root=ROOT_FIELDS)
             apply_defaults(schema, obj)
-            problems = crd_errors(schema, obj)
-        else:
-            errors = decode_errors(schema, obj)
-            if errors:
-                raise undecodable(rtype, version, "; ".join(errors))
-            prune(schema, obj, keep_root=ROOT_FIELDS)
-            if rtype.group == "" and rtype.kind == "Secret":
-                merge_string_data(obj)
-            apply_defaults(schema, obj, BUILTIN_DEFAULTS)
-            _kind_defaults(rtype, schema, obj)
-            problems = required_errors(schema, obj)
+            return
+        errors = decode_errors(schema, obj)
+        if errors:
+            raise undecodable(rtype, version, "; ".join(errors))
+        prune(schema, obj, keep_root=ROOT_FIELDS)
+        if rtype.group == "" and rtype.kind == "Secret":
+            merge_string_data(obj)
+        apply_defaults(schema, obj, BUILTIN_DEFAULTS)
+        _kind_defaults(rtype, schema, obj)
+
+    def validate(self, rtype: ResourceType, version: str, obj: Obj) -> None:
+        """The schema's checks of a decoded object (a CRD's validation, a built-in kind's
+        required fields): 422 StatusError naming each problem. As kube-apiserver's strategy
+        validation, after the mutating webhooks."""
+        schema = self.schema(rtype, version)
+        if schema is None:
+            return
+        problems = crd_errors(schema, obj) if rtype.custom else required_errors(schema, obj)
         if problems:
             raise _invalid(rtype, obj, problems)
 

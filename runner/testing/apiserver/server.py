@@ -206,15 +206,19 @@ class EmbeddedAPIServer:
         """Write a kubeconfig for this server to ``path`` (context ``embedded``)."""
         return write_kubeconfig(path, self.url, namespace=namespace)
 
-    def admit(self, obj: Obj) -> Obj:
+    def admit(self, obj: Obj, *, validate: bool = True) -> Obj:
         """A copy of ``obj`` as a write through the API would store it: decode-checked,
-        pruned, defaulted and validated against its kind's schema (``schemas``). Raises
+        pruned, defaulted and validated against its kind's schema (``schemas``);
+        ``validate=False``: not validated, as admission webhooks see a create's body. Raises
         StatusError (400, 404 for an unknown kind, 422)."""
         rtype = self.store.resolve(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
         version = str(obj["apiVersion"]).rpartition("/")[2]
         out = copy.deepcopy(obj)
         check_decodable(rtype, version, out)
-        self._api.schemas.admit(rtype, version, out)
+        if validate:
+            self._api.schemas.admit(rtype, version, out)
+        else:
+            self._api.schemas.decode(rtype, version, out)
         return out
 
     def load(self, objs: Iterable[Obj], *, field_manager: str | None = None,

@@ -68,6 +68,29 @@ def test_mutating_then_validating_with_the_stored_identity(
         assert validating["dryRun"] is False and validating["namespace"] == "default"
 
 
+def test_a_mutating_webhook_may_fill_a_required_field_of_a_create(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """kube-apiserver validates a create after the mutating webhooks: a Pod sent without
+    ``spec.containers`` (required) is stored with the container a webhook adds; without the
+    webhook the same body is 422 naming the field."""
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+    assert call(embedded_api_client, "POST", pods, body=pod).status == 422
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        return json_patch([{"op": "add", "path": "/spec/containers",
+                            "value": [{"name": "c", "image": "busybox"}]}])
+
+    with webhook_double(answer) as wh:
+        register(embedded_api_client, "MutatingWebhookConfiguration", [
+            hook("fill.example.com", wh.url("/m"), wh.ca_bundle, resources=["pods"],
+                 operations=["CREATE"])])
+        made = call(embedded_api_client, "POST", pods, body=pod)
+        assert made.status == 201, made.body
+        assert [c["name"] for c in made.body["spec"]["containers"]] == ["c"]
+        assert "containers" not in wh.requests[0]["object"]["spec"]
+
+
 def test_a_denial_is_the_webhooks_status_and_nothing_is_stored(
         embedded_api_client: kubernetes.client.ApiClient) -> None:
     """The message is prefixed as kube-apiserver does; code below 400 becomes 400; an

@@ -246,7 +246,10 @@ def test_a_strategic_patch_of_a_custom_resource_is_refused(tmp_path, patch, refu
      None),
     ('apply: {manifest: "apiVersion: apps/v1\\nkind: \'{{ obj.data.kind }}\'\\nmetadata: {name: x}\\n"}',
      None),
-], ids=["apply", "delete-target", "applySet-item", "crd-group-left-to-discovery", "templated"])
+    ('apply: {manifest: "apiVersion: admissionregistration.k8s.io/v1\\nkind: '
+     'ValidatingAdmissionPolicy\\nmetadata: {name: x}\\n"}', None),
+], ids=["apply", "delete-target", "applySet-item", "crd-group-left-to-discovery", "templated",
+        "a-kind-newer-than-1.20"])
 def test_a_written_kind_its_builtin_group_does_not_serve_is_refused(action, said):
     """A literal kind an action writes that its built-in API group does not serve fails every
     reconcile: validate refuses it at the manifest, as it does an informer's kind."""

@@ -234,6 +234,26 @@ def test_a_custom_resource_gets_its_crds_defaults(tmp_path: Path) -> None:
         f.message for o in outcomes for f in o.failures]
 
 
+def test_a_required_field_is_not_checked_before_the_webhooks(tmp_path: Path) -> None:
+    """kube-apiserver validates after mutating admission (a mutating webhook may fill a
+    required field): a Widget without its required ``spec.color`` reaches the webhooks."""
+    required = WIDGETS.replace("properties: {size: {type: integer, default: 3}}",
+                               "required: [color]\n"
+                               "                      properties: {size: {type: integer, "
+                               "default: 3}, color: {type: string}}")
+    outcomes = run(replicas_cases(tmp_path, f"""\
+  - name: not validated yet
+    given:{required}
+    admission:
+      object: {{apiVersion: example.com/v1, kind: Widget,
+               metadata: {{name: w, namespace: default}}, spec: {{}}}}
+    expect:
+      admission: {{allowed: false, message: size 3}}
+"""))
+    assert [o.passed for o in outcomes] == [True], [
+        f.message for o in outcomes for f in o.failures]
+
+
 def test_an_object_the_server_refuses_fails_the_case_naming_it(tmp_path: Path) -> None:
     """A value of the wrong type: the server's 400, naming object or oldObject."""
     bad = deployment("web").replace("{name: c, image: nginx}", "{name: c, image: [nginx]}")
