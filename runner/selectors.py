@@ -119,6 +119,16 @@ def _excludes(first: Requirement, second: Requirement) -> bool:
     return first.op == "exists" and second.op == "!"
 
 
+def fields_disjoint(a: FieldSelector, b: FieldSelector) -> bool:
+    """Whether no object can match both field selectors: one field required ``=`` to two
+    different values (``metadata.name=a`` and ``metadata.name=b``), or ``=`` one value in one
+    and ``!=`` that value in the other."""
+    return any((op_a, op_b) == ("=", "=") and value_a != value_b
+               or {op_a, op_b} == {"=", "!="} and value_a == value_b
+               for field_a, op_a, value_a in a.terms for field_b, op_b, value_b in b.terms
+               if field_a == field_b)
+
+
 def _lex(text: str) -> list[str]:
     tokens: list[str] = []
     i, n = 0, len(text)

@@ -278,8 +278,9 @@ def _one_set_per_kind(config: Config) -> None:
                 raise sets[0].location.error(
                     f"{sets[0].kind}: controller {other.name!r} already makes an ApplySet of "
                     f"the same {primary.kind or primary.resource} objects (one set per parent: "
-                    "each would prune the other's children); put every child in one "
-                    "controller's action, or select disjoint objects (labelSelector, "
+                    "each would rewrite the other's ApplySet annotations on the parent, and "
+                    "prune the other's children); put every child in one controller's "
+                    "action, or select disjoint objects (labelSelector, fieldSelector, "
                     "namespaces)")
         seen.append((spec, primary))
 
@@ -293,9 +294,10 @@ def parent_sets(spec: ControllerSpec) -> list[ActionSpec]:
 
 def _may_share_objects(a: InformerSpec, b: InformerSpec) -> bool:
     """Whether informers ``a`` and ``b`` may list one object: the same
-    apiVersion and kind (or resource), namespaces that overlap (None: all), label selectors
-    that are not provably disjoint."""
-    from kinrun.selectors import SelectorError, disjoint, parse_label_selector
+    apiVersion and kind (or resource), namespaces that overlap (None: all), label and field
+    selectors that are not provably disjoint."""
+    from kinrun.selectors import (SelectorError, disjoint, fields_disjoint,
+                                  parse_field_selector, parse_label_selector)
     if (a.api_version, a.kind or a.resource) != (b.api_version, b.kind or b.resource):
         return False
     if a.namespaces is not None and b.namespaces is not None \
@@ -303,7 +305,9 @@ def _may_share_objects(a: InformerSpec, b: InformerSpec) -> bool:
         return False
     try:
         return not disjoint(parse_label_selector(a.label_selector),
-                            parse_label_selector(b.label_selector))
+                            parse_label_selector(b.label_selector)) \
+            and not fields_disjoint(parse_field_selector(a.field_selector),
+                                    parse_field_selector(b.field_selector))
     except SelectorError:
         return True   # refused, with its own message, where the informer is checked
 

@@ -306,14 +306,20 @@ _CHILDREN = ("        - children: {resources: [{name: b, manifest: "
     ("role", "!role", "", _APPLYSET, False),
     ("role=a", "role!=b", "", _APPLYSET, True),
     ("", "", ", namespaces: [other]", _APPLYSET, False),
+    ("", "", ", fieldSelector: metadata.name=beta", _APPLYSET, False),
+    ("", "", ", fieldSelector: metadata.name!=alpha", _APPLYSET, False),
+    ("", "", ", fieldSelector: metadata.name!=gamma", _APPLYSET, True),
 ], ids=["same-informer-selector", "applySet-and-children", "one-selects-all", "overlapping-in",
-        "disjoint-values", "in-and-notin", "exists-and-not", "may-overlap", "disjoint-namespaces"])
+        "disjoint-values", "in-and-notin", "exists-and-not", "may-overlap", "disjoint-namespaces",
+        "disjoint-field-values", "field-equal-and-not", "fields-may-overlap"])
 def test_two_controllers_with_sets_on_parents_they_may_share_are_refused(
         first: str, second: str, namespaces: str, action: str, refused: bool) -> None:
     """Two controllers whose ApplySets (applySet or children) may have the same parent would
     prune each other's children: refused at the second, unless their informers select
-    disjoint objects (label selectors no labels satisfy both, namespaces apart)."""
-    first_ns = ", namespaces: [team]" if namespaces else ""
+    disjoint objects (label selectors no labels satisfy both, namespaces apart, field
+    selectors requiring different names)."""
+    first_ns = ", namespaces: [team]" if "namespaces" in namespaces else \
+        ", fieldSelector: metadata.name=alpha" if "fieldSelector" in namespaces else ""
     text = (TWO_SETS % (first, second, namespaces, action)).replace(
         f'labelSelector: "{first}"}}', f'labelSelector: "{first}"{first_ns}}}', 1)
     if not refused:
