@@ -385,10 +385,15 @@ class _Collector:
 
     def _cluster_scoped(self, group: str, resource: str) -> bool:
         """Whether ``resource`` of ``group`` (a plural, ``R/sub`` for a subresource) is known
-        to be cluster-scoped: a built-in kind's, or a CRD's (``crds:``, ``--crd``) of scope
-        Cluster. False for a namespaced or unknown one (discovery is not asked: it needs a
-        version)."""
+        to be cluster-scoped and out of a Role's reach: a built-in kind's, or a CRD's
+        (``crds:``, ``--crd``) of scope Cluster. False for a namespaced or unknown one
+        (discovery is not asked: it needs a version), and for ``namespaces``: a Role in
+        namespace N grants access to the Namespace N itself (kube-apiserver's RequestInfo
+        takes ``/api/v1/namespaces/N`` as in namespace N), least privilege a ClusterRole
+        would widen to every Namespace."""
         plural = resource.split("/", 1)[0]
+        if (group, plural) == ("", "namespaces"):
+            return False
         kind = builtin_kind(f"{group}/v1" if group else "v1", plural)
         if kind is not None:
             return builtin_scope(f"{group}/v1" if group else "v1", kind) is False

@@ -286,8 +286,11 @@ def test_extra_rules_with_namespaces_grant_cluster_scoped_resources_cluster_wide
     Role cannot grant them) and the others in its namespaces."""
     needs = needs_of(with_actions(
         "- log: hi\n", extra="rbac:\n  extraRules:\n    - {apiGroups: [''], resources: "
-        "[persistentvolumes, secrets, widgets], verbs: [get], namespaces: [a, b]}\n"))
+        "[persistentvolumes, secrets, widgets, namespaces], verbs: [get], namespaces: [a, b]}\n"))
     got = perms(needs)
     assert {"get core/persistentvolumes cluster-wide", "get core/secrets in a",
             "get core/secrets in b", "get core/widgets in a", "get core/widgets in b"} <= got
     assert not any(p.startswith("get core/persistentvolumes in") for p in got)
+    # a Role in a grants the Namespace a itself: kept there, never widened to every Namespace
+    assert {"get core/namespaces in a", "get core/namespaces in b"} <= got
+    assert "get core/namespaces cluster-wide" not in got
