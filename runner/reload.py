@@ -540,7 +540,7 @@ class Reloader:
         self.reloads["success"] += 1
         self._failed_hash = None
         if self.metrics is not None:
-            self.metrics.reload_succeeded(content, REAL_CLOCK.wall())
+            self.metrics.reload_succeeded(content, self._clock.wall())
         _log.info("config reload (%s): back to the config in force (hash %s); nothing to apply",
                   reason, content[:12])
 
@@ -549,7 +549,7 @@ class Reloader:
         self._failed_hash = None
         self.hash, self.last_diff = content, change
         if self.metrics is not None:
-            self.metrics.reload_succeeded(content, REAL_CLOCK.wall())
+            self.metrics.reload_succeeded(content, self._clock.wall())
         _log.info("config reloaded (%s, hash %s): %s", reason, content[:12], change.summary())
 
     # -- the loop ------------------------------------------------------------------------------

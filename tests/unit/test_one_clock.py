@@ -70,7 +70,6 @@ REAL_TIME_BOUNDS = {
     ("signals.py", "_on_signal"): "two OS signals within a grace: signals come in real time",
     ("metrics.py", "config_loaded"): "a Prometheus timestamp of the process (to move onto the "
                                       "run's clock: the metrics are not given one yet)",
-    ("reload.py", "_succeeded"): "a Prometheus timestamp (to move onto the reloader's clock)",
 }
 """(module, function) -> why it calls ``REAL_CLOCK`` itself rather than the clock it was given:
 it bounds a wait on real threads, or stamps a process metric. Anything else takes a ``Clock``
