@@ -217,29 +217,76 @@ def _docker_config_errors(value: Any, key: str) -> list[Cause]:
                                     f'Invalid value: "<secret contents redacted>": {why}')]
 
 
+GO_MAX_DEPTH = 10000
+"""encoding/json's ``maxNestingDepth``: deeper input is ``exceeded max depth``."""
+
+
+class _GoConstant(ValueError):
+    """``NaN``/``Infinity``, which Python's json reads and Go's refuses."""
+
+
 def go_json_error(raw: bytes, go_type: str) -> str | None:
     """encoding/json's error unmarshalling ``raw`` into an object type ``go_type``, or None.
     Go's text for input cut short (``unexpected end of JSON input``), a character no value,
-    key or ``:`` may start with (``invalid character 'x' looking for beginning of value``),
-    data after the value, and a value that is not an object or null; other syntax errors
-    (a literal cut short, ``tru``) get Python's text, not Go's."""
+    key or ``:`` may start with (``invalid character 'x' looking for beginning of value``; a
+    byte-order mark, ``NaN`` and ``Infinity`` too), data after the value, nesting deeper
+    than :data:`GO_MAX_DEPTH` (``exceeded max depth``) and a value that is not an object or
+    null; invalid UTF-8 inside a string is taken, as Go takes it. Other syntax errors (a
+    literal cut short, ``tru``) get Python's text, not Go's."""
+    text = raw.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        return "invalid character 'ï' looking for beginning of value"
+    if _nesting_depth(text) > GO_MAX_DEPTH:
+        return "exceeded max depth"
     try:
-        value = json.loads(raw)
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:  # deeper than Python parses, not than Go: the top level decides
+        value = {} if text.lstrip(" \t\r\n").startswith("{") else []
+    except _GoConstant as exc:
+        return str(exc)
     except ValueError as exc:
-        doc, pos = getattr(exc, "doc", ""), getattr(exc, "pos", -1)
-        if not isinstance(doc, str) or pos >= len(doc.rstrip(" \t\r\n")):
-            return "unexpected end of JSON input"
-        context = _GO_JSON_CONTEXTS.get(getattr(exc, "msg", ""))
-        char = doc[pos] if pos >= 0 else ""
-        if context is None or context.startswith("looking for beginning of value") \
-                and char in '{["-0123456789tfn':
-            return f"invalid JSON: {exc}"
-        return f"invalid character {_go_char(char)} {context}"
+        return _go_syntax_error(exc)
     if value is None or isinstance(value, dict):
         return None
     kind = ("bool" if isinstance(value, bool) else "number" if isinstance(value, (int, float))
             else "string" if isinstance(value, str) else "array")
     return f"json: cannot unmarshal {kind} into Go value of type {go_type}"
+
+
+def _refuse_constant(name: str) -> Any:
+    if name == "-Infinity":
+        raise _GoConstant("invalid character 'I' in numeric literal")
+    raise _GoConstant(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def _go_syntax_error(exc: ValueError) -> str:
+    """Go's text for a syntax error Python's json found (see :func:`go_json_error`)."""
+    doc, pos = getattr(exc, "doc", ""), getattr(exc, "pos", -1)
+    if not isinstance(doc, str) or pos >= len(doc.rstrip(" \t\r\n")):
+        return "unexpected end of JSON input"
+    context = _GO_JSON_CONTEXTS.get(getattr(exc, "msg", ""))
+    char = doc[pos] if pos >= 0 else ""
+    if context is None or context.startswith("looking for beginning of value") \
+            and char in '{["-0123456789tfn':
+        return f"invalid JSON: {exc}"
+    return f"invalid character {_go_char(char)} {context}"
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _go_char(char: str) -> str:
