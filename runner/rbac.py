@@ -36,7 +36,8 @@ leader election (not dry-run)      ``get``, ``update`` on the Lease by name and 
                                    the webhook configurations by name (their caBundle)
 ``rbac.extraRules``                as written (what hook plugins call); a rule's
                                    ``namespaces`` do not apply to its cluster-scoped
-                                   resources (granted cluster-wide)
+                                   resources (granted cluster-wide; ``namespaces`` itself
+                                   stays in them: a Role in N grants Namespace N)
 =================================  ==========================================================
 
 Discovery (``/api``, ``/apis``) is granted to every authenticated user by the default
