@@ -37,9 +37,9 @@ _SPECIAL = set(" \t\n,()!=<>")
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid label key (a qualified name), or None when it is."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
         return f"prefix part of {key!r} must be a DNS-1123 subdomain"
-    if not name or len(name) > 63 or not _NAME_RE.match(name):
+    if not name or len(name) > 63 or not _NAME_RE.fullmatch(name):
         return (f"name part of {key!r} must consist of alphanumeric characters, '-', '_' or '.', "
                 "and must start and end with an alphanumeric character (max 63 characters)")
     return None
@@ -48,7 +48,7 @@ def label_key_error(key: str) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None when it is ("" is valid)."""
-    if value == "" or (len(value) <= 63 and _NAME_RE.match(value)):
+    if value == "" or (len(value) <= 63 and _NAME_RE.fullmatch(value)):
         return None
     return (f"{value!r}: a valid label must be an empty string or consist of alphanumeric "
             "characters, '-', '_' or '.', and must start and end with an alphanumeric character")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kinrun.selectors import (SelectorError, field_value, parse_field_selector,
-                              parse_label_selector)
+from kinrun.selectors import (SelectorError, field_value, label_key_error, label_value_error,
+                              parse_field_selector, parse_label_selector)
 
 
 @pytest.mark.parametrize("text,labels,expected", [
@@ -78,3 +78,23 @@ def test_field_selector_parser_never_crashes(text):
         parse_field_selector(text)
     except SelectorError as exc:
         assert str(exc)
+
+
+@pytest.mark.parametrize("text", ["app\n", "a\n", "example.com\n/app"])
+def test_a_trailing_newline_is_no_label_key_or_value(text: str) -> None:
+    """Go's regexps match the whole string: a newline at the end is refused (Python's ``$``
+    matched before it)."""
+    assert label_key_error(text) is not None
+    assert label_value_error(text) is not None
+
+
+def test_the_embedded_server_refuses_names_and_keys_ending_in_a_newline() -> None:
+    from kinrun.testing.apiserver.kind_validation import _key_errors, label_error
+    from kinrun.testing.apiserver.registry import BUILTINS
+    from kinrun.testing.apiserver.validation import name_error
+
+    configmaps = next(t for t in BUILTINS if t.kind == "ConfigMap")
+    namespaces = next(t for t in BUILTINS if t.kind == "Namespace")
+    assert name_error(configmaps, "web\n") is not None
+    assert name_error(namespaces, "team\n") is not None
+    assert label_error("c\n") is not None and _key_errors({"k\n": "v"}, "data")

@@ -164,7 +164,7 @@ def label_error(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 label (``validation.IsDNS1123Label``), or None."""
     if len(value) > 63:
         return "must be no more than 63 characters"
-    return None if DNS1123_LABEL.match(value) else LABEL_MESSAGE
+    return None if DNS1123_LABEL.fullmatch(value) else LABEL_MESSAGE
 
 
 def configmap_errors(config: dict[str, Any]) -> list[Cause]:
@@ -300,7 +300,7 @@ def _key_errors(data: Any, field: str) -> list[Cause]:
         why = ("must be no more than 253 characters" if len(key) > 253 else
                "must not be '.'" if key == "." else "must not be '..'" if key == ".." else
                "must not start with '..'" if key.startswith("..") else
-               None if _CONFIG_KEY.match(key) else CONFIG_KEY_MESSAGE)
+               None if _CONFIG_KEY.fullmatch(key) else CONFIG_KEY_MESSAGE)
         if why is not None:
             causes.append((f"{field}[{key}]", "FieldValueInvalid",
                            f"Invalid value: {json.dumps(key)}: {why}"))
@@ -325,7 +325,7 @@ def port_name_errors(name: str) -> list[str]:
     at most 15 characters, only ``[-a-z0-9]``, a letter, no ``--``, no ``-`` at either end."""
     return [why for failed, why in (
         (len(name) > 15, "must be no more than 15 characters"),
-        (not _PORT_NAME_CHARS.match(name),
+        (not _PORT_NAME_CHARS.fullmatch(name),
          "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"),
         (not re.search("[a-z]", name), "must contain at least one letter or number (a-z, 0-9)"),
         ("--" in name, "must not contain consecutive hyphens"),

@@ -53,12 +53,12 @@ def _invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str, str]])
 def name_error(rtype: ResourceType, name: str) -> str | None:
     """Why ``name`` is not a valid name for ``rtype`` objects, or None."""
     if rtype.kind == "Namespace":
-        return None if len(name) <= 63 and DNS1123_LABEL.match(name) else LABEL_MSG
+        return None if len(name) <= 63 and DNS1123_LABEL.fullmatch(name) else LABEL_MSG
     if name in (".", "..") or "/" in name or "%" in name:
         return "may not contain '/' or '%' and may not be '.' or '..'"
     if rtype.custom or rtype.kind in ("ConfigMap", "Secret", "Pod", "Deployment", "Lease",
                                       "ServiceAccount", "Node", "CustomResourceDefinition"):
-        return None if len(name) <= 253 and _SUBDOMAIN.match(name) else SUBDOMAIN_MSG
+        return None if len(name) <= 253 and _SUBDOMAIN.fullmatch(name) else SUBDOMAIN_MSG
     return None
 
 
