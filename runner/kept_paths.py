@@ -207,7 +207,7 @@ def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Locatio
     rec = spec.reconcile
     for var in rec.vars:
         yield var.expression, True, var.location
-    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+    for action in rec.every_action:
         for text in template_strings(thaw(action.raw)):
             yield text, False, action.location
     if spec.finalizer_when:
@@ -238,7 +238,7 @@ def _controller_reads(acc: _Reads, config: Config, spec: ControllerSpec, engine:
                           but=spec.primary)
     if "annotationsChanged" in spec.predicates:
         acc.path(spec.primary, ("metadata", "annotations"))
-    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+    for action in rec.every_action:
         if action.plugin:
             acc.all_whole(f"plugin action {action.kind} at {action.location}")
         elif action.kind == "status":

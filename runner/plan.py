@@ -195,7 +195,7 @@ def _check_metadata_only_reads(spec: ControllerSpec,
     primary = spec.primary
     if informers[primary].spec.metadata_only:
         rec = spec.reconcile
-        for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ()), *rec.on_error):
+        for action in rec.every_action:
             reads = sorted({r for text in metadata_only.strings_in(action.spec)
                             for r in metadata_only.non_metadata_reads(text)}
                            | set(metadata_only.non_metadata_reads(action.when or "",
@@ -786,7 +786,7 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
     sources: list[tuple[str, Location]] = [(w.template or "", w.location) for w in spec.watches
                                       if w.map_to == "template"]
     sources += [(v.expression, v.location) for v in rec.vars]
-    for action in (*rec.actions, *rec.on_delete, *getattr(rec, "finalize", ()), *rec.on_error):
+    for action in rec.every_action:
         sources += [(text, action.location) for text in _strings(action.raw)]
     for source, location in sources:
         for function, informer, _line in lookup_calls(source):
@@ -806,8 +806,7 @@ def _check_status_target(config: Config, spec: ControllerSpec, informer: Informe
     from kinrun.openapi import builtin_schemas
 
     rec = spec.reconcile
-    actions = [a for a in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error)
-               if a.kind == "status" and not a.plugin]
+    actions = [a for a in rec.every_action if a.kind == "status" and not a.plugin]
     kind = informer.kind or builtin_kind(informer.api_version, informer.resource or "")
     if not actions or kind is None:
         return
@@ -833,7 +832,7 @@ def _check_strategic_patches(config: Config, spec: ControllerSpec,
     action."""
     rec = spec.reconcile
     crds = None
-    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+    for action in rec.every_action:
         value = action.raw.get("patch") if action.kind == "patch" and not action.plugin else None
         if not isinstance(value, Mapping) or value.get("type") != "strategic":
             continue
@@ -864,7 +863,7 @@ def _check_written_kinds(spec: ControllerSpec) -> None:
     from kinrun.config.manifest_kinds import literal_kinds
 
     rec = spec.reconcile
-    for action in (*rec.actions, *rec.on_delete, *rec.finalize, *rec.on_error):
+    for action in rec.every_action:
         key = _MANIFEST_KEYS.get(action.kind) if not action.plugin else None
         value = action.raw.get(action.kind) if key else None
         part = thaw(value).get(key) if isinstance(value, Mapping) else None

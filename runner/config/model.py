@@ -320,6 +320,12 @@ class ReconcileSpec:
     on_error: tuple[ActionSpec, ...] = ()
 
     @property
+    def every_action(self) -> tuple[ActionSpec, ...]:
+        """The actions of every list, in order: ``actions``, ``on_delete``, ``finalize``,
+        ``on_error`` (what the config checks walk)."""
+        return (*self.actions, *self.on_delete, *self.finalize, *self.on_error)
+
+    @property
     def keeps_old(self) -> bool:
         """Whether the controller keeps each object as last reconciled (``old`` next time):
         ``keepOld`` when given, else whether the word ``old`` appears in any of its actions
