@@ -86,14 +86,9 @@ def age(obj: Obj, now: float) -> str:
 
 
 def _get(obj: Any, path: str) -> Any:
-    """The value at a simple JSONPath (``.spec.a[0].b``), or None."""
-    for match in _PATH_STEP.finditer(path):
-        key, index = match.groups()
-        if key is not None:
-            obj = obj.get(key) if isinstance(obj, dict) else None
-        else:
-            obj = obj[int(index)] if isinstance(obj, list) and int(index) < len(obj) else None
-    return obj
+    """The value at a simple JSONPath (``.spec.a[0].b``), or None (:func:`_find`)."""
+    value = _find(obj, path)
+    return None if value is _MISSING else value
 
 
 def _pod_status(pod: Obj) -> str:
