@@ -68,6 +68,19 @@ def _kind_defaults(rtype: ResourceType, schema: Schema, obj: Obj) -> None:
                 port["targetPort"] = port["port"]
 
 
+def _apply_all_defaults(rtype: ResourceType, schema: Schema, obj: Obj) -> None:
+    """Every default a write gets, in place: a CRD's schema defaults; for a built-in kind a
+    Secret's ``stringData`` merged, the Go defaults (``BUILTIN_DEFAULTS``) and the kind's own
+    (:func:`_kind_defaults`)."""
+    if rtype.custom:
+        apply_defaults(schema, obj)
+        return
+    if rtype.group == "" and rtype.kind == "Secret":
+        merge_string_data(obj)
+    apply_defaults(schema, obj, BUILTIN_DEFAULTS)
+    _kind_defaults(rtype, schema, obj)
+
+
 class SchemaCheck:
     """Admits objects of ``store``'s kinds against their schemas (see module docstring)."""
 
@@ -108,18 +121,11 @@ class SchemaCheck:
         schema = self.schema(rtype, version)
         if schema is None:
             return
-        if rtype.custom:
-            prune(schema, obj, keep_root=ROOT_FIELDS)
-            apply_defaults(schema, obj)
-            return
-        errors = decode_errors(schema, obj)
+        errors = decode_errors(schema, obj) if not rtype.custom else []
         if errors:
             raise undecodable(rtype, version, "; ".join(errors))
         prune(schema, obj, keep_root=ROOT_FIELDS)
-        if rtype.group == "" and rtype.kind == "Secret":
-            merge_string_data(obj)
-        apply_defaults(schema, obj, BUILTIN_DEFAULTS)
-        _kind_defaults(rtype, schema, obj)
+        _apply_all_defaults(rtype, schema, obj)
 
     def validate(self, rtype: ResourceType, version: str, obj: Obj) -> None:
         """The schema's checks of a decoded object (a CRD's validation, a built-in kind's
@@ -140,14 +146,8 @@ class SchemaCheck:
         ``admit``."""
         schema = self.schema(rtype, version)
         obj = copy.deepcopy(obj)
-        if schema is None:
-            return obj
-        if not rtype.custom and rtype.group == "" and rtype.kind == "Secret":
-            merge_string_data(obj)
-        if rtype.custom or not decode_errors(schema, obj):
-            apply_defaults(schema, obj, None if rtype.custom else BUILTIN_DEFAULTS)
-            if not rtype.custom:
-                _kind_defaults(rtype, schema, obj)
+        if schema is not None and (rtype.custom or not decode_errors(schema, obj)):
+            _apply_all_defaults(rtype, schema, obj)
         return obj
 
     @staticmethod
