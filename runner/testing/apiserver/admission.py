@@ -26,7 +26,7 @@ the store, exactly as without this module. The ``scale`` subresource is not sent
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from . import status as st
 from .registry import ResourceType
@@ -42,26 +42,28 @@ class _Changed(Exception):
     """The object moved past the resourceVersion the webhooks saw: try again."""
 
 
-Check = Callable[[ResourceType, str, Obj], None]
-"""A schema step ``(rtype, version, obj)``: raises StatusError, may change ``obj``."""
+class Schemas(Protocol):
+    """The schema steps of a write (``SchemaCheck``): each ``(rtype, version, obj)`` may
+    change ``obj`` in place and raises StatusError (400, 422)."""
+
+    def admit(self, rtype: ResourceType, version: str, obj: Obj) -> None: ...
+    def decode(self, rtype: ResourceType, version: str, obj: Obj) -> None: ...
+    def validate(self, rtype: ResourceType, version: str, obj: Obj) -> None: ...
 
 
 class AdmittedWrites:
-    """The store's writes through admission webhooks (module docstring). ``readmit(rtype,
-    version, obj)`` admits an updated object patched by a webhook against its schema again
-    (``SchemaCheck.admit``); a create's body comes decoded, not validated: each webhook patch
-    is decoded again (``decode``, ``SchemaCheck.decode``) and the result validated once, after
-    the mutating webhooks (``validate``, ``SchemaCheck.validate``), as kube-apiserver runs
-    the strategy's validation after mutating admission (a webhook may fill a required
-    field)."""
+    """The store's writes through admission webhooks (module docstring). ``schemas``: an
+    updated object a webhook patched is admitted against its schema again
+    (``schemas.admit``); a create's body comes decoded, not validated: each webhook patch is
+    decoded again (``schemas.decode``) and the result validated once, after the mutating
+    webhooks (``schemas.validate``), as kube-apiserver runs the strategy's validation after
+    mutating admission (a webhook may fill a required field)."""
 
-    def __init__(self, store: Store, readmit: Check, webhooks: Webhooks | None = None, *,
-                 decode: Check | None = None, validate: Check | None = None) -> None:
+    def __init__(self, store: Store, schemas: Schemas, webhooks: Webhooks | None = None
+                 ) -> None:
         self.store = store
         self.webhooks = webhooks or Webhooks(store)
-        self._readmit = readmit
-        self._decode = decode or readmit
-        self._validate = validate or (lambda _rtype, _version, _obj: None)
+        self._schemas = schemas
 
     def active(self) -> bool:
         """Whether any webhook configuration is stored (else writes skip this stage)."""
@@ -77,11 +79,11 @@ class AdmittedWrites:
         review = self.webhooks.review(Attributes(rtype, version, "", "CREATE", ns, name,
                                                  dry_run), body, None) if self.active() else None
         if review is None:
-            self._validate(rtype, version, body)
+            self._schemas.validate(rtype, version, body)
             return self.store.create_object(rtype, body, namespace=namespace, dry_run=dry_run)
         try:
-            body = review.mutate(body, None, lambda o: self._decode(rtype, version, o)) or body
-            self._validate(rtype, version, body)
+            body = review.mutate(body, None, lambda o: self._schemas.decode(rtype, version, o)) or body
+            self._schemas.validate(rtype, version, body)
             if not review.validating:
                 return self.store.create_object(rtype, body, namespace=namespace,
                                                 dry_run=dry_run)
@@ -135,7 +137,7 @@ class AdmittedWrites:
                      dry_run: bool) -> Obj:
         attrs = review.attrs
         rtype = attrs.rtype
-        new = review.mutate(new, current, lambda o: self._readmit(rtype, attrs.version, o)) \
+        new = review.mutate(new, current, lambda o: self._schemas.admit(rtype, attrs.version, o)) \
             or new
 
         def same(cur: Obj) -> Obj:

@@ -187,9 +187,7 @@ class Api:
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
         self.schemas = SchemaCheck(store)
-        self.writes = AdmittedWrites(store, self.schemas.admit,
-                                     Webhooks(store, webhook_caller),
-                                     decode=self.schemas.decode, validate=self.schemas.validate)
+        self.writes = AdmittedWrites(store, self.schemas, Webhooks(store, webhook_caller))
 
     def handle(self, req: Request) -> Answer | WatchAnswer:
         """Answer one request; never raises for request problems (they become Status)."""
