@@ -28,8 +28,13 @@ class SelectorError(ValueError):
     """A selector the API server would refuse (400 BadRequest); ``str()`` is the server's
     message, e.g. ``unable to parse requirement: ...``."""
 
-_NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+"""The name part of a qualified name (a label key's, a finalizer's) and a non-empty label
+value: apimachinery's ``qualifiedNameFmt``. Use ``fullmatch``: Go's regexps match the whole
+string (Python's ``$`` matches before a trailing newline)."""
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""An RFC 1123 subdomain (apimachinery's ``dns1123SubdomainFmt``; at most 253 characters apart):
+an object name, a qualified name's prefix. Use ``fullmatch``."""
 _SPECIAL = set(" \t\n,()!=<>")
 
 
@@ -37,9 +42,9 @@ _SPECIAL = set(" \t\n,()!=<>")
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid label key (a qualified name), or None when it is."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return f"prefix part of {key!r} must be a DNS-1123 subdomain"
-    if not name or len(name) > 63 or not _NAME_RE.fullmatch(name):
+    if not name or len(name) > 63 or not QUALIFIED_NAME.fullmatch(name):
         return (f"name part of {key!r} must consist of alphanumeric characters, '-', '_' or '.', "
                 "and must start and end with an alphanumeric character (max 63 characters)")
     return None
@@ -48,7 +53,7 @@ def label_key_error(key: str) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None when it is ("" is valid)."""
-    if value == "" or (len(value) <= 63 and _NAME_RE.fullmatch(value)):
+    if value == "" or (len(value) <= 63 and QUALIFIED_NAME.fullmatch(value)):
         return None
     return (f"{value!r}: a valid label must be an empty string or consist of alphanumeric "
             "characters, '-', '_' or '.', and must start and end with an alphanumeric character")

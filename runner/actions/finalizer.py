@@ -25,15 +25,13 @@ Pure data; nothing is sent here.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kinrun.kube.request import ApiRequest
+from kinrun.selectors import DNS1123_SUBDOMAIN, QUALIFIED_NAME
 
 Obj = dict[str, Any]
 
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def finalizer_name_problem(name: Any) -> str | None:
@@ -52,10 +50,10 @@ def finalizer_name_problem(name: Any) -> str | None:
     if not slash:
         return (f"finalizer {name!r} has no domain prefix: write it domain-qualified, such as "
                 f"example.com/{name} (a bare name can clash with the built-in finalizers)")
-    if not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix):
+    if not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix):
         return (f"finalizer {name!r}: the prefix {prefix!r} must be a DNS subdomain (lower case "
                 "letters, digits, '-' and '.'), such as example.com")
-    if not short or len(short) > 63 or not _NAME.match(short):
+    if not short or len(short) > 63 or not QUALIFIED_NAME.fullmatch(short):
         return (f"finalizer {name!r}: the name after '/' must be 1-63 letters, digits, '-', '_' "
                 "or '.', starting and ending with a letter or digit")
     return None

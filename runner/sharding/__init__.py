@@ -12,16 +12,12 @@ informers are sharded and :mod:`~kinrun.sharding.keys` names the labels and hash
 from __future__ import annotations
 
 import os
-import re
 import socket
 
 from kinrun.config.model import LeaderElectionSpec, ShardingSpec
 from kinrun.errors import ConfigError
-from kinrun.selectors import label_value_error
+from kinrun.selectors import DNS1123_SUBDOMAIN, label_value_error
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-"""A Lease's name (apimachinery ``IsDNS1123Subdomain``; a label value also caps it at 63)."""
 
 
 def sharder_election(sharding: ShardingSpec,
@@ -54,7 +50,7 @@ def replica_identity(flag: str | None = None, *, reserved: str = "") -> str:
     identity = flag or os.environ.get("POD_NAME") or socket.gethostname()
     identity = identity.strip()
     problem = label_value_error(identity) if identity else "it is empty"
-    if problem is None and not _DNS1123_SUBDOMAIN.match(identity):
+    if problem is None and not DNS1123_SUBDOMAIN.fullmatch(identity):
         problem = ("it must be lowercase letters, digits, '-' and '.', starting and ending "
                    "with a letter or digit (a Lease name)")
     if problem:

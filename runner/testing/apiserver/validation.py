@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import base64
 import random
-import re
 import secrets
 from typing import Any
 
 from .kind_validation import DNS1123_LABEL, kind_errors
 from .registry import ResourceType
 from kinrun.openapi import json_type
+from kinrun.selectors import DNS1123_SUBDOMAIN, QUALIFIED_NAME
 from .status import StatusError, bad_request, invalid
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                  "characters, '-' or '.', and must start and end with an alphanumeric character")
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
              "'-', and must start and end with an alphanumeric character")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _NAME_PART_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and "
                   "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
                   "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
@@ -58,7 +55,7 @@ def name_error(rtype: ResourceType, name: str) -> str | None:
         return "may not contain '/' or '%' and may not be '.' or '..'"
     if rtype.custom or rtype.kind in ("ConfigMap", "Secret", "Pod", "Deployment", "Lease",
                                       "ServiceAccount", "Node", "CustomResourceDefinition"):
-        return None if len(name) <= 253 and _SUBDOMAIN.fullmatch(name) else SUBDOMAIN_MSG
+        return None if len(name) <= 253 and DNS1123_SUBDOMAIN.fullmatch(name) else SUBDOMAIN_MSG
     return None
 
 
@@ -114,14 +111,14 @@ def qualified_name_errors(key: str) -> list[str]:
         else:
             if len(prefix.encode()) > 253:
                 errors.append("prefix part must be no more than 253 characters")
-            if not _SUBDOMAIN.fullmatch(prefix):
+            if not DNS1123_SUBDOMAIN.fullmatch(prefix):
                 errors.append("prefix part " + _SUBDOMAIN_REGEX_MSG)
     name = parts[-1]
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:
         errors.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME.fullmatch(name):
+    if not QUALIFIED_NAME.fullmatch(name):
         errors.append("name part " + _NAME_PART_MSG)
     return errors
 
@@ -129,7 +126,7 @@ def qualified_name_errors(key: str) -> list[str]:
 def label_value_errors(value: str) -> list[str]:
     """The messages of apimachinery 1.20's ``IsValidLabelValue(value)``, in its order."""
     errors = ["must be no more than 63 characters"] if len(value.encode()) > 63 else []
-    if not _LABEL_VALUE.fullmatch(value):
+    if value and not QUALIFIED_NAME.fullmatch(value):
         errors.append(_LABEL_VALUE_MSG)
     return errors
 
