@@ -162,6 +162,14 @@ CASES = {
                                                 "binaryData": {"b": "eA==", "c": "eA=="}}),
     "configmap-distinct-keys-valid": core("ConfigMap", {"data": {"a": "x"},
                                                         "binaryData": {"b": "eA=="}}),
+    # values outside ASCII are quoted as Go's %q writes them (not JSON's \u escapes)
+    "pod-unicode-values": pod({"restartPolicy": "Alwayś", "containers": [
+        {"name": "ä", "image": " bцsybox\u00a0"}]}),
+    "configmap-unicode-key": core("ConfigMap", {"data": {"ключ": "x"}}),
+    "service-unicode-port-names": core("Service", {"spec": {"ports": [
+        {"port": 80, "name": "пор", "targetPort": "é"}]}}),
+    "secret-dockercfg-unicode": secret("kubernetes.io/dockercfg",
+                                       {".dockercfg": "w6k="}),
 }
 
 

@@ -38,6 +38,24 @@ from kinrun.selectors import (SelectorError, label_key_error, label_selector_fro
 
 Cause = tuple[str, str, str]
 
+
+def go_quote(value: str) -> str:
+    """``value`` as Go's ``%q`` writes it (how field errors show a string's bad value)."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                     "\t": "\\t", "\v": "\\v"}.get(ch)
+            out.append(named or (f"\\x{code:02x}" if code < 0x80 else
+                                 f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"))
+    return '"' + "".join(out) + '"'
+
+
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 """An RFC 1123 label (apimachinery's ``dns1123LabelFmt``), at most 63 characters apart."""
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -119,16 +137,17 @@ def pod_spec_errors(spec: dict[str, Any], at: str, *, pod: bool = False) -> list
 
 
 def _unsupported(value: str, supported: tuple[str, ...]) -> str:
-    """field.NotSupported's message."""
-    return (f"Unsupported value: {json.dumps(value)}: supported values: "
-            + ", ".join(json.dumps(v) for v in supported))
+    """field.NotSupported's message (values quoted as Go's ``%q``)."""
+    shown = go_quote(value) if isinstance(value, str) else json.dumps(value)
+    return (f"Unsupported value: {shown}: supported values: "
+            + ", ".join(go_quote(v) for v in supported))
 
 
 def _image_space_errors(container: dict[str, Any], at: str, pod: bool) -> list[Cause]:
     image = container.get("image")
     if not pod or not isinstance(image, str) or not image or image == image.strip():
         return []
-    return [(f"{at}.image", "FieldValueInvalid", f"Invalid value: {json.dumps(image)}: "
+    return [(f"{at}.image", "FieldValueInvalid", f"Invalid value: {go_quote(image)}: "
              "must not have leading or trailing whitespace")]
 
 
@@ -150,10 +169,10 @@ def _container_errors(container: dict[str, Any], at: str, seen: set[str]) -> lis
     if not name:
         causes.append((f"{at}.name", "FieldValueRequired", "Required value"))
     elif (why := label_error(name)) is not None:
-        causes.append((f"{at}.name", "FieldValueInvalid", f"Invalid value: {json.dumps(name)}: "
+        causes.append((f"{at}.name", "FieldValueInvalid", f"Invalid value: {go_quote(name)}: "
                        f"{why}"))
     if name in seen:
-        causes.append((f"{at}.name", "FieldValueDuplicate", f"Duplicate value: {json.dumps(name)}"))
+        causes.append((f"{at}.name", "FieldValueDuplicate", f"Duplicate value: {go_quote(name)}"))
     seen.add(name)
     if not container.get("image"):
         causes.append((f"{at}.image", "FieldValueRequired", "Required value"))
@@ -174,7 +193,7 @@ def configmap_errors(config: dict[str, Any]) -> list[Cause]:
     binary = config.get("binaryData") if isinstance(config.get("binaryData"), dict) else {}
     return _key_errors(data, "data") + _key_errors(binary, "binaryData") + [
         (f"data[{key}]", "FieldValueInvalid",
-         f"Invalid value: {json.dumps(key)}: duplicate of key present in binaryData")
+         f"Invalid value: {go_quote(key)}: duplicate of key present in binaryData")
         for key in sorted(binary) if key in data]
 
 
@@ -290,8 +309,12 @@ def _nesting_depth(text: str) -> int:
 
 
 def _go_char(char: str) -> str:
-    """A character as encoding/json's ``quoteChar`` writes it."""
-    return "'\\''" if char == "'" else "'\"'" if char == '"' else f"'{json.dumps(char)[1:-1]}'"
+    """A character as encoding/json's ``quoteChar`` writes it: Go's scanner reads bytes, and
+    writes a byte as the character of that number, so a character outside ASCII is its UTF-8
+    encoding's first byte read as Latin-1 (``'Ã'`` for ``é``), quoted as ``%q``."""
+    if char and ord(char) >= 0x80:
+        char = chr(char.encode("utf-8", "surrogatepass")[0])
+    return "'\\''" if char == "'" else "'\"'" if char == '"' else f"'{go_quote(char)[1:-1]}'"
 
 
 def _key_errors(data: Any, field: str) -> list[Cause]:
@@ -303,7 +326,7 @@ def _key_errors(data: Any, field: str) -> list[Cause]:
                None if _CONFIG_KEY.fullmatch(key) else CONFIG_KEY_MESSAGE)
         if why is not None:
             causes.append((f"{field}[{key}]", "FieldValueInvalid",
-                           f"Invalid value: {json.dumps(key)}: {why}"))
+                           f"Invalid value: {go_quote(key)}: {why}"))
     return causes
 
 
@@ -344,10 +367,10 @@ def service_port_errors(ports: list[Any]) -> list[Cause]:
             causes.append((f"{at}.name", "FieldValueRequired", "Required value"))
         elif name and (why := label_error(name)) is not None:
             causes.append((f"{at}.name", "FieldValueInvalid",
-                           f"Invalid value: {json.dumps(name)}: {why}"))
+                           f"Invalid value: {go_quote(name)}: {why}"))
         if name and name in names:
             causes.append((f"{at}.name", "FieldValueDuplicate",
-                           f"Duplicate value: {json.dumps(name)}"))
+                           f"Duplicate value: {go_quote(name)}"))
         names.add(name)
         number = port.get("port")
         target = port.get("targetPort") or number  # SetDefaults_Service: 0, "" or none -> port
@@ -357,7 +380,7 @@ def service_port_errors(ports: list[Any]) -> list[Cause]:
                                "must be between 1 and 65535, inclusive"))
         if isinstance(target, str):
             causes.extend((f"{at}.targetPort", "FieldValueInvalid",
-                           f"Invalid value: {json.dumps(target)}: {why}")
+                           f"Invalid value: {go_quote(target)}: {why}")
                           for why in port_name_errors(target))
     return causes
 
@@ -414,7 +437,7 @@ def _go_map(labels: dict[str, Any] | None) -> str:
     if labels is None:
         return "map[string]string(nil)"
     return "map[string]string{" + ", ".join(
-        f"{json.dumps(k)}:{json.dumps(labels[k])}" for k in sorted(labels)) + "}"
+        f"{go_quote(k)}:{go_quote(labels[k])}" for k in sorted(labels)) + "}"
 
 
 def _go_selector(selector: dict[str, Any]) -> str:

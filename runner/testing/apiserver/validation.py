@@ -12,7 +12,7 @@ import random
 import secrets
 from typing import Any
 
-from .kind_validation import DNS1123_LABEL, kind_errors
+from .kind_validation import DNS1123_LABEL, go_quote, kind_errors
 from .registry import ResourceType
 from kinrun.openapi import json_type
 from kinrun.selectors import DNS1123_SUBDOMAIN, QUALIFIED_NAME
@@ -77,23 +77,6 @@ def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:
         causes.extend(webhook_configuration_errors(obj, rtype.kind.startswith("Mutating")))
     if causes:
         raise _invalid(rtype, name, causes)
-
-
-def go_quote(value: str) -> str:
-    """``value`` as Go's ``%q`` writes it (how field errors show a string's bad value)."""
-    out = []
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                     "\t": "\\t", "\v": "\\v"}.get(ch)
-            out.append(named or (f"\\x{code:02x}" if code < 0x80 else
-                                 f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"))
-    return '"' + "".join(out) + '"'
 
 
 def qualified_name_errors(key: str) -> list[str]:
