@@ -183,19 +183,27 @@ class Manager:
         workers (``start_workers``: gated) are in the CACHES and WORKERS groups. Returns
         False, with whatever started stopped again in reverse, when ``stop`` was set first,
         ``sync_timeout`` seconds passed before every cache synced, or a runnable could not
-        start. Once the workers run it logs ``kinrun running``."""
+        start; when a runnable's start raises (a port in use, a startup hook's StartupError),
+        what started before it is stopped in reverse too and the error propagates: nothing
+        is left running in a process that uses kinrun as a library. Once the workers run it
+        logs ``kinrun running``."""
         stop = stop or threading.Event()
         pipeline = [_Caches(self, sync_timeout, gc_policy, self._caches_gated()),
                     _Workers(self)]
         everything = sorted([*pipeline, *self._runnables],  # stable: in order of adding
                             key=lambda r: (r.needs_gate, r.group))
         self._started = []
-        for runnable in everything:
-            if runnable.needs_gate and self._gate is not None and not self._hold_gate(stop):
-                return self._undo_start()
-            if not runnable.start(stop):
-                return self._undo_start()
-            self._started.append(runnable)
+        try:
+            for runnable in everything:
+                if runnable.needs_gate and self._gate is not None and \
+                        not self._hold_gate(stop):
+                    return self._undo_start()
+                if not runnable.start(stop):
+                    return self._undo_start()
+                self._started.append(runnable)
+        except BaseException:
+            self._undo_start()
+            raise
         return True
 
     def _caches_gated(self) -> bool:

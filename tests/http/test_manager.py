@@ -21,6 +21,7 @@ from kinrun.plan import plan
 from kinrun.metrics import Metrics
 from kinrun.plugin_manager import new_plugin_manager
 from kinrun.predicates import PREDICATES, filter_updates
+from kinrun.spine.runnables import Group
 
 WAIT = 30.0
 
@@ -242,3 +243,45 @@ controllers:
     finally:
         thread.join(WAIT)
         manager.stop(1.0)
+
+
+class _Runnable:
+    """A runnable of ``group``; ``fails``: its start raises (as a port in use), and it needs
+    the gate, as hot reload does (it starts after the pipeline)."""
+
+    def __init__(self, name: str, group: Group, fails: bool = False) -> None:
+        self.name, self.group, self.needs_gate, self.fails = name, group, fails, fails
+        self.stopped = False
+
+    def start(self, stop: threading.Event) -> bool:
+        if self.fails:
+            raise OSError(98, "Address already in use")
+        return True
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_start_that_raises_stops_what_started_before_it(client: Client) -> None:
+    """A runnable whose start raises (after the endpoints and the pipeline started): the
+    error reaches the caller and everything started before it is stopped, so a process that
+    uses kinrun as a library keeps no informer or endpoint running."""
+    text = """
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms: {apiVersion: v1, kind: ConfigMap, namespaces: [default]}
+controllers:
+  - {name: c, for: cms, reconcile: {hooks: true}}
+"""
+    pm = new_plugin_manager()
+    pm.register(Recorder(), name="recorder")
+    manager = plan(load_text(text), pm).bind(client).manager()
+    endpoint = _Runnable("endpoint", Group.SERVERS)
+    manager.add(endpoint)
+    manager.add(_Runnable("reload", Group.OTHERS, fails=True))
+    with pytest.raises(OSError, match="Address already in use"):
+        manager.start(sync_timeout=WAIT)
+    assert endpoint.stopped
+    assert manager.workers_started  # the pipeline ran, and was stopped again:
+    assert all(inf._stopped for inf in manager.informers.values())
