@@ -236,12 +236,14 @@ class EmbeddedAPIServer:
         for obj in objs:
             if admit:
                 obj = self.admit(obj)
-            if field_manager is not None:
-                obj = managed_fields.update(None, obj, manager=field_manager,
-                                            api_version=str(obj.get("apiVersion") or ""),
-                                            subresource="", now=self.store.now())
-            namespace = (obj.get("metadata") or {}).get("namespace")
             rtype = self.store.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+            if field_manager is not None:
+                api_version = str(obj.get("apiVersion") or "")
+                schema = self._api.schemas.schema(rtype, api_version.rpartition("/")[2])
+                obj = managed_fields.update(None, obj, manager=field_manager,
+                                            api_version=api_version, subresource="",
+                                            now=self.store.now(), schema=schema)
+            namespace = (obj.get("metadata") or {}).get("namespace")
             if rtype.namespaced and namespace and not self.store.namespace_exists(namespace):
                 self.store.upsert({"apiVersion": "v1", "kind": "Namespace",
                                    "metadata": {"name": namespace}})
