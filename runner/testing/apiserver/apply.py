@@ -22,9 +22,16 @@ Applying configuration ``C`` as manager ``m`` onto the live object (structured-m
    whose live value still equals the ``kubectl.kubernetes.io/last-applied-configuration``
    annotation, and keeps that annotation current (lastAppliedManager/lastAppliedUpdater).
 
-Differences: lists are atomic (see ``managed_fields``; a list re-applied without its defaults
-is no change, as they are compared after defaulting), null in ``C`` deletes (merge patch).
-Functions are pure.
+Lists and maps are merged as SMD's Merge, by the kind's schema (``typed``): an associative
+list item by item matched by key (live items in their order, then the new ones), an atomic
+list or map replaced whole; paths name list items (``k:{"name":"c"}``), so ownership,
+prune and conflicts are per field of an item (``.spec.template.spec.containers[name="c"]
+.image``).
+
+Differences: the merged object is defaulted before it is compared with the live one (an
+atomic list re-applied without its defaults is no change), null in ``C`` deletes (merge
+patch), and an associative list with an item lacking its key is merged as atomic (SMD refuses
+it). Functions are pure.
 """
 
 from __future__ import annotations

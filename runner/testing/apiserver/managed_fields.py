@@ -4,8 +4,9 @@ Semantics (k8s.io/apiserver ``pkg/endpoints/handlers/fieldmanager`` v1.20 and th
 structured-merge-diff v4 ``merge.Updater`` it wraps):
 
 - A *manager* is identified by (name, operation, apiVersion for Update only, subresource);
-  it owns a set of field paths. Sets hold leaves: a scalar, a list (lists are atomic here) or
-  an empty map. ``apiVersion``, ``kind`` and the server-set metadata (name, namespace, uid,
+  it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
+  map - and the items of associative lists (``typed.Item``: ``k:{"name":"c"}``, ``v:"x"``)
+  with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and the server-set metadata (name, namespace, uid,
   resourceVersion, generation, creationTimestamp, selfLink, clusterName, managedFields) are
   never owned (fieldmanager's stripMeta).
 - Create/update/patch (operation ``Update``): the manager is the request's ``fieldManager``,
@@ -19,11 +20,14 @@ structured-merge-diff v4 ``merge.Updater`` it wraps):
 - Entries are written sorted by operation, time, manager, apiVersion
   (sortEncodedManagedFields).
 
+The functions take the kind's schema (``kinrun.openapi.Schema``, None: every list atomic) to
+tell associative lists (``typed``); a comparison matches their items by key and records an
+item, and an associative list, it sees added or removed as a path (``"."`` in fieldsV1).
 Apply (conflicts, force, pruning) is in ``apply``, built on these functions. Differences from
-the real server: no schemas, so lists are atomic leaves (the real server merges most built-in
-lists by key and records ``k:{...}`` items), ``fieldsV1`` carries no ``"."`` marker for maps
-that were added, defaults the embedded server sets after the write are not owned, and the
-10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they never
+the real server: ``fieldsV1`` carries no ``"."`` marker for maps that were added (it does for
+list items and added lists; a Pod's ``containers``, which Go always encodes, gets none),
+defaults the embedded server sets after the write are not owned, and the 10-Update-manager
+cap (``ancient-changes``) is not applied. Functions are pure: they never
 modify their arguments.
 """
 

@@ -140,8 +140,8 @@ class SchemaCheck:
 
     def defaulted(self, rtype: ResourceType, version: str, obj: Obj) -> Obj:
         """A copy of ``obj`` (the result of a server-side apply's merge) with the defaults a
-        write adds, so that the change the apply makes is seen as kube-apiserver sees it (a
-        list, atomic here, re-applied without its defaults is no change). The applier does not
+        write adds, so that the change the apply makes is seen as kube-apiserver sees it (an
+        atomic list re-applied without its defaults is no change). The applier does not
         own what this adds (``server_side_apply.apply``). Invalid objects are left to
         ``admit``."""
         schema = self.schema(rtype, version)
