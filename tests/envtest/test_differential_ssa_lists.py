@@ -199,3 +199,55 @@ def test_custom_resource_lists_map_set_and_atomic(both: Pair) -> None:
     real = check(both, scenario)
     assert real["second"][0] == 200
     assert real["clash"]["code"] == 409
+
+
+def _service(ports: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"selector": {"app": "x"}, "ports": ports}}
+
+
+def test_service_ports_merge_by_port_and_protocol(both: Pair) -> None:
+    """A Service's ports are keyed by ``port`` + ``protocol`` (``k:{"port":80,
+    "protocol":"TCP"}``): a second manager's ``targetPort`` merges into the first one's
+    port; a changed ``name`` of the first manager's own port is no conflict."""
+    def scenario(t: Target) -> Any:
+        path = f"/api/v1/namespaces/{t.ns}/services/s"
+        first = ssa(t, path, _service([{"port": 80, "protocol": "TCP", "name": "a"},
+                                       {"port": 81, "protocol": "TCP", "name": "b"}]), "a")
+        second = ssa(t, path, _service([{"port": 80, "protocol": "TCP",
+                                         "targetPort": 8080}]), "b")
+        third = ssa(t, path, _service([{"port": 80, "protocol": "TCP", "name": "x"}]), "a")
+        return [(r.status, r.body["spec"]["ports"], _applied(r.body))
+                for r in (first, second, third)]
+
+    real = check(both, scenario)
+    assert [s for s, _, _ in real] == [201, 200, 200]
+    assert real[2][1] == [{"name": "x", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+
+
+def test_before_first_apply_owns_items_and_finalizers_are_a_set(both: Pair) -> None:
+    """An object whose managedFields were reset (``[]``) is owned, item by item, by
+    ``before-first-apply``: changing a container's image conflicts naming the item's field,
+    adding a container does not. ``metadata.finalizers`` merges by value (``v:"a.io/x"``)."""
+    def scenario(t: Target) -> Any:
+        path = _deploy_path(t.ns, "web")
+        t.kube.request("POST", _deploy_path(t.ns), _web([{"name": "c", "image": "busybox"}]),
+                       query={"fieldManager": "creator"})
+        current = t.kube.get(path).body
+        current["metadata"]["managedFields"] = []
+        reset = t.kube.request("PUT", path, current)
+        clash = ssa(t, path, _only_containers([{"name": "c", "image": "redis"}]), "z")
+        added = ssa(t, path, _only_containers([{"name": "e", "image": "y"}]), "z")
+        finalized = ssa(t, path, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "metadata": {"name": "web", "finalizers": ["a.io/x"]}}, "f")
+        return {"reset": (reset.status, reset.body["metadata"].get("managedFields")),
+                "clash": conflict_view(clash),
+                "added": (added.status, _containers(added.body),
+                          sorted((m["manager"], m["operation"])
+                                 for m in added.body["metadata"]["managedFields"])),
+                "finalized": (finalized.status, finalized.body["metadata"].get("finalizers"),
+                              _applied(finalized.body))}
+
+    real = check(both, scenario)
+    assert real["clash"]["code"] == 409
+    assert "before-first-apply" in real["clash"]["message"]

@@ -30,8 +30,9 @@ prune and conflicts are per field of an item (``.spec.template.spec.containers[n
 
 Differences: the merged object is defaulted before it is compared with the live one (an
 atomic list re-applied without its defaults is no change), null in ``C`` deletes (merge
-patch), and an associative list with an item lacking its key is merged as atomic (SMD refuses
-it). Functions are pure.
+patch), and an associative list with an item lacking its key is merged as atomic (for a
+container without ``name`` validation then answers 422, as kube-apiserver does). Functions
+are pure.
 """
 
 from __future__ import annotations
