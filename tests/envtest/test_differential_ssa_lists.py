@@ -251,3 +251,22 @@ def test_before_first_apply_owns_items_and_finalizers_are_a_set(both: Pair) -> N
     real = check(both, scenario)
     assert real["clash"]["code"] == 409
     assert "before-first-apply" in real["clash"]["message"]
+
+
+def test_apply_with_two_items_of_one_key_is_500(both: Pair) -> None:
+    """Two containers named alike, two env items of one name in a container, or a finalizer
+    twice: 500 ``failed to create typed patch object: <list>: duplicate entries for key
+    <item>``, as kube-apiserver 1.20's typed patch conversion answers."""
+    def scenario(t: Target) -> Any:
+        path = _deploy_path(t.ns, "web")
+        twice = _web([{"name": "c", "image": "x"}, {"name": "c", "image": "y"}])
+        env = _web([{"name": "c", "image": "x",
+                     "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}])
+        finalizers = _web([{"name": "c", "image": "x"}])
+        finalizers["metadata"]["finalizers"] = ["a.io/x", "a.io/x"]
+        return [(r.status, r.body.get("message"))
+                for r in (ssa(t, path, body, "a") for body in (twice, env, finalizers))]
+
+    real = check(both, scenario)
+    assert real[0] == (500, "failed to create typed patch object: .spec.template.spec."
+                            'containers: duplicate entries for key [name="c"]')

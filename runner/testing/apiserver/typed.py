@@ -175,3 +175,31 @@ def _element(schema: Schema, keys: tuple[str, ...], entry: Any) -> Item | None:
             return None
         found[key] = value
     return Item("k", found)
+
+
+def duplicate_item(schema: Schema | None, obj: Any, path: str = "", root: bool = True) -> str | None:
+    """The first associative list of ``obj`` (keys in sorted order, depth first) with two items
+    of one key, as SMD's validation of an applied object names it
+    (``.spec.template.spec.containers: duplicate entries for key [name="c"]``), or None.
+    kube-apiserver 1.20 answers such an apply with 500 ``failed to create typed patch object``."""
+    if isinstance(obj, dict) and not atomic_map(schema):
+        for key in sorted(obj):
+            found = duplicate_item(child(schema, key, root), obj[key], f"{path}.{key}", False)
+            if found is not None:
+                return found
+        return None
+    keys = list_keys(schema)
+    if keys is None or not isinstance(obj, list):
+        return None
+    seen: set[Item] = set()
+    for index, entry in enumerate(obj):
+        item = _element(schema, keys, entry)  # type: ignore[arg-type]
+        if item is None:
+            continue
+        if item in seen:
+            return f"{path}: duplicate entries for key {item.label()}"
+        seen.add(item)
+        found = duplicate_item(schema.items, entry, f"{path}{item.label()}", False)  # type: ignore[union-attr]
+        if found is not None:
+            return found
+    return None

@@ -13,7 +13,8 @@ from kinrun.testing.apiserver.apply import apply, merge
 from kinrun.testing.apiserver.managed_fields import (compare, decode, field_paths, path_string,
                                                      paths_of, to_fields_v1, update)
 from kinrun.testing.apiserver.status import StatusError
-from kinrun.testing.apiserver.typed import Item, elements, list_keys, object_meta
+from kinrun.testing.apiserver.typed import (Item, duplicate_item, elements, list_keys,
+                                            object_meta)
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -173,3 +174,16 @@ def test_compare_matches_items_by_key_not_position() -> None:
     fields = created["metadata"]["managedFields"][0]["fieldsV1"]
     item = fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"a"}']
     assert "." in item and "." in item["f:env"]
+
+
+def test_two_items_of_one_key_are_named_as_the_typed_patch_error() -> None:
+    """The first associative list with two items of one key, named as SMD's validation names
+    it (the list, then the item); an atomic list may repeat values."""
+    schema = deploy_schema()
+    env = deployment([{"name": "c", "args": ["x", "x"],
+                       "env": [{"name": "A"}, {"name": "A", "value": "v"}]}])
+    assert duplicate_item(schema, env) == (
+        '.spec.template.spec.containers[name="c"].env: duplicate entries for key [name="A"]')
+    assert duplicate_item(schema, deployment([{"name": "c", "args": ["x", "x"]}])) is None
+    assert duplicate_item(None, {"metadata": {"finalizers": ["f", "f"]}}) == (
+        '.metadata.finalizers: duplicate entries for key [="f"]')
