@@ -107,9 +107,10 @@ def parse_member(name: str) -> str | Item | None:
 
 
 @functools.lru_cache(maxsize=1)
-def object_meta() -> Schema | None:
+def object_meta() -> Schema:
     """The built-in ``ObjectMeta`` schema (every object's ``metadata``)."""
-    return builtin_schemas().for_gvk("", "v1", "ConfigMap").child("metadata")  # type: ignore[union-attr]
+    definitions = builtin_schemas().definitions
+    return Schema(definitions, definitions[OBJECT_META], OBJECT_META)
 
 
 def child(schema: Schema | None, key: str, root: bool = False) -> Schema | None:

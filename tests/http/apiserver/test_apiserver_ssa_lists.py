@@ -55,7 +55,8 @@ def test_list_shapes_follow_list_type_then_patch_strategy() -> None:
     assert list_keys(spec.child("containers")) == ("name",)
     assert list_keys(spec.at("containers[].ports")) == ("containerPort", "protocol")
     assert list_keys(spec.at("containers[].args")) is None
-    assert list_keys(object_meta().child("finalizers")) == ()  # type: ignore[union-attr]
+    assert list_keys(object_meta().child("finalizers")) == ()
+    assert list_keys(object_meta().child("ownerReferences")) == ("uid",)
     custom = crd({"a": {"type": "array", "items": {"type": "string"}},
                   "s": {"type": "array", "x-kubernetes-list-type": "set",
                         "items": {"type": "string"}}})
