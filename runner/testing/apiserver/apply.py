@@ -47,7 +47,7 @@ from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_path
                              path_order, path_string, same_value, take, with_managers)
 from .patch import merge_patch
 from .status import StatusError, bad_request
-from .typed import Item, atomic_map, child, elements
+from .typed import Item, atomic_map, child, elements, item_schema
 
 Obj = dict[str, Any]
 Path = tuple["str | Item", ...]
@@ -74,7 +74,7 @@ def merge(live: Any, applied: Any, schema: Schema | None = None, root: bool = Tr
     if live_items is None or applied_items is None:
         return merge_patch(None, applied)
     given = dict(zip(applied_items, applied))
-    out_list = [merge(value, given[item], schema.items, False) if item in given  # type: ignore[union-attr]
+    out_list = [merge(value, given[item], item_schema(schema), False) if item in given
                 else value for item, value in zip(live_items, live)]
     seen = set(live_items)
     out_list.extend(merge_patch(None, value) for item, value in zip(applied_items, applied)
@@ -97,7 +97,7 @@ def _without(obj: Any, path: Path, schema: Schema | None, root: bool = True) -> 
         if len(path) == 1:
             del out_list[index]
         else:
-            out_list[index] = _without(obj[index], path[1:], schema.items, False)  # type: ignore[union-attr]
+            out_list[index] = _without(obj[index], path[1:], item_schema(schema), False)
         return out_list
     if not isinstance(obj, dict) or part not in obj:
         return obj

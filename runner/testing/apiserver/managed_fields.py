@@ -6,9 +6,10 @@ structured-merge-diff v4 ``merge.Updater`` it wraps):
 - A *manager* is identified by (name, operation, apiVersion for Update only, subresource);
   it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
   map - and the items of associative lists (``typed.Item``: ``k:{"name":"c"}``, ``v:"x"``)
-  with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and the server-set metadata (name, namespace, uid,
-  resourceVersion, generation, creationTimestamp, selfLink, clusterName, managedFields) are
-  never owned (fieldmanager's stripMeta).
+  with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and
+  the server-set metadata (name, namespace, uid, resourceVersion, generation,
+  creationTimestamp, selfLink, clusterName, managedFields) are never owned (fieldmanager's
+  stripMeta).
 - Create/update/patch (operation ``Update``): the manager is the request's ``fieldManager``,
   else the User-Agent up to its first ``/`` (``manager_from_user_agent``), else ``unknown``.
   Comparing the live and the new object, the fields it changed or added become its own and are
@@ -25,10 +26,10 @@ tell associative lists (``typed``); a comparison matches their items by key and 
 item, and an associative list, it sees added or removed as a path (``"."`` in fieldsV1).
 Apply (conflicts, force, pruning) is in ``apply``, built on these functions. Differences from
 the real server: ``fieldsV1`` carries no ``"."`` marker for maps that were added (it does for
-list items and added lists; a Pod's ``containers``, which Go always encodes, gets none),
-defaults the embedded server sets after the write are not owned, and the 10-Update-manager
-cap (``ancient-changes``) is not applied. Functions are pure: they never
-modify their arguments.
+list items and added lists, except a list its parent requires - a Pod's ``containers`` -,
+which Go always encodes), defaults the embedded server sets after the write are not owned,
+and the 10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they
+never modify their arguments.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 
 from kinrun.openapi import Schema
 
-from .typed import Item, atomic_map, child, elements, parse_member, part_order
+from .typed import Item, atomic_map, child, elements, item_schema, parse_member, part_order
 
 Obj = dict[str, Any]
 Path = tuple["str | Item", ...]
@@ -170,7 +171,7 @@ def _collect(obj: Any, schema: Schema | None, prefix: Path, out: dict[Path, Any]
     for item, value in zip(items, obj):
         out[prefix + (item,)] = value
         if item.tag == "k":
-            _collect(value, schema.items, prefix + (item,), out, nodes)  # type: ignore[union-attr]
+            _collect(value, item_schema(schema), prefix + (item,), out, nodes)
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -262,14 +263,14 @@ class _Diff:
             elif item not in before:
                 self._item(after[item], schema, path, self.added)
             elif item.tag == "k" and before[item] != after[item]:
-                self.walk(before[item], after[item], schema.items, path)  # type: ignore[union-attr]
+                self.walk(before[item], after[item], item_schema(schema), path)
         return True
 
     @staticmethod
-    def _item(value: Any, schema: Schema, path: Path, out: dict[Path, Any]) -> None:
+    def _item(value: Any, schema: Schema | None, path: Path, out: dict[Path, Any]) -> None:
         out[path] = value
         if isinstance(path[-1], Item) and path[-1].tag == "k":
-            _collect(value, schema.items, path, out, True)
+            _collect(value, item_schema(schema), path, out, True)
 
 
 def path_string(path: Path) -> str:

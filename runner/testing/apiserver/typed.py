@@ -123,6 +123,11 @@ def child(schema: Schema | None, key: str, root: bool = False) -> Schema | None:
     return schema.child(key) or schema.additional
 
 
+def item_schema(schema: Schema | None) -> Schema | None:
+    """The schema of the items of a list typed ``schema`` (None when unknown)."""
+    return schema.items if schema is not None else None
+
+
 def atomic_map(schema: Schema | None) -> bool:
     """Whether an object typed ``schema`` is one leaf (``x-kubernetes-map-type: atomic``)."""
     return schema is not None and schema.node.get("x-kubernetes-map-type") == "atomic"
@@ -155,30 +160,34 @@ def elements(schema: Schema | None, value: Any) -> list[Item] | None:
         return None
     out = []
     for entry in value:
-        item = _element(schema, keys, entry)  # type: ignore[arg-type]
+        item = _element(schema, keys, entry)
         if item is None:
             return None
         out.append(item)
     return out if len(set(out)) == len(out) else None
 
 
-def _element(schema: Schema, keys: tuple[str, ...], entry: Any) -> Item | None:
+def _element(schema: Schema | None, keys: tuple[str, ...], entry: Any) -> Item | None:
+    """The Item of one list entry (None: it has no key)."""
     if not keys:
         return Item("v", entry) if entry is not None else None
     if not isinstance(entry, dict):
         return None
+    items = item_schema(schema)
     found = {}
     for key in keys:
         value = entry.get(key)
-        if value is None and schema.items is not None:
-            value = (schema.items.child(key) or Schema({}, {})).default
+        if value is None:
+            sub = items.child(key) if items is not None else None
+            value = sub.default if sub is not None else None
         if value is None:
             return None
         found[key] = value
     return Item("k", found)
 
 
-def duplicate_item(schema: Schema | None, obj: Any, path: str = "", root: bool = True) -> str | None:
+def duplicate_item(schema: Schema | None, obj: Any, path: str = "",
+                   root: bool = True) -> str | None:
     """The first associative list of ``obj`` (keys in sorted order, depth first) with two items
     of one key, as SMD's validation of an applied object names it
     (``.spec.template.spec.containers: duplicate entries for key [name="c"]``), or None.
@@ -194,13 +203,13 @@ def duplicate_item(schema: Schema | None, obj: Any, path: str = "", root: bool =
         return None
     seen: set[Item] = set()
     for index, entry in enumerate(obj):
-        item = _element(schema, keys, entry)  # type: ignore[arg-type]
+        item = _element(schema, keys, entry)
         if item is None:
             continue
         if item in seen:
             return f"{path}: duplicate entries for key {item.label()}"
         seen.add(item)
-        found = duplicate_item(schema.items, entry, f"{path}{item.label()}", False)  # type: ignore[union-attr]
+        found = duplicate_item(item_schema(schema), entry, f"{path}{item.label()}", False)
         if found is not None:
             return found
     return None
