@@ -270,3 +270,36 @@ def test_apply_with_two_items_of_one_key_is_500(both: Pair) -> None:
     real = check(both, scenario)
     assert real[0] == (500, "failed to create typed patch object: .spec.template.spec."
                             'containers: duplicate entries for key [name="c"]')
+
+
+def test_update_of_reordered_and_removed_items(both: Pair) -> None:
+    """A PUT that reorders the containers, changes one's image and replaces another's env
+    takes only those fields (items match by key, not position); a PUT dropping a container
+    takes its fields from every manager."""
+    def scenario(t: Target) -> Any:
+        path = _deploy_path(t.ns, "web")
+        t.kube.request("POST", _deploy_path(t.ns),
+                       _web([{"name": "c", "image": "busybox"},
+                             {"name": "d", "image": "x", "env": [{"name": "A", "value": "1"}]}]),
+                       query={"fieldManager": "creator"})
+        current = t.kube.get(path).body
+        containers = current["spec"]["template"]["spec"]["containers"]
+        containers.reverse()
+        containers[0]["env"] = [{"name": "B", "value": "2"}]
+        containers[1]["image"] = "nginx"
+        put = t.kube.request("PUT", path, current, query={"fieldManager": "putter"})
+        current = put.body
+        current["spec"]["template"]["spec"]["containers"] = \
+            current["spec"]["template"]["spec"]["containers"][1:]
+        dropped = t.kube.request("PUT", path, current, query={"fieldManager": "dropper"})
+
+        def view(resp: Any, manager: str) -> Any:
+            return _without_go_defaults(_containers_fields(resp.body, manager) or {})
+        return {"put": (put.status, view(put, "creator"), view(put, "putter")),
+                "dropped": (dropped.status, view(dropped, "creator"), view(dropped, "putter"),
+                            view(dropped, "dropper"))}
+
+    real = check(both, scenario)
+    assert real["put"][2] == {
+        'k:{"name":"c"}': {"f:image": {}},
+        'k:{"name":"d"}': {"f:env": {'k:{"name":"B"}': {".": {}, "f:name": {}, "f:value": {}}}}}
