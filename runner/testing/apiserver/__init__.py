@@ -3,7 +3,8 @@
 One concept per module: ``registry`` (served kinds, discovery), ``store`` (objects, the global
 resourceVersion), ``history`` (bounded event log per resource), ``watch`` (streams),
 ``selectors``, ``patch``, ``strategy`` (status subresource rules), ``validation``,
-``managed_fields``, ``status`` (metav1.Status errors), ``faults``, ``rest`` (routing, verbs),
+``managed_fields``, ``apply`` (server-side apply), ``typed`` (list shapes for apply),
+``status`` (metav1.Status errors), ``faults``, ``rest`` (routing, verbs),
 ``schemas`` (schema admission of writes), ``scale``, ``tables``, ``protobuf`` (request
 bodies), ``gc`` (garbage collector, namespace controller), ``openapi`` (the OpenAPI
 documents), ``handlers`` (HTTP), ``kubeconfig``,

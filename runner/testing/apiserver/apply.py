@@ -22,9 +22,17 @@ Applying configuration ``C`` as manager ``m`` onto the live object (structured-m
    whose live value still equals the ``kubectl.kubernetes.io/last-applied-configuration``
    annotation, and keeps that annotation current (lastAppliedManager/lastAppliedUpdater).
 
-Differences: lists are atomic (see ``managed_fields``; a list re-applied without its defaults
-is no change, as they are compared after defaulting), null in ``C`` deletes (merge patch).
-Functions are pure.
+Lists and maps are merged as SMD's Merge, by the kind's schema (``typed``): an associative
+list item by item matched by key (live items in their order, then the new ones), an atomic
+list or map replaced whole; paths name list items (``k:{"name":"c"}``), so ownership,
+prune and conflicts are per field of an item (``.spec.template.spec.containers[name="c"]
+.image``).
+
+Differences: the merged object is defaulted before it is compared with the live one (an
+atomic list re-applied without its defaults is no change), null in ``C`` deletes (merge
+patch), and an associative list with an item lacking its key is merged as atomic (for a
+container without ``name`` validation then answers 422, as kube-apiserver does). Functions
+are pure.
 """
 
 from __future__ import annotations
@@ -33,66 +41,112 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_paths, path_order,
-                             path_string, same_value, take, with_managers)
+from kinrun.openapi import Schema
+
+from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_paths, path_key,
+                             path_order, path_string, same_value, take, with_managers)
 from .patch import merge_patch
 from .status import StatusError, bad_request
+from .typed import Item, atomic_map, child, elements, item_schema
 
 Obj = dict[str, Any]
-Path = tuple[str, ...]
+Path = tuple["str | Item", ...]
 BEFORE_FIRST_APPLY = "before-first-apply"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL = "kubectl"
 
 
-def _without(obj: Obj, path: Path) -> Obj:
-    """A copy of ``obj`` without ``path``, copying only the maps along it."""
-    if not path or not isinstance(obj, dict) or path[0] not in obj:
+def merge(live: Any, applied: Any, schema: Schema | None = None, root: bool = True) -> Any:
+    """``applied`` merged onto ``live`` as structured-merge-diff's Merge: maps field by field
+    (null deletes, as a merge patch), associative lists (``typed``) item by item matched by
+    key - the live items in their order, each merged with its applied one, then the new
+    items in applied order -, anything else (scalars, atomic lists and maps) replaced. A new
+    value, sharing nothing mutable with ``applied``."""
+    if isinstance(applied, dict) and isinstance(live, dict) and not atomic_map(schema):
+        out = dict(live)
+        for key, value in applied.items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = merge(out.get(key), value, child(schema, str(key), root), False)
+        return out
+    live_items, applied_items = elements(schema, live), elements(schema, applied)
+    if live_items is None or applied_items is None:
+        return merge_patch(None, applied)
+    given = dict(zip(applied_items, applied))
+    out_list = [merge(value, given[item], item_schema(schema), False) if item in given
+                else value for item, value in zip(live_items, live)]
+    seen = set(live_items)
+    out_list.extend(merge_patch(None, value) for item, value in zip(applied_items, applied)
+                    if item not in seen)
+    return out_list
+
+
+def _without(obj: Any, path: Path, schema: Schema | None, root: bool = True) -> Any:
+    """A copy of ``obj`` without ``path`` (a field, or a list item by its ``Item``), copying
+    only the maps and lists along it."""
+    if not path:
+        return obj
+    part = path[0]
+    if isinstance(part, Item):
+        items = elements(schema, obj)
+        if items is None or part not in items:
+            return obj
+        index = items.index(part)
+        out_list = list(obj)
+        if len(path) == 1:
+            del out_list[index]
+        else:
+            out_list[index] = _without(obj[index], path[1:], item_schema(schema), False)
+        return out_list
+    if not isinstance(obj, dict) or part not in obj:
         return obj
     out = dict(obj)
     if len(path) == 1:
-        del out[path[0]]
+        del out[part]
     else:
-        out[path[0]] = _without(obj[path[0]], path[1:])
+        out[part] = _without(obj[part], path[1:], child(schema, part, root), False)
     return out
 
 
-def _starting_managers(live: Obj | None, api_version: str, now: str) -> list[Manager]:
+def _starting_managers(live: Obj | None, api_version: str, now: str,
+                       schema: Schema | None) -> list[Manager]:
     if live is None:
         return []
     managers = decode((live.get("metadata") or {}).get("managedFields"))
     if managers:
         return managers
-    owned = set(field_paths(live))
+    owned = set(field_paths(live, schema))
     return [Manager(BEFORE_FIRST_APPLY, UPDATE, api_version, "", now, owned)] if owned else []
 
 
 def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_version: str,
           now: str, subresource: str = "",
-          defaults: Callable[[Obj], Obj] | None = None) -> Obj:
+          defaults: Callable[[Obj], Obj] | None = None, schema: Schema | None = None) -> Obj:
     """The object after ``manager`` applies ``applied`` onto ``live`` (None: create), with
     managedFields; ``now`` is the RFC 3339 time for entries that change. ``defaults``: the
     merged object with the server's defaults (a copy), before it is compared with ``live``;
     ``manager`` owns the fields of ``applied`` only, not what the defaults add (step 4).
+    ``schema``: the kind's (which lists merge by key, ``typed``), None when unknown.
     Raises StatusError 409 Conflict (see module docstring) and 400 when ``applied`` carries
     managedFields."""
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
-    managers = _starting_managers(live, api_version, now)
+    managers = _starting_managers(live, api_version, now, schema)
     mine = Manager(manager, APPLY, api_version, subresource)
     last = next((m for m in managers if m.key == mine.key), None)
     others = [m for m in managers if m is not last]
-    wanted = set(field_paths(applied))
-    merged = merge_patch(live or {}, applied)
-    for path in sorted((last.fields if last else set()) - wanted):
+    wanted = set(field_paths(applied, schema))
+    merged = merge(live or {}, applied, schema)
+    for path in sorted((last.fields if last else set()) - wanted, key=path_key):
         if not any(m.owns(path) for m in others):
-            merged = _without(merged, path)
+            merged = _without(merged, path, schema)
     if defaults is not None:
         merged = defaults(merged)
-    change = compare(live, merged)
+    change = compare(live, merged, schema)
     conflicts = _conflicts(others, change.modified | change.added)
     if conflicts and not force:
-        if manager != KUBECTL or not _allowed_by_last_applied(live, conflicts, api_version):
+        if manager != KUBECTL or not _allowed_by_last_applied(live, conflicts, api_version, schema):
             raise conflict_error(conflicts)
     kept, taken = take(others, change.modified | change.added | change.removed)
     moved = taken or wanted != (last.fields if last else set())
@@ -130,7 +184,7 @@ def conflict_error(conflicts: list[tuple[Manager, list[Path]]]) -> StatusError:
 
 
 def _allowed_by_last_applied(live: Obj | None, conflicts: list[tuple[Manager, list[Path]]],
-                             api_version: str) -> bool:
+                             api_version: str, schema: Schema | None) -> bool:
     """Whether every conflicting field is in the last-applied annotation with the live value
     (then kubectl's server-side apply takes them); raises the remaining conflicts otherwise."""
     text = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
@@ -140,7 +194,7 @@ def _allowed_by_last_applied(live: Obj | None, conflicts: list[tuple[Manager, li
         last_applied = None
     if not isinstance(last_applied, dict) or last_applied.get("apiVersion") != api_version:
         return False
-    before, now = field_paths(last_applied), field_paths(live)
+    before, now = field_paths(last_applied, schema), field_paths(live, schema)
     allowed = {p for p, v in before.items() if p in now and same_value(v, now[p])}
     remaining = [(m, [p for p in paths if p not in allowed]) for m, paths in conflicts]
     remaining = [(m, paths) for m, paths in remaining if paths]

@@ -4,10 +4,12 @@ Semantics (k8s.io/apiserver ``pkg/endpoints/handlers/fieldmanager`` v1.20 and th
 structured-merge-diff v4 ``merge.Updater`` it wraps):
 
 - A *manager* is identified by (name, operation, apiVersion for Update only, subresource);
-  it owns a set of field paths. Sets hold leaves: a scalar, a list (lists are atomic here) or
-  an empty map. ``apiVersion``, ``kind`` and the server-set metadata (name, namespace, uid,
-  resourceVersion, generation, creationTimestamp, selfLink, clusterName, managedFields) are
-  never owned (fieldmanager's stripMeta).
+  it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
+  map - and the items of associative lists (``typed.Item``: ``k:{"name":"c"}``, ``v:"x"``)
+  with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and
+  the server-set metadata (name, namespace, uid, resourceVersion, generation,
+  creationTimestamp, selfLink, clusterName, managedFields) are never owned (fieldmanager's
+  stripMeta).
 - Create/update/patch (operation ``Update``): the manager is the request's ``fieldManager``,
   else the User-Agent up to its first ``/`` (``manager_from_user_agent``), else ``unknown``.
   Comparing the live and the new object, the fields it changed or added become its own and are
@@ -19,12 +21,15 @@ structured-merge-diff v4 ``merge.Updater`` it wraps):
 - Entries are written sorted by operation, time, manager, apiVersion
   (sortEncodedManagedFields).
 
+The functions take the kind's schema (``kinrun.openapi.Schema``, None: every list atomic) to
+tell associative lists (``typed``); a comparison matches their items by key and records an
+item, and an associative list, it sees added or removed as a path (``"."`` in fieldsV1).
 Apply (conflicts, force, pruning) is in ``apply``, built on these functions. Differences from
-the real server: no schemas, so lists are atomic leaves (the real server merges most built-in
-lists by key and records ``k:{...}`` items), ``fieldsV1`` carries no ``"."`` marker for maps
-that were added, defaults the embedded server sets after the write are not owned, and the
-10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they never
-modify their arguments.
+the real server: ``fieldsV1`` carries no ``"."`` marker for maps that were added (it does for
+list items and added lists, except a list its parent requires - a Pod's ``containers`` -,
+which Go always encodes), defaults the embedded server sets after the write are not owned,
+and the 10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they
+never modify their arguments.
 """
 
 from __future__ import annotations
@@ -34,8 +39,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kinrun.openapi import Schema
+
+from .typed import Item, atomic_map, child, elements, item_schema, parse_member, part_order
+
 Obj = dict[str, Any]
-Path = tuple[str, ...]
+Path = tuple["str | Item", ...]
 
 APPLY, UPDATE = "Apply", "Update"
 FIELD_MANAGER_MAX_LENGTH = 128            # apimachinery validation.FieldManagerMaxLength
@@ -72,8 +81,8 @@ class Manager:
 
     def owns(self, path: Path) -> bool:
         """Whether ``path`` is in the set."""
-        if self._fields is not None:
-            return path in self._fields
+        if self._fields is not None or any(isinstance(p, Item) for p in path):
+            return path in self.fields
         node: Any = (self.raw or {}).get("fieldsV1")
         for part in path:
             if not isinstance(node, dict):
@@ -87,7 +96,7 @@ class Manager:
                        fields)
 
     def __repr__(self) -> str:
-        return f"Manager({self.identifier()}, fields={sorted(self.fields)})"
+        return f"Manager({self.identifier()}, fields={sorted(self.fields, key=path_key)})"
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -130,22 +139,39 @@ def manager_from_user_agent(user_agent: str) -> str:
 # -- field sets ---------------------------------------------------------------------------------
 
 
-def field_paths(obj: Any, prefix: Path = ()) -> dict[Path, Any]:
-    """Every owned-able leaf of ``obj`` -> its value: non-empty maps are descended, anything
-    else (scalar, list, empty map, null) is a leaf; stripped paths are left out."""
+def field_paths(obj: Any, schema: Schema | None = None, prefix: Path = ()) -> dict[Path, Any]:
+    """Every owned-able path of ``obj`` (typed by ``schema``, see ``typed``) -> its value, as
+    structured-merge-diff's ToFieldSet: non-empty granular maps are descended, an associative
+    list's items are paths themselves and descended, anything else (scalar, atomic list or
+    map, empty map, null) is a leaf; stripped paths are left out."""
     out: dict[Path, Any] = {}
-    _collect(obj, prefix, out)
+    _collect(obj, schema, prefix, out, False)
     return out
 
 
-def _collect(obj: Any, prefix: Path, out: dict[Path, Any]) -> None:
-    if isinstance(obj, dict) and obj:
+def _collect(obj: Any, schema: Schema | None, prefix: Path, out: dict[Path, Any],
+             nodes: bool, required: bool = False) -> None:
+    """Paths of ``obj`` into ``out``; ``nodes``: also an associative list itself, as a
+    comparison records a list it sees added (``"."`` in fieldsV1), unless ``required`` (Go
+    encodes such a field always: a create compares with the zero value, where it is null)."""
+    if isinstance(obj, dict) and obj and not atomic_map(schema):
         for key, value in obj.items():
             path = prefix + (str(key),)
             if path != ("metadata", "managedFields"):
-                _collect(value, path, out)
-    elif prefix and prefix not in _STRIPPED:
+                _collect(value, child(schema, str(key), not prefix), path, out, nodes,
+                         schema is not None and str(key) in schema.required)
+        return
+    items = elements(schema, obj)
+    if items is None:
+        if prefix and prefix not in _STRIPPED:
+            out[prefix] = obj
+        return
+    if nodes and not required:
         out[prefix] = obj
+    for item, value in zip(items, obj):
+        out[prefix + (item,)] = value
+        if item.tag == "k":
+            _collect(value, item_schema(schema), prefix + (item,), out, nodes)
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -177,71 +203,120 @@ class Comparison:
         return not (self.modified or self.added or self.removed)
 
 
-def compare(old: Any, new: Any) -> Comparison:
-    """The Comparison of ``old`` and ``new`` (objects, or None for nothing). A leaf that turns
-    into a map with content (or back) is neither added nor removed: only its children are.
+def compare(old: Any, new: Any, schema: Schema | None = None) -> Comparison:
+    """The Comparison of ``old`` and ``new`` (objects typed ``schema``, or None for nothing).
+    A leaf that turns into a map with content (or back) is neither added nor removed: only its
+    children are. Associative lists are compared item by item (matched by key); an item added
+    or removed is itself a path, and so is an associative list that was absent (typed.Compare).
     Equal subtrees are skipped whole (Python equality: ``True == 1`` is not told apart there)."""
-    modified: set[Path] = set()
-    added: dict[Path, Any] = {}
-    removed: dict[Path, Any] = {}
-    _diff(old or {}, new or {}, (), modified, added, removed)
-    return Comparison(frozenset(modified), frozenset(added), frozenset(removed))
+    diff = _Diff()
+    diff.walk(old or {}, new or {}, schema, ())
+    return Comparison(frozenset(diff.modified), frozenset(diff.added), frozenset(diff.removed))
 
 
-def _diff(old: Any, new: Any, prefix: Path, modified: set[Path], added: dict[Path, Any],
-          removed: dict[Path, Any]) -> None:
-    old_map = isinstance(old, dict) and bool(old)
-    new_map = isinstance(new, dict) and bool(new)
-    if old_map and new_map:
+class _Diff:
+    """The paths one comparison finds (see ``compare``)."""
+
+    def __init__(self) -> None:
+        self.modified: set[Path] = set()
+        self.added: dict[Path, Any] = {}
+        self.removed: dict[Path, Any] = {}
+
+    def walk(self, old: Any, new: Any, schema: Schema | None, prefix: Path) -> None:
+        old_map = isinstance(old, dict) and bool(old) and not atomic_map(schema)
+        new_map = isinstance(new, dict) and bool(new) and not atomic_map(schema)
+        if old_map and new_map:
+            self.fields(old, new, schema, prefix)
+        elif old_map:                   # map -> leaf: the children go, the leaf is not "added"
+            _collect(old, schema, prefix, self.removed, True)
+        elif new_map:                   # leaf -> map: the children come
+            _collect(new, schema, prefix, self.added, True)
+        elif not self.items(old, new, schema, prefix) and prefix and \
+                prefix not in _STRIPPED and not same_value(old, new):
+            self.modified.add(prefix)
+
+    def fields(self, old: Obj, new: Obj, schema: Schema | None, prefix: Path) -> None:
         for key in old.keys() | new.keys():
             path = prefix + (str(key),)
             if path == ("metadata", "managedFields"):
                 continue
+            sub = child(schema, str(key), not prefix)
+            required = schema is not None and str(key) in schema.required
             if key not in new:
-                _collect(old[key], path, removed)
+                _collect(old[key], sub, path, self.removed, True, required)
             elif key not in old:
-                _collect(new[key], path, added)
+                _collect(new[key], sub, path, self.added, True, required)
             elif old[key] is not new[key] and old[key] != new[key]:
-                _diff(old[key], new[key], path, modified, added, removed)
-    elif old_map:                   # map -> leaf: the children go, the leaf is not "added"
-        _collect(old, prefix, removed)
-    elif new_map:                   # leaf -> map: the children come
-        _collect(new, prefix, added)
-    elif prefix and prefix not in _STRIPPED and not same_value(old, new):
-        modified.add(prefix)
+                self.walk(old[key], new[key], sub, path)
+
+    def items(self, old: Any, new: Any, schema: Schema | None, prefix: Path) -> bool:
+        """Two associative lists compared item by item; False when they are not both such."""
+        old_items, new_items = elements(schema, old), elements(schema, new)
+        if old_items is None or new_items is None or not (old or new):
+            return False
+        before = dict(zip(old_items, old))
+        after = dict(zip(new_items, new))
+        for item in before.keys() | after.keys():
+            path = prefix + (item,)
+            if item not in after:
+                self._item(before[item], schema, path, self.removed)
+            elif item not in before:
+                self._item(after[item], schema, path, self.added)
+            elif item.tag == "k" and before[item] != after[item]:
+                self.walk(before[item], after[item], item_schema(schema), path)
+        return True
+
+    @staticmethod
+    def _item(value: Any, schema: Schema | None, path: Path, out: dict[Path, Any]) -> None:
+        out[path] = value
+        if isinstance(path[-1], Item) and path[-1].tag == "k":
+            _collect(value, item_schema(schema), path, out, True)
 
 
 def path_string(path: Path) -> str:
-    """A path as fieldpath.Path.String writes it: ``.spec.replicas``."""
-    return "".join(f".{part}" for part in path)
+    """A path as fieldpath.Path.String writes it: ``.spec.replicas``,
+    ``.spec.containers[name="c"].image``."""
+    return "".join(part.label() if isinstance(part, Item) else f".{part}" for part in path)
 
 
-def path_order(path: Path) -> tuple[tuple[int, str], ...]:
+def path_key(path: Path) -> tuple[tuple[Any, ...], ...]:
+    """Sort key of paths: element by element in structured-merge-diff's order (a path before
+    its children)."""
+    return tuple(part_order(part) for part in path)
+
+
+def path_order(path: Path) -> tuple[tuple[Any, ...], ...]:
     """Sort key giving fieldpath.Set.Iterate's order: at each level the leaves there, sorted,
     before the subtrees, sorted."""
-    return tuple((0 if i == len(path) - 1 else 1, part) for i, part in enumerate(path))
+    return tuple((0 if i == len(path) - 1 else 1, part_order(part))
+                 for i, part in enumerate(path))
+
+
+def _member(part: str | Item) -> str:
+    return part.fields_key() if isinstance(part, Item) else f"f:{part}"
 
 
 def to_fields_v1(paths: Iterable[Path]) -> Obj:
-    """The ``fieldsV1`` document of a path set (``{"f:spec": {"f:replicas": {}}}``, keys
-    sorted); a path that is itself owned and has owned children gets the ``"."`` member."""
+    """The ``fieldsV1`` document of a path set (``{"f:spec": {"f:replicas": {}}}``; members in
+    structured-merge-diff's order: ``f:`` by name, then ``k:``, then ``v:``); a path that is
+    itself owned and has owned children gets the ``"."`` member."""
     root: Obj = {}
     wanted = set(paths)
-    for path in sorted(wanted):       # a path sorts before its children, siblings in order
+    for path in sorted(wanted, key=path_key):   # a path sorts before its children
         node = root
         for i, part in enumerate(path):
-            child = node.get(f"f:{part}")
-            if child is None:
-                child = node[f"f:{part}"] = {}
-            elif not child and i + 1 < len(path) and path[:i + 1] in wanted:
-                child["."] = {}
-            node = child
+            child_node = node.get(_member(part))
+            if child_node is None:
+                child_node = node[_member(part)] = {}
+            elif not child_node and i + 1 < len(path) and path[:i + 1] in wanted:
+                child_node["."] = {}
+            node = child_node
     return root
 
 
 def paths_of(fields: Any, prefix: Path = ()) -> set[Path]:
-    """The paths a ``fieldsV1`` document records (``f:`` members; ``k:``/``v:`` list items,
-    which this server never writes, are ignored)."""
+    """The paths a ``fieldsV1`` document records (``f:`` fields, ``k:``/``v:`` list items;
+    unreadable members are ignored)."""
     out: set[Path] = set()
     _paths_into(fields, prefix, out)
     return out
@@ -255,8 +330,9 @@ def _paths_into(fields: Any, prefix: Path, out: set[Path]) -> None:
     if prefix and "." in fields:
         out.add(prefix)
     for key, value in fields.items():
-        if key.startswith("f:"):
-            _paths_into(value, prefix + (key[2:],), out)
+        part = parse_member(key)
+        if part is not None:
+            _paths_into(value, prefix + (part,), out)
 
 
 # -- entries ------------------------------------------------------------------------------------
@@ -333,13 +409,14 @@ def take(managers: list[Manager], taken: Iterable[Path]) -> tuple[list[Manager],
 
 
 def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subresource: str,
-           now: str) -> Obj:
+           now: str, schema: Schema | None = None) -> Obj:
     """``new`` with managedFields after ``manager`` wrote it over ``live`` (None: a create) with
-    a create/update/patch, as the fieldmanager's Update (see module docstring)."""
+    a create/update/patch, as the fieldmanager's Update (see module docstring); ``schema``:
+    the kind's (``typed``: which lists are associative), None when unknown."""
     managers = request_managers(live, new)
     if not managers and live is not None:
         return with_managers(new, [])           # untracked object: stays untracked
-    change = compare(live, new)
+    change = compare(live, new, schema)
     mine = Manager(manager, UPDATE, api_version, subresource)
     former = next((m for m in managers if m.key == mine.key), None)
     managers, _ = take(managers, change.modified | change.added | change.removed)

@@ -380,7 +380,8 @@ class Api:
         create), as the fieldmanager's Update."""
         return managed_fields.update(live, obj, manager=self._manager(req),
                                      api_version=t.rtype.api_version(t.version),
-                                     subresource=t.subresource, now=self.store.now())
+                                     subresource=t.subresource, now=self.store.now(),
+                                     schema=self.schemas.schema(t.rtype, t.version))
 
     # -- verbs ----------------------------------------------------------------------------
 
@@ -588,11 +589,13 @@ class Api:
         force = _truthy(req.query.get("force"))
         api_version = t.rtype.api_version(t.version)
         defaults = functools.partial(self.schemas.defaulted, t.rtype, t.version)
+        schema = self.schemas.schema(t.rtype, t.version)
 
         def mutate(current: Obj) -> Obj:
             merged = server_side_apply.apply(current, applied, manager=manager, force=force,
                                              api_version=api_version, now=self.store.now(),
-                                             subresource=t.subresource, defaults=defaults)
+                                             subresource=t.subresource, defaults=defaults,
+                                             schema=schema)
             self.schemas.admit(t.rtype, t.version, merged)
             return prepare_for_update(t.rtype, merged, current, t.subresource)
 
@@ -601,7 +604,7 @@ class Api:
                 raise st.not_found(t.rtype.group, t.rtype.plural, t.name)
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
                                           api_version=api_version, now=self.store.now(),
-                                          defaults=defaults)
+                                          defaults=defaults, schema=schema)
             self.schemas.admit(t.rtype, t.version, obj)
             reset_status(t.rtype, obj)
             return obj

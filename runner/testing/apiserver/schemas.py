@@ -27,6 +27,7 @@ from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, b
 from . import status as st
 from .registry import ResourceType
 from .strategy import default_requests
+from .typed import duplicate_item
 from .store import CRDS, Store
 from .validation import undecodable
 
@@ -140,8 +141,8 @@ class SchemaCheck:
 
     def defaulted(self, rtype: ResourceType, version: str, obj: Obj) -> Obj:
         """A copy of ``obj`` (the result of a server-side apply's merge) with the defaults a
-        write adds, so that the change the apply makes is seen as kube-apiserver sees it (a
-        list, atomic here, re-applied without its defaults is no change). The applier does not
+        write adds, so that the change the apply makes is seen as kube-apiserver sees it (an
+        atomic list re-applied without its defaults is no change). The applier does not
         own what this adds (``server_side_apply.apply``). Invalid objects are left to
         ``admit``."""
         schema = self.schema(rtype, version)
@@ -164,7 +165,9 @@ class SchemaCheck:
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:
         """A server-side apply of a built-in kind with a field its schema does not declare:
         500 ``failed to create typed patch object: .dat: field not declared in schema``, as
-        kube-apiserver 1.20 answers (an update or patch drops such a field instead); 422
+        kube-apiserver 1.20 answers (an update or patch drops such a field instead); 500
+        ``...: duplicate entries for key [name="c"]`` for two items of one key in an
+        associative list (``typed.duplicate_item``), as 1.20 too; 422
         when its list entries lack their list-map keys (see module docstring; built-in
         kinds' Go defaults do not count, as in 1.20)."""
         schema = self.schema(rtype, version)
@@ -173,6 +176,9 @@ class SchemaCheck:
         if unknown is not None:
             raise st.StatusError(500, "", f"failed to create typed patch object: {unknown}: "
                                  "field not declared in schema")
+        duplicate = duplicate_item(schema, applied)
+        if duplicate is not None:
+            raise st.StatusError(500, "", f"failed to create typed patch object: {duplicate}")
         problems = list_map_key_errors(schema, applied) if schema is not None else []
         if problems:
             raise _invalid(rtype, applied, problems)

@@ -37,7 +37,9 @@ of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf`
   User-Agent's prefix), server-side apply conflicts with every other owner (409 with
   FieldManagerConflict causes, the real messages), ``force`` takes ownership, fields a manager
   stops applying are removed, ``before-first-apply`` and kubectl's last-applied upgrade work;
-  but lists are atomic leaves (no ``k:{...}`` items), and fieldsV1 has no ``"."`` markers.
+  lists merge as structured-merge-diff v4 does (``typed``: by key per the schema's list
+  type or patch merge key, ``k:{...}``/``v:...`` items), but fieldsV1 of create/update/patch
+  managers has no ``"."`` markers for the maps they added.
   ``fieldManager`` is required for apply (422 otherwise), ``force`` only with apply (400).
 - Controllers: with ``controllers=True`` a garbage collector and a namespace controller
   (``gc``); without (the default, as envtest) dependents are never deleted (Foreground/Orphan
@@ -236,12 +238,14 @@ class EmbeddedAPIServer:
         for obj in objs:
             if admit:
                 obj = self.admit(obj)
-            if field_manager is not None:
-                obj = managed_fields.update(None, obj, manager=field_manager,
-                                            api_version=str(obj.get("apiVersion") or ""),
-                                            subresource="", now=self.store.now())
-            namespace = (obj.get("metadata") or {}).get("namespace")
             rtype = self.store.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+            if field_manager is not None:
+                api_version = str(obj.get("apiVersion") or "")
+                schema = self._api.schemas.schema(rtype, api_version.rpartition("/")[2])
+                obj = managed_fields.update(None, obj, manager=field_manager,
+                                            api_version=api_version, subresource="",
+                                            now=self.store.now(), schema=schema)
+            namespace = (obj.get("metadata") or {}).get("namespace")
             if rtype.namespaced and namespace and not self.store.namespace_exists(namespace):
                 self.store.upsert({"apiVersion": "v1", "kind": "Namespace",
                                    "metadata": {"name": namespace}})
