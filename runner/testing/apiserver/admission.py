@@ -2,8 +2,8 @@
 API with its mutating and validating webhooks (``webhooks``), in kube-apiserver 1.20's order.
 
 - **Create**: the decoded, defaulted body goes to the mutating webhooks (each patch decoded
-  and defaulted again), then the schema's validation (required fields, a CRD's schema) runs
-  on the result; then the store prepares the object (a dry run: name generated, uid,
+  and defaulted again), then the strategy's PrepareForCreate (status reset) and the schema's
+  validation (required fields, a CRD's schema) run on the result; then the store prepares the object (a dry run: name generated, uid,
   creationTimestamp, validation), the validating webhooks see that object, and the store
   creates it with that uid and creationTimestamp.
 - **Update** (PUT, PATCH, apply, the ``status`` subresource): optimistic, as the registry's
@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from . import status as st
 from .registry import ResourceType
 from .store import Store
-from .strategy import prepare_for_update
+from .strategy import prepare_for_update, reset_status
 from .webhooks import MUTATING, VALIDATING, Attributes, Review, Webhooks
 
 Obj = dict[str, Any]
@@ -93,11 +93,11 @@ class AdmittedWrites:
         review = self.webhooks.review(Attributes(rtype, version, "", "CREATE", ns, name,
                                                  dry_run), body, None) if self.active() else None
         if review is None:
-            self._schemas.validate(rtype, version, body)
+            self._prepared_create(rtype, version, body)
             return self.store.create_object(rtype, body, namespace=namespace, dry_run=dry_run)
         try:
             body = review.mutate(body, None, lambda o: self._schemas.decode(rtype, version, o)) or body
-            self._schemas.validate(rtype, version, body)
+            self._prepared_create(rtype, version, body)
             if not review.validating:
                 return self.store.create_object(rtype, body, namespace=namespace,
                                                 dry_run=dry_run)
@@ -107,6 +107,13 @@ class AdmittedWrites:
                                             dry_run=dry_run, prepared=True)
         finally:
             warnings += review.warnings
+
+    def _prepared_create(self, rtype: ResourceType, version: str, body: Obj) -> None:
+        """``body`` (mutated by the webhooks) as 1.20's ``rest.BeforeCreate`` makes it after
+        mutating admission: the strategy's PrepareForCreate (``strategy.reset_status``: no
+        status, a Pod's phase and qosClass from its spec), then the schema's validation."""
+        reset_status(rtype, body)
+        self._schemas.validate(rtype, version, body)
 
     def _prepared(self, attrs: Attributes, new: Obj, current: Obj) -> Obj:
         """``new`` (computed, then mutated by the webhooks) as it replaces ``current``: 409
@@ -129,7 +136,7 @@ class AdmittedWrites:
         lock; a missing object created from ``create()`` validated."""
         def validated() -> Obj:
             obj = create()  # type: ignore[misc]
-            self._schemas.validate(attrs.rtype, attrs.version, obj)
+            self._prepared_create(attrs.rtype, attrs.version, obj)
             return obj
 
         return self.store.guaranteed_update(

@@ -40,7 +40,6 @@ from .scale import scale_of, with_replicas
 from .schemas import SchemaCheck
 from .store import CRDS, Entry, Store
 from .validation import check_decodable
-from .strategy import reset_status
 from .watch import Watcher, error_line
 from .webhooks import Webhooks
 
@@ -520,8 +519,7 @@ class Api:
             return json_answer(201, self._out(t, review(body)))
         self._check_identity(t, body, need_name=False)
         self.schemas.decode(t.rtype, t.version, body)   # validated after mutating admission
-        body = self._record(req, t, None, body)
-        reset_status(t.rtype, body)
+        body = self._record(req, t, None, body)   # status reset after mutating admission
         warnings: list[str] = []
         created = self.writes.create(t.rtype, t.version, body, namespace=t.namespace,
                                      dry_run=_dry_run(req), warnings=warnings)
@@ -601,9 +599,8 @@ class Api:
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
                                           api_version=api_version, now=self.store.now(),
                                           defaults=defaults)
-            self.schemas.decode(t.rtype, t.version, obj)   # validated after admission
-            reset_status(t.rtype, obj)
-            return obj
+            self.schemas.decode(t.rtype, t.version, obj)   # status reset, validated after
+            return obj                                      # mutating admission
 
         return self._admitted_update(req, t, mutate, create)
 

@@ -413,3 +413,23 @@ def test_a_status_update_drops_a_webhooks_change_of_spec_and_validates_status(
     assert refused.status == 422, refused.body
     assert [c["field"] for c in refused.body["details"]["causes"]] == ["status.phase"]
     assert [r["subResource"] for r in wh.requests] == ["status"] * 3   # a failed try: twice
+
+
+def test_a_created_pods_status_is_reset_after_the_mutating_webhooks(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """1.20's PrepareForCreate runs after mutating admission: the webhook sees the status as
+    sent, and the qosClass follows the limits it added (differential test
+    ``test_a_create_is_prepared_after_the_mutating_webhooks``)."""
+    with webhook_double(lambda request: json_patch([{
+            "op": "add", "path": "/spec/containers/0/resources",
+            "value": {"limits": {"cpu": "1", "memory": "1Gi"}}}])) as wh:
+        register(embedded_api_client, "MutatingWebhookConfiguration", [
+            hook("qos.example.com", wh.url("/q"), wh.ca_bundle, resources=["pods"],
+                 operations=["CREATE"])])
+        made = call(embedded_api_client, "POST", "/api/v1/namespaces/default/pods", body={
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Running"}})
+    assert made.status == 201, made.body
+    assert made.body["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+    assert wh.requests[0]["object"]["status"] == {"phase": "Running"}
