@@ -436,3 +436,43 @@ def test_a_create_is_prepared_after_the_mutating_webhooks(both: Pair) -> None:
         real = check(both, scenario)
         assert real["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}, real
         assert real["seen"] == [{"phase": "Running"}], real
+
+
+def test_a_webhook_patch_that_cannot_be_decoded_is_an_internal_error(both: Pair) -> None:
+    """A mutating webhook's patch giving a ConfigMap a number in ``data``: 500 InternalError
+    (1.20's mutating dispatcher decodes the patched object: ``apierrors.NewInternalError``
+    of the decoder's error), on a create and an update alike; nothing stored. The text after
+    ``Internal error occurred:`` is the decoder's (json-iterator's on the real server)."""
+    with webhook_double(lambda request: json_patch([
+            {"op": "add", "path": "/data/n", "value": 9}])) as wh:
+        def scenario(t: Target) -> Any:
+            cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+            assert t.kube.request("POST", cms, cm("a", k="v")).status == 201
+
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook("num.diff.example.com", wh.url("/n"), wh.ca_bundle,
+                             resources=["configmaps"], operations=["CREATE", "UPDATE"],
+                             namespace=t.ns)]
+            made = registered(t, hooks_of, ("MutatingWebhookConfiguration",))
+            try:
+                until(lambda: t.kube.request("POST", cms, cm("probe"),
+                                             query={"dryRun": "All"}).status != 201,
+                      f"{t.name}: the webhook in force")
+                out = {}
+                for step, resp in (
+                        ("create", t.kube.request("POST", cms, cm("b"))),
+                        ("update", t.kube.request(
+                            "PATCH", f"{cms}/a", {"data": {"k": "w"}},
+                            content_type="application/merge-patch+json"))):
+                    view = status_view(resp)
+                    out[step] = (view["code"], view["reason"],
+                                 str(view["message"]).split(": ")[0],
+                                 len((view.get("details") or {}).get("causes") or []))
+                out["stored"] = (t.kube.get(f"{cms}/a").body["data"],
+                                 t.kube.get(f"{cms}/b").status)
+                return out
+            finally:
+                unregister(t, made)
+
+        real = check(both, scenario)
+        assert real["create"] == (500, "InternalError", "Internal error occurred", 1)

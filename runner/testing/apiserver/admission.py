@@ -96,7 +96,8 @@ class AdmittedWrites:
             self._prepared_create(rtype, version, body)
             return self.store.create_object(rtype, body, namespace=namespace, dry_run=dry_run)
         try:
-            body = review.mutate(body, None, lambda o: self._schemas.decode(rtype, version, o)) or body
+            body = review.mutate(body, None, lambda o: self._decode_patched(rtype, version, o)) \
+                or body
             self._prepared_create(rtype, version, body)
             if not review.validating:
                 return self.store.create_object(rtype, body, namespace=namespace,
@@ -107,6 +108,17 @@ class AdmittedWrites:
                                             dry_run=dry_run, prepared=True)
         finally:
             warnings += review.warnings
+
+    def _decode_patched(self, rtype: ResourceType, version: str, obj: Obj) -> None:
+        """A webhook's patched object decoded and defaulted again (``Schemas.decode``); one
+        that cannot be decoded is 500 InternalError, not 400, as 1.20's mutating dispatcher
+        answers (``apierrors.NewInternalError`` of the decoder's error)."""
+        try:
+            self._schemas.decode(rtype, version, obj)
+        except st.StatusError as exc:
+            if exc.code != 400:
+                raise
+            raise st.new_internal_error(exc.message) from None
 
     def _prepared_create(self, rtype: ResourceType, version: str, body: Obj) -> None:
         """``body`` (mutated by the webhooks) as 1.20's ``rest.BeforeCreate`` makes it after
@@ -186,8 +198,8 @@ class AdmittedWrites:
     def _update_once(self, review: Review, rv: int, current: Obj, new: Obj) -> Obj:
         attrs = review.attrs
         rtype = attrs.rtype
-        new = review.mutate(new, current, lambda o: self._schemas.decode(rtype, attrs.version, o)) \
-            or new
+        new = review.mutate(new, current,
+                            lambda o: self._decode_patched(rtype, attrs.version, o)) or new
         new = self._prepared(attrs, new, current)
 
         def same(cur: Obj) -> Obj:

@@ -235,11 +235,14 @@ def test_an_update_is_done_again_when_the_object_changed_during_the_webhook(
 @pytest.mark.parametrize("answer, message", [
     ({"allowed": True, "patchType": "JSONPatch", "patch": "bm90IGpzb24="}, "does not apply"),
     ({"allowed": True, "patchType": "Merge", "patch": "e30="}, "unsupported patch type"),
+    (json_patch([{"op": "add", "path": "/data/n", "value": 9}]),
+     'Internal error occurred: ConfigMap in version "v1" cannot be handled as a ConfigMap'),
 ])
 def test_a_bad_patch_is_an_internal_error(embedded_api_client: kubernetes.client.ApiClient,
                                           answer: dict[str, Any], message: str) -> None:
-    """A mutating webhook's patch that is no JSON patch, or of another type: 500, nothing
-    stored."""
+    """A mutating webhook's patch that is no JSON patch, of another type, or that gives the
+    object a value its type cannot decode (1.20's dispatcher: NewInternalError): 500,
+    nothing stored."""
     with webhook_double(lambda request: answer) as wh:
         register(embedded_api_client, "MutatingWebhookConfiguration", [
             hook("m.example.com", wh.url("/m"), wh.ca_bundle, resources=["configmaps"],
