@@ -135,7 +135,7 @@ class AdmittedWrites:
         ``rest.BeforeUpdate``)."""
         meta = new.get("metadata")
         sent = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        if sent not in (None, "") and str(sent) != str(current["metadata"]["resourceVersion"]):
+        if sent not in (None, "") and str(sent) != str(current["metadata"].get("resourceVersion")):
             raise st.conflict(attrs.rtype.group, attrs.rtype.plural, attrs.name,
                               st.MODIFIED_CONFLICT)
         obj = prepare_for_update(attrs.rtype, new, current, attrs.subresource)
