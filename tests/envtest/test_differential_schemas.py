@@ -353,3 +353,38 @@ def test_custom_resource_tables(both: Pair) -> None:
 
     real, embedded = both.run(scenario)
     assert real == embedded
+
+
+def test_an_update_is_validated_after_prepare_for_update_and_its_version_check(
+        both: Pair) -> None:
+    """No webhook: as 1.20's ``Store.Update`` (resourceVersion check, then
+    ``rest.BeforeUpdate``: PrepareForUpdate, then validation), a PUT of a custom resource
+    whose ``status`` breaks the schema is accepted (the stored status is kept), a PUT of
+    ``/status`` whose ``spec`` breaks it too (the stored spec is kept), and a stale PUT
+    that is invalid too is 409, not 422."""
+    def scenario(t: Target) -> Any:
+        group = f"p{t.ns[-6:]}.kinrun.dev"
+        crd = _schema_crd(group)
+        version = crd["spec"]["versions"][0]
+        version["subresources"] = {"status": {}}
+        version["schema"]["openAPIV3Schema"]["properties"]["status"] = {
+            "type": "object", "properties": {"phase": {"type": "string", "enum": ["Ready"]}}}
+        post(t, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        path = f"/apis/{group}/v1/namespaces/{t.ns}/gizmos"
+        _wait_served(t, path)
+        made = post(t, path, {"apiVersion": f"{group}/v1", "kind": "Gizmo",
+                              "metadata": {"name": "g"}, "spec": {"mode": "a"}}).body
+        out = {}
+        for step, at, change in (("main", "g", {"status": {"phase": "Bad"}}),
+                                 ("status", "g/status", {"spec": {"mode": "c"}})):
+            body = {**t.kube.get(f"{path}/g").body, **change}
+            resp = t.kube.request("PUT", f"{path}/{at}", body)
+            out[step] = outcome(resp) if resp.status >= 300 else (
+                resp.status, resp.body["spec"], resp.body.get("status"))
+        stale = {**made, "spec": {"mode": "c"}}
+        out["stale"] = outcome(t.kube.request("PUT", f"{path}/g", stale))
+        return out
+
+    real = check(both, scenario)
+    assert real["main"] == (200, {"mode": "a", "replicas": 1}, None)
+    assert real["stale"]["code"] == 409

@@ -15,7 +15,7 @@ from webhook_double import configuration, hook, json_patch, webhook_double
 
 from .conftest import Pair, Target
 from .normalize import status_view
-from .test_differential import check
+from .test_differential import APPLY, _wait_served, check
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 WAIT = 30.0  # seconds: kube-apiserver notices a new configuration through an informer
@@ -253,3 +253,226 @@ def test_apply_status_and_selectors_as_kube_apiserver(both: Pair) -> None:
                 for r in real["requests"]] == [
             ("CREATE", "configmaps", None), ("UPDATE", "configmaps", None),
             ("UPDATE", "configmaps", None), ("UPDATE", "pods", "status")], real["requests"]
+
+
+def _gizmo_crd(group: str) -> dict[str, Any]:
+    """Gizmos: ``spec.mode`` required, one of a/b; ``status.phase`` one of Ready/Pending; a
+    status subresource."""
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["mode"],
+                 "properties": {"mode": {"type": "string", "enum": ["a", "b"]}}},
+        "status": {"type": "object",
+                   "properties": {"phase": {"type": "string", "enum": ["Ready", "Pending"]}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"gizmos.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo",
+                               "listKind": "GizmoList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}}}]}}
+
+
+def gizmo_answer(request: dict[str, Any]) -> dict[str, Any]:
+    """Driven by the object's labels: ``fill`` adds a missing ``spec.mode`` (a), ``break``
+    sets it to c (not in its enum); on the status subresource ``status: spec`` sets
+    ``spec.mode`` to c (PrepareForUpdate drops it) and ``status: bad`` sets ``status.phase``
+    to Bad."""
+    obj = request.get("object") or {}
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    spec = obj.get("spec")
+
+    def mode(value: str) -> dict[str, Any]:   # an applied ``spec: {}`` may come as null
+        return {"op": "add", "path": "/spec/mode", "value": value} if isinstance(spec, dict) \
+            else {"op": "add", "path": "/spec", "value": {"mode": value}}
+    ops: list[dict[str, Any]] = []
+    if request.get("subResource") == "status":
+        if labels.get("status") == "spec":
+            ops.append(mode("c"))
+        if labels.get("status") == "bad":
+            ops.append({"op": "add", "path": "/status", "value": {"phase": "Bad"}})
+    elif labels.get("break") == "yes":
+        ops.append(mode("c"))
+    elif labels.get("fill") == "yes" and "mode" not in (spec or {}):
+        ops.append(mode("a"))
+    return json_patch(ops) if ops else {"allowed": True}
+
+
+def test_updates_are_validated_after_the_mutating_webhooks(both: Pair) -> None:
+    """As 1.20 (``rest.BeforeUpdate`` after the mutating admission transformers): a PUT, a
+    merge and a JSON patch, a server-side apply (and one that creates) and a dry run that
+    lack a required field are accepted when a webhook fills it, refused (422, the same
+    message) when a webhook makes them invalid; on the status subresource a webhook's
+    change of ``spec`` is dropped by PrepareForUpdate, an invalid ``status`` refused."""
+    with webhook_double(gizmo_answer) as wh:
+        def scenario(t: Target) -> Any:
+            group = f"u{t.ns[-6:]}.kinrun.dev"
+            made = t.kube.request("POST", "/apis/apiextensions.k8s.io/v1/"
+                                  "customresourcedefinitions", _gizmo_crd(group))
+            assert made.status == 201, made.body
+            path = f"/apis/{group}/v1/namespaces/{t.ns}/gizmos"
+            _wait_served(t, path)
+
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook("g.diff.example.com", wh.url("/g"), wh.ca_bundle, resources=[],
+                             operations=[], namespace=t.ns, rules=[{
+                                 "apiGroups": [group], "apiVersions": ["v1"],
+                                 "resources": ["gizmos", "gizmos/status"],
+                                 "operations": ["CREATE", "UPDATE"]}])]
+            registered_ = registered(t, hooks_of, ("MutatingWebhookConfiguration",))
+            try:
+                until(lambda: t.kube.request("POST", path, gizmo(group, "probe", {}, fill="yes"),
+                                             query={"dryRun": "All"}).status == 201,
+                      f"{t.name}: the webhook in force")
+                wh.requests.clear()
+                # which calls, not how many: kube-apiserver tries a failed update again
+                # only when its first try used the watch cache's copy (timing)
+                return _update_steps(t, group, path) | {"requests": sorted(
+                    {(r["operation"], r.get("subResource") or "") for r in wh.requests})}
+            finally:
+                unregister(t, registered_)
+
+        real = check(both, scenario)
+        filled = [k for k, v in real.items() if isinstance(v, tuple) and v[1] == {"mode": "a"}]
+        assert sorted(filled) == ["apply_create_filled", "apply_filled", "dry_filled",
+                                  "json_filled", "merge_filled", "put_filled"], real
+        refused = {k: (v["code"], v["message"].split(": ", 1)[1]) for k, v in real.items()
+                   if isinstance(v, dict) and "code" in v}
+        assert refused == {"put_unfilled": (422, "spec.mode: Required value")} | {
+            k: (422, 'spec.mode: Unsupported value: "c": supported values: "a", "b"')
+            for k in ("put_broken", "merge_broken", "apply_broken", "apply_create_broken")} | {
+            "status_broken": (422, 'status.phase: Unsupported value: "Bad": supported values: '
+                              '"Ready", "Pending"')}, refused
+        assert real["status_spec_dropped"] == (200, {"mode": "b"}, {"phase": "Ready"})
+        assert real["dry_kept"] == {"mode": "b"}
+
+
+def gizmo(group: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
+    return {"apiVersion": f"{group}/v1", "kind": "Gizmo", "metadata": meta, "spec": spec}
+
+
+def _update_steps(t: Target, group: str, path: str) -> dict[str, Any]:
+    """The writes of :func:`test_updates_are_validated_after_the_mutating_webhooks`: each
+    answer as (code, spec, status) or, when refused, its status_view."""
+    def out(resp: Any) -> Any:
+        if resp.status >= 300:
+            return status_view(resp)
+        return resp.status, resp.body.get("spec"), resp.body.get("status")
+
+    def write(method: str, name: str, body: Any, content_type: str = "application/json",
+              **query: str) -> Any:
+        return out(t.kube.request(method, f"{path}/{name}", body, content_type=content_type,
+                                  query=query or None))
+
+    def put(name: str, spec: dict[str, Any], **labels: str) -> Any:
+        current = t.kube.get(f"{path}/{name}").body
+        body = gizmo(group, name, spec, **labels)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return write("PUT", name, body)
+
+    merge, jsonp = "application/merge-patch+json", "application/json-patch+json"
+    steps: dict[str, Any] = {}
+    for name, labels in (("p", {}), ("m", {"fill": "yes"}), ("j", {"fill": "yes"}),
+                         ("d", {"fill": "yes"}), ("s", {"status": "spec"})):
+        t.kube.request("POST", path, gizmo(group, name, {"mode": "b"}, **labels))
+    steps["put_unfilled"] = put("p", {})
+    steps["put_filled"] = put("p", {}, fill="yes")
+    steps["put_broken"] = put("p", {"mode": "b"}, **{"break": "yes"})
+    steps["merge_filled"] = write("PATCH", "m", {"spec": {"mode": None}}, merge)
+    steps["json_filled"] = write("PATCH", "j", [{"op": "remove", "path": "/spec/mode"}], jsonp)
+    steps["merge_broken"] = write("PATCH", "j", {"metadata": {"labels": {"break": "yes"}}},
+                                  merge)
+    steps["dry_filled"] = write("PATCH", "d", {"spec": {"mode": None}}, merge, dryRun="All")
+    steps["dry_kept"] = t.kube.get(f"{path}/d").body["spec"]
+    apply = {"content_type": APPLY, "fieldManager": "diff"}
+    steps["apply_create_filled"] = write("PATCH", "a", gizmo(group, "a", {}, fill="yes"),
+                                         **apply)
+    write("PATCH", "b", gizmo(group, "b", {"mode": "b"}), **apply)
+    steps["apply_filled"] = write("PATCH", "b", gizmo(group, "b", {}, fill="yes"), **apply)
+    write("PATCH", "k", gizmo(group, "k", {"mode": "a"}), **apply)
+    steps["apply_broken"] = write("PATCH", "k", gizmo(group, "k", {"mode": "a"},
+                                                      **{"break": "yes"}), **apply)
+    steps["apply_create_broken"] = write("PATCH", "n", gizmo(group, "n", {"mode": "a"},
+                                                             **{"break": "yes"}), **apply)
+    steps["status_spec_dropped"] = write("PATCH", "s/status", {"status": {"phase": "Ready"}},
+                                         merge)
+    write("PATCH", "s", {"metadata": {"labels": {"status": "bad"}}}, merge)
+    steps["status_broken"] = write("PATCH", "s/status", {"status": {"phase": "Pending"}}, merge)
+    steps["stored"] = {o["metadata"]["name"]: (o["spec"], o.get("status"))
+                       for o in t.kube.get(path).body["items"]}
+    return steps
+
+
+def test_a_create_is_prepared_after_the_mutating_webhooks(both: Pair) -> None:
+    """1.20's ``rest.BeforeCreate`` (PrepareForCreate) runs after mutating admission: the
+    webhook sees a Pod's status as sent, and the stored ``qosClass`` follows the limits the
+    webhook added (Guaranteed, not BestEffort)."""
+    limits = {"cpu": "100m", "memory": "64Mi"}
+    with webhook_double(lambda request: json_patch([{
+            "op": "add", "path": "/spec/containers/0/resources",
+            "value": {"limits": limits}}])) as wh:
+        def scenario(t: Target) -> Any:
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook("qos.diff.example.com", wh.url("/q"), wh.ca_bundle,
+                             resources=["pods"], operations=["CREATE"], namespace=t.ns)]
+            made = registered(t, hooks_of, ("MutatingWebhookConfiguration",))
+            pods = f"/api/v1/namespaces/{t.ns}/pods"
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                   "status": {"phase": "Running"}}
+            try:
+                until(lambda: bool(t.kube.request("POST", pods, pod, query={
+                    "dryRun": "All"}).body["spec"]["containers"][0].get("resources")),
+                    f"{t.name}: the webhook in force")
+                wh.requests.clear()
+                created = t.kube.request("POST", pods, pod)
+                return {"code": created.status, "status": created.body.get("status"),
+                        "resources": created.body["spec"]["containers"][0].get("resources"),
+                        "seen": [r["object"].get("status") for r in wh.requests]}
+            finally:
+                unregister(t, made)
+
+        real = check(both, scenario)
+        assert real["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}, real
+        assert real["seen"] == [{"phase": "Running"}], real
+
+
+def test_a_webhook_patch_that_cannot_be_decoded_is_an_internal_error(both: Pair) -> None:
+    """A mutating webhook's patch giving a ConfigMap a number in ``data``: 500 InternalError
+    (1.20's mutating dispatcher decodes the patched object: ``apierrors.NewInternalError``
+    of the decoder's error), on a create and an update alike; nothing stored. The text after
+    ``Internal error occurred:`` is the decoder's (json-iterator's on the real server)."""
+    with webhook_double(lambda request: json_patch([
+            {"op": "add", "path": "/data/n", "value": 9}])) as wh:
+        def scenario(t: Target) -> Any:
+            cms = f"/api/v1/namespaces/{t.ns}/configmaps"
+            assert t.kube.request("POST", cms, cm("a", k="v")).status == 201
+
+            def hooks_of(kind: str) -> list[dict[str, Any]]:
+                return [hook("num.diff.example.com", wh.url("/n"), wh.ca_bundle,
+                             resources=["configmaps"], operations=["CREATE", "UPDATE"],
+                             namespace=t.ns)]
+            made = registered(t, hooks_of, ("MutatingWebhookConfiguration",))
+            try:
+                until(lambda: t.kube.request("POST", cms, cm("probe"),
+                                             query={"dryRun": "All"}).status != 201,
+                      f"{t.name}: the webhook in force")
+                out = {}
+                for step, resp in (
+                        ("create", t.kube.request("POST", cms, cm("b"))),
+                        ("update", t.kube.request(
+                            "PATCH", f"{cms}/a", {"data": {"k": "w"}},
+                            content_type="application/merge-patch+json"))):
+                    view = status_view(resp)
+                    out[step] = (view["code"], view["reason"],
+                                 str(view["message"]).split(": ")[0],
+                                 len((view.get("details") or {}).get("causes") or []))
+                out["stored"] = (t.kube.get(f"{cms}/a").body["data"],
+                                 t.kube.get(f"{cms}/b").status)
+                return out
+            finally:
+                unregister(t, made)
+
+        real = check(both, scenario)
+        assert real["create"] == (500, "InternalError", "Internal error occurred", 1)

@@ -40,7 +40,6 @@ from .scale import scale_of, with_replicas
 from .schemas import SchemaCheck
 from .store import CRDS, Entry, Store
 from .validation import check_decodable
-from .strategy import prepare_for_update, reset_status
 from .watch import Watcher, error_line
 from .webhooks import Webhooks
 
@@ -521,8 +520,7 @@ class Api:
             return json_answer(201, self._out(t, review(body)))
         self._check_identity(t, body, need_name=False)
         self.schemas.decode(t.rtype, t.version, body)   # validated after mutating admission
-        body = self._record(req, t, None, body)
-        reset_status(t.rtype, body)
+        body = self._record(req, t, None, body)   # status reset after mutating admission
         warnings: list[str] = []
         created = self.writes.create(t.rtype, t.version, body, namespace=t.namespace,
                                      dry_run=_dry_run(req), warnings=warnings)
@@ -534,12 +532,12 @@ class Api:
             return self._write_scale(req, t, lambda _scale: body)
         self._check_type(t, body)
         self._check_identity(t, body, need_name=True)
-        self.schemas.admit(t.rtype, t.version, body)
+        self.schemas.decode(t.rtype, t.version, body)   # validated after mutating admission
 
         def mutate(current: Obj) -> Obj:
-            # as 1.20: ownership is computed before the strategy resets status (or spec)
-            return prepare_for_update(t.rtype, self._record(req, t, current, body), current,
-                                      t.subresource)
+            # as 1.20: ownership is computed before the strategy resets status (or spec),
+            # which AdmittedWrites.update does after the mutating webhooks
+            return self._record(req, t, current, body)
 
         return self._admitted_update(req, t, mutate)
 
@@ -561,9 +559,8 @@ class Api:
         def mutate(current: Obj) -> Obj:
             patched = patches.apply_patch(content_type, current, patch_body)
             check_decodable(t.rtype, t.version, patched)
-            self.schemas.admit(t.rtype, t.version, patched)
-            patched = self._record(req, t, current, patched)
-            return prepare_for_update(t.rtype, patched, current, t.subresource)
+            self.schemas.decode(t.rtype, t.version, patched)   # validated after admission
+            return self._record(req, t, current, patched)
 
         return self._admitted_update(req, t, mutate)
 
@@ -596,8 +593,8 @@ class Api:
                                              api_version=api_version, now=self.store.now(),
                                              subresource=t.subresource, defaults=defaults,
                                              schema=schema)
-            self.schemas.admit(t.rtype, t.version, merged)
-            return prepare_for_update(t.rtype, merged, current, t.subresource)
+            self.schemas.decode(t.rtype, t.version, merged)   # validated after admission
+            return merged
 
         def create() -> Obj:
             if t.subresource:
@@ -605,15 +602,15 @@ class Api:
             obj = server_side_apply.apply(None, applied, manager=manager, force=force,
                                           api_version=api_version, now=self.store.now(),
                                           defaults=defaults, schema=schema)
-            self.schemas.admit(t.rtype, t.version, obj)
-            reset_status(t.rtype, obj)
-            return obj
+            self.schemas.decode(t.rtype, t.version, obj)   # status reset, validated after
+            return obj                                      # mutating admission
 
         return self._admitted_update(req, t, mutate, create)
 
     def _admitted_update(self, req: Request, t: Target, mutate: Any,
                          create: Any = None) -> Answer:
-        """``mutate`` (and ``create`` for an apply) through the admission webhooks."""
+        """``mutate`` (``admission.Mutate``; ``create`` for an apply) through the admission
+        webhooks, which prepare and validate the result after the mutating ones."""
         warnings: list[str] = []
         obj, created = self.writes.update(t.rtype, t.version, t.subresource, t.namespace,
                                           t.name, mutate, dry_run=_dry_run(req),

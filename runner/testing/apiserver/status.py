@@ -158,6 +158,14 @@ def internal_error(message: str, code: int = 500) -> StatusError:
     return StatusError(code, reason, message)
 
 
+def new_internal_error(message: str) -> StatusError:
+    """500 InternalError as 1.20's ``apierrors.NewInternalError(err)``: the message
+    ``Internal error occurred: ERR`` and ``ERR`` again as the one cause."""
+    error = internal_error(f"Internal error occurred: {message}")
+    error.details = {"causes": [{"message": message}]}
+    return error
+
+
 def forbidden(group: str, resource: str, name: str, why: str) -> StatusError:
     """403 Forbidden (as apierrors.NewForbidden)."""
     return StatusError(403, "Forbidden", f'{_qualified(group, resource)} "{name}" is forbidden: {why}',

@@ -304,11 +304,8 @@ class Webhooks:
 
 
 def _failed_call(message: str) -> st.StatusError:
-    """500 InternalError as apierrors.NewInternalError: the message prefixed, and the error
-    again as the one cause."""
-    error = st.internal_error(f"Internal error occurred: {message}")
-    error.details = {"causes": [{"message": message}]}
-    return error
+    """500 InternalError as apierrors.NewInternalError (``status.new_internal_error``)."""
+    return st.new_internal_error(message)
 
 
 def _response_of(answer: Any, uid: str) -> Obj:

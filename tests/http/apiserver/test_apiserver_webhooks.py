@@ -235,11 +235,14 @@ def test_an_update_is_done_again_when_the_object_changed_during_the_webhook(
 @pytest.mark.parametrize("answer, message", [
     ({"allowed": True, "patchType": "JSONPatch", "patch": "bm90IGpzb24="}, "does not apply"),
     ({"allowed": True, "patchType": "Merge", "patch": "e30="}, "unsupported patch type"),
+    (json_patch([{"op": "add", "path": "/data/n", "value": 9}]),
+     'Internal error occurred: ConfigMap in version "v1" cannot be handled as a ConfigMap'),
 ])
 def test_a_bad_patch_is_an_internal_error(embedded_api_client: kubernetes.client.ApiClient,
                                           answer: dict[str, Any], message: str) -> None:
-    """A mutating webhook's patch that is no JSON patch, or of another type: 500, nothing
-    stored."""
+    """A mutating webhook's patch that is no JSON patch, of another type, or that gives the
+    object a value its type cannot decode (1.20's dispatcher: NewInternalError): 500,
+    nothing stored."""
     with webhook_double(lambda request: answer) as wh:
         register(embedded_api_client, "MutatingWebhookConfiguration", [
             hook("m.example.com", wh.url("/m"), wh.ca_bundle, resources=["configmaps"],
@@ -304,3 +307,132 @@ def test_generated_webhooks_skip_kinrun_own_objects(
     assert call(embedded_api_client, "POST", CMS, body=cm("own", labels=labels)).status == 201
     other = dict(labels, **{"app.kubernetes.io/instance": "kinrun-y"})
     assert call(embedded_api_client, "POST", CMS, body=cm("other", labels=other)).status == 500
+
+
+GIZMOS = "/apis/ex.com/v1/namespaces/default/gizmos"
+GIZMO_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gizmos.ex.com"},
+    "spec": {"group": "ex.com", "scope": "Namespaced",
+             "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                               "spec": {"type": "object", "required": ["mode"], "properties": {
+                                   "mode": {"type": "string", "enum": ["a", "b"]}}},
+                               "status": {"type": "object", "properties": {
+                                   "phase": {"type": "string"}}}}}}}]}}
+APPLY = "application/apply-patch+yaml"
+
+
+def gizmo(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "ex.com/v1", "kind": "Gizmo", "metadata": {"name": name},
+            "spec": spec}
+
+
+def _write_without_mode(client: Any, verb: str, new: str = "new") -> Any:
+    """Gizmo ``g`` (stored with ``mode: b``; for apply-create the missing gizmo ``new``)
+    written by ``verb`` so that the written object lacks the required ``spec.mode``."""
+    path = f"{GIZMOS}/g"
+    if verb == "put":
+        body = call(client, "GET", path).body
+        del body["spec"]["mode"]
+        return call(client, "PUT", path, body=body)
+    if verb == "merge":
+        return call(client, "PATCH", path, body={"spec": {"mode": None}},
+                    content_type="application/merge-patch+json")
+    if verb == "json":
+        return call(client, "PATCH", path, body=[{"op": "remove", "path": "/spec/mode"}],
+                    content_type="application/json-patch+json")
+    if verb == "dry-run":
+        return call(client, "PATCH", path, body={"spec": {"mode": None}},
+                    content_type="application/merge-patch+json", query={"dryRun": "All"})
+    name = "g" if verb == "apply" else new
+    return call(client, "PATCH", f"{GIZMOS}/{name}", body=gizmo(name, {}),
+                content_type=APPLY, query={"fieldManager": "m"})
+
+
+@pytest.mark.parametrize("verb", ["put", "merge", "json", "apply", "apply-create", "dry-run"])
+def test_an_update_is_validated_after_the_mutating_webhooks(
+        embedded_api_client: kubernetes.client.ApiClient, verb: str) -> None:
+    """kube-apiserver 1.20 validates an update after mutating admission (``rest.BeforeUpdate``
+    after ``DefaultUpdatedObjectInfo``'s transformers): an update lacking the required
+    ``spec.mode`` is 422 without a webhook, accepted when one fills it (the webhook saw it
+    without), and 422 naming the value when a webhook sets one its enum refuses; the
+    differential test is ``test_updates_are_validated_after_the_mutating_webhooks``."""
+    client = embedded_api_client
+    assert call(client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                body=GIZMO_CRD).status == 201
+    assert call(client, "PATCH", f"{GIZMOS}/g", body=gizmo("g", {"mode": "b"}),
+                content_type=APPLY, query={"fieldManager": "m"}).status == 201
+    missing = _write_without_mode(client, verb)
+    assert (missing.status, missing.body["message"]) == (
+        422, f'Gizmo.ex.com "{"new" if verb == "apply-create" else "g"}" is invalid: '
+        'spec.mode: Required value')
+    value = "a"
+    with webhook_double(lambda request: json_patch([{
+            "op": "add", "path": "/spec/mode", "value": value}])) as wh:
+        register(client, "MutatingWebhookConfiguration", [
+            hook("fill.example.com", wh.url("/m"), wh.ca_bundle, resources=[], operations=[],
+                 rules=[{"apiGroups": ["ex.com"], "apiVersions": ["v1"],
+                         "resources": ["gizmos"], "operations": ["CREATE", "UPDATE"]}])])
+        filled = _write_without_mode(client, verb)
+        assert (filled.status, filled.body["spec"]) == (
+            201 if verb == "apply-create" else 200, {"mode": "a"}), filled.body
+        assert "mode" not in wh.requests[0]["object"]["spec"]
+        assert wh.requests[0]["operation"] == ("CREATE" if verb == "apply-create" else "UPDATE")
+        value = "c"
+        broken = _write_without_mode(client, verb, new="other")
+    assert (broken.status, broken.body["message"].split(": ", 1)[1]) == (
+        422, 'spec.mode: Unsupported value: "c": supported values: "a", "b"'), broken.body
+    stored = call(client, "GET", f"{GIZMOS}/g").body["spec"]
+    assert stored == {"mode": "b" if verb in ("dry-run", "apply-create") else "a"}
+    assert call(client, "GET", f"{GIZMOS}/other").status == 404
+
+
+def test_a_status_update_drops_a_webhooks_change_of_spec_and_validates_status(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """On the status subresource the mutating webhook sees the object as sent; 1.20's
+    PrepareForUpdate then keeps the stored ``spec`` (a webhook's change of it is dropped,
+    not refused) before validation, which refuses the ``status`` a webhook made invalid
+    (here: not a string)."""
+    client = embedded_api_client
+    assert call(client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                body=GIZMO_CRD).status == 201
+    assert call(client, "POST", GIZMOS, body=gizmo("g", {"mode": "b"})).status == 201
+    ops = [{"op": "add", "path": "/spec/mode", "value": "c"}]
+    with webhook_double(lambda request: json_patch(ops)) as wh:
+        register(client, "MutatingWebhookConfiguration", [
+            hook("st.example.com", wh.url("/m"), wh.ca_bundle, resources=[], operations=[],
+                 rules=[{"apiGroups": ["ex.com"], "apiVersions": ["v1"],
+                         "resources": ["gizmos/status"], "operations": ["UPDATE"]}])])
+        kept = call(client, "PATCH", f"{GIZMOS}/g/status", body={"status": {"phase": "Ready"}},
+                    content_type="application/merge-patch+json")
+        assert kept.status == 200, kept.body
+        assert (kept.body["spec"], kept.body["status"]) == ({"mode": "b"}, {"phase": "Ready"})
+        ops[:] = [{"op": "add", "path": "/status/phase", "value": 7}]
+        body = call(client, "GET", f"{GIZMOS}/g").body
+        refused = call(client, "PUT", f"{GIZMOS}/g/status", body=body)
+    assert refused.status == 422, refused.body
+    assert [c["field"] for c in refused.body["details"]["causes"]] == ["status.phase"]
+    assert [r["subResource"] for r in wh.requests] == ["status"] * 3   # a failed try: twice
+
+
+def test_a_created_pods_status_is_reset_after_the_mutating_webhooks(
+        embedded_api_client: kubernetes.client.ApiClient) -> None:
+    """1.20's PrepareForCreate runs after mutating admission: the webhook sees the status as
+    sent, and the qosClass follows the limits it added (differential test
+    ``test_a_create_is_prepared_after_the_mutating_webhooks``)."""
+    with webhook_double(lambda request: json_patch([{
+            "op": "add", "path": "/spec/containers/0/resources",
+            "value": {"limits": {"cpu": "1", "memory": "1Gi"}}}])) as wh:
+        register(embedded_api_client, "MutatingWebhookConfiguration", [
+            hook("qos.example.com", wh.url("/q"), wh.ca_bundle, resources=["pods"],
+                 operations=["CREATE"])])
+        made = call(embedded_api_client, "POST", "/api/v1/namespaces/default/pods", body={
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Running"}})
+    assert made.status == 201, made.body
+    assert made.body["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+    assert wh.requests[0]["object"]["status"] == {"phase": "Running"}
