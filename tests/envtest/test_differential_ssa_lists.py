@@ -303,3 +303,18 @@ def test_update_of_reordered_and_removed_items(both: Pair) -> None:
     assert real["put"][2] == {
         'k:{"name":"c"}': {"f:image": {}},
         'k:{"name":"d"}': {"f:env": {'k:{"name":"B"}': {".": {}, "f:name": {}, "f:value": {}}}}}
+
+
+def test_an_applied_empty_map_filled_by_the_next_apply_is_kept(both: Pair) -> None:
+    """A manager that applied ``data: {}`` (it owns ``f:data: {}``) and then applies
+    ``data: {k: v}``: the map is kept with its new key, not pruned as a field the manager
+    stopped applying (it still applies under it)."""
+    def scenario(t: Target) -> Any:
+        path = f"/api/v1/namespaces/{t.ns}/configmaps/c"
+        first = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+        ssa(t, path, first, "a")
+        second = ssa(t, path, {**first, "data": {"k": "v"}}, "a")
+        return second.status, second.body.get("data"), _applied(second.body)
+
+    real = check(both, scenario)
+    assert real[1] == {"k": "v"}

@@ -138,7 +138,7 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     others = [m for m in managers if m is not last]
     wanted = set(field_paths(applied, schema))
     merged = merge(live or {}, applied, schema)
-    for path in sorted((last.fields if last else set()) - wanted, key=path_key):
+    for path in _stopped_applying(last.fields if last else set(), wanted):
         if not any(m.owns(path) for m in others):
             merged = _without(merged, path, schema)
     if defaults is not None:
@@ -156,6 +156,15 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     if manager == KUBECTL and LAST_APPLIED in ((result.get("metadata") or {}).get("annotations") or {}):
         result = _with_last_applied(result, applied)
     return result
+
+
+def _stopped_applying(before: frozenset[Path] | set[Path], wanted: set[Path]) -> list[Path]:
+    """The fields a manager applied last time and not now, in path order, but for those it
+    still applies under: an empty map applied before (``data: {}``, a leaf then) and filled
+    now is the parent of the new fields, not a field to prune (as structured-merge-diff's
+    prune, which removes only what the new applied set no longer reaches)."""
+    parents = {path[:i] for path in wanted for i in range(1, len(path))}
+    return sorted((p for p in before if p not in wanted and p not in parents), key=path_key)
 
 
 def _conflicts(others: list[Manager], changed: frozenset[Path]) -> list[tuple[Manager, list[Path]]]:
