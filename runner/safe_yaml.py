@@ -50,6 +50,21 @@ _SCALAR_UNIT = 1024
 SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """The default loader class: PyYAML's C safe loader when built, else the Python one."""
 
+
+class ObjectLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
+    """:data:`SAFE_LOADER` reading YAML as Kubernetes reads objects (sigs.k8s.io/yaml: YAML to
+    JSON, then JSON): a timestamp stays the string written (``2024-05-01T10:00:00Z``, which a
+    safe loader makes a datetime that serialises as ``...+00:00``), and a plain ``=`` is the
+    string ``=``. For every Kubernetes object kinrun reads or renders (manifests, test files,
+    seed files, the embedded server's bodies). Not thread-safe per instance (as every
+    PyYAML loader; :func:`load` makes one per document)."""
+
+
+ObjectLoader.add_constructor("tag:yaml.org,2002:timestamp",
+                             yaml.constructor.SafeConstructor.construct_yaml_str)
+ObjectLoader.add_constructor("tag:yaml.org,2002:value",
+                             yaml.constructor.SafeConstructor.construct_yaml_str)
+
 Source = str | bytes | IO[str] | IO[bytes]
 
 

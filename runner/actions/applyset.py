@@ -65,7 +65,7 @@ from kinrun.actions.kinds import (
     compile_tree, is_itself, own, reconciled_target, resolve_target,
 )
 from kinrun.actions.steps import Step
-from kinrun.config.manifest_kinds import SAFE_LOADER, flatten_documents, literal_kinds
+from kinrun.config.manifest_kinds import flatten_documents, literal_kinds
 from kinrun.errors import ConflictError, NotFoundError
 from kinrun.kube.request import ApiRequest
 from kinrun.kube.resources import split_api_version
@@ -654,7 +654,7 @@ def compile_documents(value: Any, engine: TemplateEngine, loc: SourceLocation
 def parse_yaml_documents(text: str) -> list[Any]:
     """Every YAML document of rendered text; errors -> CheckError naming the rendered line."""
     try:
-        return safe_yaml.load_all(text, SAFE_LOADER)
+        return safe_yaml.load_all(text, safe_yaml.ObjectLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""

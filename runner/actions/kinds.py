@@ -35,8 +35,6 @@ from kinrun.templating import SourceLocation, TemplateEngine, describe, scrub_qu
 
 Render = Callable[[Mapping[str, Any]], Any]
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one."""
 
 # What each kind accepts comes from the config schema (``$defs.action``), the one source of the
 # action vocabulary: fields, required fields, enums and defaults (tests/unit/actions checks that
@@ -143,7 +141,7 @@ def compile_document(value: Any, engine: TemplateEngine, loc: SourceLocation) ->
 def parse_yaml(text: str) -> Any:
     """Parse rendered YAML; errors -> CheckError naming the rendered line."""
     try:
-        return safe_yaml.load(text, _SafeLoader)
+        return safe_yaml.load(text, safe_yaml.ObjectLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
@@ -391,7 +389,7 @@ def _as_written(manifest: Any) -> Any:
     text = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", re.sub(r"\{\{.*?\}\}", _TEMPLATED, text,
                                                      flags=re.S), flags=re.S)
     try:
-        return safe_yaml.load(text, _SafeLoader)
+        return safe_yaml.load(text, safe_yaml.ObjectLoader)
     except yaml.YAMLError:
         return None
 

@@ -3,9 +3,10 @@ their list-map keys.
 
 A server-side apply merges the entries of an ``x-kubernetes-list-type: map`` list by their
 ``x-kubernetes-list-map-keys``; an entry without one of them (a Service port without
-``protocol``, a container port without ``protocol``) cannot be merged: kube-apiserver 1.20
-answers such an apply with 500 (newer releases with 422), every time, so the reconcile could
-never succeed. The schema tells which lists are maps (``kinrun.openapi``: the built-in kinds
+``protocol``) cannot be merged: kube-apiserver 1.20 answers such an apply with 500 (newer
+releases with 422), every time, so the reconcile could never succeed. A key with a default in
+the server's own schema may be left out (a container port's ``protocol``:
+``kinrun.openapi.IN_PROCESS_DEFAULTS``). The schema tells which lists are maps (``kinrun.openapi``: the built-in kinds
 of the emulated release, and CRDs' ``openAPIV3Schema`` from the config's ``crds:`` files).
 
 The manifest is a template: it is read statically, each ``{{ }}`` replaced by a placeholder

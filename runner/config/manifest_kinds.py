@@ -17,7 +17,6 @@ import yaml
 from kinrun import safe_yaml
 from kinrun.kube.resources import split_api_version
 
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """PyYAML's C safe loader where built, else the pure-Python one."""
 _EXPR = re.compile(r"\{\{.*?\}\}", re.S)
 _TAG = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.S)
@@ -30,7 +29,7 @@ def literal_documents(manifests: Any) -> list[Any]:
         return flatten_documents([manifests])
     try:
         return flatten_documents(safe_yaml.load_all(
-            _EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)), SAFE_LOADER))
+            _EXPR.sub("kinrun-placeholder", _TAG.sub("", manifests)), safe_yaml.ObjectLoader))
     except yaml.YAMLError:
         return []
 

@@ -150,12 +150,26 @@ class Schemas:
         return iter(self._by_gvk)
 
 
+IN_PROCESS_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+}
+"""(definition, property) -> default: the ``+default`` markers of 1.20's Go types, which
+kube-apiserver's own schema (the one server-side apply merges with) carries and its
+``/openapi/v2`` document leaves out. A container port without ``protocol`` is so keyed
+``{"containerPort": 80, "protocol": "TCP"}`` and applied (a Service port, without a marker in
+1.20, is refused with 500); differential test ``test_container_port_without_protocol``."""
+
+
 @functools.lru_cache(maxsize=1)
 def builtin_schemas() -> Schemas:
-    """The shipped schemas of kube-apiserver 1.20.2's built-in kinds (loaded once, ~0.1 s).
-    Raises OSError if the package data is missing (a broken install)."""
+    """The shipped schemas of kube-apiserver 1.20.2's built-in kinds (loaded once, ~0.1 s),
+    with :data:`IN_PROCESS_DEFAULTS`. Raises OSError if the package data is missing (a broken
+    install)."""
     data = resources.files(__package__).joinpath(DATA_FILE).read_bytes()
-    return Schemas(orjson.loads(gzip.decompress(data))["definitions"])
+    definitions = orjson.loads(gzip.decompress(data))["definitions"]
+    for (name, prop), default in IN_PROCESS_DEFAULTS.items():
+        definitions[name]["properties"][prop]["default"] = default
+    return Schemas(definitions)
 
 
 def builtin_document() -> dict[str, Any]:

@@ -35,3 +35,23 @@ def test_from_yaml_refuses_a_bomb_in_object_data() -> None:
     with pytest.raises(yaml.YAMLError, match="aliases expand to more than"):
         from_yaml(BOMB)
     assert from_yaml("a: {b: c}") == {"a": {"b": "c"}}
+
+
+STAMPED = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\n"
+           "  annotations: {at: 2024-05-01T10:00:00Z, day: 2024-05-01}\n")
+
+
+def test_object_yaml_keeps_timestamps_as_written(tmp_path: Path) -> None:
+    """A timestamp in a Kubernetes object is the string written, as sigs.k8s.io/yaml reads
+    it: a safe loader made a datetime that was sent as ``2024-05-01T10:00:00+00:00`` (a
+    rendered manifest, a seed file, a ``kinrun test`` object file)."""
+    from kinrun.actions.applyset import parse_yaml_documents
+    from kinrun.actions.kinds import parse_yaml
+    from kinrun.app import load_seed_file
+
+    wanted = {"at": "2024-05-01T10:00:00Z", "day": "2024-05-01"}
+    assert parse_yaml(STAMPED)["metadata"]["annotations"] == wanted
+    assert parse_yaml_documents(STAMPED)[0]["metadata"]["annotations"] == wanted
+    path = tmp_path / "seed.yaml"
+    path.write_text(STAMPED)
+    assert load_seed_file(path)[0]["metadata"]["annotations"] == wanted

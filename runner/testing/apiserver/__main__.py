@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                            controllers=args.controllers == "on") as srv:
         for path in args.load:
             with open(path, encoding="utf-8") as fh:
-                srv.load([doc for doc in safe_yaml.load_all(fh) if doc])
+                srv.load([doc for doc in safe_yaml.load_all(fh, safe_yaml.ObjectLoader) if doc])
         print(f"serving {srv.url}\nkubeconfig {srv.kubeconfig_path}", flush=True)
         try:
             stop.wait()

@@ -82,31 +82,39 @@ def merge(live: Any, applied: Any, schema: Schema | None = None, root: bool = Tr
     return out_list
 
 
-def _without(obj: Any, path: Path, schema: Schema | None, root: bool = True) -> Any:
-    """A copy of ``obj`` without ``path`` (a field, or a list item by its ``Item``), copying
-    only the maps and lists along it."""
-    if not path:
+def _without(obj: Any, paths: list[Path], schema: Schema | None, owned: frozenset[Path],
+             at: Path = ()) -> Any:
+    """A copy of ``obj`` (at path ``at``; () the object) without each of ``paths`` (a field,
+    or a list item by its ``Item``), in one walk, copying only the maps and lists along them
+    (linear in what they reach: an apply that prunes half of a 2,000-item list was
+    quadratic). A map or list that loses its last entry this way becomes null, as
+    structured-merge-diff's ``RemoveItems`` leaves it, unless a manager owns it whole
+    (``owned``: an applier that now applies ``spec: {}`` keeps ``spec: {}``): a built-in
+    kind's decode then drops the field (Go omits it); a CRD's schema may refuse it (1.20's 422
+    ``must be of type array: "null"``; differential tests)."""
+    if not paths:
         return obj
-    part = path[0]
-    if isinstance(part, Item):
-        items = elements(schema, obj)
-        if items is None or part not in items:
-            return obj
-        index = items.index(part)
-        out_list = list(obj)
-        if len(path) == 1:
-            del out_list[index]
-        else:
-            out_list[index] = _without(obj[index], path[1:], item_schema(schema), False)
-        return out_list
-    if not isinstance(obj, dict) or part not in obj:
-        return obj
-    out = dict(obj)
-    if len(path) == 1:
-        del out[part]
+    here: dict[Any, list[Path]] = {}   # first element -> the rest of each path through it
+    for path in paths:
+        here.setdefault(path[0], []).append(path[1:])
+    if isinstance(obj, dict):
+        out = dict(obj)
+        for part, rests in here.items():
+            if isinstance(part, Item) or part not in out:
+                continue
+            if not all(rests):
+                del out[part]
+            else:
+                out[part] = _without(out[part], rests, child(schema, part, not at), owned,
+                                     (*at, part))
     else:
-        out[part] = _without(obj[part], path[1:], child(schema, part, root), False)
-    return out
+        items = elements(schema, obj)
+        if items is None:
+            return obj
+        out = [value if item not in here else
+               _without(value, here[item], item_schema(schema), owned, (*at, item))
+               for item, value in zip(items, obj) if item not in here or all(here[item])]
+    return out if out or not at or not obj or at in owned else None
 
 
 def _starting_managers(live: Obj | None, api_version: str, now: str,
@@ -138,9 +146,10 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     others = [m for m in managers if m is not last]
     wanted = set(field_paths(applied, schema))
     merged = merge(live or {}, applied, schema)
-    for path in _stopped_applying(last.fields if last else set(), wanted):
-        if not any(m.owns(path) for m in others):
-            merged = _without(merged, path, schema)
+    owned = frozenset(wanted).union(*(m.fields for m in others))
+    merged = _without(merged, [path for path in _stopped_applying(
+        last.fields if last else set(), wanted) if not any(m.owns(path) for m in others)],
+        schema, owned)
     if defaults is not None:
         merged = defaults(merged)
     change = compare(live, merged, schema)

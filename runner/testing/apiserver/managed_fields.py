@@ -153,13 +153,20 @@ def _collect(obj: Any, schema: Schema | None, prefix: Path, out: dict[Path, Any]
              nodes: bool, required: bool = False) -> None:
     """Paths of ``obj`` into ``out``; ``nodes``: also an associative list itself, as a
     comparison records a list it sees added (``"."`` in fieldsV1), unless ``required`` (Go
-    encodes such a field always: a create compares with the zero value, where it is null)."""
+    encodes such a field always: a create compares with the zero value, where it is null).
+    Without ``nodes`` (an applied object's set, SMD's ToFieldSet), a map entry that is no
+    declared field (``additionalProperties``, unknown fields kept) is a path itself too."""
     if isinstance(obj, dict) and obj and not atomic_map(schema):
+        if nodes and prefix and _go_map(schema):
+            out[prefix] = obj
         for key, value in obj.items():
             path = prefix + (str(key),)
-            if path != ("metadata", "managedFields"):
-                _collect(value, child(schema, str(key), not prefix), path, out, nodes,
-                         schema is not None and str(key) in schema.required)
+            if path == ("metadata", "managedFields"):
+                continue
+            if not nodes and prefix and (schema is None or schema.child(str(key)) is None):
+                out[path] = value
+            _collect(value, child(schema, str(key), not prefix), path, out, nodes,
+                     _go_required(schema, str(key)))
         return
     items = elements(schema, obj)
     if items is None:
@@ -172,6 +179,21 @@ def _collect(obj: Any, schema: Schema | None, prefix: Path, out: dict[Path, Any]
         out[prefix + (item,)] = value
         if item.tag == "k":
             _collect(value, item_schema(schema), prefix + (item,), out, nodes)
+
+
+def _go_map(schema: Schema | None) -> bool:
+    """Whether an object typed ``schema`` is a map to structured-merge-diff's comparison, which
+    records a map it sees added (``"."``): a custom resource's object (unstructured), a
+    built-in kind's ``additionalProperties`` map (``labels``); a built-in struct (a named
+    definition) is not (a pointer struct would be; the schema does not say which)."""
+    return schema is None or not schema.name
+
+
+def _go_required(schema: Schema | None, key: str) -> bool:
+    """Whether field ``key`` of a built-in kind's type ``schema`` is required, so Go encodes
+    it always (no ``omitempty``). A custom resource's schema (no definition name) is no Go
+    type: its required lists get their ``"."`` as any other (found by review)."""
+    return schema is not None and bool(schema.name) and key in schema.required
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -241,7 +263,7 @@ class _Diff:
             if path == ("metadata", "managedFields"):
                 continue
             sub = child(schema, str(key), not prefix)
-            required = schema is not None and str(key) in schema.required
+            required = _go_required(schema, str(key))
             if key not in new:
                 _collect(old[key], sub, path, self.removed, True, required)
             elif key not in old:

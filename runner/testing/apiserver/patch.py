@@ -151,7 +151,7 @@ def decode_patch(content_type: str, body: bytes) -> Any:
     """Decode a PATCH body: YAML (or JSON) for apply, JSON otherwise; 400 when malformed."""
     try:
         if content_type == APPLY:
-            return safe_yaml.load(body.decode("utf-8"))
+            return safe_yaml.load(body.decode("utf-8"), safe_yaml.ObjectLoader)
         return orjson.loads(body)
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise bad_request(f"error decoding patch: {exc}") from None

@@ -335,7 +335,7 @@ class Api:
             raise st.unsupported_media_type(content_type, list(_BODY_TYPES))
         try:
             if content_type == "application/yaml":
-                body = safe_yaml.load(req.body or b"null")
+                body = safe_yaml.load(req.body or b"null", safe_yaml.ObjectLoader)
             else:
                 body = orjson.loads(req.body or b"null")
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:

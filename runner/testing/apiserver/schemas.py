@@ -6,8 +6,9 @@ Go-coded defaults are filled (``BUILTIN_DEFAULTS``; a Secret's ``stringData`` is
 ``data`` and ``type`` defaults to ``Opaque``); required fields missing are 422 Invalid.
 Custom resources (their CRD version's ``openAPIV3Schema``): pruned (unknown fields dropped
 unless ``x-kubernetes-preserve-unknown-fields``), defaulted, then validated (422 Invalid with
-one cause per field). A server-side apply whose list entries lack their list-map keys is 422
-naming each (kube-apiserver 1.20 answers 500 there: an intended difference).
+one cause per field). A server-side apply whose body structured-merge-diff cannot type (an
+undeclared field of a built-in kind, an associative list entry without its key, a null entry,
+two entries of one key) is 500 ``failed to create typed patch object``, as 1.20 answers.
 
 Direct store writes (``Store.create``, ``EmbeddedAPIServer.load``) are not admitted: tests seed
 what they like. Concurrency: ``SchemaCheck`` caches CRD schemas in a dict written under the GIL
@@ -22,12 +23,12 @@ from typing import Any
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, builtin_schemas,
                             canonicalize_quantities, crd_errors, crd_schema, decode_errors,
-                            list_map_key_errors, prune, required_errors, undeclared_field)
+                            prune, required_errors, undeclared_field)
 
 from . import status as st
 from .registry import ResourceType
 from .strategy import default_requests
-from .typed import duplicate_item
+from .typed import typed_errors
 from .store import CRDS, Store
 from .validation import undecodable
 
@@ -82,6 +83,21 @@ def _apply_all_defaults(rtype: ResourceType, schema: Schema, obj: Obj) -> None:
     _kind_defaults(rtype, schema, obj)
 
 
+def drop_nulls(obj: Any) -> None:
+    """Remove, in place, every field whose value is null, at any depth (not list entries):
+    a built-in kind's body is decoded into Go structs, where null leaves a field unset and
+    encoding omits it (``labels: null``, or a list a server-side apply emptied, is absent
+    from what kube-apiserver stores and answers)."""
+    if isinstance(obj, dict):
+        for key in [k for k, v in obj.items() if v is None]:
+            del obj[key]
+        for value in obj.values():
+            drop_nulls(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            drop_nulls(value)
+
+
 class SchemaCheck:
     """Admits objects of ``store``'s kinds against their schemas (see module docstring)."""
 
@@ -125,6 +141,8 @@ class SchemaCheck:
         errors = decode_errors(schema, obj) if not rtype.custom else []
         if errors:
             raise undecodable(rtype, version, "; ".join(errors))
+        if not rtype.custom:
+            drop_nulls(obj)
         prune(schema, obj, keep_root=ROOT_FIELDS)
         _apply_all_defaults(rtype, schema, obj)
 
@@ -163,22 +181,22 @@ class SchemaCheck:
         return body
 
     def check_apply(self, rtype: ResourceType, version: str, applied: Obj) -> None:
-        """A server-side apply of a built-in kind with a field its schema does not declare:
-        500 ``failed to create typed patch object: .dat: field not declared in schema``, as
-        kube-apiserver 1.20 answers (an update or patch drops such a field instead); 500
-        ``...: duplicate entries for key [name="c"]`` for two items of one key in an
-        associative list (``typed.duplicate_item``), as 1.20 too; 422
-        when its list entries lack their list-map keys (see module docstring; built-in
-        kinds' Go defaults do not count, as in 1.20)."""
+        """A server-side apply whose body structured-merge-diff cannot read as the kind's
+        type: 500 ``failed to create typed patch object: ...``, as kube-apiserver 1.20
+        answers, before it reads the live object - for a built-in kind a field its schema
+        does not declare (``.dat: field not declared in schema``; an update or patch drops
+        such a field instead), else every problem of its associative lists
+        (``typed.typed_errors``: an entry without its key, a null entry, an object in a set,
+        two entries of one key), one, or several as SMD lists them (``errors:`` then one
+        indented line each)."""
         schema = self.schema(rtype, version)
         unknown = undeclared_field(schema, applied) if schema is not None and not rtype.custom \
             else None
         if unknown is not None:
             raise st.StatusError(500, "", f"failed to create typed patch object: {unknown}: "
                                  "field not declared in schema")
-        duplicate = duplicate_item(schema, applied)
-        if duplicate is not None:
-            raise st.StatusError(500, "", f"failed to create typed patch object: {duplicate}")
-        problems = list_map_key_errors(schema, applied) if schema is not None else []
+        problems = typed_errors(schema, applied)
         if problems:
-            raise _invalid(rtype, applied, problems)
+            shown = problems[0] if len(problems) == 1 else \
+                "\n".join(["errors:", *("  " + p for p in problems)])
+            raise st.StatusError(500, "", f"failed to create typed patch object: {shown}")

@@ -39,7 +39,7 @@ class Item:
 
     def __init__(self, tag: str, value: Any) -> None:
         self.tag, self.value = tag, value
-        self.text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        self.text = go_json(value)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Item) and (self.tag, self.text) == (other.tag, other.text)
@@ -67,6 +67,17 @@ class Item:
         if self.tag == "v":
             return (2, _value_order(self.value))
         return (1, tuple((k, _value_order(self.value[k])) for k in sorted(self.value)))
+
+
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                             "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def go_json(value: Any) -> str:
+    """``value`` as Go's ``json.Marshal`` writes it in fieldsV1 (keys sorted, compact, the
+    HTML characters ``<``, ``>``, ``&`` and U+2028/2029 escaped as ``\\u003c``...)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).translate(_GO_ESCAPES)
 
 
 def _go_string(value: Any) -> str:
@@ -186,30 +197,63 @@ def _element(schema: Schema | None, keys: tuple[str, ...], entry: Any) -> Item |
     return Item("k", found)
 
 
-def duplicate_item(schema: Schema | None, obj: Any, path: str = "",
-                   root: bool = True) -> str | None:
-    """The first associative list of ``obj`` (keys in sorted order, depth first) with two items
-    of one key, as SMD's validation of an applied object names it
-    (``.spec.template.spec.containers: duplicate entries for key [name="c"]``), or None.
-    kube-apiserver 1.20 answers such an apply with 500 ``failed to create typed patch object``."""
+def typed_errors(schema: Schema | None, obj: Any, path: str = "",
+                 root: bool = True) -> list[str]:
+    """Why structured-merge-diff v4 (1.20) cannot read ``obj`` as a typed object, one message
+    per problem as its validating walker words them (``typed/validate.go``, ``helpers.go``), map
+    keys in sorted order, depth first; [] when it can. Per associative list: an entry with no
+    key (``.spec.imagePullSecrets: element 0: associative list with keys has an element that
+    omits key field "name" (and doesn't have default value)``), a null entry, an object or
+    list in a set - each ends the walk of that list, as SMD bails out -, and two entries of
+    one key (``...: duplicate entries for key [name="c"]``). kube-apiserver 1.20 answers an
+    apply whose body has any with 500 ``failed to create typed patch object``."""
     if isinstance(obj, dict) and not atomic_map(schema):
+        errors: list[str] = []
         for key in sorted(obj):
-            found = duplicate_item(child(schema, key, root), obj[key], f"{path}.{key}", False)
-            if found is not None:
-                return found
-        return None
+            errors += typed_errors(child(schema, key, root), obj[key], f"{path}.{key}", False)
+        return errors
     keys = list_keys(schema)
     if keys is None or not isinstance(obj, list):
-        return None
+        return []
+    return _list_errors(schema, keys, obj, path)
+
+
+def _list_errors(schema: Schema | None, keys: tuple[str, ...], entries: list[Any],
+                 path: str) -> list[str]:
+    """:func:`typed_errors` of one associative list (SMD's ``visitListItems``)."""
+    errors: list[str] = []
     seen: set[Item] = set()
-    for index, entry in enumerate(obj):
+    for index, entry in enumerate(entries):
+        problem = _entry_problem(schema, keys, entry)
+        if problem is not None:
+            return [*errors, f"{path}: element {index}: {problem}"]
         item = _element(schema, keys, entry)
-        if item is None:
-            continue
+        assert item is not None  # _entry_problem said it has one
         if item in seen:
-            return f"{path}: duplicate entries for key {item.label()}"
+            errors.append(f"{path}: duplicate entries for key {item.label()}")
         seen.add(item)
-        found = duplicate_item(item_schema(schema), entry, f"{path}{item.label()}", False)
-        if found is not None:
-            return found
+        errors += typed_errors(item_schema(schema), entry, f"{path}{item.label()}", False)
+    return errors
+
+
+def _entry_problem(schema: Schema | None, keys: tuple[str, ...], entry: Any) -> str | None:
+    """Why an entry of an associative list has no path element (SMD's
+    ``keyedAssociativeListItemToPathElement`` / ``setItemToPathElement``), or None."""
+    if not keys:
+        if isinstance(entry, dict):
+            return "associative list without keys has an element that's a map type"
+        if isinstance(entry, list):
+            return "not supported: associative list with lists as elements"
+        return "associative list without keys has an element that's an explicit null" \
+            if entry is None else None
+    if entry is None:
+        return "associative list with keys may not have a null element"
+    if not isinstance(entry, dict):
+        return "associative list with keys may not have non-map elements"
+    items = item_schema(schema)
+    for key in keys:
+        sub = items.child(key) if items is not None else None
+        if entry.get(key) is None and (sub is None or sub.default is None):
+            return (f'associative list with keys has an element that omits key field "{key}" '
+                    "(and doesn't have default value)")
     return None

@@ -66,7 +66,7 @@ def test_update_manager_owns_only_what_it_changed(embedded_api_client: Any) -> N
                    query={"fieldManager": "patcher"}, content_type=MERGE).body
     owned = entries(patched)
     assert owned[("patcher", "Update")] == {"f:data": {"f:x": {}}}
-    assert owned[("creator", "Update")]["f:data"] == {"f:y": {}}
+    assert owned[("creator", "Update")]["f:data"] == {".": {}, "f:y": {}}  # the map it added
 
 
 def test_noop_write_by_a_new_manager_adds_no_entry(embedded_api_client: Any) -> None:

@@ -60,3 +60,16 @@ def test_what_cannot_be_read_statically_is_not_checked() -> None:
     templated = SERVICE.replace("kind: Service", "kind: '{{ k }}'").replace("      PROTOCOL\n", "")
     assert apply_key_problems(templated) == []
     assert apply_key_problems("apiVersion: example.com/v1\nkind: Foo\nspec: {ports: [{}]}\n") == []
+
+
+def test_a_container_port_without_protocol_passes() -> None:
+    """A container port's ``protocol`` has a default in kube-apiserver 1.20's own schema (the
+    ``+default`` marker its /openapi/v2 leaves out), so a server-side apply keys the port
+    ``{containerPort, protocol: TCP}`` and succeeds (differential test
+    ``test_apply_of_a_port_without_protocol``): validate does not refuse it."""
+    deployment = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
+                  "  selector: {matchLabels: {app: web}}\n  template:\n"
+                  "    metadata: {labels: {app: web}}\n    spec:\n      containers:\n"
+                  "        - {name: c, image: nginx, ports: [{containerPort: 80}]}\n")
+    assert apply_key_problems(deployment) == []
+    plan(load_text(config(deployment), file="c.yaml"))
