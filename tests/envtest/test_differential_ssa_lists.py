@@ -10,6 +10,7 @@ pins the real server's outcome, then asserts the embedded server's equals it.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from .conftest import Pair, Target
@@ -447,3 +448,32 @@ def test_a_map_a_create_added_is_owned_itself(both: Pair) -> None:
 
     real = check(both, scenario)
     assert "." in real[0][0][1]["f:data"]
+
+
+def test_a_status_write_shares_its_managers_entry(both: Pair) -> None:
+    """kube-apiserver 1.20's managedFields have no ``subresource`` (1.22 added it): an apply
+    of ``/status`` is recorded as its manager's one Apply entry, and a manager that applies
+    the object and then its status has one entry holding the status (found by review)."""
+    def scenario(t: Target) -> Any:
+        path = _widgets(t, {"note": {"type": "string"}})
+        group = path.split("/")[2]
+        crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+        crd = t.kube.request("GET", crd_path).body
+        crd["spec"]["versions"][0]["subresources"] = {"status": {}}
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = {
+            "type": "object", "properties": {"phase": {"type": "string"}}}
+        assert t.kube.request("PUT", crd_path, crd).status == 200
+        ssa(t, f"{path}/w", _widget(path, {"note": "a"}), "m")
+        status = {k: v for k, v in _widget(path, {}).items() if k != "spec"}
+        status["status"] = {"phase": "Ready"}
+        for _ in range(50):   # until the status subresource is served
+            answer = ssa(t, f"{path}/w/status", status, "m")
+            if answer.status != 404:
+                break
+            time.sleep(0.1)
+        entries = [(m["manager"], m["operation"], m.get("subresource"), m.get("fieldsV1"))
+                   for m in answer.body["metadata"]["managedFields"]]
+        return answer.status, answer.body.get("spec"), entries
+
+    real = check(both, scenario)
+    assert real[0] == 200 and [e[:3] for e in real[2]] == [("m", "Apply", None)]

@@ -3,7 +3,8 @@
 Semantics (k8s.io/apiserver ``pkg/endpoints/handlers/fieldmanager`` v1.20 and the
 structured-merge-diff v4 ``merge.Updater`` it wraps):
 
-- A *manager* is identified by (name, operation, apiVersion for Update only, subresource);
+- A *manager* is identified by (name, operation, apiVersion for Update only, subresource;
+  the server passes no subresource: 1.20 has none, ``rest.MANAGED_SUBRESOURCE``);
   it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
   map - and the items of associative lists (``typed.Item``: ``k:{"name":"c"}``, ``v:"x"``)
   with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and
