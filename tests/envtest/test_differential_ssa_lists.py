@@ -477,3 +477,20 @@ def test_a_status_write_shares_its_managers_entry(both: Pair) -> None:
 
     real = check(both, scenario)
     assert real[0] == 200 and [e[:3] for e in real[2]] == [("m", "Apply", None)]
+
+
+def test_an_applied_empty_map_is_owned_by_nobody(both: Pair) -> None:
+    """An apply of ``spec: {}`` stores it and owns nothing (1.20's ToFieldSet skips an empty
+    map), so the object has no managedFields; the next applier's apply first gives every
+    field to ``before-first-apply`` (``spec``, as a comparison sees it added), and adding
+    under ``spec`` is no conflict with it (found by review)."""
+    def scenario(t: Target) -> Any:
+        path = _widgets(t)
+        first = ssa(t, f"{path}/w", _widget(path, {}), "m")
+        second = ssa(t, f"{path}/w", _widget(path, {"tags": []}), "n")
+        return [(r.status, r.body.get("spec"), sorted(
+            (m["manager"], m.get("fieldsV1")) for m in r.body["metadata"].get(
+                "managedFields") or [])) for r in (first, second)]
+
+    real = check(both, scenario)
+    assert real[0] == (201, {}, []) and real[1][0] == 200

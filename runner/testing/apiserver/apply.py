@@ -124,7 +124,7 @@ def _starting_managers(live: Obj | None, api_version: str, now: str,
     managers = decode((live.get("metadata") or {}).get("managedFields"))
     if managers:
         return managers
-    owned = set(field_paths(live, schema))
+    owned = set(field_paths(live, schema, added=True))   # as the Update of a create
     return [Manager(BEFORE_FIRST_APPLY, UPDATE, api_version, "", now, owned)] if owned else []
 
 
@@ -146,7 +146,8 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     others = [m for m in managers if m is not last]
     wanted = set(field_paths(applied, schema))
     merged = merge(live or {}, applied, schema)
-    owned = frozenset(wanted).union(*(m.fields for m in others))
+    owned = frozenset(field_paths(applied, schema, added=True)).union(  # spec: {} stays
+        *(m.fields for m in others))
     merged = _without(merged, [path for path in _stopped_applying(
         last.fields if last else set(), wanted) if not any(m.owns(path) for m in others)],
         schema, owned)

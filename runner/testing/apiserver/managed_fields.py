@@ -140,13 +140,17 @@ def manager_from_user_agent(user_agent: str) -> str:
 # -- field sets ---------------------------------------------------------------------------------
 
 
-def field_paths(obj: Any, schema: Schema | None = None, prefix: Path = ()) -> dict[Path, Any]:
+def field_paths(obj: Any, schema: Schema | None = None, prefix: Path = (), *,
+                added: bool = False) -> dict[Path, Any]:
     """Every owned-able path of ``obj`` (typed by ``schema``, see ``typed``) -> its value, as
     structured-merge-diff's ToFieldSet: non-empty granular maps are descended, an associative
     list's items are paths themselves and descended, anything else (scalar, atomic list or
-    map, empty map, null) is a leaf; stripped paths are left out."""
+    map, null) is a leaf, an empty map none (1.20's ToFieldSet); stripped paths are left out.
+    ``added``: as a comparison with nothing sees ``obj`` (the fieldmanager's Update of a
+    create, ``before-first-apply``): the lists and maps it adds are paths too (``"."``) and
+    an empty map is a leaf."""
     out: dict[Path, Any] = {}
-    _collect(obj, schema, prefix, out, False)
+    _collect(obj, schema, prefix, out, added)
     return out
 
 
@@ -171,8 +175,8 @@ def _collect(obj: Any, schema: Schema | None, prefix: Path, out: dict[Path, Any]
         return
     items = elements(schema, obj)
     if items is None:
-        if prefix and prefix not in _STRIPPED:
-            out[prefix] = obj
+        if prefix and prefix not in _STRIPPED and (nodes or obj != {}):
+            out[prefix] = obj   # an applied empty map is owned by nobody (SMD in 1.20)
         return
     if nodes and not required:
         out[prefix] = obj
@@ -248,8 +252,8 @@ class _Diff:
     def walk(self, old: Any, new: Any, schema: Schema | None, prefix: Path) -> None:
         old_map = isinstance(old, dict) and bool(old) and not atomic_map(schema)
         new_map = isinstance(new, dict) and bool(new) and not atomic_map(schema)
-        if old_map and new_map:
-            self.fields(old, new, schema, prefix)
+        if old_map and new_map or new_map and old == {} or old_map and new == {}:
+            self.fields(old, new, schema, prefix)   # {} <-> map: the map itself stays
         elif old_map:                   # map -> leaf: the children go, the leaf is not "added"
             _collect(old, schema, prefix, self.removed, True)
         elif new_map:                   # leaf -> map: the children come

@@ -87,7 +87,9 @@ def drop_nulls(obj: Any) -> None:
     """Remove, in place, every field whose value is null, at any depth (not list entries):
     a built-in kind's body is decoded into Go structs, where null leaves a field unset and
     encoding omits it (``labels: null``, or a list a server-side apply emptied, is absent
-    from what kube-apiserver stores and answers)."""
+    from what kube-apiserver stores and answers). An empty map or list (``data: {}``) is
+    kept: Go validates it as empty, not nil, and only its encoding omits it (a difference,
+    docs/embedded.md)."""
     if isinstance(obj, dict):
         for key in [k for k, v in obj.items() if v is None]:
             del obj[key]
