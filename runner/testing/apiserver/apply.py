@@ -125,12 +125,11 @@ def _starting_managers(live: Obj | None, api_version: str, now: str,
     if managers:
         return managers
     owned = set(field_paths(live, schema, added=True))   # as the Update of a create
-    return [Manager(BEFORE_FIRST_APPLY, UPDATE, api_version, "", now, owned)] if owned else []
+    return [Manager(BEFORE_FIRST_APPLY, UPDATE, api_version, now, owned)] if owned else []
 
 
 def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_version: str,
-          now: str, subresource: str = "",
-          defaults: Callable[[Obj], Obj] | None = None, schema: Schema | None = None) -> Obj:
+          now: str, defaults: Callable[[Obj], Obj] | None = None, schema: Schema | None = None) -> Obj:
     """The object after ``manager`` applies ``applied`` onto ``live`` (None: create), with
     managedFields; ``now`` is the RFC 3339 time for entries that change. ``defaults``: the
     merged object with the server's defaults (a copy), before it is compared with ``live``;
@@ -141,7 +140,7 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     managers = _starting_managers(live, api_version, now, schema)
-    mine = Manager(manager, APPLY, api_version, subresource)
+    mine = Manager(manager, APPLY, api_version)
     last = next((m for m in managers if m.key == mine.key), None)
     others = [m for m in managers if m is not last]
     wanted = set(field_paths(applied, schema))

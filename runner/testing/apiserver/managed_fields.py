@@ -3,9 +3,9 @@
 Semantics (k8s.io/apiserver ``pkg/endpoints/handlers/fieldmanager`` v1.20 and the
 structured-merge-diff v4 ``merge.Updater`` it wraps):
 
-- A *manager* is identified by (name, operation, apiVersion for Update only, subresource;
-  the server passes no subresource: 1.20 has none, ``rest.MANAGED_SUBRESOURCE``);
-  it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
+- A *manager* is identified by (name, operation, apiVersion for Update only); 1.20's entries
+  have no ``subresource`` (1.22 added it), so a manager's writes of ``/status`` and of the
+  object are one manager; it owns a set of field paths. Sets hold leaves - a scalar, an atomic list or map, an empty
   map - and the items of associative lists (``typed.Item``: ``k:{"name":"c"}``, ``v:"x"``)
   with their fields, as structured-merge-diff v4's ToFieldSet. ``apiVersion``, ``kind`` and
   the server-set metadata (name, namespace, uid, resourceVersion, generation,
@@ -58,19 +58,18 @@ _STRIPPED: frozenset[Path] = frozenset({
 
 class Manager:
     """One managedFields entry, decoded: ``manager`` (name), ``operation`` (Apply/Update),
-    ``api_version`` (of the request that wrote it), ``subresource`` ("" or "status"),
-    ``time`` (RFC 3339 or None), ``fields`` (owned leaf paths) and ``raw`` (the entry it was
+    ``api_version`` (of the request that wrote it), ``time`` (RFC 3339 or None), ``fields`` (owned leaf paths) and ``raw`` (the entry it was
     decoded from, reused as is while unchanged). ``fields`` of a decoded entry is computed on
     first use; ``owns`` answers for one path without decoding the whole set. Treat as
     immutable: ``with_fields`` gives a changed copy."""
 
-    __slots__ = ("manager", "operation", "api_version", "subresource", "time", "_fields", "raw")
+    __slots__ = ("manager", "operation", "api_version", "time", "_fields", "raw")
 
-    def __init__(self, manager: str, operation: str, api_version: str, subresource: str = "",
+    def __init__(self, manager: str, operation: str, api_version: str,
                  time: str | None = None, fields: set[Path] | None = None,
                  raw: Obj | None = None) -> None:
         self.manager, self.operation, self.api_version = manager, operation, api_version
-        self.subresource, self.time, self.raw = subresource, time, raw
+        self.time, self.raw = time, raw
         self._fields = fields if fields is not None or raw is not None else set()
 
     @property
@@ -93,17 +92,16 @@ class Manager:
 
     def with_fields(self, fields: set[Path], time: str | None) -> Manager:
         """A copy owning ``fields`` at ``time`` (re-encoded when written)."""
-        return Manager(self.manager, self.operation, self.api_version, self.subresource, time,
-                       fields)
+        return Manager(self.manager, self.operation, self.api_version, time, fields)
 
     def __repr__(self) -> str:
         return f"Manager({self.identifier()}, fields={sorted(self.fields, key=path_key)})"
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> tuple[str, str, str]:
         """The identity: appliers are one manager across apiVersions (BuildManagerIdentifier)."""
         version = "" if self.operation == APPLY else self.api_version
-        return (self.manager, self.operation, version, self.subresource)
+        return (self.manager, self.operation, version)
 
     def identifier(self) -> str:
         """The manager identifier as the fieldmanager builds it (compact JSON of manager,
@@ -111,8 +109,6 @@ class Manager:
         ident: Obj = {"manager": self.manager, "operation": self.operation}
         if self.operation != APPLY:
             ident["apiVersion"] = self.api_version
-        if self.subresource:
-            ident["subresource"] = self.subresource
         return json.dumps(ident, separators=(",", ":"))
 
     def describe(self) -> str:
@@ -372,8 +368,7 @@ def decode(entries: Any) -> list[Manager]:
         if not isinstance(entry, dict) or entry.get("operation") not in (APPLY, UPDATE):
             continue
         out.append(Manager(str(entry.get("manager") or ""), entry["operation"],
-                           str(entry.get("apiVersion") or ""), str(entry.get("subresource") or ""),
-                           entry.get("time"), None, entry))
+                           str(entry.get("apiVersion") or ""), entry.get("time"), None, entry))
     return out
 
 
@@ -393,8 +388,6 @@ def encode(managers: Iterable[Manager]) -> list[Obj]:
             entry["time"] = m.time
         entry["fieldsType"] = "FieldsV1"
         entry["fieldsV1"] = to_fields_v1(m.fields)
-        if m.subresource:
-            entry["subresource"] = m.subresource
         entries.append(entry)
     return sorted(entries, key=lambda e: (e["operation"], e.get("time") or "", e["manager"],
                                           e["apiVersion"]))
@@ -435,8 +428,8 @@ def take(managers: list[Manager], taken: Iterable[Path]) -> tuple[list[Manager],
     return out, changed
 
 
-def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subresource: str,
-           now: str, schema: Schema | None = None) -> Obj:
+def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, now: str,
+           schema: Schema | None = None) -> Obj:
     """``new`` with managedFields after ``manager`` wrote it over ``live`` (None: a create) with
     a create/update/patch, as the fieldmanager's Update (see module docstring); ``schema``:
     the kind's (``typed``: which lists are associative), None when unknown."""
@@ -444,7 +437,7 @@ def update(live: Obj | None, new: Obj, *, manager: str, api_version: str, subres
     if not managers and live is not None:
         return with_managers(new, [])           # untracked object: stays untracked
     change = compare(live, new, schema)
-    mine = Manager(manager, UPDATE, api_version, subresource)
+    mine = Manager(manager, UPDATE, api_version)
     former = next((m for m in managers if m.key == mine.key), None)
     managers, _ = take(managers, change.modified | change.added | change.removed)
     gained = set(change.modified | change.added)

@@ -173,12 +173,6 @@ def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
 
-MANAGED_SUBRESOURCE = ""
-"""The ``subresource`` of every managedFields entry: 1.20 has no such field (1.22 added it),
-so a manager's writes of ``/status`` and of the object share one entry, as there
-(differential test ``test_a_status_write_shares_its_managers_entry``)."""
-
-
 class Api:
     """The request router over a ``Store`` and its ``Faults``; ``bookmark_interval`` seconds
     between watch bookmarks; ``server_address`` ``host:port`` for ``/api``;
@@ -385,7 +379,7 @@ class Api:
         create), as the fieldmanager's Update."""
         return managed_fields.update(live, obj, manager=self._manager(req),
                                      api_version=t.rtype.api_version(t.version),
-                                     subresource=MANAGED_SUBRESOURCE, now=self.store.now(),
+                                     now=self.store.now(),
                                      schema=self.schemas.schema(t.rtype, t.version))
 
     # -- verbs ----------------------------------------------------------------------------
@@ -597,8 +591,7 @@ class Api:
         def mutate(current: Obj) -> Obj:
             merged = server_side_apply.apply(current, applied, manager=manager, force=force,
                                              api_version=api_version, now=self.store.now(),
-                                             subresource=MANAGED_SUBRESOURCE, defaults=defaults,
-                                             schema=schema)
+                                             defaults=defaults, schema=schema)
             self.schemas.decode(t.rtype, t.version, merged)   # validated after admission
             return merged
 

@@ -243,8 +243,8 @@ class EmbeddedAPIServer:
                 api_version = str(obj.get("apiVersion") or "")
                 schema = self._api.schemas.schema(rtype, api_version.rpartition("/")[2])
                 obj = managed_fields.update(None, obj, manager=field_manager,
-                                            api_version=api_version, subresource="",
-                                            now=self.store.now(), schema=schema)
+                                            api_version=api_version, now=self.store.now(),
+                                            schema=schema)
             namespace = (obj.get("metadata") or {}).get("namespace")
             if rtype.namespaced and namespace and not self.store.namespace_exists(namespace):
                 self.store.upsert({"apiVersion": "v1", "kind": "Namespace",

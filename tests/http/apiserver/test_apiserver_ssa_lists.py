@@ -170,7 +170,7 @@ def test_compare_matches_items_by_key_not_position() -> None:
     change = compare(live, grown, schema)
     env = ("spec", "template", "spec", "containers", Item("k", {"name": "a"}), "env")
     assert env in change.added and env + (Item("k", {"name": "E"}),) in change.added
-    created = update(None, grown, manager="u", api_version="apps/v1", subresource="",
+    created = update(None, grown, manager="u", api_version="apps/v1",
                      now=NOW, schema=schema)
     fields = created["metadata"]["managedFields"][0]["fieldsV1"]
     item = fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"a"}']
