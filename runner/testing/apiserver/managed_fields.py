@@ -24,11 +24,12 @@ structured-merge-diff v4 ``merge.Updater`` it wraps):
 
 The functions take the kind's schema (``kinrun.openapi.Schema``, None: every list atomic) to
 tell associative lists (``typed``); a comparison matches their items by key and records an
-item, and an associative list, it sees added or removed as a path (``"."`` in fieldsV1).
+item, an associative list and a map (not a built-in struct) it sees added or removed as a
+path (``"."`` in fieldsV1; not a built-in kind's required list, which Go always encodes).
 Apply (conflicts, force, pruning) is in ``apply``, built on these functions. Differences from
-the real server: ``fieldsV1`` carries no ``"."`` marker for maps that were added (it does for
-list items and added lists, except a list its parent requires - a Pod's ``containers`` -,
-which Go always encodes), defaults the embedded server sets after the write are not owned,
+the real server: a built-in struct held by pointer (a Deployment's
+``strategy.rollingUpdate``) gets no ``"."`` when added (the schema does not tell pointers),
+defaults the embedded server sets after the write are not owned,
 and the 10-Update-manager cap (``ancient-changes``) is not applied. Functions are pure: they
 never modify their arguments.
 """

@@ -38,8 +38,8 @@ of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf`
   FieldManagerConflict causes, the real messages), ``force`` takes ownership, fields a manager
   stops applying are removed, ``before-first-apply`` and kubectl's last-applied upgrade work;
   lists merge as structured-merge-diff v4 does (``typed``: by key per the schema's list
-  type or patch merge key, ``k:{...}``/``v:...`` items), but fieldsV1 of create/update/patch
-  managers has no ``"."`` markers for the maps they added.
+  type or patch merge key, ``k:{...}``/``v:...`` items, ``"."`` for what a manager added),
+  but for the ``"."`` of a built-in struct held by pointer (docs/embedded.md).
   ``fieldManager`` is required for apply (422 otherwise), ``force`` only with apply (400).
 - Controllers: with ``controllers=True`` a garbage collector and a namespace controller
   (``gc``); without (the default, as envtest) dependents are never deleted (Foreground/Orphan

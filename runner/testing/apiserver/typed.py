@@ -76,11 +76,11 @@ _GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 def go_json(value: Any) -> str:
     """``value`` as Go's ``json.Marshal`` writes it in fieldsV1 (keys sorted, compact, the
     HTML characters ``<``, ``>``, ``&`` and U+2028/2029 escaped as ``\\u003c``...)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).translate(_GO_ESCAPES)
+    return _go_string(value).translate(_GO_ESCAPES)
 
 
 def _go_string(value: Any) -> str:
+    """``value`` as compact JSON, keys sorted, unescaped (a path element's label, an order)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -295,17 +295,12 @@ class Webhooks:
                     "admission webhook %s failed, ignored (failurePolicy Ignore): %s",
                     hook.name, exc)
                 return None
-            raise _failed_call(f'failed calling webhook "{hook.name}": Post "{url}": {exc}') \
-                from None
+            raise st.new_internal_error(
+                f'failed calling webhook "{hook.name}": Post "{url}": {exc}') from None
         warnings += [str(w) for w in response.get("warnings") or []]
         if not response.get("allowed"):
             raise _denial(hook.name, response.get("status"))
         return response
-
-
-def _failed_call(message: str) -> st.StatusError:
-    """500 InternalError as apierrors.NewInternalError (``status.new_internal_error``)."""
-    return st.new_internal_error(message)
 
 
 def _response_of(answer: Any, uid: str) -> Obj:
