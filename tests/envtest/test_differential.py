@@ -593,18 +593,29 @@ def test_deleted_namespace_stays_terminating(both: Pair) -> None:
 # -- custom resources ---------------------------------------------------------------------------
 
 
+def crd_manifest(group: str, kind: str, schema: dict[str, Any], *,
+                 status: bool = False) -> dict[str, Any]:
+    """A namespaced CRD of ``kind`` (plural ``kind.lower() + "s"``) in ``group``, one served
+    and stored version ``v1`` with ``schema`` (``openAPIV3Schema``); ``status``: with a
+    status subresource."""
+    plural = kind.lower() + "s"
+    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": schema}}
+    if status:
+        version["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind,
+                               "listKind": f"{kind}List"},
+                     "versions": [version]}}
+
+
 def _crd(group: str) -> dict[str, Any]:
     schema = {"type": "object", "properties": {
         "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"widgets.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                               "listKind": "WidgetList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema},
-                                   "subresources": {"status": {}}}]}}
+    return crd_manifest(group, "Widget", schema, status=True)
 
 
 def _wait_served(t: Target, path: str, timeout: float = 30.0) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .conftest import Pair, Target
-from .test_differential import APPLY, _crd, _wait_served, check
+from .test_differential import APPLY, _crd, _wait_served, check, crd_manifest
 
 
 def outcome(resp: Any) -> dict[str, Any]:
@@ -154,13 +154,7 @@ def _schema_crd(group: str) -> dict[str, Any]:
         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     schema = {"type": "object", "properties": {
         "spec": {"type": "object", "required": ["mode"], "properties": spec_props}}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"gizmos.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo",
-                               "listKind": "GizmoList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema}}]}}
+    return crd_manifest(group, "Gizmo", schema)
 
 
 def test_custom_resources_are_validated_pruned_and_defaulted(both: Pair) -> None:

@@ -10,12 +10,12 @@ pins the real server's outcome, then asserts the embedded server's equals it.
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 from .conftest import Pair, Target
 from .normalize import create, deployment
-from .test_differential import APPLY, _deploy_path, _wait_served, check, conflict_view, ssa
+from .test_differential import (APPLY, _deploy_path, _wait_served, check, conflict_view,
+                                crd_manifest, ssa)
 
 SPEC_CONTAINERS = ("f:spec", "f:template", "f:spec", "f:containers")
 
@@ -150,7 +150,9 @@ def test_apply_prunes_an_item_the_manager_stopped_applying(both: Pair) -> None:
     assert [c["name"] for c in real["pruned"][1]] == ["c", "e"]
 
 
-def _list_crd(group: str) -> dict[str, Any]:
+def _list_crd(group: str, status: bool = False) -> dict[str, Any]:
+    """Widgets: ``spec.items`` a list-map by ``name``, ``spec.tags`` atomic, ``spec.flags`` a
+    set; ``status``: a status subresource and ``status.phase``."""
     spec = {"type": "object", "properties": {
         "items": {"type": "array", "x-kubernetes-list-type": "map",
                   "x-kubernetes-list-map-keys": ["name"],
@@ -160,14 +162,11 @@ def _list_crd(group: str) -> dict[str, Any]:
         "tags": {"type": "array", "items": {"type": "string"}},
         "flags": {"type": "array", "x-kubernetes-list-type": "set",
                   "items": {"type": "string"}}}}
-    schema = {"type": "object", "properties": {"spec": spec}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"widgets.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                               "listKind": "WidgetList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema}}]}}
+    schema: dict[str, Any] = {"type": "object", "properties": {"spec": spec}}
+    if status:
+        schema["properties"]["status"] = {"type": "object",
+                                          "properties": {"phase": {"type": "string"}}}
+    return crd_manifest(group, "Widget", schema, status=status)
 
 
 def test_custom_resource_lists_map_set_and_atomic(both: Pair) -> None:
@@ -321,12 +320,12 @@ def test_an_applied_empty_map_filled_by_the_next_apply_is_kept(both: Pair) -> No
     assert real[1] == {"k": "v"}
 
 
-def _widgets(t: Target, extra: dict[str, Any] | None = None, required: tuple[str, ...] = ()
-             ) -> str:
+def _widgets(t: Target, extra: dict[str, Any] | None = None, required: tuple[str, ...] = (),
+             status: bool = False) -> str:
     """A served ``Widget`` CRD (``_list_crd`` plus ``extra`` spec properties, ``required``
-    spec fields) in a group of ``t``'s own; returns its collection path."""
+    spec fields, ``status``) in a group of ``t``'s own; returns its collection path."""
     group = f"r{t.ns[-6:]}.kinrun.dev"
-    crd = _list_crd(group)
+    crd = _list_crd(group, status)
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"].update(extra or {})
     if required:
@@ -455,22 +454,10 @@ def test_a_status_write_shares_its_managers_entry(both: Pair) -> None:
     of ``/status`` is recorded as its manager's one Apply entry, and a manager that applies
     the object and then its status has one entry holding the status (found by review)."""
     def scenario(t: Target) -> Any:
-        path = _widgets(t, {"note": {"type": "string"}})
-        group = path.split("/")[2]
-        crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
-        crd = t.kube.request("GET", crd_path).body
-        crd["spec"]["versions"][0]["subresources"] = {"status": {}}
-        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = {
-            "type": "object", "properties": {"phase": {"type": "string"}}}
-        assert t.kube.request("PUT", crd_path, crd).status == 200
+        path = _widgets(t, {"note": {"type": "string"}}, status=True)
         ssa(t, f"{path}/w", _widget(path, {"note": "a"}), "m")
         status = {k: v for k, v in _widget(path, {}).items() if k != "spec"}
-        status["status"] = {"phase": "Ready"}
-        for _ in range(50):   # until the status subresource is served
-            answer = ssa(t, f"{path}/w/status", status, "m")
-            if answer.status != 404:
-                break
-            time.sleep(0.1)
+        answer = ssa(t, f"{path}/w/status", {**status, "status": {"phase": "Ready"}}, "m")
         entries = [(m["manager"], m["operation"], m.get("subresource"), m.get("fieldsV1"))
                    for m in answer.body["metadata"]["managedFields"]]
         return answer.status, answer.body.get("spec"), entries

@@ -15,7 +15,7 @@ from webhook_double import configuration, hook, json_patch, webhook_double
 
 from .conftest import Pair, Target
 from .normalize import status_view
-from .test_differential import APPLY, _wait_served, check
+from .test_differential import APPLY, _wait_served, check, crd_manifest
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 WAIT = 30.0  # seconds: kube-apiserver notices a new configuration through an informer
@@ -263,14 +263,7 @@ def _gizmo_crd(group: str) -> dict[str, Any]:
                  "properties": {"mode": {"type": "string", "enum": ["a", "b"]}}},
         "status": {"type": "object",
                    "properties": {"phase": {"type": "string", "enum": ["Ready", "Pending"]}}}}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"gizmos.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo",
-                               "listKind": "GizmoList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema},
-                                   "subresources": {"status": {}}}]}}
+    return crd_manifest(group, "Gizmo", schema, status=True)
 
 
 def gizmo_answer(request: dict[str, Any]) -> dict[str, Any]:
