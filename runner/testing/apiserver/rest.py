@@ -29,7 +29,7 @@ from kinrun import safe_yaml
 
 from . import apply as server_side_apply
 from . import managed_fields, openapi
-from . import partial, protobuf, tables
+from . import partial, printers, protobuf, tables
 from . import patch as patches
 from . import status as st
 from .admission import AdmittedWrites
@@ -391,9 +391,10 @@ class Api:
     # -- verbs ----------------------------------------------------------------------------
 
     def _table_columns(self, t: Target) -> list[Any] | None:
-        """The Table columns of ``t``'s kind (``tables``); None: NAME and AGE."""
+        """The Table columns of ``t``'s kind (a built-in's ``printers.COLUMNS``, a custom
+        resource's ``tables.crd_columns``); None: NAME and AGE."""
         if not t.rtype.custom:
-            return tables.COLUMNS.get((t.rtype.group, t.rtype.kind))
+            return printers.COLUMNS.get((t.rtype.group, t.rtype.kind))
         crd_type = self.store.registry.get(CRDS)
         crd = self.store.get_entry(crd_type, None,  # type: ignore[arg-type]
                                    f"{t.rtype.plural}.{t.rtype.group}").decode()
