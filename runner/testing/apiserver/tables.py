@@ -1,14 +1,14 @@
 """Server-side Tables (``Accept: application/json;as=Table;g=meta.k8s.io;v=v1``), the form
 ``kubectl get`` asks for, as kube-apiserver 1.20 builds them.
 
-Built-in kinds get the columns of kube-apiserver's printers (``pkg/printers/internalversion``:
-Pod READY/STATUS/RESTARTS/AGE, ConfigMap DATA, Secret TYPE/DATA, Service TYPE/CLUSTER-IP/...,
-Deployment READY/UP-TO-DATE/AVAILABLE, ...; ``priority: 1`` columns only with ``-o wide``);
+Built-in kinds get the columns and cells of kube-apiserver 1.20's printers
+(``printers.COLUMNS``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
+with ``-o wide``, descriptions from ``printer_docs``);
 custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (simple JSONPaths:
 ``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
 with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
 tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
-does, other types take their own or null); other kinds NAME and AGE. Ages are written as
+does, other types take their own or null); a kind without either NAME and AGE. Ages are written as
 ``duration.HumanDuration`` writes them. Each row
 carries its object as PartialObjectMetadata (``includeObject=Metadata``, the default), whole
 (``Object``) or not at all (``None``). On a watch each event's object is a one-row Table.
