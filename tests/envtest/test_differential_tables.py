@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .conftest import Pair, Target
-from .test_differential import check
+from .test_differential import _crd, check
 from .test_differential_schemas import TABLE, _table_view
 
 Obj = dict[str, Any]
@@ -246,15 +246,16 @@ WEBHOOKS = {
 
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+")
+_NOW = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def _drawn(table: Obj) -> Obj:
-    """``table`` with what each server draws at random replaced: uids (a Job's selector) and
-    allocated cluster IPs."""
+    """``table`` with what each server draws at random replaced: uids (a Job's selector),
+    allocated cluster IPs and creation times (a CRD's CREATED AT)."""
     names = [c["name"] for c in table.get("columnDefinitions") or []]
     for row in table.get("rows") or []:
         row["cells"] = [_IPV4.sub("<ip>", c) if names[i] == "Cluster-IP" else
-                        _UID.sub("<uid>", c) if isinstance(c, str) else c
+                        _NOW.sub("<now>", _UID.sub("<uid>", c)) if isinstance(c, str) else c
                         for i, c in enumerate(row["cells"])]
     return table
 
@@ -348,3 +349,20 @@ def test_node_and_namespace_tables(both: Pair) -> None:
 
     real = check(both, scenario)
     assert real["bare"]["codes"] == [201] and real["full"]["codes"] == [201, 200]
+
+
+def test_custom_resource_definition_table(both: Pair) -> None:
+    """A CustomResourceDefinition's Table: NAME and CREATED AT (type date, the creation
+    timestamp as written)."""
+    def scenario(t: Target) -> Any:
+        crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        crd = _crd(f"tb{t.ns[-6:]}.kinrun.dev")
+        name = crd["metadata"]["name"]
+        try:
+            code = t.kube.request("POST", crds, crd).status
+            return _view([code], t.kube.request("GET", f"{crds}/{name}", accept=TABLE).body)
+        finally:
+            t.kube.request("DELETE", f"{crds}/{name}")
+
+    real = check(both, scenario)
+    assert real["codes"] == [201] and list(real["rows"].values())[0]["1:Created At"] == "<now>"
