@@ -132,10 +132,15 @@ def _container_status(name: str, state: Obj, ready: bool = False, restarts: int 
 
 
 PODS = [_pod("plain"), _pod("init", initContainers=[{"name": "i", "image": "i"}]),
+        _pod("done"), _pod("failed"),
         _pod("crash"), _pod("running", nodeName="n1", readinessGates=[
             {"conditionType": "kinrun.dev/a"}, {"conditionType": "kinrun.dev/b"}])]
 RUNNING = {"running": {}}
 POD_STATUS = {
+    "done": {"phase": "Succeeded", "containerStatuses": [_container_status(
+        "c", {"terminated": {"exitCode": 0, "reason": "Completed"}})]},
+    "failed": {"phase": "Failed", "containerStatuses": [_container_status(
+        "c", {"terminated": {"exitCode": 2}})]},
     "init": {"phase": "Pending", "initContainerStatuses": [_container_status(
         "i", {"waiting": {"reason": "PodInitializing"}}, restarts=2)]},
     "crash": {"phase": "Running", "containerStatuses": [_container_status(
@@ -262,10 +267,13 @@ def _drawn(table: Obj) -> Obj:
 
 def _view(codes: list[Any], table: Obj) -> Obj:
     """The answers' codes and the Table as nested maps (so a difference names its column and
-    row): each column's definition by position and name, each row's cells by column."""
+    row): each column's definition by position and name, each row's cells by column, the
+    rows' conditions."""
     view = _table_view(_drawn(table))
     names = [f"{i}:{c['name']}" for i, c in enumerate(view["columns"])]
+    conditions = [r.get("conditions") for r in table.get("rows") or []]
     return {"codes": codes, "kind": view["kind"], "objects": view["objects"],
+            "conditions": conditions,
             "columns": dict(zip(names, view["columns"])),
             "rows": {f"{i}:{r[names.index('0:Name') if '0:Name' in names else -1]}":
                      dict(zip(names, r)) for i, r in enumerate(view["rows"])}}

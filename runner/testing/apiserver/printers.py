@@ -9,6 +9,7 @@ form) and the server's clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .printer_docs import DEFINITIONS
@@ -466,6 +467,22 @@ CELLS: dict[tuple[str, str], list[Cell]] = {
         _name, lambda o, _: (o.get("metadata") or {}).get("creationTimestamp")],
 }
 """(group, kind) -> its Table's cells, in ``printer_docs.DEFINITIONS``' order."""
+
+
+def pod_conditions(pod: Obj) -> list[Obj] | None:
+    """A finished pod's row condition: Completed, reason Succeeded or Failed (1.20's
+    ``podSuccessConditions``, ``podFailedConditions``)."""
+    phase = (pod.get("status") or {}).get("phase")
+    message = {"Succeeded": "The pod has completed successfully.",
+               "Failed": "The pod failed."}.get(str(phase))
+    if message is None:
+        return None
+    return [{"type": "Completed", "status": "True", "reason": phase, "message": message}]
+
+
+ROW_CONDITIONS: dict[tuple[str, str], Callable[[Obj], list[Obj] | None]] = {
+    ("", "Pod"): pod_conditions}
+"""(group, kind) -> its rows' conditions (1.20's printers set them for Pods only)."""
 
 
 def _columns(key: tuple[str, str]) -> list[Column]:

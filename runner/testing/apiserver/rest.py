@@ -403,10 +403,17 @@ class Api:
         return tables.crd_columns(versions[0].get("additionalPrinterColumns") or []
                                   if versions else [])
 
+    @staticmethod
+    def _row_conditions(t: Target) -> Any:
+        """The row conditions of ``t``'s kind (``printers.ROW_CONDITIONS``), or None."""
+        if t.rtype.custom:
+            return None
+        return printers.ROW_CONDITIONS.get((t.rtype.group, t.rtype.kind))
+
     def _table(self, req: Request, t: Target, objs: list[Obj], meta: Obj) -> Answer:
         include = req.query.get("includeObject") or "Metadata"
         return json_answer(200, tables.table(self._table_columns(t), objs, self.store.epoch(),
-                                             meta, include))
+                                             meta, include, self._row_conditions(t)))
 
     def _get(self, req: Request, t: Target) -> Answer:
         if tables.wants_table(req.headers.get("Accept", "")) and not t.subresource:
@@ -502,9 +509,11 @@ class Api:
             return WatchAnswer(None, first_lines=[error_line(exc)], end_after_first=True)
         if tables.wants_table(req.headers.get("Accept", "")):
             columns, include = self._table_columns(t), q.get("includeObject") or "Metadata"
+            conditions = self._row_conditions(t)
             watcher.table = lambda obj: tables.table(
                 columns, [obj], self.store.epoch(),
-                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include)
+                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include,
+                conditions)
         return WatchAnswer(watcher, timeout=timeout)
 
     def _faulted_watch(self, q: Mapping[str, str]) -> WatchAnswer | None:

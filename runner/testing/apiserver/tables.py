@@ -243,9 +243,11 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
 
 
 def table(columns: list[Column] | None, objs: list[Obj], now: float,
-          list_meta: Obj, include: str = "Metadata") -> Obj:
+          list_meta: Obj, include: str = "Metadata",
+          conditions: Callable[[Obj], list[Obj] | None] | None = None) -> Obj:
     """The meta.k8s.io/v1 Table of ``objs``: NAME then ``columns`` (None: AGE), or
-    ``columns`` alone when they hold a column of format ``name`` (a built-in kind's)."""
+    ``columns`` alone when they hold a column of format ``name`` (a built-in kind's); a row
+    has the ``conditions`` its object is given, if any."""
     cols: list[Column] = [("Name", "string", 0, lambda o, _: (o.get("metadata") or {}).get(
         "name"), {"format": "name", "description": NAME_DESCRIPTION})]
     if columns is not None and any(len(c) > 4 and c[4].get("format") == "name"  # type: ignore[misc]
@@ -259,6 +261,9 @@ def table(columns: list[Column] | None, objs: list[Obj], now: float,
     rows = []
     for obj in objs:
         row: Obj = {"cells": [col[3](obj, now) for col in cols]}
+        row_conditions = conditions(obj) if conditions is not None else None
+        if row_conditions:
+            row["conditions"] = row_conditions
         row_object = _row_object(obj, include)
         if row_object is not None:
             row["object"] = row_object
