@@ -29,7 +29,7 @@ from kinrun import safe_yaml
 
 from . import apply as server_side_apply
 from . import managed_fields, openapi
-from . import partial, protobuf, tables
+from . import partial, printers, protobuf, tables
 from . import patch as patches
 from . import status as st
 from .admission import AdmittedWrites
@@ -385,9 +385,10 @@ class Api:
     # -- verbs ----------------------------------------------------------------------------
 
     def _table_columns(self, t: Target) -> list[Any] | None:
-        """The Table columns of ``t``'s kind (``tables``); None: NAME and AGE."""
+        """The Table columns of ``t``'s kind (a built-in's ``printers.COLUMNS``, a custom
+        resource's ``tables.crd_columns``); None: NAME and AGE."""
         if not t.rtype.custom:
-            return tables.COLUMNS.get((t.rtype.group, t.rtype.kind))
+            return printers.COLUMNS.get((t.rtype.group, t.rtype.kind))
         crd_type = self.store.registry.get(CRDS)
         crd = self.store.get_entry(crd_type, None,  # type: ignore[arg-type]
                                    f"{t.rtype.plural}.{t.rtype.group}").decode()
@@ -396,10 +397,17 @@ class Api:
         return tables.crd_columns(versions[0].get("additionalPrinterColumns") or []
                                   if versions else [])
 
+    @staticmethod
+    def _row_conditions(t: Target) -> Any:
+        """The row conditions of ``t``'s kind (``printers.ROW_CONDITIONS``), or None."""
+        if t.rtype.custom:
+            return None
+        return printers.ROW_CONDITIONS.get((t.rtype.group, t.rtype.kind))
+
     def _table(self, req: Request, t: Target, objs: list[Obj], meta: Obj) -> Answer:
         include = req.query.get("includeObject") or "Metadata"
         return json_answer(200, tables.table(self._table_columns(t), objs, self.store.epoch(),
-                                             meta, include))
+                                             meta, include, self._row_conditions(t)))
 
     def _get(self, req: Request, t: Target) -> Answer:
         if tables.wants_table(req.headers.get("Accept", "")) and not t.subresource:
@@ -495,9 +503,11 @@ class Api:
             return WatchAnswer(None, first_lines=[error_line(exc)], end_after_first=True)
         if tables.wants_table(req.headers.get("Accept", "")):
             columns, include = self._table_columns(t), q.get("includeObject") or "Metadata"
+            conditions = self._row_conditions(t)
             watcher.table = lambda obj: tables.table(
                 columns, [obj], self.store.epoch(),
-                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include)
+                {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, include,
+                conditions)
         return WatchAnswer(watcher, timeout=timeout)
 
     def _faulted_watch(self, q: Mapping[str, str]) -> WatchAnswer | None:

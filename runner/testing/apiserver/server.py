@@ -19,8 +19,9 @@ of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf`
   serve ``kinrun.openapi``'s schemas plus CRDs' (``openapi``). No aggregated discovery
   (clients fall back to the legacy documents). JSON answers; protobuf request bodies only
   for Namespace, ConfigMap, Secret and the access reviews (``protobuf``). Tables for GET,
-  LIST and WATCH (``tables``). Subresources: ``status`` and ``scale`` (no ``log``,
-  ``exec``, ``eviction``, ``binding``, namespace ``finalize``).
+  LIST and WATCH (``tables``; built-in kinds' columns and cells: ``printers``).
+  Subresources: ``status`` and ``scale`` (no ``log``, ``exec``, ``eviction``, ``binding``,
+  namespace ``finalize``).
 - Writes: ``dryRun=All`` works for create/update/patch/delete (not deletecollection); a
   ``metadata.resourceVersion`` sent on create is ignored (the real server refuses it); no
   create-on-update for any kind; deletes answer the object for pods, namespaces, CRDs and

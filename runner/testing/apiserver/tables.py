@@ -1,14 +1,14 @@
 """Server-side Tables (``Accept: application/json;as=Table;g=meta.k8s.io;v=v1``), the form
 ``kubectl get`` asks for, as kube-apiserver 1.20 builds them.
 
-Built-in kinds get the columns of kube-apiserver's printers (``pkg/printers/internalversion``:
-Pod READY/STATUS/RESTARTS/AGE, ConfigMap DATA, Secret TYPE/DATA, Service TYPE/CLUSTER-IP/...,
-Deployment READY/UP-TO-DATE/AVAILABLE, ...; ``priority: 1`` columns only with ``-o wide``);
+Built-in kinds get the columns and cells of kube-apiserver 1.20's printers
+(``printers.COLUMNS``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
+with ``-o wide``, descriptions from ``printer_docs``);
 custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (simple JSONPaths:
 ``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
 with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
 tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
-does, other types take their own or null); other kinds NAME and AGE. Ages are written as
+does, other types take their own or null); a kind without either NAME and AGE. Ages are written as
 ``duration.HumanDuration`` writes them. Each row
 carries its object as PartialObjectMetadata (``includeObject=Metadata``, the default), whole
 (``Object``) or not at all (``None``). On a watch each event's object is a one-row Table.
@@ -89,110 +89,6 @@ def _get(obj: Any, path: str) -> Any:
     """The value at a simple JSONPath (``.spec.a[0].b``), or None (:func:`_find`)."""
     value = _find(obj, path)
     return None if value is _MISSING else value
-
-
-def _pod_status(pod: Obj) -> str:
-    status = pod.get("status") or {}
-    reason = status.get("reason") or status.get("phase") or ""
-    for cs in status.get("containerStatuses") or []:
-        state = cs.get("state") or {}
-        for key in ("waiting", "terminated"):
-            if (state.get(key) or {}).get("reason"):
-                reason = state[key]["reason"]
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        reason = "Terminating"
-    return reason
-
-
-def _pod_ready(pod: Obj) -> str:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    total = len((pod.get("spec") or {}).get("containers") or [])
-    return f"{sum(1 for c in statuses if c.get('ready'))}/{total}"
-
-
-def _ports(svc: Obj) -> str:
-    ports = (svc.get("spec") or {}).get("ports") or []
-    return ",".join(f"{p.get('port')}{'/' + str(p['nodePort']) if p.get('nodePort') else ''}"
-                    f"/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
-
-
-def _selector(selector: Any) -> str:
-    from .scale import format_selector
-    return format_selector(selector) or "<none>"
-
-
-def _n(path: str) -> Cell:
-    return lambda o, _now: int(_get(o, path) or 0)
-
-
-def _s(path: str, empty: str = "<none>") -> Cell:
-    return lambda o, _now: str(_get(o, path) or empty)
-
-
-def _ratio(ready: str, want: str) -> Cell:
-    return lambda o, _now: f"{int(_get(o, ready) or 0)}/{int(_get(o, want) or 0)}"
-
-
-COLUMNS: dict[tuple[str, str], list[Column]] = {
-    ("", "Pod"): [("Ready", "string", 0, lambda o, _: _pod_ready(o)),
-                  ("Status", "string", 0, lambda o, _: _pod_status(o)),
-                  ("Restarts", "integer", 0, lambda o, _: sum(
-                      int(c.get("restartCount") or 0)
-                      for c in (o.get("status") or {}).get("containerStatuses") or [])),
-                  ("Age", "string", 0, age), ("IP", "string", 1, _s(".status.podIP")),
-                  ("Node", "string", 1, _s(".spec.nodeName"))],
-    ("", "ConfigMap"): [("Data", "integer", 0, lambda o, _: len(o.get("data") or {}) + len(
-        o.get("binaryData") or {})), ("Age", "string", 0, age)],
-    ("", "Secret"): [("Type", "string", 0, _s(".type", "")),
-                     ("Data", "integer", 0, lambda o, _: len(o.get("data") or {})),
-                     ("Age", "string", 0, age)],
-    ("", "Service"): [("Type", "string", 0, _s(".spec.type", "ClusterIP")),
-                      ("Cluster-IP", "string", 0, _s(".spec.clusterIP")),
-                      ("External-IP", "string", 0, lambda o, _: ",".join(
-                          (o.get("spec") or {}).get("externalIPs") or []) or "<none>"),
-                      ("Port(s)", "string", 0, lambda o, _: _ports(o)), ("Age", "string", 0, age),
-                      ("Selector", "string", 1, lambda o, _: _selector(_get(o, ".spec.selector")))],
-    ("", "Namespace"): [("Status", "string", 0, _s(".status.phase", "")),
-                        ("Age", "string", 0, age)],
-    ("", "ServiceAccount"): [("Secrets", "string", 0, lambda o, _: len(o.get("secrets") or [])),
-                             ("Age", "string", 0, age)],
-    ("", "Node"): [("Status", "string", 0, lambda o, _: "Ready" if any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (o.get("status") or {}).get("conditions") or []) else "NotReady"),
-                   ("Roles", "string", 0, lambda o, _: "<none>"), ("Age", "string", 0, age),
-                   ("Version", "string", 0, _s(".status.nodeInfo.kubeletVersion", ""))],
-    ("", "Event"): [("Last Seen", "string", 0, lambda o, now: human_duration(now - (
-        _epoch(o.get("lastTimestamp") or o.get("eventTime")) or now))),
-                    ("Type", "string", 0, _s(".type", "")),
-                    ("Reason", "string", 0, _s(".reason", "")),
-                    ("Object", "string", 0, lambda o, _: f"{str(_get(o, '.involvedObject.kind') or '').lower()}"
-                                                         f"/{_get(o, '.involvedObject.name') or ''}"),
-                    ("Message", "string", 0, _s(".message", ""))],
-    ("apps", "Deployment"): [("Ready", "string", 0, _ratio(".status.readyReplicas", ".spec.replicas")),
-                             ("Up-to-date", "integer", 0, _n(".status.updatedReplicas")),
-                             ("Available", "integer", 0, _n(".status.availableReplicas")),
-                             ("Age", "string", 0, age)],
-    ("apps", "ReplicaSet"): [("Desired", "integer", 0, _n(".spec.replicas")),
-                             ("Current", "integer", 0, _n(".status.replicas")),
-                             ("Ready", "integer", 0, _n(".status.readyReplicas")),
-                             ("Age", "string", 0, age)],
-    ("apps", "StatefulSet"): [("Ready", "string", 0, _ratio(".status.readyReplicas", ".spec.replicas")),
-                              ("Age", "string", 0, age)],
-    ("apps", "DaemonSet"): [("Desired", "integer", 0, _n(".status.desiredNumberScheduled")),
-                            ("Current", "integer", 0, _n(".status.currentNumberScheduled")),
-                            ("Ready", "integer", 0, _n(".status.numberReady")),
-                            ("Up-to-date", "integer", 0, _n(".status.updatedNumberScheduled")),
-                            ("Available", "integer", 0, _n(".status.numberAvailable")),
-                            ("Age", "string", 0, age)],
-    ("batch", "Job"): [("Completions", "string", 0, lambda o, _: f"{int(_get(o, '.status.succeeded') or 0)}"
-                                                                 f"/{int(_get(o, '.spec.completions') or 1)}"),
-                       ("Age", "string", 0, age)],
-    ("coordination.k8s.io", "Lease"): [("Holder", "string", 0, _s(".spec.holderIdentity", "")),
-                                       ("Age", "string", 0, age)],
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): [
-        ("Created At", "date", 0, lambda o, _: (o.get("metadata") or {}).get("creationTimestamp"))],
-}
-"""(group, kind) -> the columns after NAME."""
 
 
 NAME_DESCRIPTION = (
@@ -347,17 +243,27 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
 
 
 def table(columns: list[Column] | None, objs: list[Obj], now: float,
-          list_meta: Obj, include: str = "Metadata") -> Obj:
-    """The meta.k8s.io/v1 Table of ``objs`` (``columns`` None: NAME and AGE)."""
+          list_meta: Obj, include: str = "Metadata",
+          conditions: Callable[[Obj], list[Obj] | None] | None = None) -> Obj:
+    """The meta.k8s.io/v1 Table of ``objs``: NAME then ``columns`` (None: AGE), or
+    ``columns`` alone when they hold a column of format ``name`` (a built-in kind's); a row
+    has the ``conditions`` its object is given, if any."""
     cols: list[Column] = [("Name", "string", 0, lambda o, _: (o.get("metadata") or {}).get(
         "name"), {"format": "name", "description": NAME_DESCRIPTION})]
-    cols += columns if columns is not None else [("Age", "string", 0, age)]
+    if columns is not None and any(len(c) > 4 and c[4].get("format") == "name"  # type: ignore[misc]
+                                   for c in columns):
+        cols = columns  # a built-in kind's own (printers.COLUMNS), NAME anywhere
+    else:
+        cols += columns if columns is not None else [("Age", "string", 0, age)]
     definitions = [{"name": col[0], "type": col[1], "format": "", "description": "",
                     **(col[4] if len(col) > 4 else {}), "priority": col[2]}  # type: ignore[misc]
                    for col in cols]
     rows = []
     for obj in objs:
         row: Obj = {"cells": [col[3](obj, now) for col in cols]}
+        row_conditions = conditions(obj) if conditions is not None else None
+        if row_conditions:
+            row["conditions"] = row_conditions
         row_object = _row_object(obj, include)
         if row_object is not None:
             row["object"] = row_object
