@@ -737,8 +737,8 @@ def _child_sources(value: Mapping[str, Any], action: Any, item: frozenset[str]
 
 
 def _check_apply_keys(config: Config) -> None:
-    """Every ``apply``/``applySet`` manifest whose list entries lack their list-map keys, as
-    the kind's schema says (``kinrun.actions.manifest_keys``), and every ``apply`` or child
+    """Every ``apply``/``applySet``/child manifest with list entries a server-side apply
+    cannot merge, as the kind's schema says (``kinrun.actions.manifest_keys``), and every ``apply`` or child
     manifest without ``apiVersion``, ``kind`` or ``metadata`` as written: a server-side apply
     that can never succeed. ConfigError at the action's manifest."""
     if not any(action.kind in ("apply", "applySet", "children") for spec in config.controllers
@@ -761,8 +761,9 @@ def _check_apply_keys(config: Config) -> None:
                 if problems:
                     loc = action.field_locations.get(key, action.location)
                     raise loc.error(f"{action.kind}: {problems[0]}: a server-side apply of this "
-                                    "entry can never succeed (kube-apiserver merges list "
-                                    "entries by these keys); write the key out")
+                                    "manifest can never succeed (kube-apiserver merges these "
+                                    "list entries by their keys and answers 500); give each "
+                                    "entry its keys, once")
 
 
 def _applied_manifests(action: Any) -> list[tuple[str, Any]]:

@@ -14,19 +14,20 @@ from the same document and validates writes with the functions below.
     ports.list_map_keys                                            # ("containerPort", "protocol")
     svc_port = schemas.for_gvk("", "v1", "Service").at("spec.ports[]")
     BUILTIN_DEFAULTS[svc_port.name]                                 # {"protocol": "TCP"}
-    list_map_key_errors(schema, obj)   # entries an apply cannot merge (Problem list)
     crd_errors(crd_schema(version), obj)   # a custom resource's 422 causes
 
 Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_schemas``,
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
 ``BUILTIN_DEFAULTS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
-``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``keeps``,
+``required_errors``, ``crd_errors``, ``prune``, ``keeps``,
 ``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O
-beyond reading the package data once.
+beyond reading the package data once. ``kinrun.openapi.typed`` holds how server-side apply
+(structured-merge-diff) types an object: associative lists, their keys, and ``typed_errors``
+(the list entries it cannot merge).
 """
 
 from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, canonicalize_quantities,
-                     crd_errors, decode_errors, json_type, keeps, list_map_key_errors, prune,
+                     crd_errors, decode_errors, json_type, keeps, prune,
                      required_errors, type_matches, undeclared_field)
 from ._quantity import parse_quantity
 from ._schema import (GVK, IN_PROCESS_DEFAULTS, KUBERNETES_VERSION, Schema, Schemas,
@@ -49,7 +50,6 @@ __all__ = [
     "decode_errors",
     "json_type",
     "keeps",
-    "list_map_key_errors",
     "parse_quantity",
     "prune",
     "required_errors",

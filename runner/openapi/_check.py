@@ -10,8 +10,8 @@ Two families, because the real server treats them differently:
   cause per field, ``crd_errors``: type, required, enum, pattern, minimum/maximum, lengths,
   item counts, nullable), after pruning (``prune``) and defaulting (``apply_defaults``).
 
-``list_map_key_errors`` finds list entries lacking a key of their ``x-kubernetes-list-map-keys``
-(a server-side apply cannot merge them). Every function is pure except ``prune`` and
+How server-side apply types an object (associative lists and their keys) is
+``kinrun.openapi.typed``. Every function is pure except ``prune`` and
 ``apply_defaults``, which change the object they are given.
 """
 
@@ -141,30 +141,6 @@ def required_errors(schema: Schema, obj: Any) -> list[Problem]:
             for name in node.required:
                 if value.get(name) is None:
                     found.append(Problem(_join(path, name), "FieldValueRequired", "Required value"))
-        return True
-    _walk(schema, obj, "", visit)
-    return found
-
-
-def list_map_key_errors(schema: Schema, obj: Any) -> list[Problem]:
-    """``path[i].key: Required value`` for each entry of an ``x-kubernetes-list-type: map``
-    list that lacks one of its ``x-kubernetes-list-map-keys`` and has no schema default for it
-    (structured-merge-diff cannot merge such an entry: kube-apiserver 1.20 answers a server-side
-    apply of one with 500)."""
-    found: list[Problem] = []
-
-    def visit(node: Schema, value: Any, path: str) -> bool:
-        if node.list_type == "map" and isinstance(value, list) and node.items is not None:
-            item_schema = node.items
-            for index, item in enumerate(value):
-                for key in node.list_map_keys:
-                    key_schema = item_schema.child(key)
-                    has_default = key_schema is not None and key_schema.default is not None
-                    if isinstance(item, dict) and item.get(key) is None and not has_default:
-                        found.append(Problem(
-                            f"{path}[{index}].{key}", "FieldValueRequired",
-                            f'Required value: associative list with keys has an element that '
-                            f'omits key field "{key}" (and doesn\'t have default value)'))
         return True
     _walk(schema, obj, "", visit)
     return found

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, KUBERNETES_VERSION, apply_defaults,
-                            builtin_schemas, crd_schema, decode_errors, list_map_key_errors,
-                            prune, required_errors)
+                            builtin_schemas, crd_schema, decode_errors, prune,
+                            required_errors)
+from kinrun.openapi.typed import typed_errors
 
 
 def test_schema_for_gvk_and_field_paths():
@@ -42,7 +43,9 @@ def test_builtin_checks():
         "spec.containers[0].name"]
     svc = {"spec": {"ports": [{"port": 80}], "bogus": 1}}
     service = schemas.for_gvk("", "v1", "Service")
-    assert [p.field for p in list_map_key_errors(service, svc)] == ["spec.ports[0].protocol"]
+    assert typed_errors(service, svc) == [
+        '.spec.ports: element 0: associative list with keys has an element that omits key '
+        'field "protocol" (and doesn\'t have default value)']
     prune(service, svc)
     apply_defaults(service, svc, BUILTIN_DEFAULTS)
     assert svc == {"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "type": "ClusterIP",

@@ -47,7 +47,7 @@ from .managed_fields import (APPLY, UPDATE, Manager, compare, decode, field_path
                              path_order, path_string, same_value, take, with_managers)
 from .patch import merge_patch
 from .status import StatusError, bad_request
-from .typed import Item, atomic_map, child, elements, item_schema
+from kinrun.openapi.typed import Item, atomic_map, child, elements, item_schema
 
 Obj = dict[str, Any]
 Path = tuple["str | Item", ...]

@@ -43,7 +43,8 @@ from typing import Any
 
 from kinrun.openapi import Schema
 
-from .typed import Item, atomic_map, child, elements, item_schema, parse_member, part_order
+from kinrun.openapi.typed import (Item, atomic_map, child, elements, item_schema, parse_member,
+                                  part_order)
 
 Obj = dict[str, Any]
 Path = tuple["str | Item", ...]

@@ -28,7 +28,7 @@ from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, b
 from . import status as st
 from .registry import ResourceType
 from .strategy import default_requests
-from .typed import typed_errors
+from kinrun.openapi.typed import typed_errors
 from .store import CRDS, Store
 from .validation import undecodable
 

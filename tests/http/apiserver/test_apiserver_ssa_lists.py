@@ -13,7 +13,7 @@ from kinrun.testing.apiserver.apply import apply, merge
 from kinrun.testing.apiserver.managed_fields import (compare, decode, field_paths, path_string,
                                                      paths_of, to_fields_v1, update)
 from kinrun.testing.apiserver.status import StatusError
-from kinrun.testing.apiserver.typed import (Item, elements, list_keys, typed_errors,
+from kinrun.openapi.typed import (Item, elements, list_keys, typed_errors,
                                             object_meta)
 
 NOW = "2026-01-01T00:00:00Z"

@@ -17,15 +17,20 @@ When an item of an associative list has no key (not an object, a key missing wit
 default) the whole list is treated as atomic here (SMD refuses such an object). Pure
 functions; schemas are ``kinrun.openapi.Schema`` or None (nothing known: granular maps,
 atomic lists).
+
+kube-apiserver's answer to a server-side apply whose body SMD cannot type is a 500, every
+time (:func:`typed_errors`): the embedded API server gives it, and ``kinrun validate`` refuses
+such a manifest before it is ever sent (``kinrun.actions.manifest_keys``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
-from kinrun.openapi import Schema, builtin_schemas
+from ._schema import Schema, builtin_schemas
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -197,8 +202,8 @@ def _element(schema: Schema | None, keys: tuple[str, ...], entry: Any) -> Item |
     return Item("k", found)
 
 
-def typed_errors(schema: Schema | None, obj: Any, path: str = "",
-                 root: bool = True) -> list[str]:
+def typed_errors(schema: Schema | None, obj: Any, path: str = "", root: bool = True,
+                 opaque: Callable[[Any], bool] | None = None) -> list[str]:
     """Why structured-merge-diff v4 (1.20) cannot read ``obj`` as a typed object, one message
     per problem as its validating walker words them (``typed/validate.go``, ``helpers.go``), map
     keys in sorted order, depth first; [] when it can. Per associative list: an entry with no
@@ -206,24 +211,29 @@ def typed_errors(schema: Schema | None, obj: Any, path: str = "",
     omits key field "name" (and doesn't have default value)``), a null entry, an object or
     list in a set - each ends the walk of that list, as SMD bails out -, and two entries of
     one key (``...: duplicate entries for key [name="c"]``). kube-apiserver 1.20 answers an
-    apply whose body has any with 500 ``failed to create typed patch object``."""
+    apply whose body has any with 500 ``failed to create typed patch object``. ``opaque``: a
+    list entry it says True of is skipped (neither checked nor keyed; ``kinrun validate``'s
+    entries that a template may still add keys to)."""
     if isinstance(obj, dict) and not atomic_map(schema):
         errors: list[str] = []
         for key in sorted(obj):
-            errors += typed_errors(child(schema, key, root), obj[key], f"{path}.{key}", False)
+            errors += typed_errors(child(schema, key, root), obj[key], f"{path}.{key}", False,
+                                   opaque)
         return errors
     keys = list_keys(schema)
     if keys is None or not isinstance(obj, list):
         return []
-    return _list_errors(schema, keys, obj, path)
+    return _list_errors(schema, keys, obj, path, opaque)
 
 
 def _list_errors(schema: Schema | None, keys: tuple[str, ...], entries: list[Any],
-                 path: str) -> list[str]:
+                 path: str, opaque: Callable[[Any], bool] | None) -> list[str]:
     """:func:`typed_errors` of one associative list (SMD's ``visitListItems``)."""
     errors: list[str] = []
     seen: set[Item] = set()
     for index, entry in enumerate(entries):
+        if opaque is not None and opaque(entry):
+            continue
         problem = _entry_problem(schema, keys, entry)
         if problem is not None:
             return [*errors, f"{path}: element {index}: {problem}"]
@@ -232,7 +242,7 @@ def _list_errors(schema: Schema | None, keys: tuple[str, ...], entries: list[Any
         if item in seen:
             errors.append(f"{path}: duplicate entries for key {item.label()}")
         seen.add(item)
-        errors += typed_errors(item_schema(schema), entry, f"{path}{item.label()}", False)
+        errors += typed_errors(item_schema(schema), entry, f"{path}{item.label()}", False, opaque)
     return errors
 
 
