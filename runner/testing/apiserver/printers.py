@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import printer_docs
+from .scale import format_selector
 from .tables import Cell, Column, Obj, _epoch, _get, age, human_duration
 
 
@@ -47,27 +48,8 @@ def format_labels(labels: Any) -> str:
     return text or "<none>"
 
 
-def selector_string(selector: Any) -> str:
-    """A LabelSelector as ``metav1.LabelSelectorAsSelector(...).String()`` writes it: its
-    requirements sorted by key (``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``;
-    values sorted); "" for none or an empty one, ``<invalid>`` for an unknown operator or an
-    In/NotIn without values."""
-    if not isinstance(selector, dict):
-        return ""
-    reqs = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        key, op = str(expr.get("key") or ""), expr.get("operator")
-        values = ",".join(sorted(set(map(str, expr.get("values") or []))))
-        if op in ("In", "NotIn") and not values or op not in (
-                "In", "NotIn", "Exists", "DoesNotExist"):
-            return "<invalid>"
-        reqs.append((key, {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                           "Exists": key, "DoesNotExist": f"!{key}"}[op]))
-    return ",".join(text for _key, text in sorted(reqs, key=lambda r: r[0]))
-
-
 def _selector(path: str) -> Cell:
-    return lambda o, _now: selector_string(_get(o, path))
+    return lambda o, _now: format_selector(_get(o, path))
 
 
 def _containers(path: str) -> tuple[Cell, Cell]:
