@@ -1,7 +1,7 @@
 """The cells of built-in kinds' Tables, as kube-apiserver 1.20's printers fill them
 (``pkg/printers/internalversion/printers.go``: ``printPod``, ``printEndpoints``, ...; the
 server asks them for every column, ``-o wide`` ones included, ``GenerateOptions{Wide: true}``).
-Their column definitions are ``printer_docs.DEFINITIONS``; ``COLUMNS`` joins the two.
+Their column definitions are ``printer_docs.definitions``; :func:`columns` joins the two.
 
 A cell function takes the object as served (the v1 wire form, where 1.20 prints the internal
 form) and the server's clock.
@@ -9,10 +9,12 @@ form) and the server's clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
-from .printer_docs import DEFINITIONS
+from . import printer_docs
+from .scale import format_selector
 from .tables import Cell, Column, Obj, _epoch, _get, age, human_duration
 
 
@@ -46,27 +48,8 @@ def format_labels(labels: Any) -> str:
     return text or "<none>"
 
 
-def selector_string(selector: Any) -> str:
-    """A LabelSelector as ``metav1.LabelSelectorAsSelector(...).String()`` writes it: its
-    requirements sorted by key (``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``;
-    values sorted); "" for none or an empty one, ``<invalid>`` for an unknown operator or an
-    In/NotIn without values."""
-    if not isinstance(selector, dict):
-        return ""
-    reqs = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        key, op = str(expr.get("key") or ""), expr.get("operator")
-        values = ",".join(sorted(set(map(str, expr.get("values") or []))))
-        if op in ("In", "NotIn") and not values or op not in (
-                "In", "NotIn", "Exists", "DoesNotExist"):
-            return "<invalid>"
-        reqs.append((key, {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                           "Exists": key, "DoesNotExist": f"!{key}"}[op]))
-    return ",".join(text for _key, text in sorted(reqs, key=lambda r: r[0]))
-
-
 def _selector(path: str) -> Cell:
-    return lambda o, _now: selector_string(_get(o, path))
+    return lambda o, _now: format_selector(_get(o, path))
 
 
 def _containers(path: str) -> tuple[Cell, Cell]:
@@ -466,7 +449,7 @@ CELLS: dict[tuple[str, str], list[Cell]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): [
         _name, lambda o, _: (o.get("metadata") or {}).get("creationTimestamp")],
 }
-"""(group, kind) -> its Table's cells, in ``printer_docs.DEFINITIONS``' order."""
+"""(group, kind) -> its Table's cells, in ``printer_docs.definitions``' order."""
 
 
 def pod_conditions(pod: Obj) -> list[Obj] | None:
@@ -485,12 +468,16 @@ ROW_CONDITIONS: dict[tuple[str, str], Callable[[Obj], list[Obj] | None]] = {
 """(group, kind) -> its rows' conditions (1.20's printers set them for Pods only)."""
 
 
-def _columns(key: tuple[str, str]) -> list[Column]:
-    definitions = DEFINITIONS[("", "Event") if key == ("events.k8s.io", "Event") else key]
-    return [(name, kind, priority, cell, {"description": doc, "format": "name" if cell is _name
-                                          else ""})
-            for (name, kind, priority, doc), cell in zip(definitions, CELLS[key], strict=True)]
-
-
-COLUMNS: dict[tuple[str, str], list[Column]] = {key: _columns(key) for key in CELLS}
-"""(group, kind) -> every column of its Table, NAME included."""
+@functools.cache
+def columns(group: str, kind: str) -> list[Column] | None:
+    """Every column of the Table of built-in ``group``/``kind``, NAME included, in 1.20's
+    order (``printer_docs.definitions`` joined with :data:`CELLS`); None for a kind without
+    its own (NAME and AGE)."""
+    if (group, kind) not in CELLS:
+        return None
+    docs = printer_docs.definitions(*(("", "Event") if group == "events.k8s.io" else
+                                      (group, kind)))
+    return [(name, type_, priority, cell, {"description": doc,
+                                           "format": "name" if cell is _name else ""})
+            for (name, type_, priority, doc), cell in zip(docs, CELLS[(group, kind)],
+                                                          strict=True)]

@@ -385,10 +385,10 @@ class Api:
     # -- verbs ----------------------------------------------------------------------------
 
     def _table_columns(self, t: Target) -> list[Any] | None:
-        """The Table columns of ``t``'s kind (a built-in's ``printers.COLUMNS``, a custom
+        """The Table columns of ``t``'s kind (a built-in's ``printers.columns``, a custom
         resource's ``tables.crd_columns``); None: NAME and AGE."""
         if not t.rtype.custom:
-            return printers.COLUMNS.get((t.rtype.group, t.rtype.kind))
+            return printers.columns(t.rtype.group, t.rtype.kind)
         crd_type = self.store.registry.get(CRDS)
         crd = self.store.get_entry(crd_type, None,  # type: ignore[arg-type]
                                    f"{t.rtype.plural}.{t.rtype.group}").decode()

@@ -5,7 +5,7 @@ apiextensions ``ScaleREST`` for CRDs): GET answers ``{spec: {replicas}, status: 
 selector}}`` read from the kind's paths (``ResourceType.scale``); PUT and PATCH (merge, JSON,
 strategic as merge) change only the spec replicas path of the object, guarded by the Scale's
 ``metadata.resourceVersion`` when sent. The selector is the label selector in its string form
-(``metav1.FormatLabelSelector``) for built-ins, the string at ``labelSelectorPath`` for CRDs.
+(``format_selector``) for built-ins, the string at ``labelSelectorPath`` for CRDs.
 Pure functions over dicts the caller owns.
 """
 
@@ -34,19 +34,26 @@ def _set(obj: Obj, path: str, value: Any) -> None:
 
 
 def format_selector(selector: Any) -> str:
-    """A label selector (``matchLabels``/``matchExpressions``, or an RC's plain map) as
-    ``a=b,c in (x,y)`` (metav1.FormatLabelSelector); "" when absent."""
+    """A label selector as its ``String()`` writes it: a metav1.LabelSelector
+    (``matchLabels``/``matchExpressions``) as ``metav1.LabelSelectorAsSelector(...).String()``
+    - requirements sorted by key (``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``;
+    values sorted, once), ``<invalid>`` for an unknown operator or an In/NotIn without
+    values -, an RC's plain map as ``labels.SelectorFromSet(...).String()`` (``a=b,c=d``,
+    sorted); "" when absent or empty."""
     if not isinstance(selector, dict):
         return str(selector or "")
     if "matchLabels" not in selector and "matchExpressions" not in selector:
         return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    reqs = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
     for expr in selector.get("matchExpressions") or []:
-        op, key = str(expr.get("operator", "")), expr.get("key", "")
-        values = ",".join(sorted(expr.get("values") or []))
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                      "Exists": key, "DoesNotExist": f"!{key}"}.get(op, key))
-    return ",".join(parts)
+        key, op = str(expr.get("key") or ""), expr.get("operator")
+        values = ",".join(sorted(set(map(str, expr.get("values") or []))))
+        if op in ("In", "NotIn") and not values or op not in (
+                "In", "NotIn", "Exists", "DoesNotExist"):
+            return "<invalid>"
+        reqs.append((key, {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                           "Exists": key, "DoesNotExist": f"!{key}"}[op]))
+    return ",".join(text for _key, text in sorted(reqs, key=lambda r: r[0]))
 
 
 def scale_of(rtype: ResourceType, obj: Obj) -> Obj:

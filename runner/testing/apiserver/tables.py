@@ -2,7 +2,7 @@
 ``kubectl get`` asks for, as kube-apiserver 1.20 builds them.
 
 Built-in kinds get the columns and cells of kube-apiserver 1.20's printers
-(``printers.COLUMNS``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
+(``printers.columns``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
 with ``-o wide``, descriptions from ``printer_docs``);
 custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (simple JSONPaths:
 ``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
@@ -24,6 +24,8 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any, Union
+
+from .typed import object_meta
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, float], Any]
@@ -91,21 +93,13 @@ def _get(obj: Any, path: str) -> Any:
     return None if value is _MISSING else value
 
 
-NAME_DESCRIPTION = (
-    "Name must be unique within a namespace. Is required when creating resources, although some "
-    "resources may allow a client to request the generation of an appropriate name "
-    "automatically. Name is primarily intended for creation idempotence and configuration "
-    "definition. Cannot be updated. More info: "
-    "http://kubernetes.io/docs/user-guide/identifiers#names")
-"""The Name column's description (ObjectMeta's swagger doc of ``name``), as 1.20 sends it."""
-CREATED_DESCRIPTION = (
-    "CreationTimestamp is a timestamp representing the server time when this object was "
-    "created. It is not guaranteed to be set in happens-before order across separate "
-    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
-    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
-    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
-    "#metadata")
-"""A custom resource's default Age column's description (ObjectMeta's ``creationTimestamp``)."""
+def meta_description(field: str) -> str:
+    """The swagger doc of ObjectMeta's ``field`` (``name``: the Name column's description;
+    ``creationTimestamp``: a custom resource's default Age column's), as 1.20 sends it, read
+    from the shipped OpenAPI."""
+    return str(object_meta().node["properties"][field]["description"])
+
+
 _MISSING = object()
 
 
@@ -115,7 +109,7 @@ def crd_columns(columns: list[Obj]) -> list[Column]:
     there are none)."""
     if not columns:
         columns = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
-                    "description": CREATED_DESCRIPTION}]
+                    "description": meta_description("creationTimestamp")}]
     out: list[Column] = []
     for column in columns:
         kind, path = str(column.get("type") or "string"), str(column.get("jsonPath") or "")
@@ -249,10 +243,10 @@ def table(columns: list[Column] | None, objs: list[Obj], now: float,
     ``columns`` alone when they hold a column of format ``name`` (a built-in kind's); a row
     has the ``conditions`` its object is given, if any."""
     cols: list[Column] = [("Name", "string", 0, lambda o, _: (o.get("metadata") or {}).get(
-        "name"), {"format": "name", "description": NAME_DESCRIPTION})]
+        "name"), {"format": "name", "description": meta_description("name")})]
     if columns is not None and any(len(c) > 4 and c[4].get("format") == "name"  # type: ignore[misc]
                                    for c in columns):
-        cols = columns  # a built-in kind's own (printers.COLUMNS), NAME anywhere
+        cols = columns  # a built-in kind's own (printers.columns), NAME anywhere
     else:
         cols += columns if columns is not None else [("Age", "string", 0, age)]
     definitions = [{"name": col[0], "type": col[1], "format": "", "description": "",

@@ -71,7 +71,7 @@ def test_event_tables_put_name_last_and_count_series_as_1_20():
              "reportingInstance": "i", "eventTime": "2019-03-01T10:00:00.000000Z",
              "series": {"count": 4, "lastObservedTime": "2019-03-02T10:00:00.000000Z"}}
     now = 1551434400.0 + 3 * 86400  # 2019-03-01T10:00:00Z plus three days
-    out = table(printers.COLUMNS[("events.k8s.io", "Event")], [event], now, {})
+    out = table(printers.columns("events.k8s.io", "Event"), [event], now, {})
     names = [(c["name"], c["priority"]) for c in out["columnDefinitions"]]
     assert names[0] == ("Last Seen", 0) and names[-1] == ("Name", 1)
     assert out["rows"][0]["cells"] == ["2d", "", "", "pod/p", "", "c, i", "hi", "3d", 5, "e"]
@@ -81,5 +81,5 @@ def test_every_listable_builtin_kind_has_its_columns():
     """No served built-in kind falls back to NAME and AGE; each column has a description."""
     for rtype in BUILTINS:
         if "list" in rtype.verbs:
-            columns = printers.COLUMNS[(rtype.group, rtype.kind)]
+            columns = printers.columns(rtype.group, rtype.kind)
             assert all(column[4]["description"] for column in columns), rtype.kind

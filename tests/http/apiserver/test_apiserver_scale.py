@@ -5,6 +5,8 @@ from __future__ import annotations
 import kubernetes
 from apiserver_http import call
 
+from kinrun.testing.apiserver.scale import format_selector
+
 DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
           "spec": {"selector": {"matchLabels": {"app": "web"}},
                    "template": {"metadata": {"labels": {"app": "web"}},
@@ -22,6 +24,18 @@ def test_deployment_scale_read_and_patched_through_the_python_client(embedded_ap
         "web", "default", {"spec": {"replicas": 4}}).spec.replicas == 4
     deploy = apps.read_namespaced_deployment("web", "default")
     assert deploy.spec.replicas == 4 and deploy.metadata.generation == 2
+
+
+def test_scale_selector_is_written_as_label_selector_as_selector_does():
+    """A selector with expressions: requirements sorted by key, values sorted and once
+    (``metav1.LabelSelectorAsSelector(...).String()``, what 1.20's scale storage answers and
+    what a Deployment's SELECTOR column shows)."""
+    selector = {"matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn",
+                                      "values": ["z", "b", "b"]},
+                                     {"key": "abc", "operator": "Exists"}]}
+    assert format_selector(selector) == "abc,app=web,tier notin (b,z)"
+    assert format_selector({"b": "2", "a": "1"}) == "a=1,b=2"   # an RC's plain map
 
 
 def test_scale_put_with_a_stale_resource_version_conflicts(embedded_api_client):
