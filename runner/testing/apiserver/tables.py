@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Union
 
-from .typed import object_meta
+from kinrun.openapi.typed import object_meta
 
 Obj = dict[str, Any]
 Cell = Callable[[Obj, float], Any]
