@@ -59,7 +59,7 @@ from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
-    is_true, loop_items,
+    is_true, loop_items, unsecret,
 )
 from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
@@ -76,7 +76,7 @@ from kinrun.hooks import ReconcileContext
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import redact_request
+from kinrun.redact import redact_request, redact_text, secret_values
 from kinrun.result import smallest_delay
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
@@ -203,14 +203,19 @@ class CompiledVar:
             raise VarBudgetError(exc, controller=controller, index=self.index, name=self.name,
                                  location=self.location) from exc
         except TemplateRenderError as exc:
-            raise self._error(controller, exc.detail, exc.template_line) from exc
+            raise self._error(variables, controller, exc.detail, exc.template_line) from exc
         except ReconcileError:
             raise
         except Exception as exc:  # noqa: BLE001 - a plugin filter or lookup failed
-            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
+            raise self._error(variables, controller, f"{type(exc).__name__}: {exc}",
+                              None) from exc
 
-    def _error(self, controller: str, detail: str, line: int | None) -> VarError:
-        return VarError(detail, controller=controller, index=self.index, name=self.name,
+    def _error(self, variables: Mapping[str, Any], controller: str, detail: str,
+               line: int | None) -> VarError:
+        """``detail`` with the reconciled Secret's values (``obj``, ``old``) hidden, as an
+        action's error (:meth:`CompiledAction._error`)."""
+        hidden = redact_text(detail, secret_values(variables.get("obj"), variables.get("old")))
+        return VarError(hidden, controller=controller, index=self.index, name=self.name,
                         location=self.location, template_line=line)
 
 
@@ -261,26 +266,31 @@ class CompiledAction:
             raise BudgetError(exc, controller=controller, index=self.index, label=self.label,
                               location=self.location) from exc
         except TemplateRenderError as exc:
-            raise self._error(controller, exc.detail, exc.template_line,
+            raise self._error(scope, controller, exc.detail, exc.template_line,
                               getattr(exc, "location", None)) from exc
         except (RenderError, ReconcileError):
             raise
-        except CheckError as exc:
-            raise self._error(controller, str(exc), None) from exc
+        except CheckError as exc:  # not chained: its message quotes what was rendered
+            raise self._error(scope, controller, str(exc), None) from None
         except Exception as exc:  # noqa: BLE001 - a plugin kind or lookup failed
-            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
+            raise self._error(scope, controller, f"{type(exc).__name__}: {exc}", None) from exc
 
     def _wanted(self, scope: Scope) -> bool:
         if self.when is None or isinstance(self.when, bool):
             return self.when is not False
         return is_true(self.when.evaluate(scope.variables))
 
-    def _error(self, controller: str, detail: str, line: int | None,
+    def _error(self, scope: Scope, controller: str, detail: str, line: int | None,
                location: SourceLocation | None = None) -> RenderError:
         """``location``: the failing key's own place (a TemplateRenderError's ``location``,
-        set by the kinds that know it), else the action's."""
-        return RenderError(detail, controller=controller, index=self.index, label=self.label,
-                           location=location or self.location, template_line=line)
+        set by the kinds that know it), else the action's. ``detail`` (a check's message may
+        quote what the action rendered: ``requeueAfter: '...' is not a duration``, a
+        condition's ``reason``) with the reconciled Secret's values hidden (``unsecret``):
+        the one place every action error is made, so the live log, ``--dry-run``, ``kinrun
+        render`` and ``kinrun test`` show the same message."""
+        return RenderError(unsecret(detail, scope), controller=controller, index=self.index,
+                           label=self.label, location=location or self.location,
+                           template_line=line)
 
 
 @dataclass(frozen=True)
