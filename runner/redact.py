@@ -199,17 +199,17 @@ _GAP = r"(?:\s|\\[nrt])+"
 @functools.lru_cache(maxsize=64)
 def value_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
     """One regular expression finding each of ``values`` (None for none), wherever it stands
-    in a longer text, as written, JSON-escaped (``ensure_ascii`` on or off) or ``repr``-escaped
-    (an error message quoting a rendered mapping), and with each run of whitespace inside it
-    matching any other run (written or escaped): YAML folds a multi-line value, both when a
-    template writes it into a double-quoted scalar (each line break becomes a space) and when
-    a dumper wraps a long line. Leading and trailing whitespace of a value is not searched,
+    in a longer text, as written, JSON-escaped (``ensure_ascii`` on or off), ``repr``-escaped
+    (an error message quoting a rendered mapping) or in YAML single quotes (``''``), and with
+    each run of whitespace inside it matching any other run (written or escaped): YAML folds a
+    multi-line value, both when a template writes it into a double-quoted scalar (each line
+    break becomes a space) and when a dumper wraps a long line. Leading and trailing whitespace of a value is not searched,
     nor a value of fewer than :data:`MIN_QUOTED` other characters. Compiled once per set of
     values (the last 64 sets kept: a reconcile of the same Secret reuses it)."""
     forms: set[str] = set()
     for value in values:
         for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-                     repr(value)[1:-1]):
+                     repr(value)[1:-1], value.replace("'", "''")):
             words = [w for w in re.split(_GAP, form) if w]
             if sum(map(len, words)) >= MIN_QUOTED:  # as secret_values: no blanked-out digits
                 forms.add(_GAP.join(map(re.escape, words)))
