@@ -12,11 +12,15 @@ annotation (which holds a copy of the data) with ``<redacted>``. That covers:
 * objects (:func:`redact_object`) and any value that may hold them (:func:`redact_value`: the
   JSON log formatter's extra fields);
 * text that may quote values (:func:`redact_text`): a ``log``, ``stop``, ``fail`` or ``event``
-  message rendered while reconciling a Secret has every value of that Secret's data (as stored,
+  message rendered while reconciling a Secret, and an action's error (a check quoting what
+  was rendered: ``kinrun.actions.program``), has every value of that Secret's data (as stored,
   base64, and decoded) replaced by ``<redacted>``, and so has every string of what ``kinrun
-  render`` prints for it (:func:`redact_strings`: a value copied into a ConfigMap too). Only the reconciled object's own values
-  (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
-  by a template is not recognised (do not log it).
+  render`` prints for it and of what a failed ``kinrun test`` case's diffs show
+  (:func:`redact_strings`, on the data before it is dumped: a value copied into a ConfigMap
+  too). A value is found inside a longer string, escaped and with its whitespace folded
+  (:func:`value_pattern`). Only the reconciled object's own values (``obj`` and ``old``) are
+  known there: a Secret read with ``get()`` from a cache and printed by a template is not
+  recognised (do not log it).
 
 * server answers to a write (:func:`redact_echoes`, applied by ``kinrun.kube.http_errors``
   where the ApiError is built): every value of the request body that the server quotes back
