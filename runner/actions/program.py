@@ -76,7 +76,7 @@ from kinrun.hooks import ReconcileContext
 from kinrun.kube.discovery import UnknownKindError
 from kinrun.kube.event_recorder import EventRecorder, EventRequest
 from kinrun.kube.request import ApiRequest
-from kinrun.redact import redact_request, redact_text, secret_values
+from kinrun.redact import redact_request
 from kinrun.result import smallest_delay
 from kinrun.templating import (
     BudgetExceeded, BudgetLimits, RenderBudget, SourceLocation, TemplateEngine,
@@ -203,19 +203,14 @@ class CompiledVar:
             raise VarBudgetError(exc, controller=controller, index=self.index, name=self.name,
                                  location=self.location) from exc
         except TemplateRenderError as exc:
-            raise self._error(variables, controller, exc.detail, exc.template_line) from exc
+            raise self._error(controller, exc.detail, exc.template_line) from exc
         except ReconcileError:
             raise
         except Exception as exc:  # noqa: BLE001 - a plugin filter or lookup failed
-            raise self._error(variables, controller, f"{type(exc).__name__}: {exc}",
-                              None) from exc
+            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
 
-    def _error(self, variables: Mapping[str, Any], controller: str, detail: str,
-               line: int | None) -> VarError:
-        """``detail`` with the reconciled Secret's values (``obj``, ``old``) hidden, as an
-        action's error (:meth:`CompiledAction._error`)."""
-        hidden = redact_text(detail, secret_values(variables.get("obj"), variables.get("old")))
-        return VarError(hidden, controller=controller, index=self.index, name=self.name,
+    def _error(self, controller: str, detail: str, line: int | None) -> VarError:
+        return VarError(detail, controller=controller, index=self.index, name=self.name,
                         location=self.location, template_line=line)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,10 @@ def _assert_hidden(text: str, value: str = VALUE) -> None:
 @pytest.mark.parametrize("action", CHECKS.values(), ids=CHECKS.keys())
 def test_a_check_error_hides_the_reconciled_secrets_value(action: dict[str, Any]) -> None:
     """The RenderError names the check and shows <redacted> where it quoted the value (as
-    written, repr- or JSON-escaped)."""
+    written, repr- or JSON-escaped); its traceback chains no error that quotes it."""
     with pytest.raises(RenderError) as info:
         compile_actions([action], controller="c").render(key="default/db", obj=_secret(VALUE))
-    _assert_hidden(str(info.value))
+    _assert_hidden(str(info.value) + "".join(traceback.format_exception(info.value)))
     assert "<redacted>" in str(info.value)
 
 
