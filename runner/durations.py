@@ -69,10 +69,16 @@ def _bounded(seconds: float, value: object) -> float:
 
 
 def _show(value: object) -> str:
+    """``value`` as an error quotes it: its ``repr`` when short, else its type and size, never
+    a cut piece (a rendered value may be a Secret's, which ``kinrun.redact`` recognises only
+    whole)."""
     if isinstance(value, int) and value.bit_length() > 128:
         return f"a number of {value.bit_length()} bits"  # repr() refuses above 4300 digits
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    if len(text) <= 40:
+        return text
+    return f"a str of {len(value)} characters" if isinstance(value, str) else \
+        f"a {type(value).__name__}"
 
 
 def clamp_delay(seconds: float) -> float:

@@ -12,11 +12,15 @@ annotation (which holds a copy of the data) with ``<redacted>``. That covers:
 * objects (:func:`redact_object`) and any value that may hold them (:func:`redact_value`: the
   JSON log formatter's extra fields);
 * text that may quote values (:func:`redact_text`): a ``log``, ``stop``, ``fail`` or ``event``
-  message rendered while reconciling a Secret has every value of that Secret's data (as stored,
+  message rendered while reconciling a Secret, and an action's error (a check quoting what
+  was rendered: ``kinrun.actions.program``), has every value of that Secret's data (as stored,
   base64, and decoded) replaced by ``<redacted>``, and so has every string of what ``kinrun
-  render`` prints for it (:func:`redact_strings`: a value copied into a ConfigMap too). Only the reconciled object's own values
-  (``obj`` and ``old``) are known there: a Secret read with ``get()`` from a cache and printed
-  by a template is not recognised (do not log it).
+  render`` prints for it and of what a failed ``kinrun test`` case's diffs show
+  (:func:`redact_strings`, on the data before it is dumped: a value copied into a ConfigMap
+  too). A value is found inside a longer string, escaped and with its whitespace folded
+  (:func:`value_pattern`). Only the reconciled object's own values (``obj`` and ``old``) are
+  known there: a Secret read with ``get()`` from a cache and printed by a template is not
+  recognised (do not log it).
 
 * server answers to a write (:func:`redact_echoes`, applied by ``kinrun.kube.http_errors``
   where the ApiError is built): every value of the request body that the server quotes back
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -185,11 +190,36 @@ def redact_strings(value: Any, values: frozenset[str]) -> Any:
 
 def redact_text(text: str, values: Iterable[str]) -> str:
     """``text`` with every occurrence of each of ``values`` replaced by :data:`REDACTED`
-    (longest first, so a value containing another is hidden whole)."""
-    for value in sorted(values, key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
+    (longest first, so a value containing another is hidden whole), in any of the forms in
+    which kinrun's own steps may have turned it (:func:`value_pattern`)."""
+    pattern = value_pattern(frozenset(values))
+    return pattern.sub(REDACTED, text) if pattern is not None else text
+
+
+_GAP = r"(?:\s|\\[nrt])+"
+"""A run of whitespace, written or escaped (a line break as JSON and ``repr`` write it)."""
+
+
+@functools.lru_cache(maxsize=64)
+def value_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
+    """One regular expression finding each of ``values`` (None for none), wherever it stands
+    in a longer text, as written, JSON-escaped (``ensure_ascii`` on or off), ``repr``-escaped
+    (an error message quoting a rendered mapping) or in YAML single quotes (``''``), and with
+    each run of whitespace inside it matching any other run (written or escaped): YAML folds a
+    multi-line value, both when a template writes it into a double-quoted scalar (each line
+    break becomes a space) and when a dumper wraps a long line. Leading and trailing whitespace of a value is not searched,
+    nor a value of fewer than :data:`MIN_QUOTED` other characters. Compiled once per set of
+    values (the last 64 sets kept: a reconcile of the same Secret reuses it)."""
+    forms: set[str] = set()
+    for value in values:
+        for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+                     repr(value)[1:-1], value.replace("'", "''")):
+            words = [w for w in re.split(_GAP, form) if w]
+            if sum(map(len, words)) >= MIN_QUOTED:  # as secret_values: no blanked-out digits
+                forms.add(_GAP.join(map(re.escape, words)))
+    if not forms:
+        return None
+    return re.compile("|".join(sorted(forms, key=len, reverse=True)))
 
 
 _IDENTITY = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))

@@ -99,9 +99,10 @@ def loop_items(expression: Any, location: SourceLocation, variables: Mapping[str
 
 
 def unsecret(text: str, scope: Scope) -> str:
-    """``text`` (a rendered log, event, stop or fail message) with every value of the
-    reconciled Secret's data (``obj`` and ``old``, as stored and decoded) replaced by
-    ``<redacted>`` (``kinrun.redact``); any other text as it is."""
+    """``text`` (a rendered log, event, stop or fail message, or an action's error, which a
+    check may have written quoting what was rendered) with every value of the reconciled
+    Secret's data (``obj`` and ``old``, as stored and decoded) replaced by ``<redacted>``
+    (``kinrun.redact``); any other text as it is."""
     values = secret_values(scope.obj, scope.old)
     return redact_text(text, values) if values else text
 

@@ -59,7 +59,7 @@ from kinrun.actions.errors import ActionError, BudgetError, RenderError
 from kinrun.actions.kinds import (
     BUILTIN_KINDS, ApplyAction, CheckError, DeleteAction, EventAction, Fail, FailAction,
     LogAction, PatchAction, PluginAction, RequeueAfterAction, Scope, Stop, StopAction,
-    is_true, loop_items,
+    is_true, loop_items, unsecret,
 )
 from kinrun.actions.status import StatusAction
 from kinrun.actions.steps import LOG_LEVELS, ActionKind, LogLine, RenderResult, RequeueAfter
@@ -261,26 +261,31 @@ class CompiledAction:
             raise BudgetError(exc, controller=controller, index=self.index, label=self.label,
                               location=self.location) from exc
         except TemplateRenderError as exc:
-            raise self._error(controller, exc.detail, exc.template_line,
+            raise self._error(scope, controller, exc.detail, exc.template_line,
                               getattr(exc, "location", None)) from exc
         except (RenderError, ReconcileError):
             raise
-        except CheckError as exc:
-            raise self._error(controller, str(exc), None) from exc
+        except CheckError as exc:  # not chained: its message quotes what was rendered
+            raise self._error(scope, controller, str(exc), None) from None
         except Exception as exc:  # noqa: BLE001 - a plugin kind or lookup failed
-            raise self._error(controller, f"{type(exc).__name__}: {exc}", None) from exc
+            raise self._error(scope, controller, f"{type(exc).__name__}: {exc}", None) from exc
 
     def _wanted(self, scope: Scope) -> bool:
         if self.when is None or isinstance(self.when, bool):
             return self.when is not False
         return is_true(self.when.evaluate(scope.variables))
 
-    def _error(self, controller: str, detail: str, line: int | None,
+    def _error(self, scope: Scope, controller: str, detail: str, line: int | None,
                location: SourceLocation | None = None) -> RenderError:
         """``location``: the failing key's own place (a TemplateRenderError's ``location``,
-        set by the kinds that know it), else the action's."""
-        return RenderError(detail, controller=controller, index=self.index, label=self.label,
-                           location=location or self.location, template_line=line)
+        set by the kinds that know it), else the action's. ``detail`` (a check's message may
+        quote what the action rendered: ``requeueAfter: '...' is not a duration``, a
+        condition's ``reason``) with the reconciled Secret's values hidden (``unsecret``):
+        the one place every action error is made, so the live log, ``--dry-run``, ``kinrun
+        render`` and ``kinrun test`` show the same message."""
+        return RenderError(unsecret(detail, scope), controller=controller, index=self.index,
+                           label=self.label, location=location or self.location,
+                           template_line=line)
 
 
 @dataclass(frozen=True)

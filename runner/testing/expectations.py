@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from kinrun.redact import is_secret, redact_request
+from kinrun.redact import is_secret, redact_request, redact_strings
 from kinrun.testing.casefile import Expect, ExpectedLog, ExpectedResult
 from kinrun.testing.recording import LogLine, Reconciled, Sent
 
@@ -63,14 +63,18 @@ class Failure:
 
 def check(expect: Expect, sent: Sequence[Sent], results: Sequence[Reconciled],
           logs: Sequence[LogLine], where: str = "", *,
-          show_secrets: bool = False) -> list[Failure]:
+          show_secrets: bool = False, secrets: frozenset[str] = frozenset()) -> list[Failure]:
     """Every failed part of ``expect`` (empty: the case passes). ``show_secrets``: the diffs
-    show Secret values (default: redacted on both sides, ``kinrun.redact``)."""
+    show Secret values (default: redacted on both sides, ``kinrun.redact``). ``secrets``:
+    values (``kinrun.redact.secret_values``) replaced by ``<redacted>`` in every string of
+    what the diffs show, before it is dumped as YAML (so however the dump quotes or folds
+    it); matching compares the real values."""
     failures = []
     if expect.requests is not None:
-        failures += check_requests(expect.requests, sent, show_secrets=show_secrets)
+        failures += check_requests(expect.requests, sent, show_secrets=show_secrets,
+                                   secrets=secrets)
     if expect.results is not None:
-        failures += check_results(expect.results, results)
+        failures += check_results(expect.results, results, secrets=secrets)
     if expect.logs is not None:
         failures += check_logs(expect.logs, logs)
     return failures
@@ -177,10 +181,12 @@ def _closest(exp: Mapping[str, Any], left: Sequence[Sent]) -> Sent | None:
 
 
 def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], *,
-                   show_secrets: bool = False) -> list[Failure]:
+                   show_secrets: bool = False, secrets: frozenset[str] = frozenset()
+                   ) -> list[Failure]:
     """The requests failure, or []. Unless ``show_secrets``, the diff shows the values of a
     Secret's data, stringData and last-applied annotation as their sizes, on both sides of
-    a pair that is about a Secret (matching compared the real values)."""
+    a pair that is about a Secret (matching compared the real values); ``secrets`` (see
+    :func:`check`) are hidden in every request shown."""
     pairs, extra = pair_requests(expected, sent)
     missing = sum(1 for _, _, ok in pairs if not ok)
     if not missing and not extra:
@@ -198,6 +204,8 @@ def check_requests(expected: Sequence[Mapping[str, Any]], sent: Sequence[Sent], 
             blocks.append((want, got, ok))
     blocks = _with_extras(blocks, [p[1] for p in pairs], extra, sent,
                           lambda s: sent_view(hide({}, s)[1]))
+    blocks = [(redact_strings(want, secrets), redact_strings(got, secrets), ok)
+              for want, got, ok in blocks]
     parts = []
     if missing:
         parts.append(f"{missing} expected request(s) not sent as listed")
@@ -347,9 +355,9 @@ def _result_ok(exp: ExpectedResult, result: Any) -> bool:
                                    and re.search(exp.message, str(result.error)) is not None)
 
 
-def check_results(expected: Mapping[str, ExpectedResult], results: Sequence[Reconciled]
-                  ) -> list[Failure]:
-    """The results failure, or []."""
+def check_results(expected: Mapping[str, ExpectedResult], results: Sequence[Reconciled], *,
+                  secrets: frozenset[str] = frozenset()) -> list[Failure]:
+    """The results failure, or []; ``secrets`` (see :func:`check`) hidden in its diff."""
     last = {r.key: r.result for r in results}
     bad = [k for k, e in expected.items() if k not in last or not _result_ok(e, last[k])]
     if not bad:
@@ -357,7 +365,8 @@ def check_results(expected: Mapping[str, ExpectedResult], results: Sequence[Reco
     want = {k: _expected_result_view(expected[k]) for k in bad}
     got = {k: result_view(last[k]) if k in last else "<never reconciled>" for k in bad}
     return [Failure("results", f"results: {', '.join(bad)} ended otherwise",
-                    unified(want, got, "expected results", "last results"))]
+                    unified(redact_strings(want, secrets), redact_strings(got, secrets),
+                            "expected results", "last results"))]
 
 
 def _expected_result_view(exp: ExpectedResult) -> dict[str, Any]:

@@ -248,14 +248,15 @@ def run_case(prepared: Prepared, case: Case, *, timeout: float,
         got = case_run.admission_answer
         failures += check_admission(case.expect.admission, got) if got is not None else [
             Failure("admission", "expect.admission: the case sends no admission: request")]
-    wanted = case.controller
+    wanted, secrets = case.controller, frozenset() if show_secrets else case_secrets(case)
     failures += check(case.expect,
                       [s for s in recorder.requests() if wanted in (None, s.controller)],
                       [r for r in recorder.results() if wanted in (None, r.controller)],
                       [line for line in recorder.logs() if wanted in (None, line.controller, "")],
-                      show_secrets=show_secrets)
-    if failures and not show_secrets:
-        failures = _without_secret_values(case, failures)
+                      show_secrets=show_secrets, secrets=secrets)
+    if failures and secrets:
+        failures = [Failure(f.what, redact_text(f.message, secrets), redact_text(f.diff, secrets))
+                    for f in failures]
     return CaseOutcome(prepared.tests.file, case.name, REAL_CLOCK.now() - started,
                        tuple(failures))
 
@@ -270,16 +271,14 @@ def transcript(recorder: Recorder) -> list[str]:
             + [f"log {log_view(line)}" for line in recorder.logs()])
 
 
-def _without_secret_values(case: Case, failures: list[Failure]) -> list[Failure]:
-    """``failures`` with the values of every Secret the case creates (given, added,
-    updated; as stored and decoded) replaced by ``<redacted>`` in messages and diffs: a value
-    a template copied into another object is hidden too (``kinrun.redact``)."""
-    values = secret_values(*case.given, *(o for step in case.steps
-                                          for o in (*step.objects, *step.before)))
-    if not values:
-        return failures
-    return [Failure(f.what, redact_text(f.message, values), redact_text(f.diff, values))
-            for f in failures]
+def case_secrets(case: Case) -> frozenset[str]:
+    """The values of every Secret the case creates (given, added, updated; as stored and
+    decoded: ``kinrun.redact.secret_values``), which a failed case's report hides wherever
+    a template copied them: in the data of its diffs before they are dumped
+    (``kinrun.testing.expectations.check``), then in the text of every failure (the
+    messages, an admission diff)."""
+    return secret_values(*case.given, *(o for step in case.steps
+                                        for o in (*step.objects, *step.before)))
 
 
 class _Refused(Exception):

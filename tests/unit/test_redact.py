@@ -165,3 +165,26 @@ def test_error_from_a_non_status_answer_hides_sent_values() -> None:
                                 path="/api/v1/x",
                                 sent=b'{"spec": {"port": 31337, "pw": "hunter2-s3cret"}}')
     assert str(error) == "400 : PUT /api/v1/x: bad port <redacted> for '<redacted>'"
+
+
+MULTILINE = "-----BEGIN KEY-----\nMIIEvQIBADANBgkq \"quoted\" 'x'\n-----END KEY-----"
+
+
+def test_text_loses_a_value_escaped_folded_or_inside_a_longer_string() -> None:
+    """redact_text finds a value JSON-escaped (ASCII or not), repr-escaped, with its line
+    breaks folded into spaces or wrapped by a YAML dump, and inside a longer word."""
+    import json
+
+    import yaml
+
+    values = frozenset({MULTILINE, "pässwort-42"})
+    texts = [f"got {json.dumps(MULTILINE)}", f"got {MULTILINE!r} here",
+             f"got {json.dumps('pässwort-42')}", f"got {json.dumps({'v': ['pässwort-42']})}",
+             "v: " + MULTILINE.replace("\n", " "),
+             yaml.safe_dump({"v": "key=" + MULTILINE.replace("\n", " ") + "=end"}, width=20),
+             yaml.safe_dump({"v": MULTILINE}), "xpässwort-42x"]
+    for text in texts:
+        shown = redact_text(text, values)
+        assert "MIIE" not in shown and "BEGIN" not in shown and "sswort" not in shown, shown
+        assert "<redacted>" in shown
+    assert redact_text(" ab ", frozenset({" ab "})) == " ab "  # too short once trimmed
