@@ -106,7 +106,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
-        list(config.plugins), config.base_dir, config_file=config.file)
+        list(config.plugins), config.base_dir, config_file=config.file,
+        locations=config.plugin_locations)
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock)
