@@ -20,8 +20,9 @@ import datetime
 import zoneinfo
 
 HORIZON_YEARS = 50
-"""Years croniter searches for the next fire time before it gives up (``CroniterBadDateError``;
-its ``max_years_between_matches`` default)."""
+"""Years croniter searches for a fire time before it gives up (``CroniterBadDateError``): its
+``max_years_between_matches``, given for the check that an expression fires (the default of
+the searches at run time too)."""
 _CHECKED_FROM = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 """The fixed instant whether an expression fires is decided from (no clock is read)."""
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -136,7 +137,7 @@ def _check_fires(text: str, expression: str) -> None:
     from croniter import CroniterBadDateError
 
     try:
-        _croniter()(text, _CHECKED_FROM).get_next(float)
+        _croniter()(text, _CHECKED_FROM, max_years_between_matches=HORIZON_YEARS).get_next(float)
     except CroniterBadDateError:
         raise ScheduleError(f"schedule {expression!r} never fires: {_why_never(text)}") from None
 
@@ -148,7 +149,6 @@ def _why_never(text: str) -> str:
     fields, _ = _croniter().expand(text)
     days, months = fields[2], fields[3]
     if all(isinstance(v, int) for v in (*days, *months)):
-        months = range(1, 13) if months == ["*"] else months
         missing = [f"{_MONTHS[m - 1]} {d}" for m in months for d in days if d > _LONGEST[m - 1]]
         if missing:
             written = text.split()
