@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kube", "hooks", "tls"),                              # the official client; the hookspecs;
                                                            # serving certificates
     ("config", "config_watch", "templating", "predicates",  # the YAML model, watching its
-     "crds", "template_reads", "cache_reads",              # files; the Jinja2 sandbox (and
+     "crds", "template_reads", "cache_reads", "cron_calls",  # files; the Jinja2 sandbox (and
      "plain_templates"),                                   # its plain templates); CRD files
                                                            # read offline
     ("actions", "plugin_manager", "metrics", "probes", "leader_election", "logging_setup",

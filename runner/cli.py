@@ -470,7 +470,8 @@ def _load_plugins(config: Any) -> Any:
     config file and ``plugins[i]``."""
     from kinrun.plugin_manager import load_plugins
 
-    return load_plugins(list(config.plugins), config.base_dir, config_file=config.file)
+    return load_plugins(list(config.plugins), config.base_dir, config_file=config.file,
+                      locations=config.plugin_locations)
 
 
 def plugin_lines(manager: Any) -> list[str]:

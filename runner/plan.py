@@ -106,7 +106,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
-        list(config.plugins), config.base_dir, config_file=config.file)
+        list(config.plugins), config.base_dir, config_file=config.file,
+        locations=config.plugin_locations)
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock)
@@ -307,10 +308,12 @@ def _fit_status(program: ActionProgram | None, config: Config, informer: Informe
 def _check_against_schemas(config: Config, engine: TemplateEngine) -> None:
     """The offline checks of what the config writes and reads: ``apply`` manifests (their
     fields and list-map keys), template reads against the kinds' schemas, names no template
-    has. Raises ConfigErrors with the problems of all three (every undefined name; the first
-    problem of each of the others), so one run of ``validate`` lists them."""
+    has, literal cron expressions of ``cron_next``/``cron_prev``. Raises ConfigErrors with
+    the problems of all four (every undefined name and bad cron call; the first problem of
+    each of the others), so one run of ``validate`` lists them."""
     _all_errors([lambda: _check_apply_keys(config), lambda: _check_template_reads(config, engine),
-                 lambda: _check_template_names(config, engine)])
+                 lambda: _check_template_names(config, engine),
+                 lambda: _check_cron_calls(config, engine)])
 
 
 def _all_errors(checks: Iterable[Callable[[], None]]) -> None:
@@ -596,6 +599,26 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
                for informer in config.informers.values()
                for ix in informer.indexers.values() if ix.expression]
     _all_errors(checks)
+
+
+def _check_cron_calls(config: Config, engine: TemplateEngine) -> None:
+    """Every ``cron_next``/``cron_prev`` call with a literal expression that ``schedule:``
+    would refuse (``kinrun.cron_calls``), in a controller's templates, mapTo templates and
+    indexers: ConfigErrors at each template's place, with the template line."""
+    from kinrun.cron_calls import cron_call_problems
+
+    sources = [(source, expression, loc) for spec in config.controllers
+               for source, expression, loc, _ in _template_sources(spec, plugins=False)]
+    sources += [(watch.template, True, watch.location) for spec in config.controllers
+                for watch in spec.watches if watch.map_to == "template" and watch.template]
+    sources += [(ix.expression, True, ix.location) for informer in config.informers.values()
+                for ix in informer.indexers.values() if ix.expression]
+    errors = [_error_at(loc, str(problem)) for source, expression, loc in sources
+              for problem in cron_call_problems(engine.syntax_tree(source,
+                                                                   expression=expression))]
+    if errors:
+        from kinrun.config import ConfigErrors
+        raise ConfigErrors(errors)
 
 
 def _place_names(place: str, engine: TemplateEngine) -> frozenset[str]:

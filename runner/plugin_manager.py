@@ -73,13 +73,15 @@ def new_plugin_manager() -> KinrunPluginManager:
 
 
 def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bool = True,
-                 config_file: str = "<config>") -> KinrunPluginManager:
+                 config_file: str = "<config>", locations: Sequence[Any] = ()
+                 ) -> KinrunPluginManager:
     """Build the plugin manager for a config.
 
     ``specs``: the config's ``plugins:`` entries: a dotted module name, or a file path (contains
     ``/`` or ends in ``.py``) relative to ``base_dir`` (the config file's folder).
     ``entry_points``: also load the ``kinrun`` entry-point group (third-party plugins; built-ins
-    excluded, see the module docstring). ``config_file`` only labels errors.
+    excluded, see the module docstring). ``config_file`` only labels errors; ``locations``:
+    each spec's place in it (``Config.plugin_locations``: their line and column in errors).
 
     Raises ConfigError (path ``plugins[i]``) for a missing module or file, a module that fails to
     import (with the exception and the file:line it was raised at), a plugin listed twice, and
@@ -89,7 +91,7 @@ def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bo
     pm = KinrunPluginManager()
     base = Path(base_dir)
     for index, spec in enumerate(specs):
-        where = {"file": config_file, "path": f"plugins[{index}]"}
+        where = _where(config_file, index, locations)
         module, source = _import_spec(str(spec), base, where)
         _register(pm, module, str(spec), source, where)
     if entry_points:
@@ -98,23 +100,32 @@ def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bo
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         name = pm.get_name(exc.plugin) or repr(exc.plugin)
-        raise ConfigError(f"plugin {name!r}: {_one_line(exc)}", file=config_file,
-                          path="plugins") from exc
+        where = _where(config_file, list(specs).index(name), locations) if name in specs \
+            else {"file": config_file, "path": "plugins"}
+        raise ConfigError(f"plugin {name!r}: {_one_line(exc)}", **where) from exc
     return pm
+
+
+def _where(config_file: str, index: int, locations: Sequence[Any]) -> dict[str, Any]:
+    """The ConfigError arguments naming ``plugins[index]`` (its line and column when
+    ``locations`` has them)."""
+    loc = locations[index] if index < len(locations) else None
+    return {"file": config_file, "path": f"plugins[{index}]",
+            "line": getattr(loc, "line", None), "column": getattr(loc, "column", None)}
 
 
 def _is_file_spec(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.endswith(".py")
 
 
-def _import_spec(spec: str, base: Path, where: Mapping[str, str]) -> tuple[ModuleType, str]:
+def _import_spec(spec: str, base: Path, where: Mapping[str, Any]) -> tuple[ModuleType, str]:
     if _is_file_spec(spec):
         path = (base / spec).resolve()
         return _import_file(spec, path, where), f"file {path}"
     return _import_module(spec, where), f"module {spec}"
 
 
-def _import_module(spec: str, where: Mapping[str, str]) -> ModuleType:
+def _import_module(spec: str, where: Mapping[str, Any]) -> ModuleType:
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as exc:
@@ -157,7 +168,7 @@ def file_module_name(path: Path) -> str:
     return f"kinrun_plugin_{stem}_{digest}"
 
 
-def _import_file(spec: str, path: Path, where: Mapping[str, str]) -> ModuleType:
+def _import_file(spec: str, path: Path, where: Mapping[str, Any]) -> ModuleType:
     if not path.is_file():
         raise ConfigError(f"plugin file {spec!r} not found (looked for {path})", **where)
     name = file_module_name(path)
@@ -202,7 +213,7 @@ def _describe_exc(exc: BaseException) -> str:
 
 
 def _register(pm: KinrunPluginManager, plugin: Any, name: str, source: str,
-              where: Mapping[str, str]) -> None:
+              where: Mapping[str, Any]) -> None:
     if pm.is_registered(plugin) or pm.has_plugin(name):
         other = pm.get_name(plugin) or name
         raise ConfigError(f"plugin {name!r} is listed twice (already loaded as {other!r})",

@@ -96,7 +96,7 @@ _NOT_COMPILED = frozenset(("file", "base_dir", "informers", "controllers", "rbac
                            *RESTART_ONLY))
 """Config fields that do not compile into controllers (the rest does: a change swaps all)."""
 
-_POSITIONS = frozenset(("location", "field_locations"))
+_POSITIONS = frozenset(("location", "field_locations", "plugin_locations"))
 """Fields that only say where something is written; so is any field named ``*_location``
 (``finalizer_location``, ``time_zone_location``) and any Location value."""
 

@@ -14,7 +14,9 @@ every key its primary informer's lister holds with cause ``scheduled``; the work
 deduplicates keys already queued. Times missed while the process was busy or the clock jumped
 fire once, at the next wake-up (as CronJob with a ``startingDeadlineSeconds`` that allows
 one late run); a wall clock that jumps is noticed within :data:`MAX_WAIT` seconds. Besides
-``resyncPeriod``, not instead of it.
+``resyncPeriod``, not instead of it. A schedule that cannot give its next fire time (``plan``
+refuses one that never fires, so this is defence in depth) logs an error naming the controller
+and the schedule and stops firing; the controller and everything else keep running.
 """
 
 from __future__ import annotations
@@ -60,10 +62,13 @@ class Scheduler:
         self.fired = 0
 
     def start(self) -> None:
-        """Start the scheduler's thread (once): the first fire time is the first after now."""
+        """Start the scheduler's thread (once): the first fire time is the first after now.
+        None (logged, no thread) when the schedule gives none."""
         if self._thread is not None:
             return
-        first = self.schedule.next_after(self._wall())
+        first = self._next_after(self._wall())
+        if first is None:
+            return
         self._thread = SupervisedThread(target=self._run, args=(first,),
                                         name=f"{self.name}-schedule", daemon=True)
         self._thread.start()
@@ -82,11 +87,24 @@ class Scheduler:
             now = self._wall()
             if now >= next_at:
                 self.fire()
-                next_at = self.schedule.next_after(max(now, next_at))
+                following = self._next_after(max(now, next_at))
+                if following is None:
+                    return
+                next_at = following
                 continue
             deadline = self._clock.now() + min(next_at - now, MAX_WAIT)
             self._clock.wait_until(self._wakeup, deadline)
             self._wakeup.clear()
+
+    def _next_after(self, unix: float) -> float | None:
+        """The schedule's next fire time after ``unix`` (Unix seconds), or None, logged at
+        ERROR with the controller and the schedule, when it has none (ScheduleError)."""
+        try:
+            return self.schedule.next_after(unix)
+        except ScheduleError as exc:
+            self.log.error("%s: schedule %s stopped: no next fire time (%s); the controller "
+                           "keeps running without it", self.name, self.schedule, exc)
+            return None
 
     def fire(self) -> int:
         """Queue every key now; returns how many. A failing ``keys`` is logged, never fatal."""

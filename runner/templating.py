@@ -2250,11 +2250,14 @@ TEMPLATE_NAMES: tuple[TemplateName, ...] = (
                  "The first time strictly after `now()` (or a third argument, anything "
                  "`to_datetime` takes) that a cron expression fires in an IANA time zone "
                  "(default UTC), an aware UTC datetime. Cron syntax and zones as `schedule:` "
-                 "(croniter, as CronJob)."),
+                 "(croniter, as CronJob); a literal expression or zone `schedule:` would refuse "
+                 "(one that never fires, such as `0 0 30 2 *`, included) is refused by "
+                 "`validate` at the template's place."),
     TemplateName("cron_prev", "function", _EVERYWHERE, "cron_prev('*/5 * * * *')",
                  "The latest time at or before `now()` (or a third argument) that a cron "
                  "expression fires in a time zone (default UTC): the most recent scheduled "
-                 "time, as the CronJob controller computes it."),
+                 "time, as the CronJob controller computes it. Literal arguments checked by "
+                 "`validate` as `cron_next`'s."),
     TemplateName("range", "function", _EVERYWHERE, "range(3)",
                  f"Python's `range`, at most {MAX_RANGE} items (or `templates.budget."
                  "maxLoopSteps` when larger)."),

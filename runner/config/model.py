@@ -597,6 +597,7 @@ class Config:
     kind: str = "ControllerConfig"
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     plugins: tuple[str, ...] = ()
+    plugin_locations: tuple[Location, ...] = ()  # each plugins[i]'s place, for its errors
     templates: TemplatesSpec = field(default_factory=TemplatesSpec)
     informers: FrozenMap = field(default_factory=FrozenMap)
     controllers: tuple[ControllerSpec, ...] = ()

@@ -176,7 +176,8 @@ def prepare(path: str | Path) -> Prepared:
     ConfigError (ConfigErrors) for any problem, located."""
     tests = load_test_file(path)
     config = load(tests.config)
-    plugins = load_plugins(list(config.plugins), config.base_dir, config_file=config.file)
+    plugins = load_plugins(list(config.plugins), config.base_dir, config_file=config.file,
+                           locations=config.plugin_locations)
     compiled = plan(config, plugins)
     errors = []
     names = [c.name for c in compiled.controllers]

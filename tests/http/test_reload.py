@@ -541,6 +541,38 @@ def test_a_rejected_reload_logs_one_record_per_error_line(
         manager.stop(2.0)
 
 
+@pytest.mark.parametrize("edit, where, message", [
+    pytest.param(lambda text: text.replace("    workers: 2\n", "    workers: 2\n"
+                                           "    schedule: '0 0 30 2 *'\n"),
+                 ":10:15: controllers[0].schedule: ", "never fires: no Feb 30",
+                 id="schedule-never-fires"),
+    pytest.param(lambda text: text + "plugins: [./broken.py]\n", ":18:11: plugins[0]: ",
+                 "failed to import", id="plugin-import"),
+])
+def test_a_rejected_reload_names_file_line_and_key(
+        client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture, edit, where: str,
+        message: str) -> None:
+    """A reload refused for a schedule that never fires (it used to crash past the point of no
+    return with croniter's bare "failed to find next date") or a plugin that fails to import
+    logs file:line:column: key as validate does; the running controllers and schedules stay."""
+    (tmp_path / "broken.py").write_text("def broken(:\n")
+    path = tmp_path / "kinrun.yaml"
+    path.write_text(config("v1"))
+    manager, reloader = start(path, client, Calls())
+    try:
+        before = (dict(manager.controllers), dict(manager.schedules))
+        path.write_text(edit(config("v2")))
+        with caplog.at_level(logging.ERROR, logger="kinrun"):
+            assert not reloader.reload()
+        [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert f"still running the previous config (hash {reloader.hash[:12]}): {path}{where}" \
+            in record.getMessage(), record.getMessage()
+        assert message in record.getMessage()
+        assert (manager.controllers, manager.schedules) == before
+    finally:
+        manager.stop(2.0)
+
+
 def test_a_reload_interrupted_by_the_stop_is_abandoned_not_an_error(
         client: Client, tmp_path: Path, embedded_server, caplog: pytest.LogCaptureFixture) -> None:
     """SIGTERM while a reload waits for a new informer's sync: logged at info as abandoned

@@ -9,6 +9,10 @@ import pytest
 from kinrun.clock import FakeClock
 from kinrun.cache.lister import Lister
 from kinrun.cache.thread_safe_store import new_indexer
+from kinrun.config import load_text
+from kinrun.errors import ConfigError
+from kinrun.plan import plan
+from kinrun.plugin_manager import new_plugin_manager
 from kinrun.templating import TemplateEngine, TemplateRenderError, lookup_functions
 
 EPOCH = 1_700_000_000.0  # 2023-11-14T22:13:20Z (a Tuesday)
@@ -46,11 +50,69 @@ def test_cron_prev_is_the_most_recent_schedule_time_under_a_fixed_clock():
 @pytest.mark.parametrize("expression, message", [
     pytest.param("cron_next('61 * * * *')", "minute field", id="bad-field"),
     pytest.param("cron_next('0 * * * *', 'Mars/Olympus')", "IANA", id="bad-zone"),
+    pytest.param("cron_prev('0 0 30 2 *')", "never fires: no Feb 30", id="never-fires"),
 ])
 def test_cron_functions_refuse_what_schedule_refuses(expression, message):
     """A bad expression or zone is a template error with schedule:'s message."""
     with pytest.raises(TemplateRenderError, match=message):
         value(expression)
+
+
+CONFIG = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers:
+  cms:
+    apiVersion: v1
+    kind: ConfigMap
+    indexers:
+      byDay: "{{ cron_next(%(index)s) }}"
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      vars:
+        due: "cron_prev(%(var)s)"
+      actions:
+        - log: |
+            {{ obj.metadata.name }}
+            {{ cron_next(%(action)s) }}
+"""
+GOOD = {"index": "'@daily'", "var": "'*/5 * * * *'", "action": "'0 9 * * MON', 'UTC'"}
+
+
+def compile_config(**templates: str):
+    return plan(load_text(CONFIG % {**GOOD, **templates}, file="cfg.yaml"), new_plugin_manager())
+
+
+@pytest.mark.parametrize("templates, where, message", [
+    pytest.param({"action": "'0 0 30 2 *'"}, "cfg.yaml:16:11: controllers[0].reconcile.actions[0]",
+                 "cron_next(...): schedule '0 0 30 2 *' never fires: no Feb 30 (day of month "
+                 "'30' never falls in month '2') (template line 2)", id="never-fires"),
+    pytest.param({"var": "expression='0 25 * * *'"}, "cfg.yaml:14:14: controllers[0].reconcile."
+                 "vars.due", "cron_prev(...): schedule '0 25 * * *': hour field '25' is not "
+                 "valid", id="bad-field-keyword"),
+    pytest.param({"action": "'@daily', 'Mars/Olympus'"}, "cfg.yaml:16:11:",
+                 "timeZone 'Mars/Olympus' is not a known IANA time zone", id="bad-zone"),
+    pytest.param({"index": "'0 0 31 4 *'"}, "cfg.yaml:8:14: informers.cms.indexers.byDay",
+                 "cron_next(...): schedule '0 0 31 4 *' never fires: no Apr 31", id="indexer"),
+])
+def test_validate_refuses_a_literal_cron_expression_schedule_would_refuse(templates, where,
+                                                                          message):
+    """A literal cron_next/cron_prev argument that fails every render is a ConfigError at the
+    template's place, with the template line, as validate reports other template problems."""
+    with pytest.raises(ConfigError) as caught:
+        compile_config(**templates)
+    assert str(caught.value).startswith(where), str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_computed_cron_arguments_are_left_to_the_render():
+    """An expression or zone that is not a literal is not checked offline (a computed zone
+    leaves the literal expression checked in UTC)."""
+    compile_config(action="obj.data.cron", var="'0 3 * * *', obj.data.zone")
+    with pytest.raises(ConfigError, match="never fires"):
+        compile_config(action="'0 0 30 2 *', obj.data.zone")
 
 
 def _lister() -> Lister:

@@ -225,7 +225,8 @@ def test_validate_refuses_hooks_that_no_plugin_implements(tmp_path: Path) -> Non
 
 
 def test_validate_refuses_a_plugin_that_fails_to_import(tmp_path: Path) -> None:
-    """validate imports plugins: one raising at import is an error naming the config and plugin."""
+    """validate imports plugins: one raising at import is an error at the plugin's
+    file:line:column in the config."""
     (tmp_path / "bad.py").write_text("raise RuntimeError('boom at import')\n")
     config = tmp_path / "c.yaml"
     config.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\n"
@@ -234,7 +235,7 @@ def test_validate_refuses_a_plugin_that_fails_to_import(tmp_path: Path) -> None:
                       "controllers:\n  - {name: c, for: pods, reconcile: {hooks: true}}\n")
     done = kinrun("validate", config)
     assert done.returncode == 2
-    assert f"{config}: plugins[0]: " in done.stderr and "boom at import" in done.stderr
+    assert f"{config}:3:11: plugins[0]: " in done.stderr and "boom at import" in done.stderr
 
 
 def test_render_deleted_gives_the_object_as_old(tmp_path: Path, pod_file: Path) -> None:

@@ -150,6 +150,30 @@ def test_bad_plugins_are_config_errors_naming_the_spec(tmp_path, spec, files, me
     assert info.value.path == "plugins[1]"
 
 
+@pytest.mark.parametrize("source", [
+    pytest.param("def f(:\n", id="import"),
+    pytest.param("from kinrun.hooks import hookimpl\n\n@hookimpl\ndef kinrun_reconcil(key):\n"
+                 "    pass\n", id="register"),
+])
+def test_a_bad_plugin_is_refused_at_its_entry_line(tmp_path, source):
+    """With the config's plugin_locations, a plugin failing to import or to register is a
+    ConfigError at its plugins[i] entry's file:line:column, as validate shows other keys."""
+    from kinrun.config import load
+
+    write_plugin(tmp_path, "bad.py", source)
+    path = tmp_path / "cfg.yaml"
+    path.write_text("apiVersion: kinrun.dev/v1alpha1\nkind: ControllerConfig\nplugins:\n"
+                    "  - kinrun.plugins.log\n  - ./bad.py\ninformers:\n  cms: {apiVersion: v1, "
+                    "kind: ConfigMap}\ncontrollers:\n  - {name: c, for: cms, reconcile: "
+                    "{hooks: true}}\n")
+    config = load(path)
+    with pytest.raises(ConfigError) as info:
+        load_plugins(list(config.plugins), tmp_path, entry_points=False, config_file=config.file,
+                     locations=config.plugin_locations)
+    assert str(info.value).startswith(f"{path}:5:5: plugins[1]: plugin './bad.py'"), \
+        str(info.value)
+
+
 def test_plugin_listed_twice_is_config_error(tmp_path):
     """The same module listed twice is refused."""
     with pytest.raises(ConfigError, match="listed twice"):

@@ -65,6 +65,22 @@ def test_bad_schedules_are_refused(expr, zone, message):
 
 
 @pytest.mark.parametrize("expr, message", [
+    ("0 0 30 2 *", "never fires: no Feb 30 (day of month '30' never falls in month '2')"),
+    ("0 0 31 4,FEB *", "never fires: no Feb 31 or Apr 31"),
+    ("@daily", None), ("0 0 29 2 *", None), ("0 0 31 2 MON", None),
+])
+def test_a_schedule_that_never_fires_is_refused_when_parsed(expr, message):
+    """croniter accepts Feb 30 and fails each next-time search (CroniterBadDateError): the
+    parse refuses it and names the missing date; Feb 29, and Feb 31 OR Mondays, do fire."""
+    if message is None:
+        assert CronSchedule(expr).next_after(EPOCH) > EPOCH
+        return
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert str(caught.value).startswith(f"schedule {expr!r} {message}"), str(caught.value)
+
+
+@pytest.mark.parametrize("expr, message", [
     ("61 * * * *", "minute field '61' is not valid (minute takes 0-59)"),
     ("0 25 * * *", "hour field '25' is not valid (hour takes 0-23)"),
     ("0 0 32 * *", "day of month field '32' is not valid (day of month takes 1-31)"),
@@ -117,6 +133,8 @@ def test_plan_compiles_schedule_and_zone():
     ('    schedule: "0 3 * * *"\n    timeZone: Nowhere/Land',
      "cfg.yaml:9:15: controllers[0].timeZone", "not a known IANA time zone"),
     ("    timeZone: UTC", "cfg.yaml:8:15: controllers[0].timeZone", "timeZone needs a schedule"),
+    ('    schedule: "0 0 30 2 *"', "cfg.yaml:8:15: controllers[0].schedule",
+     "never fires: no Feb 30"),
 ])
 def test_plan_refuses_bad_schedule_or_zone_at_its_key(lines, where, message):
     """validate (load + plan) names the file:line:column of the key."""
@@ -187,6 +205,51 @@ def test_stop_ends_the_thread_without_firing():
     scheduler.stop()
     assert scheduler._thread is not None and not scheduler._thread.is_alive()
     assert sink.keys.empty() and scheduler.fired == 0
+
+
+class Failing:
+    """A schedule whose next fire times are ``times`` (Unix seconds), then none."""
+
+    def __init__(self, *times: float) -> None:
+        self.times = list(times)
+
+    def next_after(self, unix: float) -> float:
+        if not self.times:
+            raise ScheduleError("schedule '0 0 30 2 *': no fire time after then")
+        return self.times.pop(0)
+
+    def __repr__(self) -> str:
+        return "CronSchedule('0 0 30 2 *' (UTC))"
+
+
+def test_a_schedule_without_a_first_fire_time_is_logged_and_not_started(caplog):
+    """start() does not raise (the manager's start and a reload's switch go on): one ERROR
+    names the controller and the schedule, and no thread runs."""
+    clock = FakeClock(start=0.0)
+    scheduler = Scheduler("nightly", Failing(), list, Sink().keys.put, clock=clock)
+    with caplog.at_level("ERROR", logger="kinrun.controller.nightly"):
+        scheduler.start()
+    [record] = caplog.records
+    assert record.getMessage().startswith(
+        "nightly: schedule CronSchedule('0 0 30 2 *' (UTC)) stopped: no next fire time")
+    assert scheduler._thread is None and scheduler.fired == 0
+
+
+def test_a_schedule_without_a_later_fire_time_ends_its_thread_logged(caplog):
+    """After a fire, a schedule without a next time ends the scheduler's thread normally
+    (logged at ERROR, not a thread death): the keys were queued once."""
+    clock, sink = FakeClock(start=0.0), Sink()
+    scheduler = Scheduler("nightly", Failing(EPOCH + 60.0), lambda: ["k"], sink.keys.put,
+                          clock=clock, wall=WallOverride(clock, lambda: EPOCH + clock.now()))
+    with caplog.at_level("ERROR"):
+        scheduler.start()
+        assert clock.wait_for_waiters(1, WAIT, timed=True)
+        clock.step(60.0)
+        assert sink.take(1) == ["k"]
+        scheduler._thread.join(WAIT)
+    assert not scheduler._thread.is_alive() and scheduler.fired == 1
+    assert [(r.name, r.getMessage()[:36]) for r in caplog.records] == [
+        ("kinrun.controller.nightly", "nightly: schedule CronSchedule('0 0 ")]
 
 
 def _deadline() -> float:
