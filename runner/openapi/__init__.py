@@ -19,13 +19,15 @@ from the same document and validates writes with the functions below.
 
 Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_schemas``,
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
-``BUILTIN_DEFAULTS``, ``GO_ZERO_FIELDS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
+``BUILTIN_DEFAULTS``, ``GO_ZERO_FIELDS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and
+the checks ``decode_errors``,
 ``required_errors``, ``list_map_key_errors``, ``crd_errors``, ``prune``, ``keeps``,
 ``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O
 beyond reading the package data once.
 """
 
-from ._check import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, apply_defaults, canonicalize_quantities,
+from ._check import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, apply_defaults,
+                     canonicalize_quantities,
                      crd_errors, decode_errors, json_type, keeps, list_map_key_errors, prune,
                      required_errors, type_matches, undeclared_field)
 from ._quantity import parse_quantity

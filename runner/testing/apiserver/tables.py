@@ -5,7 +5,8 @@ Built-in kinds get the columns and cells of kube-apiserver 1.20's printers
 (``printers.columns``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
 with ``-o wide``, descriptions from ``printer_docs``);
 custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (the JSONPaths of
-``jsonpath``: ``.a.b``, ``.a[0].b``, filters ``.a[?(@.type=="Ready")].b``), or AGE when it declares none,
+``jsonpath``: ``.a.b``, ``.a[0].b``, filters ``.a[?(@.type=="Ready")].b``), or AGE when it
+declares none,
 with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
 tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
 does, other types take their own or null); a kind without either NAME and AGE. Ages are written as
