@@ -18,7 +18,8 @@ from the same document and validates writes with the functions below.
 
 Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_schemas``,
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
-``BUILTIN_DEFAULTS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and the checks ``decode_errors``,
+``BUILTIN_DEFAULTS``, ``GO_ZERO_FIELDS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and
+the checks ``decode_errors``,
 ``required_errors``, ``crd_errors``, ``prune``, ``keeps``,
 ``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O
 beyond reading the package data once. ``kinrun.openapi.typed`` holds how server-side apply
@@ -26,7 +27,8 @@ beyond reading the package data once. ``kinrun.openapi.typed`` holds how server-
 (the list entries it cannot merge).
 """
 
-from ._check import (BUILTIN_DEFAULTS, Problem, apply_defaults, canonicalize_quantities,
+from ._check import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, apply_defaults,
+                     canonicalize_quantities,
                      crd_errors, decode_errors, json_type, keeps, prune,
                      required_errors, type_matches, undeclared_field)
 from ._quantity import parse_quantity
@@ -35,6 +37,7 @@ from ._schema import (GVK, IN_PROCESS_DEFAULTS, KUBERNETES_VERSION, Schema, Sche
 
 __all__ = [
     "BUILTIN_DEFAULTS",
+    "GO_ZERO_FIELDS",
     "GVK",
     "IN_PROCESS_DEFAULTS",
     "KUBERNETES_VERSION",

@@ -304,6 +304,11 @@ PRINTER_COLUMNS = [
     {"name": "SizeDate", "type": "date", "jsonPath": ".spec.size"},
     {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp",
      "format": "date-time"},
+    {"name": "Ready", "type": "string", "jsonPath": '.spec.conditions[?(@.type=="Ready")].status'},
+    {"name": "NotReady", "type": "string", "jsonPath": '.spec.conditions[?(@.type!="Ready")].type'},
+    {"name": "Big", "type": "integer", "jsonPath": ".spec.conditions[?(@.n>2)].n"},
+    {"name": "HasN", "type": "string", "jsonPath": ".spec.conditions[?(@.n)].type"},
+    {"name": "NoMatch", "type": "string", "jsonPath": '.spec.conditions[?(@.type=="X")].type'},
 ]
 
 
@@ -328,7 +333,8 @@ def _age_shape(cell: Any) -> Any:
 def test_custom_resource_tables(both: Pair) -> None:
     """``kubectl get`` of custom resources: the server-side Table's columns (NAME and AGE
     without additionalPrinterColumns; the declared ones with their types, descriptions and
-    formats) and cells (ages, numbers, booleans, strings of other types, missing values);
+    formats) and cells (ages, numbers, booleans, strings of other types, missing values,
+    JSONPath filters such as ``[?(@.type=="Ready")]``);
     a built-in kind's NAME column has the same description."""
     def scenario(t: Target) -> Any:
         out = {}
@@ -344,7 +350,9 @@ def test_custom_resource_tables(both: Pair) -> None:
                            "metadata": {"name": "web"}, "spec": {
                                "color": "red", "size": 3, "ratio": 2.5, "on": True,
                                "since": "2019-03-01T10:00:00Z", "list": ["a", "b"],
-                               "map": {"b": 1, "a": "x"}, "gone": None, "float": 1234567.5}})
+                               "map": {"b": 1, "a": "x"}, "gone": None, "float": 1234567.5,
+                               "conditions": [{"type": "Other", "status": "False"},
+                                              {"type": "Ready", "status": "True", "n": 3}]}})
             post(t, path, {"apiVersion": f"{group}/v1", "kind": "Widget",
                            "metadata": {"name": "empty"}, "spec": {"size": 1.5, "on": "yes", "float": 0.00001}})
             out[kind] = _table_view(t.kube.request("GET", path, accept=TABLE).body)

@@ -123,8 +123,10 @@ class AdmittedWrites:
     def _prepared_create(self, rtype: ResourceType, version: str, body: Obj) -> None:
         """``body`` (mutated by the webhooks) as 1.20's ``rest.BeforeCreate`` makes it after
         mutating admission: the strategy's PrepareForCreate (``strategy.reset_status``: no
-        status, a Pod's phase and qosClass from its spec), then the schema's validation."""
+        status, a Pod's phase and qosClass from its spec), the fields Go's encoding always
+        writes (``fill_zero_fields``), then the schema's validation."""
         reset_status(rtype, body)
+        self._schemas.fill_zero_fields(rtype, version, body)
         self._schemas.validate(rtype, version, body)
 
     def _prepared(self, attrs: Attributes, new: Obj, current: Obj) -> Obj:
@@ -139,6 +141,7 @@ class AdmittedWrites:
             raise st.conflict(attrs.rtype.group, attrs.rtype.plural, attrs.name,
                               st.MODIFIED_CONFLICT)
         obj = prepare_for_update(attrs.rtype, new, current, attrs.subresource)
+        self._schemas.fill_zero_fields(attrs.rtype, attrs.version, obj)
         self._schemas.validate(attrs.rtype, attrs.version, obj)
         return obj
 

@@ -1,12 +1,11 @@
 """The OpenAPI documents, from the one schema source (``kinrun.openapi``).
 
-``/openapi/v2`` (JSON only): kube-apiserver 1.20.2's own ``definitions`` of the built-in kinds
-plus one definition per served CRD version (named as the real server names them,
-``com.example.v1.Widget``, its ``openAPIV3Schema`` with ``apiVersion``/``kind``/``metadata``
-and ``x-kubernetes-group-version-kind``); no ``paths``. The protobuf form kubectl asks for
-first is not served: a request that accepts only protobuf gets 404, which kubectl 1.27+ takes
-as "no v2 document" (a 406 fails its validation); kubectl 1.20 has no fallback: use
-``--validate=false`` with it.
+``/openapi/v2`` (JSON; its protobuf form in ``openapi_proto``): kube-apiserver 1.20.2's own
+``definitions`` of the built-in kinds plus one definition per served CRD version (named as
+the real server names them, ``com.example.v1.Widget``, its ``openAPIV3Schema`` with
+``apiVersion``/``kind``/``metadata`` and ``x-kubernetes-group-version-kind``); no ``paths``.
+A request that accepts neither JSON nor protobuf gets 404, which kubectl 1.27+ takes as "no
+v2 document" (a 406 fails its validation).
 
 ``/openapi/v3`` and ``/openapi/v3/<gv>`` (1.20 has none: served on purpose, a newer
 kube-apiserver's form, because kubectl 1.27+ reads its schemas from there for ``explain`` and

@@ -28,7 +28,7 @@ import yaml
 from kinrun import safe_yaml
 
 from . import apply as server_side_apply
-from . import managed_fields, openapi
+from . import managed_fields, openapi, openapi_proto
 from . import partial, printers, protobuf, tables
 from . import patch as patches
 from . import status as st
@@ -221,7 +221,7 @@ class Api:
     def _route(self, req: Request) -> Answer | WatchAnswer:
         path = req.path.rstrip("/") or "/"
         if path == "/openapi/v2" and not _accepts_json(req.headers.get("Accept", "")):
-            raise _not_found_path()   # no protobuf form (a 406 makes kubectl's validation fail)
+            return self._openapi_v2_protobuf(req.headers.get("Accept", ""))
         fixed = self._fixed(path)
         if fixed is not None:
             if req.method not in ("GET", "HEAD"):
@@ -234,6 +234,15 @@ class Api:
             return self._dispatch(req, target)
         except SelectorError as exc:
             raise st.bad_request(str(exc)) from None
+
+    def _openapi_v2_protobuf(self, accept: str) -> Answer:
+        """``/openapi/v2`` for a client that accepts only other forms: the protobuf form
+        (``openapi_proto``) when it accepts that, else 404 (a 406 makes newer kubectl's
+        validation fail, where a 404 means "no v2 document")."""
+        if openapi_proto.MEDIA_TYPE not in accept:
+            raise _not_found_path()
+        doc = openapi.v2_document(self.store.registry, self.schemas.schema)
+        return Answer(200, openapi_proto.document_message(doc), "application/octet-stream")
 
     def _fixed(self, path: str) -> Answer | None:
         reg = self.store.registry

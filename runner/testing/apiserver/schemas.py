@@ -21,7 +21,8 @@ import base64
 import copy
 from typing import Any
 
-from kinrun.openapi import (BUILTIN_DEFAULTS, Problem, Schema, apply_defaults, builtin_schemas,
+from kinrun.openapi import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, Schema, apply_defaults,
+                            builtin_schemas,
                             canonicalize_quantities, crd_errors, crd_schema, decode_errors,
                             prune, required_errors, undeclared_field)
 
@@ -158,6 +159,14 @@ class SchemaCheck:
         problems = crd_errors(schema, obj) if rtype.custom else required_errors(schema, obj)
         if problems:
             raise _invalid(rtype, obj, problems)
+
+    def fill_zero_fields(self, rtype: ResourceType, version: str, obj: Obj) -> None:
+        """Fill, in place, the fields a built-in ``obj`` always has when kube-apiserver 1.20
+        encodes it (``GO_ZERO_FIELDS``: a Deployment's ``status: {}``); after the strategy
+        reset or replaced its status. Custom resources are left as they are."""
+        schema = None if rtype.custom else self.schema(rtype, version)
+        if schema is not None:
+            apply_defaults(schema, obj, GO_ZERO_FIELDS)
 
     def defaulted(self, rtype: ResourceType, version: str, obj: Obj) -> Obj:
         """A copy of ``obj`` (the result of a server-side apply's merge) with the defaults a

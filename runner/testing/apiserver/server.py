@@ -15,8 +15,9 @@ the user's account. How it differs from a real kube-apiserver (see also the modu
 of ``patch``, ``store``, ``watch``, ``schemas``, ``gc``, ``tables``, ``protobuf``):
 
 - No authentication, authorization (SelfSubjectAccessReviews allow everything), built-in
-  admission plugins, audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON only) and ``/openapi/v3``
-  serve ``kinrun.openapi``'s schemas plus CRDs' (``openapi``). No aggregated discovery
+  admission plugins, audit, TLS, API priority and fairness. ``/openapi/v2`` (JSON and
+  protobuf, ``openapi_proto``) and ``/openapi/v3`` serve ``kinrun.openapi``'s schemas plus
+  CRDs' (``openapi``). No aggregated discovery
   (clients fall back to the legacy documents). JSON answers; protobuf request bodies only
   for Namespace, ConfigMap, Secret and the access reviews (``protobuf``). Tables for GET,
   LIST and WATCH (``tables``; built-in kinds' columns and cells: ``printers``).

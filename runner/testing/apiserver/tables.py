@@ -4,8 +4,9 @@
 Built-in kinds get the columns and cells of kube-apiserver 1.20's printers
 (``printers.columns``: NAME and the rest in 1.20's order, ``priority: 1`` columns only shown
 with ``-o wide``, descriptions from ``printer_docs``);
-custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (simple JSONPaths:
-``.a.b``, ``.a[0].b``; other expressions give an empty cell), or AGE when it declares none,
+custom resources get NAME, their CRD version's ``additionalPrinterColumns`` (the JSONPaths of
+``jsonpath``: ``.a.b``, ``.a[0].b``, filters ``.a[?(@.type=="Ready")].b``), or AGE when it
+declares none,
 with the definitions (descriptions, formats) and cells of apiextensions-apiserver 1.20's
 tableconvertor (a ``date`` cell is an age, a ``string`` cell prints any value as jsonpath
 does, other types take their own or null); a kind without either NAME and AGE. Ages are written as
@@ -27,13 +28,14 @@ from typing import Any, Union
 
 from kinrun.openapi.typed import object_meta
 
+from .jsonpath import MISSING, find
+
 Obj = dict[str, Any]
 Cell = Callable[[Obj, float], Any]
 Column = Union[tuple[str, str, int, Cell], tuple[str, str, int, Cell, Obj]]
 """(header, type, priority, cell(obj, now)[, more of the column's definition])."""
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _GO_ZERO_TIME = datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc)
-_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
 def wants_table(accept: str) -> bool:
@@ -88,9 +90,9 @@ def age(obj: Obj, now: float) -> str:
 
 
 def _get(obj: Any, path: str) -> Any:
-    """The value at a simple JSONPath (``.spec.a[0].b``), or None (:func:`_find`)."""
-    value = _find(obj, path)
-    return None if value is _MISSING else value
+    """The value at a JSONPath (``.spec.a[0].b``), or None (:func:`jsonpath.find`)."""
+    value = find(obj, path)
+    return None if value is MISSING else value
 
 
 def meta_description(field: str) -> str:
@@ -100,7 +102,6 @@ def meta_description(field: str) -> str:
     return str(object_meta().node["properties"][field]["description"])
 
 
-_MISSING = object()
 
 
 def crd_columns(columns: list[Obj]) -> list[Column]:
@@ -127,8 +128,8 @@ def _crd_cell(kind: str, path: str) -> Cell:
     ``<no value>`` for null); other types take a value of their type (an integer column
     truncates a number) or null, and a date column shows the age of an RFC 3339 string."""
     def cell(obj: Obj, now: float) -> Any:
-        value = _find(obj, path)
-        if value is _MISSING:
+        value = find(obj, path)
+        if value is MISSING:
             return None
         if kind == "string":
             return go_text(value)
@@ -155,19 +156,6 @@ def date_cell(value: str, now: float) -> str:
     if moment == _GO_ZERO_TIME:
         return "<unknown>"
     return human_duration(now - moment.timestamp())
-
-
-def _find(obj: Any, path: str) -> Any:
-    """The value at a simple JSONPath, or ``_MISSING`` (a null value is None)."""
-    for match in _PATH_STEP.finditer(path):
-        key, index = match.groups()
-        if key is not None and isinstance(obj, dict) and key in obj:
-            obj = obj[key]
-        elif key is None and isinstance(obj, list) and int(index) < len(obj):
-            obj = obj[int(index)]
-        else:
-            return _MISSING
-    return obj
 
 
 def go_text(value: Any) -> str:

@@ -94,4 +94,4 @@ def test_kubectl_apply_image_change_keeps_other_container_fields(embedded_server
     assert containers == [{"name": "c", "image": "nginx:2",   # with 1.20's Container defaults
                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
                            "terminationMessagePath": "/dev/termination-log",
-                           "terminationMessagePolicy": "File"}]
+                           "terminationMessagePolicy": "File", "resources": {}}]

@@ -120,7 +120,7 @@ def test_custom_resource_schema_validates_prunes_and_defaults(embedded_api_clien
 
 def test_openapi_v2_serves_builtin_and_crd_definitions(embedded_api_client):
     """/openapi/v2 (JSON) holds 1.20's built-in definitions and one per CRD version; a
-    protobuf-only request gets 404 (no protobuf form)."""
+    protobuf-only request gets the protobuf form, a request for another form 404."""
     call(embedded_api_client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
          body=CRD)
     doc = call(embedded_api_client, "GET", "/openapi/v2").body
@@ -134,6 +134,12 @@ def test_openapi_v2_serves_builtin_and_crd_definitions(embedded_api_client):
     m, url, hdrs, _, _ = embedded_api_client.param_serialize(
         "GET", "/openapi/v2", header_params={
             "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    proto = embedded_api_client.call_api(m, url, hdrs)
+    proto.read()
+    assert proto.status == 200 and proto.data.startswith(b"\n\x032.0\x12")  # swagger, info
+    assert proto.getheader("Content-Type") == "application/octet-stream"
+    m, url, hdrs, _, _ = embedded_api_client.param_serialize(
+        "GET", "/openapi/v2", header_params={"Accept": "application/yaml"})
     assert embedded_api_client.call_api(m, url, hdrs).status == 404
 
 
