@@ -34,17 +34,14 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import yaml
 
-from kinrun import safe_yaml, signals, threads
+from kinrun import signals, threads
 from kinrun.bound import Bound, Wrap
 from kinrun.config import load
 from kinrun.config.model import Config
 from kinrun.config.options import RunOptions
-from kinrun.crds import CRD_KIND, crd_files
 from kinrun.controller import Reconcile
 from kinrun.errors import ConfigError
 from kinrun.kube import Client
@@ -244,63 +241,23 @@ def _cluster_access(settings: RunSettings, stack: contextlib.ExitStack,
     if not settings.embedded:
         return settings.cluster.kubeconfig, settings.cluster.context
     from kinrun.testing.apiserver import EmbeddedAPIServer, controllers_default
+    from kinrun.testing.seeds import (crd_seeds, load_objects, load_seed_file, served_crds,
+                                      without_served)
 
-    seeds = [(path, [o for o in load_seed_file(path) if o.get("kind") == CRD_KIND])
-             for path in crd_files(settings.crds)]
-    served = {o["metadata"]["name"] for _path, objects in seeds for o in objects}
+    seeds = crd_seeds(settings.crds)
+    served = served_crds(seeds)
     for path in dict.fromkeys(settings.seeds):  # a CRD also under crds: is loaded once
-        seeds.append((path, [o for o in load_seed_file(path) if not (
-            o.get("kind") == CRD_KIND and o["metadata"]["name"] in served)]))
+        seeds.append((path, without_served(load_seed_file(path), served)))
     server = EmbeddedAPIServer(controllers=controllers_default())
     server.start()
     stack.callback(server.stop)
-    loaded = sum(_load_seeds(server, path, objects, stop) for path, objects in seeds)
+    loaded = sum(load_objects(server, path, objects, stop) for path, objects in seeds)
     if stop.is_set():
         return server.kubeconfig_path, None  # the run stops: nothing to point kubectl at
     _log.info("embedded API server at %s (%d seed object(s))", server.url, loaded)
     flush_logs()  # the line above first, then stdout's
     print(f"export KUBECONFIG={server.kubeconfig_path}", flush=True)
     return server.kubeconfig_path, None
-
-
-def _load_seeds(server: Any, path: Path, objects: list[dict], stop: threading.Event) -> int:
-    """Load one seed file's objects into the embedded server (none more once ``stop`` is set);
-    returns how many were loaded. ConfigError naming the file and document when the server
-    refuses one (unknown kind, invalid object)."""
-    for index, obj in enumerate(objects):
-        if stop.is_set():
-            return index
-        try:
-            server.load([obj], admit=True)
-        except Exception as exc:  # noqa: BLE001 - the server's StatusError, whatever its code
-            raise ConfigError(f"cannot load {obj.get('kind')} {obj['metadata'].get('name')!r}: "
-                              f"{exc}", file=str(path), path=f"document[{index}]") from None
-    return len(objects)
-
-
-def load_seed_file(path: Path) -> list[dict]:
-    """The objects of a multi-document YAML (or JSON) file; ``kind: List`` documents are
-    flattened. Raises ConfigError naming the file (and line) for bad YAML or a document that
-    is not an object with apiVersion, kind and metadata.name."""
-    try:
-        docs = safe_yaml.load_all(Path(path).read_text(), safe_yaml.ObjectLoader)
-    except OSError as exc:
-        raise ConfigError(f"cannot read seed file: {exc.strerror}", file=str(path)) from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
-                          line=mark.line + 1 if mark else None,
-                          column=mark.column + 1 if mark else None) from exc
-    objects = []
-    for index, doc in enumerate(d for d in docs if d is not None):
-        items = doc.get("items", []) if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-        for obj in items:
-            if not (isinstance(obj, dict) and obj.get("apiVersion") and obj.get("kind")
-                    and isinstance(obj.get("metadata"), dict) and obj["metadata"].get("name")):
-                raise ConfigError("each object needs apiVersion, kind and metadata.name",
-                                  file=str(path), path=f"document[{index}]")
-            objects.append(obj)
-    return objects
 
 
 @contextlib.contextmanager

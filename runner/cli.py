@@ -635,8 +635,8 @@ def _read_object(path: str, flag: str) -> dict[str, Any]:
 
 def _read_objects(path: str, flag: str) -> list[dict[str, Any]]:
     """The objects of a YAML/JSON file (several documents, ``kind: List`` opened), as
-    ``--seed`` reads them (``kinrun.app.load_seed_file``)."""
-    from kinrun.app import load_seed_file
+    ``--seed`` reads them (``kinrun.testing.seeds.load_seed_file``)."""
+    from kinrun.testing.seeds import load_seed_file
 
     try:
         return load_seed_file(Path(path))

@@ -43,6 +43,7 @@ import orjson
 from kinrun.actions.status import merge_patch
 from kinrun.clock import REAL_CLOCK, WallOverride
 from kinrun.config import ConfigErrors, load
+from kinrun.config.paths import resolve_path
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
 from kinrun.plugin_manager import load_plugins
@@ -52,6 +53,7 @@ from kinrun.testing.expectations import (Failure, check, contains, log_view, res
                                          sent_view)
 from kinrun.testing.quiet import BOOKMARK_INTERVAL, NotQuiet, Quiet, StepClock
 from kinrun.testing.recording import EPOCH, LogCapture, Recorder, RecordingClient
+from kinrun.testing.seeds import crd_seeds, load_objects, served_crds, without_served
 from kinrun.testing.turnstile import Turnstile
 
 SEED = 20231114
@@ -163,11 +165,14 @@ class _Selection:
 @dataclass(frozen=True)
 class Prepared:
     """A test file with its config compiled once (to check it): ``tests``, ``config``,
-    ``plugins`` (the config's plugin manager, shared by its cases)."""
+    ``plugins`` (the config's plugin manager, shared by its cases), ``crds``: the config's
+    ``crds:`` CRDs (``kinrun.testing.seeds.crd_seeds``), installed in every case's server
+    before its ``given``, as ``kinrun --embedded`` installs them before its seeds."""
 
     tests: TestFile
     config: Any
     plugins: Any
+    crds: list[tuple[Path, list[dict]]] = field(default_factory=list)
 
 
 def prepare(path: str | Path) -> Prepared:
@@ -192,7 +197,8 @@ def prepare(path: str | Path) -> Prepared:
                                    f"several controllers: give the case a controller"))
     if errors:
         raise ConfigErrors(errors)
-    return Prepared(tests, config, plugins)
+    return Prepared(tests, config, plugins, crd_seeds(
+        resolve_path(c, config.base_dir) for c in config.crds))
 
 
 def _located(where: str, message: str) -> ConfigError:
@@ -303,10 +309,9 @@ class _CaseRun:
         server = self._server()
         client = manager = None
         try:
-            try:
-                server.load(self.case.given, admit=True)
-            except StatusError as exc:
-                return Failure("run", f"given: the server refused an object: {exc}")
+            refused = self._seed(server)
+            if refused is not None:
+                return refused
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
             wall = self.recorder.wall_clock(self.clock.wall)
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins,
@@ -334,6 +339,22 @@ class _CaseRun:
             if client is not None:
                 client.close()
             server.stop()
+
+    def _seed(self, server: Any) -> Failure | None:
+        """Load the config's ``crds:`` and then the case's ``given`` (less a CRD ``crds:``
+        serves already), as ``--embedded`` loads ``crds:`` and its seeds
+        (``kinrun.testing.seeds``). A Failure when the server refuses a ``given`` object;
+        ConfigError naming the file for a ``crds:`` CRD it refuses."""
+        from kinrun.testing.apiserver import StatusError
+
+        for path, crds in self.prepared.crds:
+            load_objects(server, path, crds)
+        try:
+            server.load(without_served(self.case.given, served_crds(self.prepared.crds)),
+                        admit=True)
+        except StatusError as exc:
+            return Failure("run", f"given: the server refused an object: {exc}")
+        return None
 
     def _server(self) -> Any:
         """The case's embedded API server, started: seeded, on the case's clock, its

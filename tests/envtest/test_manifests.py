@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kinrun.testing.configmap_volume import write_configmap_volume
 from kinrun.testing.envtest import EnvtestError, EnvtestServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +170,30 @@ def test_extras_pass_server_dry_run_on_1_20(envtest_server: EnvtestServer,
                              capture_output=True, text=True, timeout=120)
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.count("(server dry run)") == len(kinds), applied.stdout
+
+
+def test_the_configmap_the_server_stores_has_the_crds_the_config_names(
+        envtest_server: EnvtestServer, envtest_namespace: str, tmp_path: Path) -> None:
+    """sample-controller's base (``crds: [../crds/foo.yaml]``): the ConfigMap as kube-apiserver
+    answers its apply, laid out as kubelet mounts it, is a config that validates (its crds:
+    files are there), where the pod used to exit 2 (no such CRD file)."""
+    kubectl = shutil.which("kubectl") or KUBECTL_120
+    if not os.access(kubectl, os.X_OK):
+        pytest.skip("no kubectl")
+    out = tmp_path / "base"
+    subprocess.run([sys.executable, "-m", "kinrun.cli", "manifests",
+                    "examples/configs/sample-controller.yaml", "-o", str(out), "--namespace",
+                    envtest_namespace, "--kubernetes-version", "1.20"],
+                   check=True, capture_output=True, cwd=ROOT, timeout=120)
+    applied = subprocess.run([kubectl, "--kubeconfig", envtest_server.kubeconfig_path, "apply",
+                              "--dry-run=server", "-o", "yaml", "-f", str(out / "configmap.yaml")],
+                             capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    data = yaml.safe_load(applied.stdout)["data"]
+    assert set(data) == {"sample-controller.yaml", "foo.yaml"}
+    volume = tmp_path / "config"
+    write_configmap_volume(volume, data)
+    valid = subprocess.run([sys.executable, "-m", "kinrun.cli", "validate",
+                            str(volume / "sample-controller.yaml")],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert valid.returncode == 0, valid.stderr

@@ -16,7 +16,7 @@ BOMB = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
 
 def test_a_seed_file_bomb_is_a_config_error_with_file_and_line(tmp_path: Path) -> None:
     """kinrun run --seed: the bomb is a ConfigError at its line, nothing is loaded."""
-    from kinrun.app import load_seed_file
+    from kinrun.testing.seeds import load_seed_file
 
     path = tmp_path / "seed.yaml"
     path.write_text(BOMB)
@@ -47,7 +47,7 @@ def test_object_yaml_keeps_timestamps_as_written(tmp_path: Path) -> None:
     rendered manifest, a seed file, a ``kinrun test`` object file)."""
     from kinrun.actions.applyset import parse_yaml_documents
     from kinrun.actions.kinds import parse_yaml
-    from kinrun.app import load_seed_file
+    from kinrun.testing.seeds import load_seed_file
 
     wanted = {"at": "2024-05-01T10:00:00Z", "day": "2024-05-01"}
     assert parse_yaml(STAMPED)["metadata"]["annotations"] == wanted
