@@ -322,7 +322,8 @@ class _CaseRun:
             self._register_webhooks()
             self.quiet = Quiet(lambda: server.store.resource_version, turnstile,
                                manager.factory.informers().values(),
-                               list(manager.controllers.items()), self.clock)
+                               list(manager.controllers.items()), self.clock,
+                               running=self.recorder.running)
             if not manager.start_caches(threading.Event(), self.timeout):
                 return Failure("run", f"the informers did not sync within {self.timeout:g}s")
             for scheduler in manager.schedules.values():  # no workers: the runner reconciles
