@@ -661,6 +661,7 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     from kinrun.bound import offline_reconciler
     from kinrun.plan import plan
     from kinrun.clock import REAL_CLOCK, FakeClock, WallOverride
+    from kinrun.templating import template_seed
     from kinrun.testing.recording import EPOCH
 
     # the wall clock of `kinrun test` at its start, one microsecond later at each reading:
@@ -668,7 +669,8 @@ def _render(config: Any, controller: Any, key: str, obj: dict[str, Any] | None,
     # kept before a fail, one of onError) are two Events, as in a run
     reads = itertools.count()
     clock = WallOverride(FakeClock(wall=EPOCH), lambda: EPOCH + next(reads) * 1e-6)
-    compiled = plan(config, clock=clock, render_clock=REAL_CLOCK)  # a timeout is real time
+    compiled = plan(config, clock=clock, render_clock=REAL_CLOCK,  # a timeout is real time
+                    template_seed=template_seed("render"))  # `random` as every render
     reconciler = offline_reconciler(compiled, controller.name, cached or ())
     projection = compiled.informers[controller.primary].projection
     if projection is not None:  # as the run's cache holds them

@@ -89,7 +89,7 @@ class Plan(CompiledPlan):
 
 def plan(config: Config, plugin_manager: PluginManager | None = None, *,
          clock: Clock | None = None, options: RunOptions | None = None,
-         render_clock: Clock | None = None) -> Plan:
+         render_clock: Clock | None = None, template_seed: int | None = None) -> Plan:
     """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
     the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
@@ -103,6 +103,7 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     conditions) and the templates' ``now()``, its ``now()`` times Event correlation and template
     budgets (``render_clock`` given: that one does); default ``REAL_CLOCK`` (``kinrun test``
     and ``render`` fix it, and time budgets on ``REAL_CLOCK``, as a run does).
+    ``template_seed``: the ``random`` filter's (``TemplateEngine``; a run's None: unseeded).
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
     pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
@@ -110,7 +111,8 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
         locations=config.plugin_locations)
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
-                            base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock)
+                            base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock,
+                            seed=template_seed)
     index_funcs: dict[str, IndexFunc] = {}  # one function per expression: equal indexes share
     found = informer_reads(config, engine, pm)
     informers = {name: _informer(spec, pm, engine, index_funcs, found[name])

@@ -68,6 +68,7 @@ import itertools
 import json
 import logging
 import os
+import random
 import re
 import string
 import threading
@@ -630,6 +631,29 @@ def _cron_functions(clock: Clock) -> dict[str, Callable[..., Any]]:
         return datetime.datetime.fromtimestamp(schedule.latest_at_or_before(moment(at)),
                                                tz=datetime.timezone.utc)
     return {"cron_next": cron_next, "cron_prev": cron_prev}
+
+
+def template_seed(name: str) -> int:
+    """The seed of the ``random`` filter for ``name`` (a ``kinrun test`` case's name, or
+    ``render``): the first 8 bytes of its SHA-256, so one name draws the same items on every
+    run and machine (Python's ``hash`` of a str is salted per process)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+
+
+def _random_filter(seed: int) -> Callable[..., Any]:
+    """Jinja2's ``random`` filter drawing from one ``random.Random(seed)`` (under a lock: the
+    sequence of draws is the order of the calls), instead of the process's shared generator."""
+    generator, lock = random.Random(seed), threading.Lock()
+
+    @jinja2.pass_context
+    def seeded_random(context: Any, seq: Any) -> Any:
+        """``seq | random``: one item of ``seq``, the seeded generator's next choice."""
+        try:
+            with lock:
+                return generator.choice(seq)
+        except IndexError:
+            return context.environment.undefined("No random item, sequence was empty.")
+    return seeded_random
 
 
 def _now_function(clock: Clock) -> Callable[[], datetime.datetime]:
@@ -1721,14 +1745,17 @@ class TemplateEngine:
     ``clock.wall()`` (the plan's clock, fixed in ``kinrun test`` and ``render``) is what the
     template functions ``now()``, ``cron_next`` and ``cron_prev`` read, each call. ``clock``
     defaults to ``REAL_CLOCK``; ``wall_clock`` (a callable of Unix seconds) is deprecated.
-    Thread-safe after construction.
+    ``seed`` (an int; :func:`template_seed`): the ``random`` filter draws from its own
+    generator seeded with it (``kinrun test`` and ``render``); None: from Python's shared,
+    unseeded one (a run). ``random`` is the templates' only source of chance (no shuffle or
+    uuid; ``now()`` is ``clock``). Thread-safe after construction.
     """
 
     def __init__(self, options: Any = None, *, extra_filters: Mapping[str, Callable] | None = None,
                  base_dir: Path | None = None,
                  clock: Clock = REAL_CLOCK,
                  wall_clock: Callable[[], float] | None = None,
-                 budget_clock: Clock | None = None) -> None:
+                 budget_clock: Clock | None = None, seed: int | None = None) -> None:
         self.options = TemplateOptions.coerce(options, base_dir)
         self.clock = with_wall(clock, wall_clock, where="TemplateEngine")
         self._budget_clock = budget_clock or self.clock
@@ -1746,6 +1773,8 @@ class TemplateEngine:
         env.globals["read_file"] = (_read_file_function(self.options.base_dir)
                                     if self.options.allow_files
                                     else _refused("allowFiles", "files"))
+        if seed is not None:
+            env.filters["random"] = _random_filter(seed)
         _bound_jinja2_filters(env)
         self._add_filters(env, BUILTIN_FILTERS)
         self._add_filters(env, {name: _counting_filter(func) if callable(func) else func

@@ -364,6 +364,9 @@ class _Builder:
         for i, entry in enumerate(logs or ()):
             self.regex(entry.pattern, path + ("logs", i) + (() if isinstance(
                 data["logs"][i], str) else ("absent" if entry.absent else "match",)))
+        for i, request in enumerate(requests or ()):
+            if "error" in request:
+                self.regex(request["error"], path + ("requests", i, "error"))
         for key, value in (results or {}).items():
             if value.message is not None:
                 self.regex(value.message, path + ("results", key, "message"))

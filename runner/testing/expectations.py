@@ -8,7 +8,9 @@ Rules (the schema's descriptions say the same to users):
   given): order within a key is checked, order between keys is free. A field given must
   equal the request's; ``params`` and ``body`` must be *contained* (a mapping's given keys
   present with contained values, lists of equal length item by item, scalars equal);
-  ``bodyEquals`` must equal the body.
+  ``bodyEquals`` must equal the body. A request without ``error`` matches only a request
+  that succeeded; ``error`` (a regular expression) only one that failed, its error text
+  (``InvalidError: 422 Invalid: ...``: the error's class, code, reason, message) matching.
 * ``results``: the last Result of each listed key (of the case's controller, or any).
 * ``logs``: each regular expression must ``re.search`` a log line after the line the
   previous one matched (and of its ``step``, when given); an ``absent`` one must match no
@@ -109,7 +111,14 @@ def sent_view(sent: Sent) -> dict[str, Any]:
 
 
 def matches(expected: Mapping[str, Any], sent: Sent) -> bool:
-    """Whether the expected request ``expected`` matches the recorded ``sent``."""
+    """Whether the expected request ``expected`` matches the recorded ``sent``: without
+    ``error`` only a request that succeeded, with it only one that failed with an error
+    whose text (``InvalidError: 422 Invalid: ...``) ``error`` (a regular expression) searches."""
+    if "error" in expected:
+        if sent.error is None or re.search(expected["error"], sent.error) is None:
+            return False
+    elif sent.error is not None:
+        return False
     view = sent_view(sent)
     for name in _FIELDS:
         if name in expected and expected[name] != view.get(name):
@@ -289,7 +298,7 @@ def _redacted_pair(exp: Mapping[str, Any], sent: Sent | None
 
 
 def _expected_view(exp: Mapping[str, Any]) -> dict[str, Any]:
-    order = [*_FIELDS, "params", "body", "bodyEquals"]
+    order = [*_FIELDS, "params", "body", "bodyEquals", "error"]
     return {k: exp[k] for k in sorted(exp, key=lambda k: order.index(k) if k in order else 99)}
 
 

@@ -12,8 +12,10 @@ and kopf's test helpers run real workers and so cannot promise this):
    delaying-queue and schedule thread has queued what fell due and waits again, with its
    latest deadline). Repeated while the server's resourceVersion moves;
 2. *reconcile one key*: the controllers take turns in the config's order (round robin, the
-   first controller first in every step), each turn one key from the head of that controller's workqueue (FIFO), reconciled on the
-   runner's thread exactly as a worker does (``Controller.process_next_item``: the object from
+   first controller first in every step), each turn one key from the head of that
+   controller's workqueue (FIFO), reconciled on a thread of its own while the runner waits
+   for it (so a reconcile that does not return ends the case at its timeout), exactly as a
+   worker does (``Controller.process_next_item``: the object from
    the lister, the Result handled: forget, requeue, rate-limited retry). ``workers: N`` makes
    no difference here: one key at a time;
 3. back to 1, until no workqueue has a ready key: the step is *quiet*. Keys waiting for the
@@ -34,6 +36,7 @@ from typing import Any
 
 from kinrun.clock import REAL_CLOCK, FakeClock
 from kinrun.testing.turnstile import NotDelivered, Turnstile
+from kinrun.threads import SupervisedThread
 
 POLL = 0.001
 """Real seconds between two looks at a condition that signals nothing."""
@@ -91,13 +94,15 @@ class Quiet:
     ``server_rv``: the server's global resourceVersion (int); ``turnstile``: the one every
     informer's lister-watcher goes through; ``informers``: the SharedIndexInformers (each with
     ``handlers_idle()``); ``controllers``: (name, Controller) in the config's order, never
-    started (no worker threads); ``clock``: the workqueues' StepClock. Used from one thread.
+    started (no worker threads); ``clock``: the workqueues' StepClock; ``running``: the
+    reconciles under way, named (``Recorder.running``). Used from one thread.
     """
 
     def __init__(self, server_rv: Callable[[], int], turnstile: Turnstile,
                  informers: Iterable[Any], controllers: Sequence[tuple[str, Any]],
-                 clock: StepClock) -> None:
+                 clock: StepClock, running: Callable[[], Sequence[str]] = tuple) -> None:
         self.server_rv, self.turnstile, self.clock = server_rv, turnstile, clock
+        self.running = running  # "controller c: key default/a" of each reconcile under way
         self.informers, self.controllers = list(informers), list(controllers)
         self._turn = 0  # the controller whose turn is next
         turnstile.idle = self.handlers_idle
@@ -122,10 +127,33 @@ class Quiet:
                                f"loop?); the last by {', '.join(ran[-4:])}")
             name, controller = picked
             ran.append(name)
-            controller.process_next_item()
+            self._reconcile(name, controller, deadline, timeout)
             if REAL_CLOCK.now() >= deadline:
                 raise NotQuiet(f"still reconciling after {timeout:g}s, the last by "
                                f"{', '.join(ran[-4:])}")
+
+    def _reconcile(self, name: str, controller: Any, deadline: float, timeout: float) -> None:
+        """Step 2: ``controller.process_next_item()`` on a daemon thread, the runner waiting
+        for it until ``deadline`` (real time); one still running then (a hook or a plugin
+        filter that does not return) is abandoned, as no thread can be stopped, and NotQuiet
+        names it (``running``). The case's server, client and recorder are its own, so the
+        abandoned thread can reach no later case's."""
+        done, raised = threading.Event(), []
+
+        def run() -> None:
+            try:
+                controller.process_next_item()
+            except BaseException as exc:  # raised on the runner's thread, as before
+                raised.append(exc)
+            finally:
+                done.set()
+        SupervisedThread(target=run, name=f"kinrun-test-reconcile-{name}").start()
+        if not REAL_CLOCK.wait_until(done, deadline):
+            still = ", ".join(self.running()) or f"controller {name}"
+            raise NotQuiet(f"still reconciling after {timeout:g}s: {still} (a hook or "
+                           "template that did not return; abandoned)")
+        if raised:
+            raise raised[0]
 
     def deliver(self, deadline: float) -> None:
         """Step 1 of the module docstring: every event up to the server's resourceVersion

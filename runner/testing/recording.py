@@ -99,6 +99,7 @@ class Recorder:
         self._logs: list[LogLine] = []
         self._seq: dict[tuple[str, str, str], int] = {}  # (what, controller, key) -> next
         self._ticks: dict[str, int] = {}  # key -> wall-clock readings so far
+        self._running: dict[int, tuple[str, str]] = {}  # thread id -> (controller, key) inside
 
     # -- attribution -------------------------------------------------------------------------
 
@@ -114,6 +115,7 @@ class Recorder:
         def observed(key: str, obj: Obj | None, cause: Any = None) -> Any:
             here = self._here()
             here.controller, here.key, here.inside = controller, key, True
+            self._running[threading.get_ident()] = (controller, key)
             try:
                 result = reconcile(key, obj, cause)
             except BaseException as exc:  # recorded as the controller will treat it
@@ -121,10 +123,16 @@ class Recorder:
                 raise
             finally:
                 here.inside = False  # key stays: the controller logs about it next
+                self._running.pop(threading.get_ident(), None)
             if isinstance(result, Result):
                 self._add_result(controller, key, result)
             return result
         return observed
+
+    def running(self) -> list[str]:
+        """``controller c: key default/a`` of each reconcile under way (a hook's included)."""
+        return [f"controller {controller}: key {key}"
+                for controller, key in list(self._running.values())]
 
     def current(self) -> tuple[str, str, bool]:
         """(controller, key, inside a reconcile) of the calling thread."""

@@ -48,6 +48,7 @@ from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
 from kinrun.plugin_manager import load_plugins
 from kinrun.redact import redact_text, secret_values
+from kinrun.templating import template_seed
 from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
 from kinrun.testing.expectations import (Failure, check, contains, log_view, result_view,
                                          sent_view)
@@ -315,7 +316,8 @@ class _CaseRun:
             client = Client.from_config(kubeconfig=server.kubeconfig_path, qps=0)
             wall = self.recorder.wall_clock(self.clock.wall)
             compiled: Plan = plan(self.prepared.config, self.prepared.plugins,
-                                  clock=WallOverride(self.clock, wall), render_clock=REAL_CLOCK)
+                                  clock=WallOverride(self.clock, wall), render_clock=REAL_CLOCK,
+                                  template_seed=template_seed(self.case.name))
             turnstile = Turnstile()
             manager = compiled.bind(turnstile.client(RecordingClient(
                 client, self.recorder, wall))).manager(clock=self.clock,
@@ -325,7 +327,8 @@ class _CaseRun:
             self._register_webhooks()
             self.quiet = Quiet(lambda: server.store.resource_version, turnstile,
                                manager.factory.informers().values(),
-                               list(manager.controllers.items()), self.clock)
+                               list(manager.controllers.items()), self.clock,
+                               running=self.recorder.running)
             if not manager.start_caches(threading.Event(), self.timeout):
                 return Failure("run", f"the informers did not sync within {self.timeout:g}s")
             for scheduler in manager.schedules.values():  # no workers: the runner reconciles

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kinrun.testing.runner import prepare, run_case
 
 HEAD = "apiVersion: kinrun.dev/v1alpha1\nkind: ControllerTest\nconfig: c.yaml\n"
@@ -29,8 +31,8 @@ controllers:
 CM = "{apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default, labels: {app: x}}, data: {proto: '%s'}}"
 
 
-def run(tmp_path: Path, cases: str):
-    (tmp_path / "c.yaml").write_text(CONFIG)
+def run(tmp_path: Path, cases: str, config: str = CONFIG):
+    (tmp_path / "c.yaml").write_text(config)
     path = tmp_path / "t.test.yaml"
     path.write_text(HEAD + "cases:\n" + cases)
     prepared = prepare(path)
@@ -47,8 +49,46 @@ def test_an_apply_refused_as_untypable_is_permanent_and_sent_once(tmp_path: Path
     when: [{{after: 10m}}]
     expect:
       requests:
-        - {{key: default/a, verb: apply, kind: Service}}
+        - {{key: default/a, verb: apply, kind: Service, error: "500.*typed patch"}}
       results: {{default/a: {{outcome: permanent, message: "spec.ports: element 0.*protocol"}}}}
 """)
     assert outcome.passed, [f.text() for f in outcome.failures]
 
+
+
+INVALID = """\
+apiVersion: kinrun.dev/v1alpha1
+kind: ControllerConfig
+informers: {cms: {apiVersion: v1, kind: ConfigMap, labelSelector: app}}
+controllers:
+  - name: c
+    for: cms
+    reconcile:
+      actions:
+        - create:
+            manifest: |
+              apiVersion: v1
+              kind: ConfigMap
+              metadata: {name: "{{ obj.data.proto }}", namespace: default}
+"""
+
+
+@pytest.mark.parametrize(("name", "error", "passes"), [
+    pytest.param("Bad_Name", None, False, id="refused-not-expected-to-fail"),
+    pytest.param("Bad_Name", "422 Invalid", True, id="refused-as-expected"),
+    pytest.param("Bad_Name", "409", False, id="refused-with-another-code"),
+    pytest.param("good", None, True, id="created"),
+    pytest.param("good", "422", False, id="created-but-expected-to-fail"),
+])
+def test_an_expected_request_matches_by_its_outcome(tmp_path: Path, name: str,
+                                                    error: str | None, passes: bool) -> None:
+    """An expected request without ``error`` matches only a request that succeeded; with it
+    only one that failed with an error the regular expression finds."""
+    field = "" if error is None else f", error: '{error}'"
+    [outcome] = run(tmp_path, f"""\
+  - name: create
+    given: [{CM % name}]
+    expect:
+      requests: [{{verb: create, kind: ConfigMap{field}}}]
+""", config=INVALID)
+    assert outcome.passed is passes, [f.text() for f in outcome.failures]
