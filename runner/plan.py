@@ -120,14 +120,19 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     controllers = tuple(_controller(config, spec, informers, pm, engine, run_clock)
                         for spec in config.controllers)
     _check_against_schemas(config, engine)
-    admission = None
-    if config.admission is not None or (config.sharding and config.sharding.admission):
-        from kinrun.admission import compile_admission  # only for configs that have webhooks
-        from kinrun.sharding.admission import builtin_webhooks, effective_admission
-        spec = effective_admission(config)
-        admission = compile_admission(spec, engine, builtin_webhooks(config, spec))
     return Plan(config, pm, engine, informers, controllers, run_settings(config, options),
-                sharded_informers(config), admission)
+                sharded_informers(config), _admission(config, engine))
+
+
+def _admission(config: Config, engine: TemplateEngine) -> Any:
+    """The config's admission webhooks compiled (``kinrun.admission.compile_admission``), the
+    sharding webhooks included; None when the config serves none."""
+    if config.admission is None and not (config.sharding and config.sharding.admission):
+        return None
+    from kinrun.admission import compile_admission  # only for configs that have webhooks
+    from kinrun.sharding.admission import builtin_webhooks, effective_admission
+    spec = effective_admission(config)
+    return compile_admission(spec, engine, builtin_webhooks(config, spec))
 
 
 # -- informers --------------------------------------------------------------------------------
