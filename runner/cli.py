@@ -619,7 +619,7 @@ def _read_object(path: str, flag: str) -> dict[str, Any]:
     from kinrun import safe_yaml
 
     try:
-        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"), safe_yaml.ObjectLoader)
+        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"), safe_yaml.StrictObjectLoader)
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -127,7 +127,7 @@ def crd_files(paths: Iterable[Path]) -> list[Path]:
 
 def _read_file(path: Path) -> list[CrdNames]:
     try:
-        docs = safe_yaml.load_all(path.read_text(encoding="utf-8"), safe_yaml.ObjectLoader)
+        docs = safe_yaml.load_all(path.read_text(encoding="utf-8"), safe_yaml.StrictObjectLoader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read CRDs: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else ''}",

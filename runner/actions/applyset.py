@@ -654,7 +654,7 @@ def compile_documents(value: Any, engine: TemplateEngine, loc: SourceLocation
 def parse_yaml_documents(text: str) -> list[Any]:
     """Every YAML document of rendered text; errors -> CheckError naming the rendered line."""
     try:
-        return safe_yaml.load_all(text, safe_yaml.ObjectLoader)
+        return safe_yaml.load_all(text, safe_yaml.StrictObjectLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""

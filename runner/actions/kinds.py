@@ -142,7 +142,7 @@ def compile_document(value: Any, engine: TemplateEngine, loc: SourceLocation) ->
 def parse_yaml(text: str) -> Any:
     """Parse rendered YAML; errors -> CheckError naming the rendered line."""
     try:
-        return safe_yaml.load(text, safe_yaml.ObjectLoader)
+        return safe_yaml.load(text, safe_yaml.StrictObjectLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""

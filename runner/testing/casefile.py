@@ -341,7 +341,7 @@ class _Builder:
         target = (self.base / item["file"]).resolve()
         try:
             docs = [d for d in safe_yaml.load_all(target.read_text(encoding="utf-8"),
-                                                    safe_yaml.ObjectLoader)
+                                                    safe_yaml.StrictObjectLoader)
                     if d is not None]
         except OSError as exc:
             self.error(path + ("file",), f"cannot read {target}: {exc.strerror}")

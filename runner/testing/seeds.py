@@ -68,7 +68,7 @@ def load_seed_file(path: Path) -> list[dict]:
     flattened. Raises ConfigError naming the file (and line) for bad YAML or a document that
     is not an object with apiVersion, kind and metadata.name."""
     try:
-        docs = safe_yaml.load_all(Path(path).read_text(), safe_yaml.ObjectLoader)
+        docs = safe_yaml.load_all(Path(path).read_text(), safe_yaml.StrictObjectLoader)
     except OSError as exc:
         raise ConfigError(f"cannot read seed file: {exc.strerror}", file=str(path)) from exc
     except yaml.YAMLError as exc:
