@@ -201,14 +201,23 @@ def declared_path(text: str) -> Path:
     return tuple(out)
 
 
+_NOT_RENDERED = ("name",)
+"""An action's keys that are never rendered: its label (read as an expression, an action
+named as a var read that var whole)."""
+
+
 def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Location]]:
     """(source, is a var's expression, location) of every string a controller's reconcile
-    holds (vars, every action list's strings, ``finalizer.when``)."""
+    holds (vars, every action list's strings but their ``_NOT_RENDERED`` keys,
+    ``finalizer.when``)."""
     rec = spec.reconcile
     for var in rec.vars:
         yield var.expression, True, var.location
     for action in rec.every_action:
-        for text in template_strings(thaw(action.raw)):
+        raw = thaw(action.raw)
+        for key in _NOT_RENDERED if isinstance(raw, dict) else ():
+            raw.pop(key, None)
+        for text in template_strings(raw):
             yield text, False, action.location
     if spec.finalizer_when:
         yield spec.finalizer_when, False, spec.location

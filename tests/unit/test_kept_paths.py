@@ -161,3 +161,14 @@ def test_plugins_event_hooks_and_index_functions_read_whole_objects() -> None:
     pm.register(Events())
     found = informer_reads(compiled.config, compiled.engine, pm)
     assert found["pods"].whole and found["nodes"].whole
+
+
+def test_an_action_named_as_a_var_does_not_read_that_var_whole() -> None:
+    """An action's ``name:`` is a label, never rendered: an action called ``pod`` beside a var
+    ``pod: obj`` leaves the projection to what the templates read."""
+    text = config("{{ pod.spec.nodeName }}").replace(
+        "      actions:\n        - log:",
+        "      vars: {pod: obj}\n      actions:\n        - name: pod\n          log:")
+    projection = plan(load_text(text)).informers["pods"].projection
+    assert projection is not None
+    assert {".".join(p) for p in projection.paths} - {"apiVersion", "kind"} == {"spec.nodeName"}
