@@ -86,6 +86,33 @@ def compile_values(value: Any, engine: TemplateEngine, loc: SourceLocation) -> R
     return lambda _v: value
 
 
+_STAND_INS = {"type": "Ready", "status": "True", "reason": "Templated", "message": "",
+              "observedGeneration": 0, "lastTransitionTime": ""}
+"""What a templated field of a condition is checked as: any value it could render."""
+
+
+def _check_literal_conditions(conditions: Any, loc: SourceLocation) -> None:
+    """ConfigError at ``conditions[i]`` for a condition written in the file that no render
+    can make valid (``kinrun.conditions.check_condition``: a literal ``status: Maybe``, a
+    literal ``reason: not camel``, a missing ``reason``, an unknown field): the run would
+    refuse it at every reconcile. Templated fields are checked as :data:`_STAND_INS`; a
+    templated list or condition is left to render time."""
+    for index, item in enumerate(conditions if isinstance(conditions, (list, tuple)) else ()):
+        if not isinstance(item, Mapping):
+            continue
+        probe = {key: _STAND_INS.get(key, value) if _templated(value) else value
+                 for key, value in item.items()}
+        try:
+            check_condition(probe)
+        except ConditionError as exc:
+            raise loc.child(f"[{index}]").config_error(
+                f"{exc}; kube-apiserver would refuse it at every reconcile") from None
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
 def _defined(value: Any) -> Any:
     if isinstance(value, jinja2.Undefined):
         str(value)  # StrictUndefined: raises, naming what is missing
@@ -161,6 +188,7 @@ class StatusAction:
                     f"status.fields: {', '.join(own)} is set by its own key of status "
                     "(conditions: a list merged by type; observedGeneration: true/false)")
         self._fields = _compile_option(fields, engine, loc.child(".fields"))
+        _check_literal_conditions(conditions, loc.child(".conditions"))
         self._conditions = _compile_option(conditions, engine, loc.child(".conditions"))
         observed = _setting(value, "status", "observedGeneration")
         if not isinstance(observed, bool):

@@ -162,6 +162,28 @@ def test_a_bad_condition_fails_the_render():
                foo())
 
 
+@pytest.mark.parametrize(("condition", "problem"), [
+    ({"type": "Ready", "status": "Maybe", "reason": "{{ obj.metadata.name }}"}, "status must be"),
+    ({"type": "Ready", "status": "{{ 'True' }}", "reason": "not camel"}, "must be CamelCase"),
+    ({"type": "Ready", "status": "True"}, "must be CamelCase"),
+    ({"type": "not a type!", "status": "True", "reason": "R"}, "not a qualified name"),
+])
+def test_a_condition_no_render_can_make_valid_is_refused_when_compiled(condition, problem):
+    """A literal field the API server refuses fails every reconcile: refused at compile time
+    (``kinrun validate`` and run start), at the condition's key; templated fields are not."""
+    with pytest.raises(ConfigError, match=problem) as caught:
+        render({"conditions": [{"type": "Ok", "status": "True", "reason": "R"}, condition]},
+               foo())
+    assert "conditions[1]" in str(caught.value)
+
+
+def test_templated_condition_fields_are_left_to_render_time():
+    """Every field templated: compiles; only the rendered value is checked."""
+    (req,) = render({"conditions": [{"type": "{{ 'Ready' }}", "status": "{{ 'True' }}",
+                                     "reason": "{{ 'R' }}"}]}, foo())
+    assert req.body["status"]["conditions"][0]["type"] == "Ready"
+
+
 def test_status_in_on_delete_fails_the_render():
     """There is no object (onDelete): the status action cannot write."""
     with pytest.raises(RenderError, match="no longer exists"):
