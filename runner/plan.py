@@ -69,7 +69,7 @@ from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, Info
                                    WatchPlan, owner_mapping_problem)
 from kinrun.spine.settings import run_settings
 from kinrun.templating import (TemplateEngine, as_location, compile_index_func, compile_key_mapper,
-                               lookup_calls)
+                               index_calls, lookup_calls)
 
 __all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
            "owner_mapping_problem", "plan"]
@@ -826,6 +826,22 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
                     f"{function}({informer!r}, ...): no informer {informer!r} in this config "
                     f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
                     "caches of the config's informers")
+        _check_index_names(source, location, informers)
+
+
+def _check_index_names(source: str, location: Location,
+                       informers: Mapping[str, InformerPlan]) -> None:
+    """``by_index``/``index_keys`` naming, both literally, an index its informer does not
+    have (its ``indexers``, a plugin's, or ``namespace``) would fail at every render."""
+    from kinrun.cache import NAMESPACE_INDEX
+
+    for function, informer, index, line in index_calls(source):
+        known = {NAMESPACE_INDEX, *informers[informer].indexers} if informer in informers \
+            else {index}
+        if index not in known:
+            raise location.error(
+                f"{function}({informer!r}, {index!r}, ...): informer {informer!r} has no index "
+                f"{index!r} (its indexes: {', '.join(sorted(known))}) (template line {line})")
 
 
 def _check_status_target(config: Config, spec: ControllerSpec, informer: InformerSpec) -> None:

@@ -2103,6 +2103,29 @@ def lookup_calls(source: str) -> list[tuple[str, str | None, int]]:
     return calls
 
 
+INDEX_READS = ("by_index", "index_keys")
+"""The lookups whose second argument names an index of the informer."""
+
+
+def index_calls(source: str) -> list[tuple[str, str, str, int]]:
+    """``(function, informer, index, template line)`` per call of :data:`INDEX_READS` in a
+    template or expression whose informer and index are both literal strings (a computed one
+    is checked when it renders). A source that does not parse gives []."""
+    bare = split_expression(source)
+    try:
+        tree = _PARSE_ONLY.parse(f"{{{{ {bare} }}}}" if bare is not None else source)
+    except jinja2.TemplateSyntaxError:
+        return []
+    calls = []
+    for call in tree.find_all(nodes.Call):
+        if isinstance(call.node, nodes.Name) and call.node.name in INDEX_READS:
+            informer, index = (arg.value if isinstance(arg, nodes.Const) else None
+                               for arg in [*call.args[:2], None, None][:2])
+            if isinstance(informer, str) and isinstance(index, str):
+                calls.append((call.node.name, informer, index, call.lineno))
+    return calls
+
+
 class KeyMapper:
     """A compiled ``mapTo: {template: ...}``: ``mapper(obj, initial_list=False) -> [key, ...]``.
 
@@ -2315,6 +2338,6 @@ __all__ = [
     "Template", "TemplateEngine", "TemplateName", "TemplateOptions", "TemplateRenderError",
     "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
     "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
-    "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
+    "index_calls", "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
     "spend_loop_step", "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

@@ -216,6 +216,24 @@ def test_plan_refuses_a_lookup_of_an_informer_the_config_lacks(mapper, var, log,
     assert "known: namespaces, source" in str(caught.value)
 
 
+@pytest.mark.parametrize("mapper, var, log", [
+    ("{{ by_index('source', 'byNode', 'n1') }}", "1", "x"),
+    ("''", "index_keys('namespaces', 'byOwner')", "x"),
+    ("''", "1", "{{ by_index('source', 'namespaces', 'v') | length }}"),
+])
+def test_plan_refuses_a_literal_index_its_informer_lacks(mapper, var, log):
+    """The informer exists but has no such index: every render would fail."""
+    from kinrun.errors import ConfigError
+    with pytest.raises(ConfigError, match="has no index") as caught:
+        _plan(mapper, var, log)
+    assert "(its indexes: namespace)" in str(caught.value), str(caught.value)
+
+
+def test_plan_accepts_the_namespace_index_and_computed_index_names():
+    _plan("{{ by_index('source', 'namespace', 'default') }}", "index_keys('source', key)",
+          "{{ by_index('namespaces', controller, 'v') }}")
+
+
 def test_plan_accepts_known_and_computed_informer_names():
     compiled = _plan("{{ list('namespaces') }}", "get('source', key)",
                      "{{ list(controller) | length }}")
