@@ -599,13 +599,22 @@ def _check_template_names(config: Config, engine: TemplateEngine) -> None:
         checks += [functools.partial(_refuse_undefined, engine, watch.template, True,
                                      watch.location, map_to, frozenset(),
                                      "a mapTo template sees obj, initial_list, the lookups "
-                                     "and the functions")
+                                     "and the functions" + _bare_hint(watch.template))
                    for watch in spec.watches if watch.map_to == "template" and watch.template]
     checks += [functools.partial(_refuse_undefined, engine, ix.expression, True, ix.location,
                                  indexer, frozenset(), "an indexer sees obj and the functions")
                for informer in config.informers.values()
                for ix in informer.indexers.values() if ix.expression]
     _all_errors(checks)
+
+
+def _bare_hint(template: str) -> str:
+    """For a ``mapTo`` template without ``{{ }}``: it is an expression (as a var), so
+    ``default/web`` divides names; say how a fixed key is written."""
+    if "{{" in template or "{%" in template:
+        return ""
+    return (f"; text without {{{{ }}}} is an expression: write a fixed key as "
+            f"\"{{{{ {template.strip()!r} }}}}\"")
 
 
 def _check_cron_calls(config: Config, engine: TemplateEngine) -> None:

@@ -234,6 +234,14 @@ def test_plan_accepts_the_namespace_index_and_computed_index_names():
           "{{ by_index('namespaces', controller, 'v') }}")
 
 
+def test_a_bare_text_map_to_is_an_expression_and_the_error_says_how_to_write_a_key():
+    from kinrun.errors import ConfigError
+    with pytest.raises(ConfigError, match="'default' is undefined") as caught:
+        _plan("default/web")
+    assert """write a fixed key as "{{ 'default/web' }}\"""" in str(caught.value)
+    assert _plan("{{ 'default/web' }}").controller("c").watches[0].mapper is not None
+
+
 def test_plan_accepts_known_and_computed_informer_names():
     compiled = _plan("{{ list('namespaces') }}", "get('source', key)",
                      "{{ list(controller) | length }}")
