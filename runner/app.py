@@ -36,7 +36,6 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-
 from kinrun import signals, threads
 from kinrun.bound import Bound, Wrap
 from kinrun.config import load

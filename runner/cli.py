@@ -456,22 +456,14 @@ def _cmd_schema(ns: argparse.Namespace) -> int:
 def _cmd_plugins(ns: argparse.Namespace) -> int:
     from kinrun.config import load
     from kinrun.logging_setup import configure_logging
+    from kinrun.plugin_manager import config_plugins
 
     configure_logging(ns.log_level, ns.log_format)
     config = load(ns.config)
-    manager = _load_plugins(config)
+    manager = config_plugins(config)  # ConfigError names the file and plugins[i]
     for line in plugin_lines(manager):
         print(line)
     return EXIT_OK
-
-
-def _load_plugins(config: Any) -> Any:
-    """The config's plugins (``kinrun.plugin_manager.load_plugins``); ConfigError names the
-    config file and ``plugins[i]``."""
-    from kinrun.plugin_manager import load_plugins
-
-    return load_plugins(list(config.plugins), config.base_dir, config_file=config.file,
-                      locations=config.plugin_locations)
 
 
 def plugin_lines(manager: Any) -> list[str]:
@@ -619,7 +611,8 @@ def _read_object(path: str, flag: str) -> dict[str, Any]:
     from kinrun import safe_yaml
 
     try:
-        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"), safe_yaml.StrictObjectLoader)
+        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"),
+                              safe_yaml.StrictObjectLoader)
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -48,7 +48,7 @@ import jinja2
 import orjson
 from jinja2 import nodes
 
-from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location, thaw
+from kinrun.config.model import Config, ControllerSpec, InformerSpec, Location
 from kinrun.kube.projection import ITEMS, Projection, shown
 from kinrun.cache_reads import (DICT_METHODS, EVERY, CacheReads, alias_of, alias_reads,
                                 bound_names, cache_reads)
@@ -214,10 +214,8 @@ def reconcile_strings(spec: ControllerSpec) -> Iterator[tuple[str, bool, Locatio
     for var in rec.vars:
         yield var.expression, True, var.location
     for action in rec.every_action:
-        raw = thaw(action.raw)
-        for key in _NOT_RENDERED if isinstance(raw, dict) else ():
-            raw.pop(key, None)
-        for text in template_strings(raw):
+        rendered = {k: v for k, v in action.raw.items() if k not in _NOT_RENDERED}
+        for text in template_strings(rendered):
             yield text, False, action.location
     if spec.finalizer_when:
         yield spec.finalizer_when, False, spec.location

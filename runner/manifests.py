@@ -62,7 +62,6 @@ from kinrun import monitoring
 from kinrun.admission import manifests as admission_manifests
 from kinrun.sharding.admission import effective_admission
 from kinrun.plan import plan
-from kinrun.config.paths import resolve_path
 from kinrun.crds import CrdSet, crd_files
 from kinrun.rbac import RbacNeeds, Resolve, rbac_needs, rbac_objects
 
@@ -334,7 +333,7 @@ def _crd_paths(config: Config) -> list[Path]:
     """The files of the config's ``crds:`` (folders expanded as ``kinrun.crds`` reads them);
     ConfigError at ``crds`` for one that does not exist."""
     try:
-        return crd_files(resolve_path(c, config.base_dir) for c in config.crds)
+        return crd_files(config.crd_paths())
     except ConfigError as exc:
         raise ConfigError(f"crds: {exc}", file=config.file, path="crds") from None
 

@@ -43,6 +43,7 @@ from kinrun.config.children import children_actions
 from kinrun.actions.kinds import (APPLIED_FIELDS, literal_manifest, missing_fields,
                                   names_reconciled_object)
 from kinrun.bound import Bound
+from kinrun.cache.index import NAMESPACE_INDEX
 from kinrun.cache.transform import (STRIP_MANAGED_FIELDS, FieldPruner, parse_path,
                                     strip_managed_fields)
 from kinrun.config import metadata_only
@@ -68,8 +69,8 @@ from kinrun.sharding.scope import sharded_informers
 from kinrun.spine.compiled import (CompiledPlan, ControllerPlan, IndexFunc, InformerPlan,
                                    WatchPlan, owner_mapping_problem)
 from kinrun.spine.settings import run_settings
-from kinrun.templating import (TemplateEngine, as_location, compile_index_func, compile_key_mapper,
-                               index_calls, lookup_calls)
+from kinrun.templating import (LookupCall, TemplateEngine, as_location, compile_index_func,
+                               compile_key_mapper, lookup_calls)
 
 __all__ = ["ControllerPlan", "IndexFunc", "InformerPlan", "Plan", "WatchPlan",
            "owner_mapping_problem", "plan"]
@@ -90,8 +91,8 @@ class Plan(CompiledPlan):
 def plan(config: Config, plugin_manager: PluginManager | None = None, *,
          clock: Clock | None = None, options: RunOptions | None = None,
          render_clock: Clock | None = None, template_seed: int | None = None) -> Plan:
-    """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.load_plugins`` (None:
-    the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
+    """Compile ``config``; ``plugin_manager`` from ``kinrun.plugin_manager.config_plugins``
+    (None: the config's ``plugins:`` and the ``kinrun`` entry points are loaded here).
 
     Raises ConfigError (file:line:column: key: message) for anything the run would refuse:
     template syntax, action values, a plugin index no plugin supplies, a ``mapTo: {index}`` the
@@ -106,9 +107,7 @@ def plan(config: Config, plugin_manager: PluginManager | None = None, *,
     ``template_seed``: the ``random`` filter's (``TemplateEngine``; a run's None: unseeded).
     ``options``: how the main job was asked to run (``Plan.settings``: the effective settings;
     None: as the file says)."""
-    pm = plugin_manager if plugin_manager is not None else plugins.load_plugins(
-        list(config.plugins), config.base_dir, config_file=config.file,
-        locations=config.plugin_locations)
+    pm = plugin_manager if plugin_manager is not None else plugins.config_plugins(config)
     run_clock = clock_of(clock, where="plan")
     engine = TemplateEngine(config.templates, extra_filters=plugin_template_filters(pm),
                             base_dir=config.base_dir, clock=run_clock, budget_clock=render_clock,
@@ -819,9 +818,10 @@ def _applied_manifests(action: Any) -> list[tuple[str, Any]]:
 
 
 def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) -> None:
-    """``get``/``list``/``by_index`` with a literal informer name that the config does not
-    define would fail at every render: a ConfigError at the template's place (the mapTo
-    watch, the var, the action). A computed name is checked when it renders."""
+    """``get``/``list``/``by_index``/``index_keys`` with a literal informer name that the
+    config does not define, or a literal index that informer lacks, would fail at every
+    render: a ConfigError at the template's place (the mapTo watch, the var, the action). A
+    computed name is checked when it renders."""
     rec = spec.reconcile
     sources: list[tuple[str, Location]] = [(w.template or "", w.location) for w in spec.watches
                                       if w.map_to == "template"]
@@ -829,28 +829,28 @@ def _check_lookups(spec: ControllerSpec, informers: Mapping[str, InformerPlan]) 
     for action in rec.every_action:
         sources += [(text, action.location) for text in _strings(action.raw)]
     for source, location in sources:
-        for function, informer, _line in lookup_calls(source):
-            if informer is not None and informer not in informers:
-                raise location.error(
-                    f"{function}({informer!r}, ...): no informer {informer!r} in this config "
-                    f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
-                    "caches of the config's informers")
-        _check_index_names(source, location, informers)
+        for call in lookup_calls(source):
+            _check_lookup(call, location, informers)
 
 
-def _check_index_names(source: str, location: Location,
-                       informers: Mapping[str, InformerPlan]) -> None:
-    """``by_index``/``index_keys`` naming, both literally, an index its informer does not
-    have (its ``indexers``, a plugin's, or ``namespace``) would fail at every render."""
-    from kinrun.cache import NAMESPACE_INDEX
-
-    for function, informer, index, line in index_calls(source):
-        known = {NAMESPACE_INDEX, *informers[informer].indexers} if informer in informers \
-            else {index}
-        if index not in known:
-            raise location.error(
-                f"{function}({informer!r}, {index!r}, ...): informer {informer!r} has no index "
-                f"{index!r} (its indexes: {', '.join(sorted(known))}) (template line {line})")
+def _check_lookup(call: LookupCall, location: Location,
+                  informers: Mapping[str, InformerPlan]) -> None:
+    """One lookup of :func:`_check_lookups`: its literal informer must be the config's, and a
+    literal index of ``by_index``/``index_keys`` one that informer has (its ``indexers``, a
+    plugin's, or ``namespace``); a computed name is checked when it renders."""
+    function, informer, index, line = call
+    if informer is None:
+        return
+    if informer not in informers:
+        raise location.error(
+            f"{function}({informer!r}, ...): no informer {informer!r} in this config "
+            f"(known: {', '.join(sorted(informers)) or 'none'}); lookups read the "
+            "caches of the config's informers")
+    known = {NAMESPACE_INDEX, *informers[informer].indexers}
+    if index is not None and index not in known:
+        raise location.error(
+            f"{function}({informer!r}, {index!r}, ...): informer {informer!r} has no index "
+            f"{index!r} (its indexes: {', '.join(sorted(known))}) (template line {line})")
 
 
 def _check_status_target(config: Config, spec: ControllerSpec, informer: InformerSpec) -> None:

@@ -72,6 +72,14 @@ def new_plugin_manager() -> KinrunPluginManager:
     return KinrunPluginManager()
 
 
+def config_plugins(config: Any) -> KinrunPluginManager:
+    """The plugin manager of a ``kinrun.config.Config``: :func:`load_plugins` of its
+    ``plugins:``, relative to its folder, errors at each entry's place in its file
+    (``plugins[i]``, line and column). Raises ConfigError as :func:`load_plugins`."""
+    return load_plugins(list(config.plugins), config.base_dir, config_file=config.file,
+                        locations=config.plugin_locations)
+
+
 def load_plugins(specs: Sequence[str], base_dir: Path | str, *, entry_points: bool = True,
                  config_file: str = "<config>", locations: Sequence[Any] = ()
                  ) -> KinrunPluginManager:
@@ -578,6 +586,6 @@ def call_shutdown(pm: pluggy.PluginManager, logger: logging.Logger | None = None
 __all__ = [
     "BUILTIN_PACKAGE", "ENTRY_POINT_GROUP", "EventHookHandler", "KinrunPluginManager",
     "StartupError", "call_shutdown", "call_startup", "collect_index_funcs", "combine_delays",
-    "describe_plugins", "event_handler", "file_module_name", "load_plugins",
+    "config_plugins", "describe_plugins", "event_handler", "file_module_name", "load_plugins",
     "new_plugin_manager", "reconcile_caller", "safe_index_func",
 ]

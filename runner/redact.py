@@ -207,8 +207,9 @@ def value_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
     (an error message quoting a rendered mapping) or in YAML single quotes (``''``), and with
     each run of whitespace inside it matching any other run (written or escaped): YAML folds a
     multi-line value, both when a template writes it into a double-quoted scalar (each line
-    break becomes a space) and when a dumper wraps a long line. Leading and trailing whitespace of a value is not searched,
-    nor a value of fewer than :data:`MIN_QUOTED` other characters. Compiled once per set of
+    break becomes a space) and when a dumper wraps a long line. Leading and trailing
+    whitespace of a value is not searched, nor a value of fewer than :data:`MIN_QUOTED` other
+    characters. Compiled once per set of
     values (the last 64 sets kept: a reconcile of the same Secret reuses it)."""
     forms: set[str] = set()
     for value in values:

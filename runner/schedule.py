@@ -63,7 +63,7 @@ class Scheduler:
 
     def start(self) -> None:
         """Start the scheduler's thread (once): the first fire time is the first after now.
-        None (logged, no thread) when the schedule gives none."""
+        When the schedule has no fire time, no thread starts (``_next_after`` logs why)."""
         if self._thread is not None:
             return
         first = self._next_after(self._wall())

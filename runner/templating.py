@@ -77,7 +77,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 import yaml
@@ -2083,10 +2083,26 @@ _PARSE_ONLY = jinja2.Environment()
 """Parses template sources for :func:`lookup_calls` (no filters or tests are resolved)."""
 
 
-def lookup_calls(source: str) -> list[tuple[str, str | None, int]]:
-    """The lookups a template or expression makes: ``(function, informer, template line)`` per
-    call of ``get``/``list``/``by_index``, ``informer`` the literal first argument or None when
-    it is computed. A source that does not parse gives [] (compiling reports it)."""
+class LookupCall(NamedTuple):
+    """One call of a lookup function in a template: ``function`` (``get``, ``list``,
+    ``by_index``, ``index_keys``), ``informer`` and ``index`` (the first and, for
+    :data:`INDEX_READS`, second argument when written as a string literal; None when computed
+    or not taken) and its template ``line`` (1-based)."""
+
+    function: str
+    informer: str | None
+    index: str | None
+    line: int
+
+
+INDEX_READS = ("by_index", "index_keys")
+"""The lookups whose second argument names an index of the informer."""
+
+
+def lookup_calls(source: str) -> list[LookupCall]:
+    """The lookups a template or expression makes, one :class:`LookupCall` per call of
+    :data:`LOOKUP_NAMES`, in the source's order. A source that does not parse gives []
+    (compiling reports it)."""
     bare = split_expression(source)
     text = f"{{{{ {bare} }}}}" if bare is not None else source
     try:
@@ -2096,34 +2112,16 @@ def lookup_calls(source: str) -> list[tuple[str, str | None, int]]:
     calls = []
     for call in tree.find_all(nodes.Call):
         if isinstance(call.node, nodes.Name) and call.node.name in LOOKUP_NAMES:
-            first = call.args[0] if call.args else None
-            informer = first.value if isinstance(first, nodes.Const) and \
-                isinstance(first.value, str) else None
-            calls.append((call.node.name, informer, call.lineno))
+            function = call.node.name
+            index = _literal_text(call.args, 1) if function in INDEX_READS else None
+            calls.append(LookupCall(function, _literal_text(call.args, 0), index, call.lineno))
     return calls
 
 
-INDEX_READS = ("by_index", "index_keys")
-"""The lookups whose second argument names an index of the informer."""
-
-
-def index_calls(source: str) -> list[tuple[str, str, str, int]]:
-    """``(function, informer, index, template line)`` per call of :data:`INDEX_READS` in a
-    template or expression whose informer and index are both literal strings (a computed one
-    is checked when it renders). A source that does not parse gives []."""
-    bare = split_expression(source)
-    try:
-        tree = _PARSE_ONLY.parse(f"{{{{ {bare} }}}}" if bare is not None else source)
-    except jinja2.TemplateSyntaxError:
-        return []
-    calls = []
-    for call in tree.find_all(nodes.Call):
-        if isinstance(call.node, nodes.Name) and call.node.name in INDEX_READS:
-            informer, index = (arg.value if isinstance(arg, nodes.Const) else None
-                               for arg in [*call.args[:2], None, None][:2])
-            if isinstance(informer, str) and isinstance(index, str):
-                calls.append((call.node.name, informer, index, call.lineno))
-    return calls
+def _literal_text(args: list[nodes.Expr], position: int) -> str | None:
+    """The ``position``-th argument when it is a string literal, else None."""
+    arg = args[position] if len(args) > position else None
+    return arg.value if isinstance(arg, nodes.Const) and isinstance(arg.value, str) else None
 
 
 class KeyMapper:
@@ -2331,13 +2329,14 @@ the reference lists by name) and the plugins' ``kinrun_template_filters``."""
 
 __all__ = [
     "BUILTIN_FILTERS", "BudgetExceeded", "BudgetLimits", "CHEAP_FILTERS", "CHEAP_TESTS",
-    "CLOCK_EVERY", "Expression", "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES",
+    "CLOCK_EVERY", "Expression", "INDEX_READS", "ITERATING_FILTERS", "KeyMapper", "LOOKUP_NAMES",
+    "LookupCall",
     "MAX_EXPONENT", "MAX_FILE_BYTES", "MAX_INDENT", "MAX_INT_BITS", "MAX_RANGE", "MAX_SEQUENCE",
     "MAX_SLOW_VALUE_SIZE", "MAX_VALUE_SIZE", "OUTPUT_BATCH", "PLACES", "RateLimitedWarner",
     "RenderBudget", "SLOW_FILTERS", "STRING_FILTERS", "SourceLocation", "TEMPLATE_NAMES",
     "Template", "TemplateEngine", "TemplateName", "TemplateOptions", "TemplateRenderError",
     "as_location", "b64decode", "b64encode", "check_indent", "compile_index_func",
     "compile_key_mapper", "describe", "duration", "from_json", "from_yaml", "index_values",
-    "index_calls", "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
+    "isoformat", "lookup_calls", "lookup_functions", "mutates", "scrub_quoted", "sha256",
     "spend_loop_step", "split_expression", "to_datetime", "to_json", "to_yaml", "value_size",
 ]

@@ -54,8 +54,8 @@ def build_config(loaded: LoadedYaml, base_dir: Path) -> Config:
         api_version=data["apiVersion"], kind=data["kind"],
         cluster=_cluster(ctx, data.get("cluster") or {}),
         plugins=tuple(data.get("plugins") or ()),
-        plugin_locations=tuple(ctx.at(("plugins", i)) for i in range(len(data.get("plugins")
-                                                                         or ()))),
+        plugin_locations=tuple(ctx.at(("plugins", i))
+                               for i, _ in enumerate(data.get("plugins") or ())),
         crds=tuple(data.get("crds") or ()),
         admission=_admission(ctx, data["admission"]) if data.get("admission") else None,
         templates=_templates(data.get("templates") or {}),

@@ -618,6 +618,11 @@ class Config:
         return FrozenMap({spec: str(resolve_path(spec, self.base_dir))
                           for spec in self.plugins if is_plugin_path(spec)})
 
+    def crd_paths(self) -> tuple[Path, ...]:
+        """The ``crds:`` files and folders as absolute paths (relative ones against the config
+        file's folder), in the order written."""
+        return tuple(resolve_path(c, self.base_dir) for c in self.crds)
+
     def informer(self, name: str) -> InformerSpec:
         """The informer called ``name``; KeyError if none."""
         return self.informers[name]

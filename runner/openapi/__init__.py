@@ -19,8 +19,7 @@ from the same document and validates writes with the functions below.
 Public API (stable for ``kinrun validate``'s template type-checking): ``builtin_schemas``,
 ``builtin_document``, ``crd_schema``, ``Schemas``, ``Schema``, ``GVK``, ``Problem``,
 ``BUILTIN_DEFAULTS``, ``GO_ZERO_FIELDS``, ``IN_PROCESS_DEFAULTS``, ``KUBERNETES_VERSION``, and
-the checks ``decode_errors``,
-``required_errors``, ``crd_errors``, ``prune``, ``keeps``,
+the checks ``decode_errors``, ``required_errors``, ``crd_errors``, ``prune``, ``keeps``,
 ``undeclared_field``, ``apply_defaults``, ``type_matches``. Pure data and checks: no I/O
 beyond reading the package data once. ``kinrun.openapi.typed`` holds how server-side apply
 (structured-merge-diff) types an object: associative lists, their keys, and ``typed_errors``
@@ -28,8 +27,7 @@ beyond reading the package data once. ``kinrun.openapi.typed`` holds how server-
 """
 
 from ._check import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, apply_defaults,
-                     canonicalize_quantities,
-                     crd_errors, decode_errors, json_type, keeps, prune,
+                     canonicalize_quantities, crd_errors, decode_errors, json_type, keeps, prune,
                      required_errors, type_matches, undeclared_field)
 from ._quantity import parse_quantity
 from ._schema import (GVK, IN_PROCESS_DEFAULTS, KUBERNETES_VERSION, Schema, Schemas,

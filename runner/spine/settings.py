@@ -14,7 +14,7 @@ from pathlib import Path
 from kinrun.config.model import (ClusterSpec, Config, GCSpec, LeaderElectionSpec, MetricsSpec,
                                  ProbesSpec, ReloadSpec, ShardingSpec)
 from kinrun.config.options import RunOptions
-from kinrun.config.paths import is_plugin_path, resolve_path
+from kinrun.config.paths import is_plugin_path
 
 POOL_SPARE = 4
 """Connections of the client's pool beyond one per worker and two per informer (discovery,
@@ -105,7 +105,7 @@ def run_settings(config: Config, options: RunOptions | None = None) -> RunSettin
         or (config.sharding is not None and config.sharding.admission),
         **({} if options is None else dict(
             embedded=options.embedded, seeds=tuple(options.seeds), dry_run=options.dry_run,
-            crds=tuple(resolve_path(c, config.base_dir) for c in config.crds)
+            crds=config.crd_paths()
             if options.embedded else (),
             shard_id=options.shard_id, log_fields=options.log_format in ("json", "zap"))))
 

@@ -43,10 +43,9 @@ import orjson
 from kinrun.actions.status import merge_patch
 from kinrun.clock import REAL_CLOCK, WallOverride
 from kinrun.config import ConfigErrors, load
-from kinrun.config.paths import resolve_path
 from kinrun.errors import ConfigError, KinrunError
 from kinrun.plan import Plan, plan
-from kinrun.plugin_manager import load_plugins
+from kinrun.plugin_manager import config_plugins
 from kinrun.redact import redact_text, secret_values
 from kinrun.templating import template_seed
 from kinrun.testing.casefile import Case, Step, TestFile, load_test_file, object_label
@@ -182,8 +181,7 @@ def prepare(path: str | Path) -> Prepared:
     ConfigError (ConfigErrors) for any problem, located."""
     tests = load_test_file(path)
     config = load(tests.config)
-    plugins = load_plugins(list(config.plugins), config.base_dir, config_file=config.file,
-                           locations=config.plugin_locations)
+    plugins = config_plugins(config)
     compiled = plan(config, plugins)
     errors = []
     names = [c.name for c in compiled.controllers]
@@ -198,8 +196,7 @@ def prepare(path: str | Path) -> Prepared:
                                    f"several controllers: give the case a controller"))
     if errors:
         raise ConfigErrors(errors)
-    return Prepared(tests, config, plugins, crd_seeds(
-        resolve_path(c, config.base_dir) for c in config.crds))
+    return Prepared(tests, config, plugins, crd_seeds(config.crd_paths()))
 
 
 def _located(where: str, message: str) -> ConfigError:

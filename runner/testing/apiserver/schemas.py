@@ -22,9 +22,8 @@ import copy
 from typing import Any
 
 from kinrun.openapi import (BUILTIN_DEFAULTS, GO_ZERO_FIELDS, Problem, Schema, apply_defaults,
-                            builtin_schemas,
-                            canonicalize_quantities, crd_errors, crd_schema, decode_errors,
-                            prune, required_errors, undeclared_field)
+                            builtin_schemas, canonicalize_quantities, crd_errors, crd_schema,
+                            decode_errors, prune, required_errors, undeclared_field)
 
 from . import status as st
 from .registry import ResourceType

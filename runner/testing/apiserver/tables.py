@@ -102,8 +102,6 @@ def meta_description(field: str) -> str:
     return str(object_meta().node["properties"][field]["description"])
 
 
-
-
 def crd_columns(columns: list[Obj]) -> list[Column]:
     """A CRD version's ``additionalPrinterColumns`` as apiextensions-apiserver 1.20's
     tableconvertor makes them (with their format and description; Age of type date when
